@@ -1,0 +1,108 @@
+/*
+ * gm_engine.h - the one interface every compute engine implements.
+ *
+ * An engine runs GEMM jobs asynchronously. The loop thread submits a wave
+ * of jobs and returns at once; each job comes back exactly once through
+ * the done callback, which the engine calls on one of its own threads.
+ * The callback must only hand the job to the loop (lock, push, wake);
+ * it must not call back into the engine. Engines never call exit().
+ *
+ * Implementations: gm_engine_cpu.c (OpenBLAS, always built) and
+ * gm_engine_cuda.cu (cuBLAS and the tiled kernel, built when CUDA is).
+ */
+#ifndef GM_ENGINE_H
+#define GM_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gm_job.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum gm_engine_kind {
+	GM_ENGINE_AUTO = 0, /* CUDA when a device is present, else CPU */
+	GM_ENGINE_CPU = 1,
+	GM_ENGINE_CUDA = 2,
+};
+
+enum gm_issue_order {
+	GM_ISSUE_BREADTH = 0, /* all H2D of a wave, then kernels, then D2H */
+	GM_ISSUE_DEPTH = 1,   /* each job's H2D, kernel, D2H in turn */
+};
+
+typedef struct gm_engine_config {
+	int kind;		    /* enum gm_engine_kind */
+	uint64_t pool_bytes;	    /* host arena (pinned on CUDA) */
+	uint64_t device_pool_bytes; /* per device; 0: engine's choice */
+	unsigned streams;	    /* stream ring size per device */
+	int issue_order;	    /* enum gm_issue_order */
+	int kernel;		    /* default kernel (enum gm_kernel) */
+	int mapped_output;	    /* CUDA: C in mapped pinned memory */
+	unsigned cpu_threads;	    /* CPU engine: BLAS threads, 0 = all */
+} gm_engine_config;
+
+/* Per-device counters an engine keeps; read with gm_engine_device_stats. */
+typedef struct gm_device_stats {
+	char name[64];
+	uint64_t jobs;
+	uint64_t mem_used;  /* device pool bytes in use */
+	uint64_t mem_total; /* device pool bytes */
+	double busy_us;	    /* time with at least one job in flight */
+} gm_device_stats;
+
+typedef struct gm_engine gm_engine;
+
+/* Called once per job on an engine thread; see the file comment. */
+typedef void (*gm_engine_done_fn)(gm_job *job, void *arg);
+
+/*
+ * Opens the engine cfg->kind asks for (AUTO: CUDA if a device is found,
+ * else CPU). Allocates the host arena. On failure returns a code and a
+ * message in msg; nothing is left allocated. Loop thread, blocks while
+ * devices initialise.
+ */
+int gm_engine_open(const gm_engine_config *cfg, gm_engine_done_fn done,
+		   void *arg, gm_engine **out, char *msg, size_t msglen);
+
+/* Blocks until every submitted job has come back through the callback,
+ * then frees everything the engine holds. */
+void gm_engine_close(gm_engine *e);
+
+/* "cpu" or "cuda". */
+const char *gm_engine_name(const gm_engine *e);
+
+/* The host arena slabs are carved from, and its size. Owned by e. */
+void *gm_engine_arena(gm_engine *e, uint64_t *size);
+
+/* GM_OK when e can run d, else GM_EUNSUPPORTED with a message. */
+int gm_engine_supports(const gm_engine *e, const gm_job_desc *d, char *msg,
+		       size_t msglen);
+
+/* Hands jobs[0..n-1] (one wave) to the engine; never blocks on the jobs.
+ * Each job comes back through the done callback, failed or not. Returns
+ * GM_EGPUFAULT without taking the jobs once the engine is faulted. */
+int gm_engine_submit(gm_engine *e, gm_job **jobs, size_t n);
+
+/* Non-zero once a sticky device fault has happened: the daemon must stop
+ * accepting and exit non-zero after the in-flight jobs came back. */
+int gm_engine_faulted(const gm_engine *e);
+
+/* Number of devices (1 for the CPU engine) and counters of one of them. */
+unsigned gm_engine_devices(const gm_engine *e);
+void gm_engine_device_stats(gm_engine *e, unsigned dev, gm_device_stats *s);
+
+/* Engine constructors, used by gm_engine_open. */
+int gm_engine_cpu_open(const gm_engine_config *cfg, gm_engine_done_fn done,
+		       void *arg, gm_engine **out, char *msg, size_t msglen);
+int gm_engine_cuda_open(const gm_engine_config *cfg, gm_engine_done_fn done,
+			void *arg, gm_engine **out, char *msg, size_t msglen);
+/* Number of CUDA devices usable, 0 when none or CUDA is not built in. */
+int gm_engine_cuda_count(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

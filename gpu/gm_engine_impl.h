@@ -1,0 +1,38 @@
+/*
+ * gm_engine_impl.h - what an engine implementation provides.
+ *
+ * Private to gpu/. Each engine embeds struct gm_engine as its first member
+ * and points it at its table of operations; gm_engine.c dispatches the
+ * public calls of gm_engine.h through the table.
+ */
+#ifndef GM_ENGINE_IMPL_H
+#define GM_ENGINE_IMPL_H
+
+#include "gm_engine.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct gm_engine_ops {
+	const char *name;
+	void (*close)(gm_engine *e);
+	void *(*arena)(gm_engine *e, uint64_t *size);
+	int (*supports)(const gm_engine *e, const gm_job_desc *d, char *msg,
+			size_t msglen);
+	int (*submit)(gm_engine *e, gm_job **jobs, size_t n);
+	int (*faulted)(const gm_engine *e);
+	unsigned (*devices)(const gm_engine *e);
+	void (*device_stats)(gm_engine *e, unsigned dev, gm_device_stats *s);
+};
+
+struct gm_engine {
+	const struct gm_engine_ops *ops;
+	gm_engine_done_fn done;
+	void *done_arg;
+};
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,61 @@
+/*
+ * gm_job.h - one GEMM job as an engine sees it.
+ *
+ * The daemon owns every gm_job: it fills the description and host
+ * pointers on the loop thread, hands the job to an engine with
+ * gm_engine_submit(), and gets it back exactly once through the engine's
+ * done callback with status and timings filled. Between the two the job
+ * belongs to the engine and the daemon must not touch it.
+ */
+#ifndef GM_JOB_H
+#define GM_JOB_H
+
+#include <stdint.h>
+
+#include "gm_proto.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct gm_job {
+	gm_job_desc d; /* kernel already resolved: never GM_KERNEL_DEFAULT */
+
+	/*
+	 * Operands in host memory the engine can DMA from: a slab of the
+	 * engine's arena or a registered region. A is followed by B and,
+	 * when the job has C, by C, each at the byte offsets of the wire
+	 * payload. The result (m*n elements) is written to out.
+	 */
+	void *a;
+	void *b;
+	void *c; /* NULL when the job has no C */
+	void *out;
+
+	/*
+	 * Host copies the engine does on its own threads so the daemon's
+	 * loop never copies payload bytes: when copy_in is set, the
+	 * copy_in_bytes bytes at copy_in (A, B, C back to back, as on the
+	 * wire) must first be copied to a; when copy_out is set, the result
+	 * ends up there instead of (or after) out. An engine that can read
+	 * and write ordinary memory directly (the CPU engine) may use
+	 * copy_in and copy_out in place of a, b, c and out.
+	 */
+	const void *copy_in;
+	uint64_t copy_in_bytes;
+	void *copy_out;
+
+	/* Filled by the engine before the done callback. */
+	int status;			  /* gm_err */
+	char msg[GM_MSG_TEXT + 1];	  /* detail for status != 0 */
+	double h2d_us, kernel_us, d2h_us; /* from device events; 0 on CPU */
+	int device;			  /* device index that ran it, -1 CPU */
+
+	void *user;	     /* the daemon's, untouched by engines */
+	struct gm_job *next; /* engine-private link while submitted */
+} gm_job;
+
+#ifdef __cplusplus
+}
+#endif
+#endif
