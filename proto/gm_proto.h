@@ -137,8 +137,10 @@ size_t gm_dtype_size(int dtype);
 const char *gm_dtype_name(int dtype);
 int gm_dtype_parse(const char *name);
 
-/* Computes the operand sizes of d, checking every product for overflow.
- * Returns GM_OK or GM_EOVERFLOW. Does not check limits. */
+/* Computes the operand sizes of d, checking every product and the sum
+ * a + b + c for overflow. Returns GM_OK, GM_EDTYPE for an unknown dtype,
+ * or GM_EOVERFLOW (out zeroed or partial on failure). Does not check
+ * limits. */
 int gm_job_sizes_of(const gm_job_desc *d, gm_job_sizes *out);
 
 /* Validates d against lim (dtype, flags, dims, sizes). On failure returns
@@ -151,14 +153,18 @@ int gm_job_check(const gm_job_desc *d, const gm_limits *lim, char *msg,
 double gm_job_flops(const gm_job_desc *d);
 
 /* Decodes and validates the common header of any message: magic,
- * version, known type, zero flags, enough bytes. On failure h->id is the
- * request id when at least 16 bytes were present, else 0. */
+ * version, known type, zero flags, enough bytes; for CTRL, CTRL_REPLY and
+ * ERROR also count == len - GM_HDR_SIZE (GM_ETRUNC short, GM_ETRAILING
+ * long). On failure h->id is the request id when at least 16 bytes were
+ * present, else 0. */
 int gm_proto_get_hdr(const void *buf, size_t len, gm_hdr *h, char *msg,
 		     size_t msglen);
 
 /* Validates a whole GEMM request in place: header, batch header, every
- * job header and payload length, no trailing bytes. On success fills h
- * and b; the job count is h->count. Allocates nothing. */
+ * job header and payload length, no trailing bytes. Limits above the hard
+ * ceilings are taken as the ceilings. On success fills h and b; the job
+ * count is h->count. On failure h->id is set as by gm_proto_get_hdr, so
+ * the refusal can echo it. Allocates nothing. */
 int gm_proto_check_gemm(const void *buf, size_t len, const gm_limits *lim,
 			gm_hdr *h, gm_batch *b, char *msg, size_t msglen);
 
@@ -176,15 +182,20 @@ int gm_proto_jobs_next(gm_job_iter *it, gm_job_desc *d, const uint8_t **a,
  */
 void gm_proto_put_hdr(uint8_t *p, uint16_t type, uint64_t id, uint32_t count);
 void gm_proto_put_batch(uint8_t *p, const gm_batch *b);
+/* gm_proto_put_job computes payload_bytes from d (0 when d has no size:
+ * unknown dtype or overflow); the caller writes the payload after it. */
 void gm_proto_put_job(uint8_t *p, const gm_job_desc *d);
 /* Writes the fixed part of a reply job; the result bytes follow it. */
 void gm_proto_put_reply_job(uint8_t *p, const gm_reply_job *r);
-/* Writes a whole ERROR message (GM_HDR_SIZE + GM_ERROR_SIZE bytes). */
+/* Writes a whole ERROR message (GM_HDR_SIZE + GM_ERROR_SIZE bytes);
+ * message NULL writes gm_strerror(status). Message fields keep at most
+ * GM_MSG_TEXT - 1 bytes, cut at a UTF-8 boundary. */
 void gm_proto_put_error(uint8_t *p, uint64_t id, uint32_t status,
 			const char *message);
 
 /* Bytes of a GEMM request for jobs d[0..n-1] (headers and payloads);
- * GM_EOVERFLOW if it does not fit in 64 bits. */
+ * GM_EDTYPE for an unknown dtype, GM_EOVERFLOW if it does not fit in 64
+ * bits. */
 int gm_proto_gemm_size(const gm_job_desc *d, uint32_t n, uint64_t *size);
 
 /* Validates a GEMM reply in place for a request with id and njobs jobs,
@@ -194,7 +205,9 @@ int gm_proto_check_reply(const void *buf, size_t len, uint64_t id,
 void gm_proto_reply_begin(const void *buf, size_t len, gm_job_iter *it);
 int gm_proto_reply_next(gm_job_iter *it, gm_reply_job *r);
 
-/* Decodes the body of an ERROR message (after gm_proto_get_hdr). */
+/* Decodes a whole ERROR message (header checked again): GM_EMSGTYPE for
+ * another type, GM_EFIELD when count != GM_ERROR_SIZE or reserved != 0,
+ * or a gm_proto_get_hdr code. */
 int gm_proto_get_error(const void *buf, size_t len, uint32_t *status,
 		       char message[GM_MSG_TEXT + 1]);
 
