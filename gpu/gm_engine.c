@@ -1,0 +1,87 @@
+/*
+ * gm_engine.c - picks an engine at open and forwards the public calls of
+ * gm_engine.h to the engine's table of operations (gm_engine_impl.h).
+ * When gemmd is built without CUDA it also stands in for the CUDA engine's
+ * constructors, so that callers need no #ifdef of their own.
+ */
+#include "gm_engine_impl.h"
+
+#include <stdio.h>
+
+#include "gm_error.h"
+
+#if !GEMMD_HAVE_CUDA
+int gm_engine_cuda_count(void)
+{
+	return 0;
+}
+
+int gm_engine_cuda_open(const gm_engine_config *cfg, gm_engine_done_fn done,
+			void *arg, gm_engine **out, char *msg, size_t msglen)
+{
+	*out = NULL;
+	snprintf(msg, msglen, "this gemmd was built without CUDA");
+	return GM_ENODEV;
+}
+#endif
+
+int gm_engine_open(const gm_engine_config *cfg, gm_engine_done_fn done,
+		   void *arg, gm_engine **out, char *msg, size_t msglen)
+{
+	int kind = cfg->kind;
+
+	*out = NULL;
+	if (kind == GM_ENGINE_AUTO)
+		kind =
+		    gm_engine_cuda_count() > 0 ? GM_ENGINE_CUDA : GM_ENGINE_CPU;
+	switch (kind) {
+	case GM_ENGINE_CPU:
+		return gm_engine_cpu_open(cfg, done, arg, out, msg, msglen);
+	case GM_ENGINE_CUDA:
+		return gm_engine_cuda_open(cfg, done, arg, out, msg, msglen);
+	default:
+		snprintf(msg, msglen, "unknown engine kind %d", cfg->kind);
+		return GM_EINVAL;
+	}
+}
+
+void gm_engine_close(gm_engine *e)
+{
+	e->ops->close(e);
+}
+
+const char *gm_engine_name(const gm_engine *e)
+{
+	return e->ops->name;
+}
+
+void *gm_engine_arena(gm_engine *e, uint64_t *size)
+{
+	return e->ops->arena(e, size);
+}
+
+int gm_engine_supports(const gm_engine *e, const gm_job_desc *d, char *msg,
+		       size_t msglen)
+{
+	return e->ops->supports(e, d, msg, msglen);
+}
+
+int gm_engine_submit(gm_engine *e, gm_job **jobs, size_t n)
+{
+	return e->ops->submit(e, jobs, n);
+}
+
+int gm_engine_faulted(const gm_engine *e)
+{
+	return e->ops->faulted(e);
+}
+
+unsigned gm_engine_devices(const gm_engine *e)
+{
+	return e->ops->devices(e);
+}
+
+void gm_engine_device_stats(gm_engine *e, unsigned dev, gm_device_stats *s)
+{
+	e->ops->device_stats(e, dev, s);
+}

@@ -1,0 +1,552 @@
+/*
+ * test_cpu_engine.c - unit tests of the CPU engine, driven through
+ * gm_engine.h the way the daemon drives it: open, submit waves, collect
+ * jobs from the done callback, close. Results are checked against a naive
+ * long double reference for every transpose pair, both layouts, fp64 and
+ * fp32, with and without C, on outputs poisoned with NaN first so that an
+ * element left unwritten shows. Inputs are fresh random numbers; the seed
+ * is printed and GM_TEST_SEED replays one.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "gm_build.h"
+#include "gm_engine.h"
+#include "gm_error.h"
+
+#define ALPHA 1.5
+#define BETA  -0.75
+
+/* Collects jobs coming back through the done callback. */
+struct waiter {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	size_t done;
+};
+
+static struct waiter w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,
+			  0};
+static uint64_t rs;
+
+static void on_done(gm_job *job, void *arg)
+{
+	struct waiter *wt = arg;
+
+	pthread_mutex_lock(&wt->mu);
+	wt->done++;
+	pthread_cond_signal(&wt->cv);
+	pthread_mutex_unlock(&wt->mu);
+}
+
+static void wait_done(size_t n)
+{
+	pthread_mutex_lock(&w.mu);
+	while (w.done < n)
+		pthread_cond_wait(&w.cv, &w.mu);
+	pthread_mutex_unlock(&w.mu);
+}
+
+static size_t done_count(void)
+{
+	size_t n;
+
+	pthread_mutex_lock(&w.mu);
+	n = w.done;
+	pthread_mutex_unlock(&w.mu);
+	return n;
+}
+
+static gm_engine *open_engine(int kind, unsigned threads)
+{
+	gm_engine_config cfg = {
+	    .kind = kind, .pool_bytes = 1u << 20, .cpu_threads = threads};
+	gm_engine *e = NULL;
+	char msg[128] = "";
+	int rv = gm_engine_open(&cfg, on_done, &w, &e, msg, sizeof(msg));
+
+	if (rv != GM_OK)
+		print_error("gm_engine_open: %s\n", msg);
+	assert_int_equal(rv, GM_OK);
+	assert_non_null(e);
+	pthread_mutex_lock(&w.mu);
+	w.done = 0;
+	pthread_mutex_unlock(&w.mu);
+	return e;
+}
+
+static double next_unit(void)
+{
+	/* xorshift64*, mapped to [-1, 1). */
+	rs ^= rs >> 12;
+	rs ^= rs << 25;
+	rs ^= rs >> 27;
+	return (double)((rs * 2685821657736338717ull) >> 11) / 0x1p52 - 1.0;
+}
+
+/* A job and the buffers it owns, with the description it was built from. */
+struct tjob {
+	gm_job job;
+	size_t es;
+	uint8_t *a, *b, *c, *out;
+};
+
+static size_t esize(int dtype)
+{
+	return dtype == GM_FP64 ? 8 : 4;
+}
+
+static double get(const void *p, int dtype, size_t i)
+{
+	return dtype == GM_FP64 ? ((const double *)p)[i]
+				: ((const float *)p)[i];
+}
+
+static void put(void *p, int dtype, size_t i, double v)
+{
+	if (dtype == GM_FP64)
+		((double *)p)[i] = v;
+	else
+		((float *)p)[i] = (float)v;
+}
+
+static void fill_random(void *p, int dtype, size_t count)
+{
+	size_t i;
+
+	for (i = 0; i < count; i++)
+		put(p, dtype, i, next_unit());
+}
+
+static void fill_nan(void *p, int dtype, size_t count)
+{
+	size_t i;
+
+	for (i = 0; i < count; i++)
+		put(p, dtype, i, NAN);
+}
+
+/* Element (r, c) of op(X), op(X) being rows x cols, X densely packed. */
+static size_t at(const gm_job_desc *d, int trans, uint32_t r, uint32_t c,
+		 uint32_t rows, uint32_t cols)
+{
+	uint32_t sr = trans ? c : r, sc = trans ? r : c;
+	uint32_t srows = trans ? cols : rows, scols = trans ? rows : cols;
+
+	return d->layout == GM_ROW_MAJOR ? (size_t)sr * scols + sc
+					 : sr + (size_t)sc * srows;
+}
+
+static void make_job(struct tjob *t, int dtype, int layout, int ta, int tb,
+		     int has_c, uint32_t m, uint32_t n, uint32_t k)
+{
+	size_t mk = (size_t)m * k, kn = (size_t)k * n, mn = (size_t)m * n;
+	gm_job_desc *d = &t->job.d;
+
+	memset(t, 0, sizeof(*t));
+	d->dtype = dtype;
+	d->layout = layout;
+	d->trans_a = ta;
+	d->trans_b = tb;
+	d->kernel = GM_KERNEL_CUBLAS;
+	d->flags = has_c ? GM_JOB_HAS_C : 0;
+	d->m = m;
+	d->n = n;
+	d->k = k;
+	d->alpha = ALPHA;
+	d->beta = BETA;
+	t->es = esize(dtype);
+	/* One block, A B C back to back as on the wire, then the result. */
+	t->a = malloc(t->es * (mk + kn + 2 * mn));
+	assert_non_null(t->a);
+	t->b = t->a + t->es * mk;
+	t->c = t->b + t->es * kn;
+	t->out = t->c + t->es * mn;
+	fill_random(t->a, dtype, mk + kn + mn);
+	fill_nan(t->out, dtype, mn);
+	t->job.a = t->a;
+	t->job.b = t->b;
+	t->job.c = has_c ? t->c : NULL;
+	t->job.out = t->out;
+	t->job.status = -1;
+}
+
+/*
+ * Checks t's result (at out) against the long double reference: every
+ * element written, and the Frobenius error within c * u * sqrt(K) of the
+ * Frobenius norm of |alpha|*|op(A)|*|op(B)| + |beta|*|C|. That norm, the
+ * scale of the classical error bound, rather than the result's own keeps
+ * a result that cancels to nearly zero from failing a correct engine.
+ */
+static void check_result(const struct tjob *t, const void *out)
+{
+	const gm_job_desc *d = &t->job.d;
+	long double err = 0, norm = 0;
+	double u = d->dtype == GM_FP64 ? 0x1p-53 : 0x1p-24;
+	uint32_t i, j, p;
+
+	assert_int_equal(t->job.status, GM_OK);
+	assert_int_equal(t->job.device, -1);
+	assert_true(t->job.kernel_us >= 0.0);
+	assert_true(t->job.h2d_us == 0.0 && t->job.d2h_us == 0.0);
+	for (i = 0; i < d->m; i++) {
+		for (j = 0; j < d->n; j++) {
+			size_t ci = at(d, 0, i, j, d->m, d->n);
+			long double ref = 0, mag = 0, x;
+			long double got = get(out, d->dtype, ci);
+
+			for (p = 0; p < d->k; p++) {
+				x = (long double)get(
+					t->a, d->dtype,
+					at(d, d->trans_a, i, p, d->m, d->k)) *
+				    get(t->b, d->dtype,
+					at(d, d->trans_b, p, j, d->k, d->n));
+				ref += x;
+				mag += fabsl(x);
+			}
+			ref *= d->alpha;
+			mag *= fabs(d->alpha);
+			if (d->flags & GM_JOB_HAS_C) {
+				x = d->beta *
+				    (long double)get(t->c, d->dtype, ci);
+				ref += x;
+				mag += fabsl(x);
+			}
+			assert_false(isnan((double)got));
+			err += (got - ref) * (got - ref);
+			norm += mag * mag;
+		}
+	}
+	/* c = 4: a K = 1 job takes up to three roundings; larger K, with
+	 * random signs, stay far below. */
+	assert_true(sqrtl(err) <= 4 * u * sqrt(d->k) * sqrtl(norm));
+}
+
+static void free_job(struct tjob *t)
+{
+	free(t->a);
+}
+
+static uint64_t test_seed(void)
+{
+	const char *env = getenv("GM_TEST_SEED");
+	uint64_t seed;
+
+	seed = env != NULL ? strtoull(env, NULL, 0)
+			   : (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+	if (seed == 0)
+		seed = 1;
+	printf("seed %llu (GM_TEST_SEED replays it)\n",
+	       (unsigned long long)seed);
+	return seed;
+}
+
+static void test_open_cpu(void **state)
+{
+	gm_engine *e = open_engine(GM_ENGINE_CPU, 0);
+	gm_device_stats s;
+	uint64_t size = 0;
+	uint8_t *arena = gm_engine_arena(e, &size);
+
+	assert_string_equal(gm_engine_name(e), "cpu");
+	assert_int_equal(gm_engine_devices(e), 1);
+	assert_int_equal(gm_engine_faulted(e), 0);
+	assert_non_null(arena);
+	assert_int_equal(size, 1u << 20);
+	arena[0] = 1;
+	arena[size - 1] = 1;
+	gm_engine_device_stats(e, 0, &s);
+	assert_memory_equal(s.name, "cpu (OpenBLAS, ", 15);
+	assert_int_equal(s.jobs, 0);
+	gm_engine_close(e);
+}
+
+static void test_open_auto(void **state)
+{
+	gm_engine *e;
+
+	if (gm_engine_cuda_count() > 0)
+		skip();
+	e = open_engine(GM_ENGINE_AUTO, 0);
+	assert_string_equal(gm_engine_name(e), "cpu");
+	gm_engine_close(e);
+}
+
+static void test_open_cuda_not_built(void **state)
+{
+	gm_engine_config cfg = {.kind = GM_ENGINE_CUDA, .pool_bytes = 4096};
+	gm_engine *e = (gm_engine *)1;
+	char msg[128] = "";
+
+	if (GEMMD_HAVE_CUDA)
+		skip();
+	assert_int_equal(gm_engine_cuda_count(), 0);
+	assert_int_equal(
+	    gm_engine_open(&cfg, on_done, &w, &e, msg, sizeof(msg)), GM_ENODEV);
+	assert_null(e);
+	assert_string_equal(msg, "this gemmd was built without CUDA");
+}
+
+static void test_open_bad_config(void **state)
+{
+	gm_engine_config cfg = {.kind = GM_ENGINE_CPU, .pool_bytes = 0};
+	gm_engine *e = (gm_engine *)1;
+	char msg[128] = "";
+
+	assert_int_equal(
+	    gm_engine_open(&cfg, on_done, &w, &e, msg, sizeof(msg)), GM_EINVAL);
+	assert_null(e);
+	assert_string_equal(msg, "pool_bytes 0 is not a usable size");
+	cfg.kind = 7;
+	cfg.pool_bytes = 4096;
+	assert_int_equal(
+	    gm_engine_open(&cfg, on_done, &w, &e, msg, sizeof(msg)), GM_EINVAL);
+	assert_null(e);
+	assert_string_equal(msg, "unknown engine kind 7");
+}
+
+/* Every dtype, layout, transpose pair and C choice for one shape, as one
+ * wave. */
+static void run_shape(uint32_t m, uint32_t n, uint32_t k)
+{
+	enum { N = 2 * 2 * 4 * 2 };
+	gm_engine *e = open_engine(GM_ENGINE_CPU, 0);
+	struct tjob t[N];
+	gm_job *wave[N];
+	gm_device_stats s;
+	int i;
+
+	for (i = 0; i < N; i++) {
+		make_job(&t[i], i & 1 ? GM_FP32 : GM_FP64, (i >> 1) & 1,
+			 (i >> 2) & 1, (i >> 3) & 1, (i >> 4) & 1, m, n, k);
+		wave[i] = &t[i].job;
+	}
+	assert_int_equal(gm_engine_submit(e, wave, N), GM_OK);
+	wait_done(N);
+	for (i = 0; i < N; i++) {
+		check_result(&t[i], t[i].out);
+		free_job(&t[i]);
+	}
+	gm_engine_device_stats(e, 0, &s);
+	assert_int_equal(s.jobs, N);
+	assert_true(s.busy_us > 0.0);
+	gm_engine_close(e);
+}
+
+static void test_gemm_1x1x1(void **state)
+{
+	run_shape(1, 1, 1);
+}
+
+static void test_gemm_7x13x5(void **state)
+{
+	run_shape(7, 13, 5);
+}
+
+static void test_gemm_257x129x65(void **state)
+{
+	run_shape(257, 129, 65);
+}
+
+/* Operands read from copy_in, result written to copy_out, poisoned. */
+static void run_copy(int dtype, int layout, int has_c, int use_copy_out)
+{
+	gm_engine *e = open_engine(GM_ENGINE_CPU, 0);
+	size_t outn = 31 * 17, inn = 31 * 9 + 9 * 17 + (has_c ? outn : 0);
+	struct tjob t;
+	gm_job *job = &t.job;
+	uint8_t *in_copy, *dst;
+
+	make_job(&t, dtype, layout, 1, 0, has_c, 31, 17, 9);
+	in_copy = malloc(inn * t.es);
+	dst = malloc(outn * t.es);
+	assert_non_null(in_copy);
+	assert_non_null(dst);
+	memcpy(in_copy, t.a, inn * t.es);
+	fill_nan(dst, dtype, outn);
+	job->copy_in = t.a;
+	job->copy_in_bytes = inn * t.es;
+	job->a = job->b = job->c = NULL;
+	if (use_copy_out) {
+		job->copy_out = dst;
+		job->out = NULL;
+	}
+	assert_int_equal(gm_engine_submit(e, &job, 1), GM_OK);
+	wait_done(1);
+	check_result(&t, use_copy_out ? dst : t.out);
+	/* The input is the client's: C is read, never written over. */
+	assert_memory_equal(in_copy, t.a, inn * t.es);
+	free(in_copy);
+	free(dst);
+	free_job(&t);
+	gm_engine_close(e);
+}
+
+static void test_copy_in_out(void **state)
+{
+	int dtype, layout, has_c;
+
+	for (dtype = GM_FP64; dtype <= GM_FP32; dtype++)
+		for (layout = GM_ROW_MAJOR; layout <= GM_COL_MAJOR; layout++)
+			for (has_c = 0; has_c <= 1; has_c++)
+				run_copy(dtype, layout, has_c, 1);
+}
+
+static void test_copy_in_only(void **state)
+{
+	run_copy(GM_FP64, GM_ROW_MAJOR, 1, 0);
+	run_copy(GM_FP32, GM_COL_MAJOR, 0, 0);
+}
+
+static void test_copy_in_short(void **state)
+{
+	gm_engine *e = open_engine(GM_ENGINE_CPU, 0);
+	struct tjob t;
+	gm_job *job = &t.job;
+
+	make_job(&t, GM_FP64, GM_ROW_MAJOR, 0, 0, 1, 4, 4, 4);
+	job->copy_in = t.a;
+	job->copy_in_bytes = 3 * 16 * 8 - 1;
+	assert_int_equal(gm_engine_submit(e, &job, 1), GM_OK);
+	wait_done(1);
+	assert_int_equal(job->status, GM_EINVAL);
+	assert_string_equal(job->msg,
+			    "copy_in holds 383 bytes, the job needs 384");
+	free_job(&t);
+	gm_engine_close(e);
+}
+
+static void test_unsupported_dtypes(void **state)
+{
+	static const struct {
+		int dtype;
+		const char *msg;
+	} cases[] = {
+	    {GM_TF32, "dtype tf32 is unsupported by the cpu engine"},
+	    {GM_FP16, "dtype fp16 is unsupported by the cpu engine"},
+	    {GM_BF16, "dtype bf16 is unsupported by the cpu engine"},
+	};
+	gm_engine *e = open_engine(GM_ENGINE_CPU, 0);
+	struct tjob t;
+	gm_job *job = &t.job;
+	char msg[GM_MSG_TEXT + 1];
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		/* Buffers sized as fp32, ample for these dtypes. */
+		make_job(&t, GM_FP32, GM_ROW_MAJOR, 0, 0, 0, 3, 3, 3);
+		t.job.d.dtype = cases[i].dtype;
+		msg[0] = '\0';
+		assert_int_equal(
+		    gm_engine_supports(e, &t.job.d, msg, sizeof(msg)),
+		    GM_EUNSUPPORTED);
+		assert_string_equal(msg, cases[i].msg);
+		assert_int_equal(gm_engine_submit(e, &job, 1), GM_OK);
+		wait_done(i + 1);
+		assert_int_equal(job->status, GM_EUNSUPPORTED);
+		assert_string_equal(job->msg, cases[i].msg);
+		assert_int_equal(job->device, -1);
+		free_job(&t);
+	}
+	t.job.d.dtype = GM_FP64;
+	assert_int_equal(gm_engine_supports(e, &t.job.d, msg, sizeof(msg)),
+			 GM_OK);
+	t.job.d.dtype = GM_FP32;
+	assert_int_equal(gm_engine_supports(e, &t.job.d, msg, sizeof(msg)),
+			 GM_OK);
+	gm_engine_close(e);
+}
+
+static void test_tiled_kernel_runs_as_blas(void **state)
+{
+	gm_engine *e = open_engine(GM_ENGINE_CPU, 0);
+	struct tjob t;
+	gm_job *job = &t.job;
+
+	make_job(&t, GM_FP64, GM_ROW_MAJOR, 0, 1, 1, 33, 17, 40);
+	t.job.d.kernel = GM_KERNEL_TILED;
+	assert_int_equal(gm_engine_submit(e, &job, 1), GM_OK);
+	wait_done(1);
+	check_result(&t, t.out);
+	free_job(&t);
+	gm_engine_close(e);
+}
+
+static void test_close_drains(void **state)
+{
+	enum { N = 50 };
+	gm_engine *e = open_engine(GM_ENGINE_CPU, 0);
+	static struct tjob t[N];
+	gm_job *job;
+	int i;
+
+	for (i = 0; i < N; i++) {
+		make_job(&t[i], GM_FP64, GM_COL_MAJOR, 0, 0, 1, 96, 96, 96);
+		job = &t[i].job;
+		assert_int_equal(gm_engine_submit(e, &job, 1), GM_OK);
+	}
+	gm_engine_close(e);
+	assert_int_equal(done_count(), N);
+	for (i = 0; i < N; i++) {
+		check_result(&t[i], t[i].out);
+		free_job(&t[i]);
+	}
+}
+
+static void test_submit_nothing(void **state)
+{
+	gm_engine *e = open_engine(GM_ENGINE_CPU, 0);
+
+	assert_int_equal(gm_engine_submit(e, NULL, 0), GM_OK);
+	gm_engine_close(e);
+	assert_int_equal(done_count(), 0);
+}
+
+static void test_thread_count(void **state)
+{
+	gm_engine *e = open_engine(GM_ENGINE_CPU, 1);
+	gm_device_stats s;
+
+	gm_engine_device_stats(e, 0, &s);
+	assert_string_equal(s.name, "cpu (OpenBLAS, 1 threads)");
+	gm_engine_close(e);
+}
+
+static int setup_seed(void **state)
+{
+	rs = test_seed();
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_open_cpu),
+	    cmocka_unit_test(test_open_auto),
+	    cmocka_unit_test(test_open_cuda_not_built),
+	    cmocka_unit_test(test_open_bad_config),
+	    cmocka_unit_test(test_gemm_1x1x1),
+	    cmocka_unit_test(test_gemm_7x13x5),
+	    cmocka_unit_test(test_gemm_257x129x65),
+	    cmocka_unit_test(test_copy_in_out),
+	    cmocka_unit_test(test_copy_in_only),
+	    cmocka_unit_test(test_copy_in_short),
+	    cmocka_unit_test(test_unsupported_dtypes),
+	    cmocka_unit_test(test_tiled_kernel_runs_as_blas),
+	    cmocka_unit_test(test_close_drains),
+	    cmocka_unit_test(test_submit_nothing),
+	    cmocka_unit_test(test_thread_count),
+	};
+
+	return cmocka_run_group_tests(tests, setup_seed, NULL);
+}
