@@ -1,0 +1,101 @@
+/*
+ * gm_config.h - the daemon's configuration: defaults, the JSON file,
+ * command-line overrides, and a dump back to JSON.
+ *
+ * Every key is one row of a table in gm_config.c that gives its type,
+ * bounds, default and the field it is stored in; config/README.md
+ * documents the same keys for operators. Unknown keys are errors, and
+ * every error message names the key and the bad value. A gm_config owns
+ * its strings: start it with gm_config_defaults(), end it with
+ * gm_config_free(). Nothing here is thread-safe; main() builds the
+ * configuration before the loop starts and it is read-only afterwards.
+ */
+#ifndef GM_CONFIG_H
+#define GM_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gm_engine.h"
+
+/* Larger config files are refused before anything is allocated. */
+#define GM_CONFIG_MAX_FILE (1u << 20)
+
+/* Most "listen" URLs one daemon binds. */
+#define GM_CONFIG_MAX_LISTEN 16
+
+typedef struct gm_config {
+	char **listen;		    /* "listen": nng URLs to bind */
+	unsigned nlisten;	    /* 1..GM_CONFIG_MAX_LISTEN */
+	unsigned contexts;	    /* "contexts": nng rep contexts */
+	unsigned queue_depth;	    /* "queue_depth": most jobs queued */
+	uint64_t max_message_bytes; /* "max_message_bytes": NNG_OPT_RECVMAXSZ */
+	unsigned max_jobs;	    /* "max_jobs_per_request" */
+	unsigned max_dim;	    /* "max_dim": largest m, n or k */
+	int log_level;		    /* "log_level": enum gm_log_level */
+	char *tls_cert;		    /* "tls_cert": PEM path, or NULL */
+	char *tls_key;		    /* "tls_key": PEM path, or NULL */
+	char *tls_ca;		    /* "tls_ca": PEM path, or NULL */
+	gm_engine_config engine;    /* "engine", "pool_bytes", "streams", ... */
+} gm_config;
+
+/* Fills c with the default of every key. Cannot fail: defaults live in
+ * static storage, so c owns nothing until a key is set. */
+void gm_config_defaults(gm_config *c);
+
+/*
+ * Reads the JSON object in the file at path (at most GM_CONFIG_MAX_FILE
+ * bytes) and sets each of its keys in c; keys the file leaves out keep
+ * their value in c. All or nothing: on error c is unchanged and msg says
+ * why, prefixed with path. Returns GM_EIO when the file cannot be read,
+ * GM_EJSON (with line and column) when it is not JSON, GM_ECONFIG for an
+ * unknown, repeated, mistyped or out-of-range key or a file that is too
+ * large, GM_ENOMEM. Blocks on the read.
+ */
+int gm_config_load_file(gm_config *c, const char *path, char *msg,
+			size_t msglen);
+
+/* As gm_config_load_file, on the len bytes at text (no file, no prefix). */
+int gm_config_load_string(gm_config *c, const char *text, size_t len, char *msg,
+			  size_t msglen);
+
+/*
+ * Sets one key from command-line text ("--set key=value"): numbers in
+ * decimal, sizes also with a K, M, G or T suffix, booleans "true" or
+ * "false", enums by name, "" for a null path. For "listen" the value is
+ * one URL that replaces the whole list. Returns GM_ECONFIG with a message
+ * naming the key and value, or GM_ENOMEM; c is unchanged on error.
+ */
+int gm_config_set(gm_config *c, const char *key, const char *value, char *msg,
+		  size_t msglen);
+
+/*
+ * Adds url to "listen" ("--listen URL", repeatable). With replace set,
+ * the list becomes just url: main passes it for the first --listen so
+ * that the command line replaces the file's list rather than adding to
+ * it. Returns GM_ECONFIG for a bad or repeated URL or a full list, or
+ * GM_ENOMEM; c is unchanged on error.
+ */
+int gm_config_add_listen(gm_config *c, const char *url, int replace, char *msg,
+			 size_t msglen);
+
+/*
+ * Checks rules that span keys, once every source has been applied:
+ * tls_cert and tls_key come together, and a tls+tcp:// URL needs them
+ * and tls_ca (clients must show a certificate it signed). Returns
+ * GM_ECONFIG with a message naming the keys.
+ */
+int gm_config_check(const gm_config *c, char *msg, size_t msglen);
+
+/* Frees what c owns and leaves the defaults in it. */
+void gm_config_free(gm_config *c);
+
+/*
+ * Renders every key, in table order, as an indented JSON object that
+ * gm_config_load_string accepts back (sizes as byte counts). Returns a
+ * malloc'd string the caller frees, or NULL when out of memory. Used by
+ * --print-config and the stats document.
+ */
+char *gm_config_to_json(const gm_config *c);
+
+#endif

@@ -1,0 +1,706 @@
+/*
+ * test_config.c - gm_config: the defaults, the shipped config/gemmd.json
+ * (found through GEMMD_SRCDIR), every key set from a document and from
+ * the command line, the "listen" list, cross-key checks, the JSON dump,
+ * and a table of bad documents and overrides with the exact code and
+ * message each one must produce.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gm_config.h"
+#include "gm_error.h"
+#include "gm_log.h"
+
+#define GIB (UINT64_C(1) << 30)
+
+static int load(gm_config *c, const char *doc, char *msg, size_t len)
+{
+	return gm_config_load_string(c, doc, strlen(doc), msg, len);
+}
+
+static void assert_same_string(const char *a, const char *b)
+{
+	if (a == NULL || b == NULL)
+		assert_ptr_equal(a, b);
+	else
+		assert_string_equal(a, b);
+}
+
+/* Field by field, so that the check does not lean on gm_config_to_json. */
+static void assert_config_equal(const gm_config *a, const gm_config *b)
+{
+	assert_int_equal(a->nlisten, b->nlisten);
+	for (unsigned i = 0; i < a->nlisten; i++)
+		assert_string_equal(a->listen[i], b->listen[i]);
+	assert_int_equal(a->contexts, b->contexts);
+	assert_int_equal(a->queue_depth, b->queue_depth);
+	assert_int_equal(a->max_message_bytes, b->max_message_bytes);
+	assert_int_equal(a->max_jobs, b->max_jobs);
+	assert_int_equal(a->max_dim, b->max_dim);
+	assert_int_equal(a->log_level, b->log_level);
+	assert_same_string(a->tls_cert, b->tls_cert);
+	assert_same_string(a->tls_key, b->tls_key);
+	assert_same_string(a->tls_ca, b->tls_ca);
+	assert_int_equal(a->engine.kind, b->engine.kind);
+	assert_int_equal(a->engine.pool_bytes, b->engine.pool_bytes);
+	assert_int_equal(a->engine.device_pool_bytes,
+			 b->engine.device_pool_bytes);
+	assert_int_equal(a->engine.streams, b->engine.streams);
+	assert_int_equal(a->engine.issue_order, b->engine.issue_order);
+	assert_int_equal(a->engine.kernel, b->engine.kernel);
+	assert_int_equal(a->engine.mapped_output, b->engine.mapped_output);
+	assert_int_equal(a->engine.cpu_threads, b->engine.cpu_threads);
+}
+
+/* Every key away from its default. */
+static const char *const all_changed =
+    "{\"listen\": [\"tcp://127.0.0.1:5555\", \"tls+tcp://0.0.0.0:5556\"],"
+    " \"contexts\": 8, \"queue_depth\": 100,"
+    " \"max_message_bytes\": \"64M\", \"max_jobs_per_request\": 7,"
+    " \"max_dim\": 4096, \"log_level\": \"debug\","
+    " \"tls_cert\": \"/etc/gemmd/cert.pem\","
+    " \"tls_key\": \"/etc/gemmd/key.pem\", \"tls_ca\": \"/etc/gemmd/ca.pem\","
+    " \"engine\": \"cpu\", \"pool_bytes\": 268435456,"
+    " \"device_pool_bytes\": \"2G\", \"streams\": 16,"
+    " \"issue_order\": \"depth\", \"kernel\": \"tiled\","
+    " \"mapped_output\": true, \"cpu_threads\": 12}";
+
+static void assert_all_changed(const gm_config *c)
+{
+	assert_int_equal(c->nlisten, 2);
+	assert_string_equal(c->listen[0], "tcp://127.0.0.1:5555");
+	assert_string_equal(c->listen[1], "tls+tcp://0.0.0.0:5556");
+	assert_int_equal(c->contexts, 8);
+	assert_int_equal(c->queue_depth, 100);
+	assert_int_equal(c->max_message_bytes, 64u << 20);
+	assert_int_equal(c->max_jobs, 7);
+	assert_int_equal(c->max_dim, 4096);
+	assert_int_equal(c->log_level, GM_LOG_DEBUG);
+	assert_string_equal(c->tls_cert, "/etc/gemmd/cert.pem");
+	assert_string_equal(c->tls_key, "/etc/gemmd/key.pem");
+	assert_string_equal(c->tls_ca, "/etc/gemmd/ca.pem");
+	assert_int_equal(c->engine.kind, GM_ENGINE_CPU);
+	assert_int_equal(c->engine.pool_bytes, 256u << 20);
+	assert_int_equal(c->engine.device_pool_bytes, 2 * GIB);
+	assert_int_equal(c->engine.streams, 16);
+	assert_int_equal(c->engine.issue_order, GM_ISSUE_DEPTH);
+	assert_int_equal(c->engine.kernel, GM_KERNEL_TILED);
+	assert_int_equal(c->engine.mapped_output, 1);
+	assert_int_equal(c->engine.cpu_threads, 12);
+}
+
+static void test_defaults(void **state)
+{
+	gm_config c;
+
+	(void)state;
+	gm_config_defaults(&c);
+	assert_int_equal(c.nlisten, 1);
+	assert_string_equal(c.listen[0], "ipc:///run/gemmd/gemmd.sock");
+	assert_int_equal(c.contexts, 64);
+	assert_int_equal(c.queue_depth, 4096);
+	assert_int_equal(c.max_message_bytes, GIB);
+	assert_int_equal(c.max_jobs, 4096);
+	assert_int_equal(c.max_dim, 65536);
+	assert_int_equal(c.log_level, GM_LOG_INFO);
+	assert_null(c.tls_cert);
+	assert_null(c.tls_key);
+	assert_null(c.tls_ca);
+	assert_int_equal(c.engine.kind, GM_ENGINE_AUTO);
+	assert_int_equal(c.engine.pool_bytes, GIB);
+	assert_int_equal(c.engine.device_pool_bytes, 0);
+	assert_int_equal(c.engine.streams, 4);
+	assert_int_equal(c.engine.issue_order, GM_ISSUE_BREADTH);
+	assert_int_equal(c.engine.kernel, GM_KERNEL_CUBLAS);
+	assert_int_equal(c.engine.mapped_output, 0);
+	assert_int_equal(c.engine.cpu_threads, 0);
+	gm_config_free(&c);
+}
+
+static void test_load_every_key(void **state)
+{
+	char msg[256] = "";
+	gm_config c;
+
+	(void)state;
+	gm_config_defaults(&c);
+	assert_int_equal(load(&c, all_changed, msg, sizeof(msg)), GM_OK);
+	assert_all_changed(&c);
+	/* Keys a document leaves out keep their value. */
+	assert_int_equal(load(&c, "{\"streams\": 2}", msg, sizeof(msg)), GM_OK);
+	assert_int_equal(c.engine.streams, 2);
+	assert_int_equal(c.contexts, 8);
+	assert_int_equal(load(&c, "{\"tls_ca\": null}", msg, sizeof(msg)),
+			 GM_OK);
+	assert_null(c.tls_ca);
+	gm_config_free(&c);
+}
+
+/* The shipped file names every key with its default: loaded over a
+ * configuration where every key differs, it must give the defaults. */
+static void test_shipped_file(void **state)
+{
+	const char *srcdir = getenv("GEMMD_SRCDIR");
+	char path[4096], msg[512] = "";
+	gm_config c, d;
+
+	(void)state;
+	if (srcdir == NULL)
+		fail_msg("GEMMD_SRCDIR must name the source tree");
+	snprintf(path, sizeof(path), "%s/config/gemmd.json", srcdir);
+	gm_config_defaults(&c);
+	gm_config_defaults(&d);
+	assert_int_equal(load(&c, all_changed, msg, sizeof(msg)), GM_OK);
+	if (gm_config_load_file(&c, path, msg, sizeof(msg)) != GM_OK)
+		fail_msg("%s", msg);
+	assert_config_equal(&c, &d);
+	gm_config_free(&c);
+}
+
+/* Each key through gm_config_set, in command-line syntax. */
+static void test_set_every_key(void **state)
+{
+	static const char *const sets[][2] = {
+	    {"listen", "tcp://127.0.0.1:5555"},
+	    {"contexts", "8"},
+	    {"queue_depth", "100"},
+	    {"max_message_bytes", "64M"},
+	    {"max_jobs_per_request", "7"},
+	    {"max_dim", "4096"},
+	    {"log_level", "debug"},
+	    {"tls_cert", "/etc/gemmd/cert.pem"},
+	    {"tls_key", "/etc/gemmd/key.pem"},
+	    {"tls_ca", "/etc/gemmd/ca.pem"},
+	    {"engine", "cpu"},
+	    {"pool_bytes", "268435456"},
+	    {"device_pool_bytes", "2G"},
+	    {"streams", "16"},
+	    {"issue_order", "depth"},
+	    {"kernel", "tiled"},
+	    {"mapped_output", "true"},
+	    {"cpu_threads", "12"},
+	};
+	char msg[256] = "";
+	gm_config c;
+
+	(void)state;
+	gm_config_defaults(&c);
+	for (size_t i = 0; i < sizeof(sets) / sizeof(sets[0]); i++)
+		if (gm_config_set(&c, sets[i][0], sets[i][1], msg,
+				  sizeof(msg)) != GM_OK)
+			fail_msg("%s=%s: %s", sets[i][0], sets[i][1], msg);
+	assert_int_equal(gm_config_add_listen(&c, "tls+tcp://0.0.0.0:5556", 0,
+					      msg, sizeof(msg)),
+			 GM_OK);
+	assert_all_changed(&c);
+	assert_int_equal(gm_config_set(&c, "tls_ca", "", msg, sizeof(msg)),
+			 GM_OK);
+	assert_null(c.tls_ca);
+	assert_int_equal(
+	    gm_config_set(&c, "mapped_output", "false", msg, sizeof(msg)),
+	    GM_OK);
+	assert_int_equal(c.engine.mapped_output, 0);
+	gm_config_free(&c);
+}
+
+/* Bounds are inclusive, and sizes take K, M, G, T as powers of 1024. */
+static void test_bounds_and_sizes(void **state)
+{
+	static const struct {
+		const char *key, *value;
+		uint64_t want;
+	} ok[] = {
+	    {"streams", "1", 1},
+	    {"streams", "64", 64},
+	    {"contexts", "4096", 4096},
+	    {"queue_depth", "1048576", 1048576},
+	    {"max_jobs_per_request", "65536", 65536},
+	    {"max_dim", "1048576", 1048576},
+	    {"cpu_threads", "0", 0},
+	    {"cpu_threads", "1024", 1024},
+	    {"max_message_bytes", "4096", 4096},
+	    {"max_message_bytes", "4K", 4096},
+	    {"max_message_bytes", "16G", UINT64_C(1) << 34},
+	    {"pool_bytes", "1M", UINT64_C(1) << 20},
+	    {"pool_bytes", "512M", UINT64_C(512) << 20},
+	    {"pool_bytes", "1T", UINT64_C(1) << 40},
+	    {"pool_bytes", "1048576", UINT64_C(1) << 20},
+	    {"device_pool_bytes", "0", 0},
+	    {"device_pool_bytes", "64K", 65536},
+	};
+	char msg[256] = "", doc[128];
+	gm_config c, d;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		gm_config_defaults(&c);
+		gm_config_defaults(&d);
+		if (gm_config_set(&c, ok[i].key, ok[i].value, msg,
+				  sizeof(msg)) != GM_OK)
+			fail_msg("%s=%s: %s", ok[i].key, ok[i].value, msg);
+		/* The same value as a JSON string must agree with it. */
+		snprintf(doc, sizeof(doc), "{\"%s\": \"%s\"}", ok[i].key,
+			 ok[i].value);
+		if (strchr(ok[i].value, 'K') || strchr(ok[i].value, 'M') ||
+		    strchr(ok[i].value, 'G') || strchr(ok[i].value, 'T') ||
+		    strstr(ok[i].key, "bytes"))
+			assert_int_equal(load(&d, doc, msg, sizeof(msg)),
+					 GM_OK);
+		else
+			assert_int_equal(load(&d, doc, msg, sizeof(msg)),
+					 GM_ECONFIG);
+		snprintf(doc, sizeof(doc), "{\"%s\": %llu}", ok[i].key,
+			 (unsigned long long)ok[i].want);
+		assert_int_equal(load(&d, doc, msg, sizeof(msg)), GM_OK);
+		assert_config_equal(&c, &d);
+		gm_config_free(&c);
+		gm_config_free(&d);
+	}
+}
+
+/* The level names are gm_log's own. */
+static void test_log_levels(void **state)
+{
+	static const char *const names[] = {"error", "warn", "info", "debug"};
+	char msg[256] = "";
+	gm_config c;
+
+	(void)state;
+	gm_config_defaults(&c);
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		assert_int_equal(
+		    gm_config_set(&c, "log_level", names[i], msg, sizeof(msg)),
+		    GM_OK);
+		assert_int_equal(c.log_level, gm_log_parse_level(names[i]));
+		assert_string_equal(gm_log_level_name(c.log_level), names[i]);
+	}
+	gm_config_free(&c);
+}
+
+static void test_listen(void **state)
+{
+	char msg[256] = "", url[64];
+	gm_config c;
+
+	(void)state;
+	gm_config_defaults(&c);
+	/* The first --listen replaces the defaults, later ones add. */
+	assert_int_equal(
+	    gm_config_add_listen(&c, "ipc:///tmp/a.sock", 1, msg, sizeof(msg)),
+	    GM_OK);
+	assert_int_equal(c.nlisten, 1);
+	assert_string_equal(c.listen[0], "ipc:///tmp/a.sock");
+	assert_int_equal(
+	    gm_config_add_listen(&c, "tcp://[::1]:7000", 0, msg, sizeof(msg)),
+	    GM_OK);
+	assert_int_equal(c.nlisten, 2);
+	assert_string_equal(c.listen[1], "tcp://[::1]:7000");
+	assert_int_equal(
+	    gm_config_add_listen(&c, "tcp://[::1]:7000", 0, msg, sizeof(msg)),
+	    GM_ECONFIG);
+	assert_string_equal(msg, "config key \"listen\": \"tcp://[::1]:7000\" "
+				 "is listed twice");
+	assert_int_equal(c.nlisten, 2);
+	for (unsigned i = 2; i < GM_CONFIG_MAX_LISTEN; i++) {
+		snprintf(url, sizeof(url), "tcp://127.0.0.1:%u", 7000 + i);
+		assert_int_equal(
+		    gm_config_add_listen(&c, url, 0, msg, sizeof(msg)), GM_OK);
+	}
+	assert_int_equal(c.nlisten, GM_CONFIG_MAX_LISTEN);
+	assert_int_equal(
+	    gm_config_add_listen(&c, "tcp://h:1", 0, msg, sizeof(msg)),
+	    GM_ECONFIG);
+	assert_non_null(strstr(msg, "config key \"listen\""));
+	assert_int_equal(c.nlisten, GM_CONFIG_MAX_LISTEN);
+	/* --set listen=URL is one URL in place of the list. */
+	assert_int_equal(
+	    gm_config_set(&c, "listen", "tcp://h:1", msg, sizeof(msg)), GM_OK);
+	assert_int_equal(c.nlisten, 1);
+	assert_string_equal(c.listen[0], "tcp://h:1");
+	gm_config_free(&c);
+}
+
+static void test_check(void **state)
+{
+	char msg[256] = "";
+	gm_config c;
+
+	(void)state;
+	gm_config_defaults(&c);
+	assert_int_equal(gm_config_check(&c, msg, sizeof(msg)), GM_OK);
+	assert_int_equal(load(&c, "{\"listen\": [\"tls+tcp://0.0.0.0:1\"]}",
+			      msg, sizeof(msg)),
+			 GM_OK);
+	assert_int_equal(gm_config_check(&c, msg, sizeof(msg)), GM_ECONFIG);
+	assert_string_equal(msg,
+			    "config key \"listen\": \"tls+tcp://0.0.0.0:1\""
+			    " needs \"tls_cert\", \"tls_key\" and \"tls_ca\"");
+	assert_int_equal(
+	    gm_config_set(&c, "tls_cert", "/c.pem", msg, sizeof(msg)), GM_OK);
+	assert_int_equal(gm_config_check(&c, msg, sizeof(msg)), GM_ECONFIG);
+	assert_string_equal(msg, "config keys \"tls_cert\" and \"tls_key\" go "
+				 "together, but \"tls_key\" is null");
+	assert_int_equal(
+	    gm_config_set(&c, "tls_key", "/k.pem", msg, sizeof(msg)), GM_OK);
+	assert_int_equal(gm_config_check(&c, msg, sizeof(msg)), GM_ECONFIG);
+	assert_int_equal(
+	    gm_config_set(&c, "tls_ca", "/ca.pem", msg, sizeof(msg)), GM_OK);
+	assert_int_equal(gm_config_check(&c, msg, sizeof(msg)), GM_OK);
+	gm_config_free(&c);
+}
+
+/* The dump loads back to the same configuration. */
+static void test_to_json(void **state)
+{
+	char msg[256] = "";
+	gm_config c, d;
+	char *text, *again;
+
+	(void)state;
+	gm_config_defaults(&c);
+	gm_config_defaults(&d);
+	text = gm_config_to_json(&c);
+	assert_non_null(text);
+	assert_non_null(strstr(text, "\"max_message_bytes\":\t1073741824"));
+	assert_non_null(strstr(text, "\"tls_cert\":\tnull"));
+	free(text);
+
+	assert_int_equal(load(&c, all_changed, msg, sizeof(msg)), GM_OK);
+	text = gm_config_to_json(&c);
+	assert_non_null(text);
+	assert_int_equal(load(&d, text, msg, sizeof(msg)), GM_OK);
+	assert_config_equal(&c, &d);
+	again = gm_config_to_json(&d);
+	assert_string_equal(text, again);
+	free(text);
+	free(again);
+	gm_config_free(&c);
+	gm_config_free(&d);
+}
+
+static void test_free_leaves_defaults(void **state)
+{
+	char msg[256] = "";
+	gm_config c, d;
+
+	(void)state;
+	gm_config_defaults(&c);
+	gm_config_defaults(&d);
+	assert_int_equal(load(&c, all_changed, msg, sizeof(msg)), GM_OK);
+	gm_config_free(&c);
+	assert_config_equal(&c, &d);
+	gm_config_free(&c);
+}
+
+static char *write_temp(const char *text, size_t len)
+{
+	static char path[64];
+	FILE *f;
+	int fd;
+
+	snprintf(path, sizeof(path), "/tmp/test_config.XXXXXX");
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	f = fdopen(fd, "w");
+	assert_non_null(f);
+	assert_int_equal(fwrite(text, 1, len, f), len);
+	assert_int_equal(fclose(f), 0);
+	return path;
+}
+
+static void test_files(void **state)
+{
+	char msg[512] = "", want[512];
+	gm_config c, d;
+	char *path, *big;
+
+	(void)state;
+	gm_config_defaults(&c);
+	gm_config_defaults(&d);
+
+	assert_int_equal(gm_config_load_file(&c, "/nonexistent/gemmd.json", msg,
+					     sizeof(msg)),
+			 GM_EIO);
+	snprintf(want, sizeof(want), "/nonexistent/gemmd.json: %s",
+		 strerror(ENOENT));
+	assert_string_equal(msg, want);
+
+	assert_int_equal(gm_config_load_file(&c, "/tmp", msg, sizeof(msg)),
+			 GM_EIO);
+	snprintf(want, sizeof(want), "/tmp: %s", strerror(EISDIR));
+	assert_string_equal(msg, want);
+
+	path = write_temp("{\n\t\"streams\": 8,\n\t\"kernel\": tiled\n}\n", 35);
+	assert_int_equal(gm_config_load_file(&c, path, msg, sizeof(msg)),
+			 GM_EJSON);
+	snprintf(want, sizeof(want), "%s: bad JSON at line 3, column 12", path);
+	assert_string_equal(msg, want);
+	unlink(path);
+
+	path = write_temp("{\"streams\": 99}", 15);
+	assert_int_equal(gm_config_load_file(&c, path, msg, sizeof(msg)),
+			 GM_ECONFIG);
+	snprintf(want, sizeof(want),
+		 "%s: config key \"streams\": 99 is out of range 1..64", path);
+	assert_string_equal(msg, want);
+	unlink(path);
+
+	/* Refused on its size alone, however valid. */
+	big = malloc(GM_CONFIG_MAX_FILE + 1);
+	assert_non_null(big);
+	memset(big, ' ', GM_CONFIG_MAX_FILE + 1);
+	big[0] = '{';
+	big[GM_CONFIG_MAX_FILE] = '}';
+	path = write_temp(big, GM_CONFIG_MAX_FILE + 1);
+	free(big);
+	assert_int_equal(gm_config_load_file(&c, path, msg, sizeof(msg)),
+			 GM_ECONFIG);
+	assert_non_null(strstr(msg, "1048577 bytes"));
+	unlink(path);
+
+	path = write_temp("{\"streams\": 8}\n", 15);
+	assert_int_equal(gm_config_load_file(&c, path, msg, sizeof(msg)),
+			 GM_OK);
+	assert_int_equal(c.engine.streams, 8);
+	unlink(path);
+
+	/* After all the failures, only the good file took effect. */
+	d.engine.streams = 8;
+	assert_config_equal(&c, &d);
+	gm_config_free(&c);
+}
+
+/*
+ * Bad documents: each must fail with exactly this code and message and
+ * leave the configuration as it was (every case starts from defaults
+ * with "streams" at 8, so a partial apply would show).
+ */
+static const struct bad_doc {
+	const char *doc;
+	int code;
+	const char *msg;
+} bad_docs[] = {
+    {"{\"stremas\": 4}", GM_ECONFIG, "unknown config key \"stremas\""},
+    {"{\"streams\": 0}", GM_ECONFIG,
+     "config key \"streams\": 0 is out of range 1..64"},
+    {"{\"streams\": 65}", GM_ECONFIG,
+     "config key \"streams\": 65 is out of range 1..64"},
+    {"{\"contexts\": \"ten\"}", GM_ECONFIG,
+     "config key \"contexts\": expected an integer, got \"ten\""},
+    {"{\"contexts\": \"10\"}", GM_ECONFIG,
+     "config key \"contexts\": expected an integer, got \"10\""},
+    {"{\"contexts\": 1.5}", GM_ECONFIG,
+     "config key \"contexts\": expected an integer, got 1.5"},
+    {"{\"streams\": true}", GM_ECONFIG,
+     "config key \"streams\": expected an integer, got true"},
+    {"{\"queue_depth\": -1}", GM_ECONFIG,
+     "config key \"queue_depth\": -1 is out of range 1..1048576"},
+    {"{\"max_dim\": 1e30}", GM_ECONFIG,
+     "config key \"max_dim\": 1e+30 is out of range 1..1048576"},
+    {"{\"pool_bytes\": \"2T\"}", GM_ECONFIG,
+     "config key \"pool_bytes\": \"2T\" is out of range 1M..1T"},
+    {"{\"pool_bytes\": 512}", GM_ECONFIG,
+     "config key \"pool_bytes\": 512 is out of range 1M..1T"},
+    {"{\"pool_bytes\": \"12Q\"}", GM_ECONFIG,
+     "config key \"pool_bytes\": expected a size (an integer or \"512M\"), "
+     "got \"12Q\""},
+    {"{\"pool_bytes\": \"1 G\"}", GM_ECONFIG,
+     "config key \"pool_bytes\": expected a size (an integer or \"512M\"), "
+     "got \"1 G\""},
+    {"{\"max_message_bytes\": \"99999999999999999999K\"}", GM_ECONFIG,
+     "config key \"max_message_bytes\": \"99999999999999999999K\" is out of "
+     "range 4K..16G"},
+    {"{\"device_pool_bytes\": \"17179869184T\"}", GM_ECONFIG,
+     "config key \"device_pool_bytes\": \"17179869184T\" is out of range "
+     "0..1T"},
+    {"{\"engine\": \"gpu\"}", GM_ECONFIG,
+     "config key \"engine\": expected one of auto, cpu, cuda, got \"gpu\""},
+    {"{\"log_level\": 3}", GM_ECONFIG,
+     "config key \"log_level\": expected one of error, warn, info, debug, "
+     "got 3"},
+    {"{\"kernel\": \"CUBLAS\"}", GM_ECONFIG,
+     "config key \"kernel\": expected one of cublas, tiled, got \"CUBLAS\""},
+    {"{\"issue_order\": null}", GM_ECONFIG,
+     "config key \"issue_order\": expected one of breadth, depth, got null"},
+    {"{\"mapped_output\": \"yes\"}", GM_ECONFIG,
+     "config key \"mapped_output\": expected true or false, got \"yes\""},
+    {"{\"mapped_output\": 1}", GM_ECONFIG,
+     "config key \"mapped_output\": expected true or false, got 1"},
+    {"{\"tls_cert\": 5}", GM_ECONFIG,
+     "config key \"tls_cert\": expected a file path or null, got 5"},
+    {"{\"tls_key\": \"\"}", GM_ECONFIG,
+     "config key \"tls_key\": expected a file path or null, got \"\""},
+    {"{\"listen\": \"ipc:///x\"}", GM_ECONFIG,
+     "config key \"listen\": expected an array of URL strings, got "
+     "\"ipc:///x\""},
+    {"{\"listen\": [\"ipc:///x\", 7]}", GM_ECONFIG,
+     "config key \"listen\": expected an array of URL strings, got "
+     "[\"ipc:///x\",7]"},
+    {"{\"listen\": []}", GM_ECONFIG,
+     "config key \"listen\": 0 URLs is out of range 1..16"},
+    {"{\"listen\": [\"http://h:80\"]}", GM_ECONFIG,
+     "config key \"listen\": \"http://h:80\" must start with ipc://, tcp:// "
+     "or tls+tcp://"},
+    {"{\"listen\": [\"tcp://\"]}", GM_ECONFIG,
+     "config key \"listen\": \"tcp://\" has no address"},
+    {"{\"listen\": [\"tcp://h:1\", \"ipc:///s\", \"tcp://h:1\"]}", GM_ECONFIG,
+     "config key \"listen\": \"tcp://h:1\" is listed twice"},
+    {"{\"listen\": [\"tcp://h:1\", \"tcp://h:2\", \"tcp://h:3\", "
+     "\"tcp://h:4\", \"tcp://h:5\", \"tcp://h:6\", \"tcp://h:7\", "
+     "\"tcp://h:8\", \"tcp://h:9\", \"tcp://h:10\", \"tcp://h:11\", "
+     "\"tcp://h:12\", \"tcp://h:13\", \"tcp://h:14\", \"tcp://h:15\", "
+     "\"tcp://h:16\", \"tcp://h:17\"]}",
+     GM_ECONFIG, "config key \"listen\": 17 URLs is out of range 1..16"},
+    {"{\"streams\": 4, \"streams\": 5}", GM_ECONFIG,
+     "config key \"streams\" appears twice"},
+    /* A good key before a bad one must not stick. */
+    {"{\"kernel\": \"tiled\", \"streams\": 2, \"cpu_threads\": 2000}",
+     GM_ECONFIG, "config key \"cpu_threads\": 2000 is out of range 0..1024"},
+    {"[1, 2]", GM_ECONFIG,
+     "config document: expected a JSON object, got [1,2]"},
+    {"\"streams\"", GM_ECONFIG,
+     "config document: expected a JSON object, got \"streams\""},
+    {"{\"streams\": 4", GM_EJSON, "bad JSON at line 1, column 13"},
+    {"{\"streams\": 4,}", GM_EJSON, "bad JSON at line 1, column 15"},
+    {"{\n  \"streams\": four\n}", GM_EJSON, "bad JSON at line 2, column 14"},
+    {"{\"streams\": 4} {}", GM_EJSON, "bad JSON at line 1, column 16"},
+    {"", GM_EJSON, "bad JSON at line 1, column 1"},
+};
+
+static void test_bad_documents(void **state)
+{
+	char msg[256];
+	gm_config c, before;
+
+	(void)state;
+	gm_config_defaults(&before);
+	before.engine.streams = 8;
+	for (size_t i = 0; i < sizeof(bad_docs) / sizeof(bad_docs[0]); i++) {
+		const struct bad_doc *t = &bad_docs[i];
+		int rv;
+
+		gm_config_defaults(&c);
+		c.engine.streams = 8;
+		msg[0] = '\0';
+		rv = load(&c, t->doc, msg, sizeof(msg));
+		if (rv != t->code || strcmp(msg, t->msg) != 0)
+			fail_msg("case %zu %s: got %s \"%s\", want %s \"%s\"",
+				 i, t->doc, gm_errname(rv), msg,
+				 gm_errname(t->code), t->msg);
+		assert_config_equal(&c, &before);
+		gm_config_free(&c);
+	}
+}
+
+/* Bad command-line overrides: same rules, command-line syntax. */
+static const struct bad_set {
+	const char *key, *value;
+	const char *msg;
+} bad_sets[] = {
+    {"stremas", "4", "unknown config key \"stremas\""},
+    {"streams", "0", "config key \"streams\": 0 is out of range 1..64"},
+    {"streams", "-1", "config key \"streams\": -1 is out of range 1..64"},
+    {"streams", "", "config key \"streams\": expected an integer, got \"\""},
+    {"streams", "4x",
+     "config key \"streams\": expected an integer, got \"4x\""},
+    {"streams", " 4",
+     "config key \"streams\": expected an integer, got \" 4\""},
+    {"streams", "+4",
+     "config key \"streams\": expected an integer, got \"+4\""},
+    {"contexts", "0x10",
+     "config key \"contexts\": expected an integer, got \"0x10\""},
+    {"contexts", "1K",
+     "config key \"contexts\": expected an integer, got \"1K\""},
+    {"contexts", "18446744073709551616",
+     "config key \"contexts\": 18446744073709551616 is out of range 1..4096"},
+    {"pool_bytes", "1P",
+     "config key \"pool_bytes\": expected a size (an integer or \"512M\"), got "
+     "\"1P\""},
+    {"pool_bytes", "1g",
+     "config key \"pool_bytes\": expected a size (an integer or \"512M\"), got "
+     "\"1g\""},
+    {"pool_bytes", "1025G",
+     "config key \"pool_bytes\": 1025G is out of range "
+     "1M..1T"},
+    {"mapped_output", "1",
+     "config key \"mapped_output\": expected true or false, got \"1\""},
+    {"engine", "",
+     "config key \"engine\": expected one of auto, cpu, cuda, got "
+     "\"\""},
+    {"listen", "udp://h:1",
+     "config key \"listen\": \"udp://h:1\" must start with ipc://, tcp:// or "
+     "tls+tcp://"},
+};
+
+static void test_bad_sets(void **state)
+{
+	char msg[256];
+	gm_config c, before;
+
+	(void)state;
+	gm_config_defaults(&before);
+	gm_config_defaults(&c);
+	for (size_t i = 0; i < sizeof(bad_sets) / sizeof(bad_sets[0]); i++) {
+		const struct bad_set *t = &bad_sets[i];
+		int rv;
+
+		msg[0] = '\0';
+		rv = gm_config_set(&c, t->key, t->value, msg, sizeof(msg));
+		if (rv != GM_ECONFIG || strcmp(msg, t->msg) != 0)
+			fail_msg("case %zu %s=%s: got %s \"%s\", want ECONFIG "
+				 "\"%s\"",
+				 i, t->key, t->value, gm_errname(rv), msg,
+				 t->msg);
+		assert_config_equal(&c, &before);
+	}
+	gm_config_free(&c);
+}
+
+/* A value too long for the message is cut, not overflowed. */
+static void test_long_values(void **state)
+{
+	char value[4096], msg[64];
+	gm_config c;
+
+	(void)state;
+	memset(value, 'x', sizeof(value) - 1);
+	value[sizeof(value) - 1] = '\0';
+	gm_config_defaults(&c);
+	assert_int_equal(gm_config_set(&c, "streams", value, msg, sizeof(msg)),
+			 GM_ECONFIG);
+	assert_int_equal(strlen(msg), sizeof(msg) - 1);
+	assert_non_null(strstr(msg, "config key \"streams\""));
+	gm_config_free(&c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_defaults),
+	    cmocka_unit_test(test_load_every_key),
+	    cmocka_unit_test(test_shipped_file),
+	    cmocka_unit_test(test_set_every_key),
+	    cmocka_unit_test(test_bounds_and_sizes),
+	    cmocka_unit_test(test_log_levels),
+	    cmocka_unit_test(test_listen),
+	    cmocka_unit_test(test_check),
+	    cmocka_unit_test(test_to_json),
+	    cmocka_unit_test(test_free_leaves_defaults),
+	    cmocka_unit_test(test_files),
+	    cmocka_unit_test(test_bad_documents),
+	    cmocka_unit_test(test_bad_sets),
+	    cmocka_unit_test(test_long_values),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
