@@ -1,0 +1,350 @@
+/*
+ * gm_cuda_dev.cu - a device's life: opening it (streams, cuBLAS handles,
+ * the one device allocation and its pool, the threads), closing it, and
+ * the small shared steps its threads take under its lock: queueing a
+ * wave, giving memory back, recording a fault, handing a job back.
+ *
+ * Device memory is allocated once, at open, so that no job pays for
+ * cudaMalloc / cudaFree (each of which may synchronise the whole device);
+ * a gm_pool keeps the books over the device address range, which it
+ * never dereferences.
+ */
+#include "gm_cuda_dev.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gm_cuda_err.h"
+
+#define MIB (1024ull * 1024)
+#define GIB (1024ull * MIB)
+/* Default pool: half the free memory, at most this; the rest is left to
+ * cuBLAS, other processes and the driver. */
+#define POOL_DEFAULT_MAX (8 * GIB)
+
+double gm_cuda_now_us(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
+}
+
+uint64_t gm_cuda_job_bytes(const gm_job *j)
+{
+	gm_job_sizes sz;
+
+	if (gm_job_sizes_of(&j->d, &sz) != GM_OK)
+		return 0;
+	return sz.a + sz.b + sz.c + sz.out;
+}
+
+/* cuBLAS recommends 32 MiB of workspace per handle on Hopper, 4 MiB
+ * before. */
+static uint64_t workspace_bytes(const cudaDeviceProp *p)
+{
+	return p->major >= 9 ? 32 * MIB : 4 * MIB;
+}
+
+static int pool_bytes(struct gm_cuda_dev *d, uint64_t *bytes, char *msg,
+		      size_t msglen)
+{
+	size_t free_b, total_b;
+
+	if (d->sh->cfg.device_pool_bytes != 0) {
+		*bytes = d->sh->cfg.device_pool_bytes;
+		return GM_OK;
+	}
+	GM_CUDA_TRY(cudaMemGetInfo(&free_b, &total_b), msg, msglen);
+	*bytes = free_b / 2 < POOL_DEFAULT_MAX ? free_b / 2 : POOL_DEFAULT_MAX;
+	return GM_OK;
+}
+
+static int open_memory(struct gm_cuda_dev *d, uint64_t ws, char *msg,
+		       size_t msglen)
+{
+	uint64_t pool = 0, lead = ws * d->nstreams;
+	int rv;
+
+	if ((rv = pool_bytes(d, &pool, msg, msglen)) != 0)
+		return rv;
+	GM_CUDA_TRY(cudaMalloc(&d->mem, lead + pool), msg, msglen);
+	if (gm_pool_create((char *)d->mem + lead, pool, &d->pool) != GM_OK) {
+		snprintf(msg, msglen, "device pool bookkeeping");
+		return GM_ENOMEM;
+	}
+	return GM_OK;
+}
+
+/* Streams do not synchronise with the legacy default stream, so nothing
+ * outside the engine can serialise them. */
+static int open_stream(struct gm_cuda_stream *st, void *ws, uint64_t ws_bytes,
+		       char *msg, size_t msglen)
+{
+	GM_CUDA_TRY(cudaStreamCreateWithFlags(&st->s, cudaStreamNonBlocking),
+		    msg, msglen);
+	GM_CUBLAS_TRY(cublasCreate(&st->blas), msg, msglen);
+	GM_CUBLAS_TRY(cublasSetStream(st->blas, st->s), msg, msglen);
+	GM_CUBLAS_TRY(cublasSetWorkspace(st->blas, ws, ws_bytes), msg, msglen);
+	return GM_OK;
+}
+
+static int open_streams(struct gm_cuda_dev *d, char *msg, size_t msglen)
+{
+	cudaDeviceProp p;
+	uint64_t ws;
+	unsigned i;
+	int rv;
+
+	GM_CUDA_TRY(cudaGetDeviceProperties(&p, d->index), msg, msglen);
+	snprintf(d->name, sizeof(d->name), "%.63s", p.name);
+	ws = workspace_bytes(&p);
+	if ((rv = open_memory(d, ws, msg, msglen)) != 0)
+		return rv;
+	for (i = 0; i < d->nstreams; i++) {
+		rv = open_stream(&d->streams[i], (char *)d->mem + i * ws, ws,
+				 msg, msglen);
+		if (rv != 0)
+			return rv;
+	}
+	return GM_OK;
+}
+
+static int start_threads(struct gm_cuda_dev *d, char *msg, size_t msglen)
+{
+	unsigned i;
+
+	for (i = 0; i < d->nstreams; i++) {
+		struct gm_cuda_stream *st = &d->streams[i];
+
+		if (pthread_create(&st->thread, NULL, gm_cuda_done_main, st)) {
+			snprintf(msg, msglen, "cannot start a thread");
+			return GM_ENOMEM;
+		}
+		st->started = 1;
+	}
+	if (pthread_create(&d->issue_thread, NULL, gm_cuda_issue_main, d)) {
+		snprintf(msg, msglen, "cannot start a thread");
+		return GM_ENOMEM;
+	}
+	d->issue_started = 1;
+	return GM_OK;
+}
+
+static int alloc_dev(struct gm_cuda_shared *sh, int index,
+		     struct gm_cuda_dev **out)
+{
+	struct gm_cuda_dev *d;
+	unsigned i;
+
+	if ((d = (struct gm_cuda_dev *)calloc(1, sizeof(*d))) == NULL)
+		return GM_ENOMEM;
+	d->nstreams = sh->cfg.streams;
+	d->streams =
+	    (struct gm_cuda_stream *)calloc(d->nstreams, sizeof(*d->streams));
+	if (d->streams == NULL) {
+		free(d);
+		return GM_ENOMEM;
+	}
+	d->sh = sh;
+	d->index = index;
+	pthread_mutex_init(&d->mu, NULL);
+	pthread_cond_init(&d->issue_cv, NULL);
+	for (i = 0; i < d->nstreams; i++) {
+		d->streams[i].dev = d;
+		pthread_cond_init(&d->streams[i].cv, NULL);
+	}
+	*out = d;
+	return GM_OK;
+}
+
+int gm_cuda_dev_open(struct gm_cuda_shared *sh, int index,
+		     struct gm_cuda_dev **out, char *msg, size_t msglen)
+{
+	struct gm_cuda_dev *d;
+	cudaError_t e;
+	int rv;
+
+	*out = NULL;
+	if (alloc_dev(sh, index, &d) != GM_OK) {
+		snprintf(msg, msglen, "device %d: out of host memory", index);
+		return GM_ENOMEM;
+	}
+	/* Blocking sync lets a waiting thread sleep instead of spinning.
+	 * Where the context already exists the flag cannot change; the end
+	 * events are blocking-sync events of their own anyway. */
+	if ((e = cudaSetDevice(index)) == cudaSuccess &&
+	    cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync) != cudaSuccess)
+		(void)cudaGetLastError();
+	if (e != cudaSuccess)
+		rv = gm_cuda_fail(e, "cudaSetDevice", __FILE__, __LINE__, msg,
+				  msglen);
+	else if ((rv = open_streams(d, msg, msglen)) == 0)
+		rv = start_threads(d, msg, msglen);
+	if (rv != 0) {
+		gm_cuda_dev_close(d);
+		return rv;
+	}
+	*out = d;
+	return GM_OK;
+}
+
+void gm_cuda_ctx_destroy(struct gm_cuda_ctx *c)
+{
+	int i;
+
+	for (i = 0; i < EV_COUNT; i++)
+		if (c->ev[i] != NULL)
+			cudaEventDestroy(c->ev[i]);
+	free(c);
+}
+
+static void free_ctxs(struct gm_cuda_dev *d)
+{
+	struct gm_cuda_ctx *c, *next;
+
+	for (c = d->free_ctx; c != NULL; c = next) {
+		next = c->next;
+		gm_cuda_ctx_destroy(c);
+	}
+	d->free_ctx = NULL;
+}
+
+/* Stops the issue thread once it has issued everything queued, then the
+ * completion threads once they have handed everything back. */
+static void stop_threads(struct gm_cuda_dev *d)
+{
+	unsigned i;
+
+	pthread_mutex_lock(&d->mu);
+	d->stopping = 1;
+	pthread_cond_signal(&d->issue_cv);
+	pthread_mutex_unlock(&d->mu);
+	if (d->issue_started)
+		pthread_join(d->issue_thread, NULL);
+
+	pthread_mutex_lock(&d->mu);
+	d->done_stopping = 1;
+	for (i = 0; i < d->nstreams; i++)
+		pthread_cond_signal(&d->streams[i].cv);
+	pthread_mutex_unlock(&d->mu);
+	for (i = 0; i < d->nstreams; i++)
+		if (d->streams[i].started)
+			pthread_join(d->streams[i].thread, NULL);
+}
+
+/* After a sticky fault these calls fail; nothing more can be done about
+ * it than exiting, which is the daemon's next step. */
+void gm_cuda_dev_close(struct gm_cuda_dev *d)
+{
+	unsigned i;
+
+	stop_threads(d);
+	cudaSetDevice(d->index);
+	free_ctxs(d);
+	for (i = 0; i < d->nstreams; i++) {
+		struct gm_cuda_stream *st = &d->streams[i];
+
+		if (st->blas != NULL)
+			cublasDestroy(st->blas);
+		if (st->s != NULL)
+			cudaStreamDestroy(st->s);
+		pthread_cond_destroy(&st->cv);
+	}
+	gm_pool_destroy(d->pool);
+	if (d->mem != NULL)
+		cudaFree(d->mem);
+	(void)cudaGetLastError();
+	pthread_cond_destroy(&d->issue_cv);
+	pthread_mutex_destroy(&d->mu);
+	free(d->streams);
+	free(d);
+}
+
+void gm_cuda_dev_queue(struct gm_cuda_dev *d, struct gm_cuda_wave *w,
+		       uint64_t bytes)
+{
+	w->next = NULL;
+	pthread_mutex_lock(&d->mu);
+	if (d->waves_tail != NULL)
+		d->waves_tail->next = w;
+	else
+		d->waves = w;
+	d->waves_tail = w;
+	d->outstanding += bytes;
+	pthread_cond_signal(&d->issue_cv);
+	pthread_mutex_unlock(&d->mu);
+}
+
+uint64_t gm_cuda_dev_load(struct gm_cuda_dev *d)
+{
+	uint64_t load;
+
+	pthread_mutex_lock(&d->mu);
+	load = d->outstanding;
+	pthread_mutex_unlock(&d->mu);
+	return load;
+}
+
+void gm_cuda_dev_stats(struct gm_cuda_dev *d, gm_device_stats *s)
+{
+	memset(s, 0, sizeof(*s));
+	snprintf(s->name, sizeof(s->name), "%s", d->name);
+	pthread_mutex_lock(&d->mu);
+	s->jobs = d->jobs;
+	s->mem_used = gm_pool_used(d->pool);
+	s->mem_total = gm_pool_size(d->pool);
+	s->busy_us = d->busy_us;
+	if (d->inflight > 0)
+		s->busy_us += gm_cuda_now_us() - d->busy_since;
+	pthread_mutex_unlock(&d->mu);
+}
+
+void gm_cuda_dev_fault(struct gm_cuda_dev *d, const char *msg)
+{
+	struct gm_cuda_shared *sh = d->sh;
+
+	pthread_mutex_lock(&sh->fault_mu);
+	if (!__atomic_load_n(&sh->faulted, __ATOMIC_ACQUIRE)) {
+		snprintf(sh->fault_msg, sizeof(sh->fault_msg), "GPU %d: %s",
+			 d->index, msg);
+		__atomic_store_n(&sh->faulted, 1, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&sh->fault_mu);
+	pthread_mutex_lock(&d->mu);
+	__atomic_store_n(&d->faulted, 1, __ATOMIC_RELEASE);
+	pthread_cond_signal(&d->issue_cv);
+	pthread_mutex_unlock(&d->mu);
+}
+
+int gm_cuda_dev_faulted(struct gm_cuda_dev *d)
+{
+	return __atomic_load_n(&d->faulted, __ATOMIC_ACQUIRE);
+}
+
+void gm_cuda_dev_release(struct gm_cuda_dev *d, struct gm_cuda_ctx *ctx)
+{
+	pthread_mutex_lock(&d->mu);
+	gm_pool_free(d->pool, ctx->slab);
+	ctx->slab = NULL;
+	ctx->job = NULL;
+	ctx->next = d->free_ctx;
+	d->free_ctx = ctx;
+	if (--d->inflight == 0)
+		d->busy_us += gm_cuda_now_us() - d->busy_since;
+	pthread_cond_signal(&d->issue_cv);
+	pthread_mutex_unlock(&d->mu);
+}
+
+void gm_cuda_dev_finish(struct gm_cuda_dev *d, gm_job *job)
+{
+	uint64_t bytes = gm_cuda_job_bytes(job);
+
+	job->device = d->index;
+	pthread_mutex_lock(&d->mu);
+	d->jobs++;
+	d->outstanding -= bytes;
+	pthread_mutex_unlock(&d->mu);
+	d->sh->done(job, d->sh->done_arg);
+}

@@ -1,0 +1,155 @@
+/*
+ * gm_cuda_dev.h - one GPU as the CUDA engine drives it.
+ *
+ * Private to the CUDA engine's .cu files (it names CUDA types). A device
+ * owns a ring of streams, each with its cuBLAS handle and workspace; one
+ * device allocation whose job slabs a gm_pool hands out; an issue thread
+ * that turns queued waves into work on the streams (gm_cuda_issue.cu);
+ * and one completion thread per stream that waits for that stream's jobs
+ * in order and hands them back (gm_cuda_done.cu). Jobs wait inside the
+ * device, never in the caller, when its memory is full.
+ *
+ * Locking: the fields under "guarded by mu" are only touched with mu
+ * held; the CUDA objects are made before the threads start and destroyed
+ * after they stop. The done callback is called without mu.
+ */
+#ifndef GM_CUDA_DEV_H
+#define GM_CUDA_DEV_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <time.h>
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include "gm_engine.h"
+#include "gm_pool.h"
+
+/* What the devices of one engine share; owned by the engine. */
+struct gm_cuda_shared {
+	gm_engine_config cfg; /* defaults filled in */
+	gm_engine_done_fn done;
+	void *done_arg;
+	int faulted;	 /* atomic: a sticky error happened on some device */
+	int fault_armed; /* atomic: enum gm_cuda_fault, test builds only */
+	pthread_mutex_t fault_mu;
+	char fault_msg[GM_MSG_TEXT + 1]; /* the first fault, under fault_mu */
+};
+
+/* Events bracketing the phases of a job on its stream, in order. */
+enum {
+	EV_H2D_START,
+	EV_H2D_END,
+	EV_KERNEL_START,
+	EV_KERNEL_END,
+	EV_D2H_START,
+	EV_END, /* after the job's last operation; the one waited on */
+	EV_COUNT,
+};
+
+/* One job from the moment it has device memory until it is handed back.
+ * Contexts are made on demand and reused, so events are not created per
+ * job. */
+struct gm_cuda_ctx {
+	gm_job *job;
+	struct gm_cuda_ctx *next; /* free list or a stream's queue */
+	struct gm_cuda_stream *st;
+	void *slab;	    /* from the device pool */
+	char *da, *db, *dc; /* dc: C and the result; mapped host memory
+			       when mapped */
+	gm_job_sizes sz;
+	int kernel; /* enum gm_kernel, resolved */
+	int has_c, mapped;
+	int ended; /* EV_END was recorded */
+	cudaEvent_t ev[EV_COUNT];
+};
+
+struct gm_cuda_stream {
+	struct gm_cuda_dev *dev;
+	cudaStream_t s;
+	cublasHandle_t blas; /* bound to s, with its own workspace */
+	pthread_t thread;    /* completion thread */
+	int started;
+	pthread_cond_t cv;		 /* work in the queue, or stop */
+	struct gm_cuda_ctx *head, *tail; /* issued, in stream order; mu */
+};
+
+/* One submitted wave's share of a device; jobs linked by job->next. */
+struct gm_cuda_wave {
+	gm_job *head;
+	struct gm_cuda_wave *next;
+};
+
+struct gm_cuda_dev {
+	struct gm_cuda_shared *sh;
+	int index;
+	char name[64];
+	unsigned nstreams;
+	struct gm_cuda_stream *streams;
+	unsigned next_stream; /* issue thread only: the ring's position */
+	void *mem;	      /* workspaces, then the job pool */
+	gm_pool *pool;
+	pthread_t issue_thread;
+	int issue_started;
+
+	pthread_mutex_t mu;
+	pthread_cond_t issue_cv; /* wave queued, memory freed, fault, stop */
+	/* guarded by mu: */
+	struct gm_cuda_wave *waves, *waves_tail;
+	struct gm_cuda_ctx *free_ctx;
+	unsigned nctx;	      /* contexts made */
+	unsigned inflight;    /* contexts out of the free list */
+	uint64_t outstanding; /* host bytes of jobs queued or running */
+	uint64_t jobs;	      /* jobs handed back */
+	double busy_us;	      /* closed intervals with inflight > 0 */
+	double busy_since;    /* start of the open one */
+	int faulted;	      /* also read without mu, atomically */
+	int stopping;	      /* issue thread: drain, then exit */
+	int done_stopping;    /* completion threads: drain, then exit */
+};
+
+/* Sets up device index: streams, handles, memory, threads. On failure
+ * returns a code with msg and leaves nothing behind. Loop thread. */
+int gm_cuda_dev_open(struct gm_cuda_shared *sh, int index,
+		     struct gm_cuda_dev **out, char *msg, size_t msglen);
+
+/* Blocks until every job queued on d came back, then frees d. */
+void gm_cuda_dev_close(struct gm_cuda_dev *d);
+
+/* Queues w (bytes: its jobs' host bytes) for the issue thread; takes w.
+ * Never blocks on the device. Loop thread. */
+void gm_cuda_dev_queue(struct gm_cuda_dev *d, struct gm_cuda_wave *w,
+		       uint64_t bytes);
+
+/* Host bytes of jobs queued or running on d: what spreading balances. */
+uint64_t gm_cuda_dev_load(struct gm_cuda_dev *d);
+
+void gm_cuda_dev_stats(struct gm_cuda_dev *d, gm_device_stats *s);
+
+/* Host bytes of a job's operands and result; 0 when they overflow. */
+uint64_t gm_cuda_job_bytes(const gm_job *j);
+
+/* Between the device's own threads (gm_cuda_issue.cu, gm_cuda_done.cu): */
+
+/* Records a sticky fault with its text: d and the engine are faulted from
+ * now on and d's issue thread wakes up to fail what it holds. */
+void gm_cuda_dev_fault(struct gm_cuda_dev *d, const char *msg);
+int gm_cuda_dev_faulted(struct gm_cuda_dev *d);
+
+/* Gives ctx's slab and ctx back and wakes the issue thread. */
+void gm_cuda_dev_release(struct gm_cuda_dev *d, struct gm_cuda_ctx *ctx);
+
+/* Destroys a context's events and frees it. */
+void gm_cuda_ctx_destroy(struct gm_cuda_ctx *c);
+
+/* Counts job as d's and calls the done callback (without mu). */
+void gm_cuda_dev_finish(struct gm_cuda_dev *d, gm_job *job);
+
+/* Thread bodies; arg is the device, or the stream. */
+void *gm_cuda_issue_main(void *arg);
+void *gm_cuda_done_main(void *arg);
+
+double gm_cuda_now_us(void);
+
+#endif

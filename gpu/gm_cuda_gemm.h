@@ -1,0 +1,38 @@
+/*
+ * gm_cuda_gemm.h - enqueues the multiplication of one job on a stream,
+ * with cuBLAS or the tiled kernel.
+ *
+ * Private to the CUDA engine's .cu files (it names cuBLAS types). Operand
+ * copies, events and completion are the caller's; this only picks the
+ * kernel, the data and compute types, and lays the job out for it.
+ */
+#ifndef GM_CUDA_GEMM_H
+#define GM_CUDA_GEMM_H
+
+#include <stddef.h>
+
+#include <cublas_v2.h>
+
+#include "gm_proto.h"
+
+/* The kernel that runs d: d->kernel, or dflt when that is
+ * GM_KERNEL_DEFAULT, or cuBLAS when both are. */
+int gm_cuda_gemm_kernel(const gm_job_desc *d, int dflt);
+
+/* GM_OK when kernel can run d, else GM_EUNSUPPORTED with a message that
+ * names the field. Pure; any thread. */
+int gm_cuda_gemm_supports(const gm_job_desc *d, int kernel, char *msg,
+			  size_t msglen);
+
+/*
+ * Enqueues C <- alpha*op(A)*op(B) + beta*C for d on stream, where blas is
+ * a handle bound to stream. a, b and c are device-visible pointers in d's
+ * layout; C is read only when d has C (otherwise beta is taken as zero).
+ * Returns GM_OK or the code of a launch that failed, with its text in
+ * msg. Never blocks on the device. Thread that owns the stream.
+ */
+int gm_cuda_gemm(cublasHandle_t blas, cudaStream_t stream, const gm_job_desc *d,
+		 int kernel, const void *a, const void *b, void *c, char *msg,
+		 size_t msglen);
+
+#endif
