@@ -1,0 +1,19 @@
+/*
+ * gm_daemon.h - gemmd's core: the libuv loop that owns the queue, the
+ * pool bookkeeping and the stats, wired to the nng server and an engine.
+ */
+#ifndef GM_DAEMON_H
+#define GM_DAEMON_H
+
+#include "gm_config.h"
+
+/*
+ * Opens the engine and the listeners, serves until SIGINT or SIGTERM (or
+ * a sticky GPU fault), then answers every accepted job, closes
+ * everything and returns the process exit status: 0 after a signal, 1
+ * when startup failed, 3 after a GPU fault (so a supervisor restarts
+ * the daemon). Blocks; call from main.
+ */
+int gm_daemon_run(const gm_config *cfg);
+
+#endif

@@ -1,0 +1,917 @@
+/*
+ * test_sched.c - unit tests of the bounded queue and scheduler in front
+ * of the real CPU engine (one BLAS thread), driven the way the daemon
+ * drives them: the engine's done callback only hands the job over (here
+ * through a mutex and condition variable, in the order the engine
+ * returned them) and the test thread, playing the loop, calls
+ * gm_sched_complete. Nothing here measures time: the tests hold the pool
+ * by not completing a job, so queueing, back-pressure and priority order
+ * are deterministic, and deadlines are passed by waiting before the pump
+ * that must notice them. Every test ends with the same checks: queue,
+ * engine and pool empty, every accepted request done exactly once, every
+ * job that ran back from the engine exactly once, every job that failed
+ * before starting (or was refused) never run, its output still poisoned,
+ * and the stats agreeing with the statuses the requests came back with. Inputs
+ * are fresh random numbers; the seed is printed and GM_TEST_SEED replays one.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "gm_engine.h"
+#include "gm_error.h"
+#include "gm_pool.h"
+#include "gm_sched.h"
+#include "gm_stats.h"
+
+#define ALPHA	  1.5
+#define BETA	  -0.75
+#define MAXJOBS	  32   /* per request */
+#define MAXREQS	  16   /* per test */
+#define MAXBACK	  256  /* jobs back from the engine per test */
+#define WAIT_S	  60   /* a job not back by then is lost */
+#define POISON	  0xFF /* every byte: NaN in fp64 and fp32 */
+#define NELEMS(a) (sizeof(a) / sizeof((a)[0]))
+
+/* One job's description, the short way. */
+struct shape {
+	uint8_t dtype, layout, ta, tb, has_c;
+	uint32_t m, n, k;
+};
+
+/* A request and the buffers its jobs point at. in[i] holds the payload
+ * (A, B, C back to back) followed by a pristine copy of it. */
+struct treq {
+	gm_sreq *r;
+	int accepted;
+	unsigned done;		/* request done callbacks seen */
+	unsigned back[MAXJOBS]; /* engine returns seen, per job */
+	uint64_t bytes[MAXJOBS];
+	uint8_t *in[MAXJOBS], *out[MAXJOBS];
+};
+
+/* The scheduler under test, its engine and pool, and the hand-over from
+ * the engine's worker thread to the test thread. */
+static struct harness {
+	gm_engine *eng;
+	gm_pool *pool;
+	gm_sched *sched;
+	gm_stats st;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	gm_job *back[MAXBACK]; /* under mu: in the order they came back */
+	size_t nback;	       /* under mu */
+	size_t ntaken;	       /* completed by the test thread */
+	uint64_t peak_inflight;
+	struct treq *reqs[MAXREQS];
+	size_t nreqs;
+	uint64_t ok, failed, codes[GM_ERR_COUNT]; /* from finished requests */
+} h;
+
+static uint64_t rs;
+static uint64_t next_id;
+
+static double next_unit(void)
+{
+	/* xorshift64*, mapped to [-1, 1). */
+	rs ^= rs >> 12;
+	rs ^= rs << 25;
+	rs ^= rs >> 27;
+	return (double)((rs * 2685821657736338717ull) >> 11) / 0x1p52 - 1.0;
+}
+
+/* Engine thread: only hand the job over. */
+static void on_engine_done(gm_job *job, void *arg)
+{
+	struct harness *hs = arg;
+
+	pthread_mutex_lock(&hs->mu);
+	if (hs->nback < MAXBACK)
+		hs->back[hs->nback] = job;
+	hs->nback++;
+	pthread_cond_signal(&hs->cv);
+	pthread_mutex_unlock(&hs->mu);
+}
+
+/* Test thread, from the scheduler: every job of r is back. */
+static void on_request_done(gm_sreq *r, void *arg)
+{
+	struct harness *hs = arg;
+	struct treq *tr = r->user;
+
+	tr->done++;
+	for (uint32_t i = 0; i < r->njobs; i++) {
+		int status = r->jobs[i].job.status;
+
+		assert_in_range(status, 0, GM_ERR_COUNT - 1);
+		hs->codes[status]++;
+		if (status == GM_OK)
+			hs->ok++;
+		else
+			hs->failed++;
+	}
+}
+
+/* Checks what must hold between any two calls into the scheduler. */
+static void check_books(void)
+{
+	uint64_t inflight = gm_sched_inflight(h.sched);
+
+	assert_true(gm_pool_used(h.pool) <= gm_pool_size(h.pool));
+	/* Each job on the engine holds exactly one slab. */
+	assert_int_equal(gm_pool_slabs(h.pool), inflight);
+	if (inflight > h.peak_inflight)
+		h.peak_inflight = inflight;
+}
+
+static void h_open(uint64_t pool_bytes, unsigned depth)
+{
+	gm_engine_config cfg = {
+	    .kind = GM_ENGINE_CPU, .pool_bytes = pool_bytes, .cpu_threads = 1};
+	char msg[128] = "";
+	uint64_t size = 0;
+	void *arena;
+	int rv;
+
+	assert_null(h.eng);
+	memset(&h, 0, sizeof(h));
+	pthread_mutex_init(&h.mu, NULL);
+	pthread_cond_init(&h.cv, NULL);
+	gm_stats_init(&h.st);
+	rv = gm_engine_open(&cfg, on_engine_done, &h, &h.eng, msg, sizeof(msg));
+	if (rv != GM_OK)
+		print_error("gm_engine_open: %s\n", msg);
+	assert_int_equal(rv, GM_OK);
+	arena = gm_engine_arena(h.eng, &size);
+	assert_int_equal(size, pool_bytes);
+	assert_int_equal(gm_pool_create(arena, size, &h.pool), GM_OK);
+	assert_int_equal(gm_sched_create(h.eng, h.pool, depth, &h.st,
+					 on_request_done, &h, &h.sched),
+			 GM_OK);
+}
+
+/* Bytes of host pool one job of shape s takes, as the pool rounds them:
+ * the payload, plus room for the result when there is no C. */
+static uint64_t slab_of(const struct shape *s)
+{
+	gm_job_desc d = {.dtype = s->dtype,
+			 .m = s->m,
+			 .n = s->n,
+			 .k = s->k,
+			 .flags = s->has_c ? GM_JOB_HAS_C : 0};
+	gm_job_sizes z;
+
+	assert_int_equal(gm_job_sizes_of(&d, &z), GM_OK);
+	return z.a + z.b + (z.c ? z.c : z.out);
+}
+
+static uint64_t unit_of(const struct shape *s)
+{
+	return (slab_of(s) + GM_POOL_ALIGN - 1) &
+	       ~(uint64_t)(GM_POOL_ALIGN - 1);
+}
+
+static void fill_random(uint8_t *p, int dtype, uint64_t bytes)
+{
+	uint64_t i;
+
+	if (dtype == GM_FP64)
+		for (i = 0; i < bytes / 8; i++)
+			((double *)p)[i] = next_unit();
+	else if (dtype == GM_FP32)
+		for (i = 0; i < bytes / 4; i++)
+			((float *)p)[i] = (float)next_unit();
+	else
+		for (i = 0; i < bytes; i++)
+			p[i] = (uint8_t)(next_unit() * 127.0);
+}
+
+/* A request of njobs jobs, job i of shape sh[i % nsh], kept by the
+ * harness until h_close. */
+static struct treq *new_req(uint32_t njobs, uint8_t prio, uint32_t deadline_ms,
+			    const struct shape *sh, size_t nsh)
+{
+	struct treq *tr = calloc(1, sizeof(*tr));
+
+	assert_non_null(tr);
+	assert_true(njobs <= MAXJOBS && h.nreqs < MAXREQS);
+	tr->r = gm_sched_new_req(njobs);
+	assert_non_null(tr->r);
+	tr->r->id = ++next_id;
+	tr->r->batch.priority = prio;
+	tr->r->batch.deadline_ms = deadline_ms;
+	tr->r->user = tr;
+	for (uint32_t i = 0; i < njobs; i++) {
+		const struct shape *s = &sh[i % nsh];
+		gm_job *job = &tr->r->jobs[i].job;
+		gm_job_desc *d = &job->d;
+		gm_job_sizes z;
+
+		*d = (gm_job_desc){.dtype = s->dtype,
+				   .trans_a = s->ta,
+				   .trans_b = s->tb,
+				   .layout = s->layout,
+				   .kernel = GM_KERNEL_CUBLAS,
+				   .flags = s->has_c ? GM_JOB_HAS_C : 0,
+				   .m = s->m,
+				   .n = s->n,
+				   .k = s->k,
+				   .alpha = ALPHA,
+				   .beta = BETA};
+		assert_int_equal(gm_job_sizes_of(d, &z), GM_OK);
+		tr->bytes[i] = z.a + z.b + z.c;
+		tr->in[i] = malloc(2 * tr->bytes[i]);
+		tr->out[i] = malloc(z.out);
+		assert_non_null(tr->in[i]);
+		assert_non_null(tr->out[i]);
+		fill_random(tr->in[i], s->dtype, tr->bytes[i]);
+		memcpy(tr->in[i] + tr->bytes[i], tr->in[i], tr->bytes[i]);
+		memset(tr->out[i], POISON, z.out);
+		job->copy_in = tr->in[i];
+		job->copy_in_bytes = tr->bytes[i];
+		job->copy_out = tr->out[i];
+		job->status = -1; /* shows a job nobody touched */
+	}
+	h.reqs[h.nreqs++] = tr;
+	return tr;
+}
+
+/* A request of n jobs all of shape s. */
+static struct treq *new_req_of(uint32_t n, const struct shape *s)
+{
+	return new_req(n, GM_BATCH_PRIO_DEFAULT, 0, s, 1);
+}
+
+static int submit(struct treq *tr)
+{
+	int rv;
+
+	tr->r->recv_us = gm_now_us();
+	rv = gm_sched_submit(h.sched, tr->r);
+	tr->accepted = rv == GM_OK;
+	check_books();
+	return rv;
+}
+
+/* Waits until at least n jobs have come back from the engine. */
+static void wait_back(size_t n)
+{
+	struct timespec until;
+	size_t got;
+	int rv = 0;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += WAIT_S;
+	pthread_mutex_lock(&h.mu);
+	while (h.nback < n && rv == 0)
+		rv = pthread_cond_timedwait(&h.cv, &h.mu, &until);
+	got = h.nback;
+	pthread_mutex_unlock(&h.mu);
+	if (got < n)
+		fail_msg("only %zu jobs back from the engine, waiting for %zu",
+			 got, n);
+}
+
+/* Completes the next job the engine returned, as the loop would. */
+static void take_one(void)
+{
+	gm_sjob *j;
+
+	assert_true(gm_sched_inflight(h.sched) > 0);
+	wait_back(h.ntaken + 1);
+	assert_true(h.ntaken < MAXBACK);
+	j = h.back[h.ntaken++]->user;
+	((struct treq *)j->req->user)->back[j->idx]++;
+	gm_sched_complete(h.sched, &j->job);
+	check_books();
+}
+
+/* Completes jobs until no request is left. */
+static void drain(void)
+{
+	while (gm_sched_requests(h.sched) > 0)
+		take_one();
+}
+
+static void wait_past(double t_us)
+{
+	struct timespec ts = {0, 200000};
+
+	while (gm_now_us() <= t_us)
+		nanosleep(&ts, NULL);
+}
+
+static int never_ran(int status)
+{
+	return status == GM_ETOOBIG || status == GM_EUNSUPPORTED ||
+	       status == GM_ETIMEDOUT;
+}
+
+static int all_poison(const uint8_t *p, uint64_t bytes)
+{
+	for (uint64_t i = 0; i < bytes; i++)
+		if (p[i] != POISON)
+			return 0;
+	return 1;
+}
+
+static uint64_t out_bytes(const gm_job_desc *d)
+{
+	gm_job_sizes z;
+
+	gm_job_sizes_of(d, &z);
+	return z.out;
+}
+
+/* The checks every test ends with. */
+static void h_check(void)
+{
+	assert_int_equal(gm_sched_queued(h.sched), 0);
+	assert_int_equal(gm_sched_inflight(h.sched), 0);
+	assert_int_equal(gm_sched_requests(h.sched), 0);
+	assert_int_equal(gm_pool_used(h.pool), 0);
+	assert_int_equal(gm_pool_slabs(h.pool), 0);
+	assert_int_equal(h.nback, h.ntaken);
+	for (size_t q = 0; q < h.nreqs; q++) {
+		struct treq *tr = h.reqs[q];
+
+		assert_int_equal(tr->done, tr->accepted ? 1 : 0);
+		for (uint32_t i = 0; i < tr->r->njobs; i++) {
+			const gm_job *job = &tr->r->jobs[i].job;
+
+			if (!tr->accepted)
+				assert_int_equal(job->status, -1);
+			if (!tr->accepted || never_ran(job->status)) {
+				assert_int_equal(tr->back[i], 0);
+				assert_true(
+				    all_poison(tr->out[i], out_bytes(&job->d)));
+			} else {
+				assert_int_equal(tr->back[i], 1);
+			}
+		}
+	}
+	assert_int_equal(h.st.jobs_ok, h.ok);
+	assert_int_equal(h.st.jobs_failed, h.failed);
+	for (int c = 0; c < GM_ERR_COUNT; c++)
+		assert_int_equal(h.st.errors[c], h.codes[c]);
+	for (int p = 0; p < GM_PHASE_COUNT; p++)
+		assert_int_equal(h.st.phase[p].count, h.ok);
+}
+
+/* Frees what h_open made, whatever state a failed test left it in: the
+ * engine is closed first, which waits for every job it holds. */
+static int h_free(void **state)
+{
+	if (h.eng == NULL)
+		return 0;
+	gm_engine_close(h.eng);
+	gm_sched_destroy(h.sched);
+	gm_pool_destroy(h.pool);
+	for (size_t q = 0; q < h.nreqs; q++) {
+		struct treq *tr = h.reqs[q];
+
+		for (uint32_t i = 0; i < tr->r->njobs; i++) {
+			free(tr->in[i]);
+			free(tr->out[i]);
+		}
+		gm_sched_free_req(tr->r);
+		free(tr);
+	}
+	pthread_cond_destroy(&h.cv);
+	pthread_mutex_destroy(&h.mu);
+	h.eng = NULL;
+	return 0;
+}
+
+static void h_close(void)
+{
+	h_check();
+	h_free(NULL);
+}
+
+static double get(const uint8_t *p, int dtype, size_t i)
+{
+	return dtype == GM_FP64 ? ((const double *)p)[i]
+				: ((const float *)p)[i];
+}
+
+/* Element (r, c) of op(X), op(X) being rows x cols, X densely packed. */
+static size_t at(const gm_job_desc *d, int trans, uint32_t r, uint32_t c,
+		 uint32_t rows, uint32_t cols)
+{
+	uint32_t sr = trans ? c : r, sc = trans ? r : c;
+	uint32_t srows = trans ? cols : rows, scols = trans ? rows : cols;
+
+	return d->layout == GM_ROW_MAJOR ? (size_t)sr * scols + sc
+					 : sr + (size_t)sc * srows;
+}
+
+/*
+ * Checks job i of tr against a naive long double reference: every
+ * element written, the Frobenius error within 4 * u * sqrt(K) of the
+ * Frobenius norm of |alpha|*|op(A)|*|op(B)| + |beta|*|C| (the classical
+ * bound's scale, so a result that cancels to nearly zero still passes),
+ * the payload left as it came, and timings in the order they were taken.
+ */
+static void check_result(const struct treq *tr, uint32_t i)
+{
+	const gm_sjob *j = &tr->r->jobs[i];
+	const gm_job_desc *d = &j->job.d;
+	const uint8_t *a = tr->in[i], *b, *c;
+	double u = d->dtype == GM_FP64 ? 0x1p-53 : 0x1p-24;
+	long double err = 0, norm = 0;
+	gm_job_sizes z;
+
+	assert_int_equal(j->job.status, GM_OK);
+	assert_int_equal(gm_job_sizes_of(d, &z), GM_OK);
+	b = a + z.a;
+	c = b + z.b;
+	for (uint32_t r = 0; r < d->m; r++) {
+		for (uint32_t col = 0; col < d->n; col++) {
+			size_t ci = at(d, 0, r, col, d->m, d->n);
+			long double ref = 0, mag = 0, x;
+			long double got = get(tr->out[i], d->dtype, ci);
+
+			for (uint32_t p = 0; p < d->k; p++) {
+				x = (long double)get(
+					a, d->dtype,
+					at(d, d->trans_a, r, p, d->m, d->k)) *
+				    get(b, d->dtype,
+					at(d, d->trans_b, p, col, d->k, d->n));
+				ref += x;
+				mag += fabsl(x);
+			}
+			ref *= d->alpha;
+			mag *= fabs(d->alpha);
+			if (d->flags & GM_JOB_HAS_C) {
+				x = d->beta * (long double)get(c, d->dtype, ci);
+				ref += x;
+				mag += fabsl(x);
+			}
+			assert_false(isnan((double)got));
+			err += (got - ref) * (got - ref);
+			norm += mag * mag;
+		}
+	}
+	assert_true(sqrtl(err) <= 4 * u * sqrt(d->k) * sqrtl(norm));
+	assert_memory_equal(tr->in[i], tr->in[i] + tr->bytes[i], tr->bytes[i]);
+	assert_true(j->t.queue_us >= 0.0);
+	assert_true(j->t.total_us >= j->t.queue_us);
+	assert_true(j->t.kernel_us >= 0.0);
+	assert_true(j->t.h2d_us == 0.0 && j->t.d2h_us == 0.0);
+}
+
+static void check_all_ok(const struct treq *tr)
+{
+	assert_int_equal(tr->done, 1);
+	for (uint32_t i = 0; i < tr->r->njobs; i++)
+		check_result(tr, i);
+}
+
+/* Every dtype, layout, transpose pair and C choice of one size. */
+static struct treq *new_req_all_kinds(uint32_t m, uint32_t n, uint32_t k)
+{
+	struct shape sh[MAXJOBS];
+
+	for (unsigned i = 0; i < MAXJOBS; i++)
+		sh[i] = (struct shape){.dtype = i & 1 ? GM_FP32 : GM_FP64,
+				       .layout = (i >> 1) & 1,
+				       .ta = (i >> 2) & 1,
+				       .tb = (i >> 3) & 1,
+				       .has_c = (i >> 4) & 1,
+				       .m = m,
+				       .n = n,
+				       .k = k};
+	return new_req(MAXJOBS, GM_BATCH_PRIO_DEFAULT, 0, sh, MAXJOBS);
+}
+
+static const struct shape SMALL = {GM_FP64, GM_ROW_MAJOR, 0, 0, 0, 8, 8, 8};
+
+/* Results through the scheduler, with a pool that holds every job at
+ * once and with one that holds only two of the largest. */
+static void test_results(void **state)
+{
+	static const uint32_t dims[][3] = {{1, 1, 1}, {7, 13, 5}, {33, 17, 40}};
+	const struct shape big = {GM_FP64, 0, 0, 0, 1, 33, 17, 40};
+	uint64_t pools[] = {1u << 20, 2 * unit_of(&big)};
+	struct treq *tr[NELEMS(dims)];
+
+	for (size_t p = 0; p < NELEMS(pools); p++) {
+		h_open(pools[p], NELEMS(dims) * MAXJOBS);
+		for (size_t i = 0; i < NELEMS(dims); i++) {
+			tr[i] = new_req_all_kinds(dims[i][0], dims[i][1],
+						  dims[i][2]);
+			assert_int_equal(submit(tr[i]), GM_OK);
+		}
+		drain();
+		for (size_t i = 0; i < NELEMS(dims); i++)
+			check_all_ok(tr[i]);
+		h_close();
+	}
+}
+
+/* A request enters whole or not at all. */
+static void test_queue_full(void **state)
+{
+	enum { DEPTH = 8 };
+	struct treq *over, *blocker, *a, *b, *c, *d;
+
+	h_open(unit_of(&SMALL), DEPTH);
+	over = new_req_of(DEPTH + 1, &SMALL);
+	assert_int_equal(submit(over), GM_EBUSY);
+	assert_int_equal(gm_sched_requests(h.sched), 0);
+
+	/* The blocker holds the pool: what follows stays queued. */
+	blocker = new_req_of(1, &SMALL);
+	assert_int_equal(submit(blocker), GM_OK);
+	assert_int_equal(gm_sched_inflight(h.sched), 1);
+	assert_int_equal(gm_sched_queued(h.sched), 0);
+	a = new_req_of(5, &SMALL);
+	assert_int_equal(submit(a), GM_OK);
+	assert_int_equal(gm_sched_queued(h.sched), 5);
+	b = new_req_of(4, &SMALL);
+	assert_int_equal(submit(b), GM_EBUSY);
+	assert_int_equal(gm_sched_queued(h.sched), 5);
+	assert_int_equal(gm_sched_requests(h.sched), 2);
+	c = new_req_of(DEPTH - 5, &SMALL);
+	assert_int_equal(submit(c), GM_OK);
+	assert_int_equal(gm_sched_queued(h.sched), DEPTH);
+	d = new_req_of(1, &SMALL);
+	assert_int_equal(submit(d), GM_EBUSY);
+	assert_int_equal(gm_sched_requests(h.sched), 3);
+
+	drain();
+	check_all_ok(blocker);
+	check_all_ok(a);
+	check_all_ok(c);
+	assert_int_equal(over->done + b->done + d->done, 0);
+	h_close();
+}
+
+/* Equal jobs through a pool that holds `fits` of them: never more on the
+ * engine, and never fewer while any wait. */
+static void test_back_pressure(void **state)
+{
+	static const unsigned fits[] = {1, 3};
+	const struct shape s = {GM_FP64, GM_COL_MAJOR, 1, 0, 1, 24, 20, 28};
+	struct treq *tr[3];
+
+	for (size_t f = 0; f < NELEMS(fits); f++) {
+		h_open(fits[f] * unit_of(&s), 16);
+		for (size_t i = 0; i < NELEMS(tr); i++) {
+			tr[i] = new_req_of(4, &s);
+			assert_int_equal(submit(tr[i]), GM_OK);
+		}
+		while (gm_sched_requests(h.sched) > 0) {
+			assert_true(gm_sched_inflight(h.sched) <= fits[f]);
+			if (gm_sched_queued(h.sched) > 0)
+				assert_int_equal(gm_sched_inflight(h.sched),
+						 fits[f]);
+			assert_int_equal(gm_pool_used(h.pool),
+					 gm_sched_inflight(h.sched) *
+					     unit_of(&s));
+			take_one();
+		}
+		assert_int_equal(h.peak_inflight, fits[f]);
+		for (size_t i = 0; i < NELEMS(tr); i++)
+			check_all_ok(tr[i]);
+		h_close();
+	}
+}
+
+/* A job larger than the whole pool fails at once; the others of its
+ * request still run, and the request comes back once. */
+static void test_too_big(void **state)
+{
+	const struct shape huge = {GM_FP64, 0, 0, 0, 0, 128, 128, 128};
+	const struct shape mixed[] = {SMALL, huge, SMALL};
+	const uint64_t pool = 64 * 1024;
+	char want[GM_MSG_TEXT + 1];
+	struct treq *tr, *all;
+
+	h_open(pool, 8);
+	tr = new_req(3, 1, 0, mixed, NELEMS(mixed));
+	assert_int_equal(submit(tr), GM_OK);
+	assert_int_equal(tr->r->jobs[1].job.status, GM_ETOOBIG);
+	snprintf(want, sizeof(want),
+		 "job needs %llu bytes of host pool, pool holds %llu",
+		 (unsigned long long)slab_of(&huge), (unsigned long long)pool);
+	assert_string_equal(tr->r->jobs[1].job.msg, want);
+	assert_int_equal(tr->done, 0);
+	assert_int_equal(gm_sched_requests(h.sched), 1);
+	drain();
+	assert_int_equal(tr->done, 1);
+	check_result(tr, 0);
+	check_result(tr, 2);
+
+	/* Nothing of it can run: done before submit returns. */
+	all = new_req_of(2, &huge);
+	assert_int_equal(submit(all), GM_OK);
+	assert_int_equal(all->done, 1);
+	assert_int_equal(all->r->jobs[0].job.status, GM_ETOOBIG);
+	assert_int_equal(all->r->jobs[1].job.status, GM_ETOOBIG);
+	assert_int_equal(gm_sched_requests(h.sched), 0);
+	assert_int_equal(gm_sched_queued(h.sched), 0);
+	h_close();
+}
+
+/* A job that needs the whole pool fits; one byte less pool and it can
+ * never fit. 16x16x16 fp64 without C needs 6144 bytes, 24 pool units. */
+static void test_too_big_edge(void **state)
+{
+	static const struct {
+		int64_t pool_delta;
+		int status;
+	} cases[] = {
+	    {0, GM_OK},
+	    {-1, GM_ETOOBIG},
+	    {+1, GM_OK},
+	};
+	const struct shape s = {GM_FP64, 0, 0, 0, 0, 16, 16, 16};
+
+	assert_int_equal(slab_of(&s), 6144);
+	for (size_t i = 0; i < NELEMS(cases); i++) {
+		struct treq *tr;
+
+		h_open(slab_of(&s) + cases[i].pool_delta, 4);
+		tr = new_req_of(1, &s);
+		assert_int_equal(submit(tr), GM_OK);
+		drain();
+		assert_int_equal(tr->done, 1);
+		assert_int_equal(tr->r->jobs[0].job.status, cases[i].status);
+		if (cases[i].status == GM_OK)
+			check_result(tr, 0);
+		h_close();
+	}
+}
+
+/* A dtype the engine cannot run fails at once; the rest still run. */
+static void test_unsupported(void **state)
+{
+	static const struct {
+		uint8_t dtype;
+		const char *msg;
+	} cases[] = {
+	    {GM_FP16, "dtype fp16 is unsupported by the cpu engine"},
+	    {GM_BF16, "dtype bf16 is unsupported by the cpu engine"},
+	    {GM_TF32, "dtype tf32 is unsupported by the cpu engine"},
+	};
+
+	for (size_t i = 0; i < NELEMS(cases); i++) {
+		struct shape sh[3] = {SMALL, SMALL, SMALL};
+		struct treq *tr;
+
+		sh[1].dtype = cases[i].dtype;
+		sh[2].dtype = GM_FP32;
+		h_open(64 * 1024, 8);
+		tr = new_req(3, 1, 0, sh, NELEMS(sh));
+		assert_int_equal(submit(tr), GM_OK);
+		assert_int_equal(tr->r->jobs[1].job.status, GM_EUNSUPPORTED);
+		assert_string_equal(tr->r->jobs[1].job.msg, cases[i].msg);
+		assert_int_equal(tr->done, 0);
+		drain();
+		assert_int_equal(tr->done, 1);
+		check_result(tr, 0);
+		check_result(tr, 2);
+		h_close();
+	}
+}
+
+/*
+ * Jobs queued behind a blocker start highest priority first, in arrival
+ * order within a priority. The CPU engine runs one job at a time in the
+ * order it was handed them, so the order jobs come back is the order
+ * they started. Once with a pool that holds one job (one job per wave),
+ * once with a blocker as large as the pool, after which all of them fit
+ * in one wave.
+ */
+static void test_priority(void **state)
+{
+	static const uint8_t prios[] = {0, 0, 2, 3, 1, 0, 3, 2, 3, 0, 1, 3};
+	const struct shape big = {GM_FP64, 0, 0, 0, 0, 64, 64, 64};
+	const struct shape *blockers[] = {&SMALL, &big};
+
+	for (size_t c = 0; c < NELEMS(blockers); c++) {
+		struct treq *tr[NELEMS(prios)];
+		size_t next = 1;
+
+		h_open(unit_of(blockers[c]), 32);
+		assert_int_equal(submit(new_req_of(1, blockers[c])), GM_OK);
+		for (size_t i = 0; i < NELEMS(prios); i++) {
+			/* The last one has two jobs: FIFO inside it too. */
+			tr[i] = new_req(i + 1 < NELEMS(prios) ? 1 : 2, prios[i],
+					0, &SMALL, 1);
+			assert_int_equal(submit(tr[i]), GM_OK);
+		}
+		assert_int_equal(gm_sched_inflight(h.sched), 1);
+		drain();
+		assert_int_equal(h.peak_inflight,
+				 c == 0 ? 1 : NELEMS(prios) + 1);
+		for (int p = GM_BATCH_PRIO_MAX; p >= 0; p--)
+			for (size_t i = 0; i < NELEMS(prios); i++)
+				for (uint32_t k = 0;
+				     prios[i] == p && k < tr[i]->r->njobs; k++)
+					assert_ptr_equal(
+					    h.back[next++],
+					    &tr[i]->r->jobs[k].job);
+		assert_int_equal(next, h.nback);
+		for (size_t i = 0; i < NELEMS(prios); i++)
+			check_all_ok(tr[i]);
+		h_close();
+	}
+}
+
+/*
+ * A job that does not fit now keeps its place: nothing behind it, nor of
+ * a lower priority, starts in the room it is waiting for, so a large job
+ * is never starved by small ones.
+ */
+static void test_head_of_line(void **state)
+{
+	const struct shape big = {GM_FP64, 0, 0, 0, 0, 64, 64, 64};
+	struct treq *blocker, *large, *small_hi, *small_lo;
+
+	h_open(unit_of(&big), 8);
+	blocker = new_req(1, 0, 0, &SMALL, 1);
+	assert_int_equal(submit(blocker), GM_OK);
+	large = new_req(1, 3, 0, &big, 1);
+	assert_int_equal(submit(large), GM_OK);
+	small_hi = new_req(1, 3, 0, &SMALL, 1);
+	assert_int_equal(submit(small_hi), GM_OK);
+	small_lo = new_req(1, 0, 0, &SMALL, 1);
+	assert_int_equal(submit(small_lo), GM_OK);
+	/* Room for both small ones is free, yet they wait. */
+	assert_true(gm_pool_size(h.pool) - gm_pool_used(h.pool) >=
+		    2 * unit_of(&SMALL));
+	assert_int_equal(gm_sched_inflight(h.sched), 1);
+	assert_int_equal(gm_sched_queued(h.sched), 3);
+	take_one();
+	assert_int_equal(gm_sched_inflight(h.sched), 1);
+	assert_int_equal(gm_sched_queued(h.sched), 2);
+	drain();
+	assert_int_equal(h.nback, 4);
+	assert_ptr_equal(h.back[1], &large->r->jobs[0].job);
+	assert_ptr_equal(h.back[2], &small_hi->r->jobs[0].job);
+	assert_ptr_equal(h.back[3], &small_lo->r->jobs[0].job);
+	check_all_ok(blocker);
+	check_all_ok(large);
+	check_all_ok(small_hi);
+	check_all_ok(small_lo);
+	h_close();
+}
+
+/*
+ * A request whose deadline passes while it waits behind a slow job fails
+ * with GM_ETIMEDOUT and never runs; requests without a deadline or with
+ * a distant one behind it run.
+ */
+static void test_deadline(void **state)
+{
+	const struct shape slow = {GM_FP64, 0, 0, 0, 0, 600, 600, 600};
+	struct treq *blocker, *late, *none, *far;
+
+	h_open(unit_of(&slow), 8);
+	blocker = new_req_of(1, &slow);
+	assert_int_equal(submit(blocker), GM_OK);
+	late = new_req(1, 1, 1, &SMALL, 1);
+	assert_int_equal(submit(late), GM_OK);
+	none = new_req(1, 1, 0, &SMALL, 1);
+	assert_int_equal(submit(none), GM_OK);
+	far = new_req(1, 1, 600000, &SMALL, 1);
+	assert_int_equal(submit(far), GM_OK);
+	/* Past the deadline before the blocker's completion pumps. */
+	wait_past(late->r->recv_us + 2000.0);
+	take_one();
+	assert_int_equal(late->done, 1);
+	assert_int_equal(late->r->jobs[0].job.status, GM_ETIMEDOUT);
+	assert_string_equal(late->r->jobs[0].job.msg,
+			    "deadline passed before the job started");
+	drain();
+	assert_int_equal(blocker->r->jobs[0].job.status, GM_OK);
+	check_all_ok(none);
+	check_all_ok(far);
+	h_close(); /* checks that late's output is still poisoned */
+}
+
+/* The deadline passes after the first job of a request started: that
+ * one finishes, the second never starts. */
+static void test_deadline_partial(void **state)
+{
+	enum { DEADLINE_MS = 300 };
+	struct treq *tr;
+
+	h_open(unit_of(&SMALL), 8);
+	tr = new_req(2, 1, DEADLINE_MS, &SMALL, 1);
+	assert_int_equal(submit(tr), GM_OK);
+	assert_int_equal(gm_sched_inflight(h.sched), 1);
+	assert_int_equal(gm_sched_queued(h.sched), 1);
+	wait_past(tr->r->recv_us + DEADLINE_MS * 1000.0 + 1000.0);
+	take_one();
+	assert_int_equal(tr->done, 1);
+	check_result(tr, 0);
+	assert_int_equal(tr->r->jobs[1].job.status, GM_ETIMEDOUT);
+	h_close();
+}
+
+/* After gm_sched_stop nothing new enters; what was queued still runs. */
+static void test_stop(void **state)
+{
+	struct treq *blocker, *queued, *late, *later;
+
+	h_open(unit_of(&SMALL), 8);
+	blocker = new_req_of(1, &SMALL);
+	assert_int_equal(submit(blocker), GM_OK);
+	queued = new_req_of(3, &SMALL);
+	assert_int_equal(submit(queued), GM_OK);
+	gm_sched_stop(h.sched);
+	late = new_req_of(1, &SMALL);
+	assert_int_equal(submit(late), GM_ESHUTDOWN);
+	assert_int_equal(gm_sched_requests(h.sched), 2);
+	assert_int_equal(gm_sched_queued(h.sched), 3);
+	drain();
+	check_all_ok(blocker);
+	check_all_ok(queued);
+	later = new_req_of(1, &SMALL);
+	assert_int_equal(submit(later), GM_ESHUTDOWN);
+	assert_int_equal(late->done + later->done, 0);
+	h_close();
+}
+
+/* The counters after a known mix of outcomes. */
+static void test_stats(void **state)
+{
+	const struct shape blk = {GM_FP64, 0, 0, 0, 0, 52, 52, 52};
+	const struct shape tiny = {GM_FP64, 0, 0, 0, 0, 4, 4, 4};
+	const struct shape huge = {GM_FP64, 0, 0, 0, 0, 128, 128, 128};
+	struct shape mix[] = {SMALL, SMALL, SMALL, huge};
+	struct treq *late;
+
+	mix[1].dtype = GM_FP32;
+	mix[1].has_c = 1;
+	mix[2].dtype = GM_FP16;
+	h_open(unit_of(&blk), 16);
+	assert_int_equal(submit(new_req_of(1, &blk)), GM_OK);
+	late = new_req(1, 1, 1, &tiny, 1);
+	assert_int_equal(submit(late), GM_OK);
+	assert_int_equal(submit(new_req(4, 1, 0, mix, NELEMS(mix))), GM_OK);
+	wait_past(late->r->recv_us + 2000.0);
+	drain();
+
+	assert_int_equal(h.st.jobs_ok, 3);
+	assert_int_equal(h.st.jobs_failed, 3);
+	assert_int_equal(h.st.jobs_by_dtype[GM_FP64], 4);
+	assert_int_equal(h.st.jobs_by_dtype[GM_FP32], 1);
+	assert_int_equal(h.st.jobs_by_dtype[GM_FP16], 1);
+	assert_int_equal(h.st.errors[GM_OK], 3);
+	assert_int_equal(h.st.errors[GM_EUNSUPPORTED], 1);
+	assert_int_equal(h.st.errors[GM_ETOOBIG], 1);
+	assert_int_equal(h.st.errors[GM_ETIMEDOUT], 1);
+	assert_true(h.st.flops == 2.0 * (52 * 52 * 52 + 2 * 8 * 8 * 8));
+	for (int p = 0; p < GM_PHASE_COUNT; p++)
+		assert_int_equal(h.st.phase[p].count, 3);
+	assert_true(h.st.phase[GM_PHASE_TOTAL].max >=
+		    h.st.phase[GM_PHASE_QUEUE].max);
+	h_close();
+}
+
+static int setup_seed(void **state)
+{
+	const char *env = getenv("GM_TEST_SEED");
+
+	rs = env != NULL ? strtoull(env, NULL, 0)
+			 : (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+	if (rs == 0)
+		rs = 1;
+	printf("seed %llu (GM_TEST_SEED replays it)\n", (unsigned long long)rs);
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_teardown(test_results, h_free),
+	    cmocka_unit_test_teardown(test_queue_full, h_free),
+	    cmocka_unit_test_teardown(test_back_pressure, h_free),
+	    cmocka_unit_test_teardown(test_too_big, h_free),
+	    cmocka_unit_test_teardown(test_too_big_edge, h_free),
+	    cmocka_unit_test_teardown(test_unsupported, h_free),
+	    cmocka_unit_test_teardown(test_priority, h_free),
+	    cmocka_unit_test_teardown(test_head_of_line, h_free),
+	    cmocka_unit_test_teardown(test_deadline, h_free),
+	    cmocka_unit_test_teardown(test_deadline_partial, h_free),
+	    cmocka_unit_test_teardown(test_stop, h_free),
+	    cmocka_unit_test_teardown(test_stats, h_free),
+	};
+
+	return cmocka_run_group_tests(tests, setup_seed, NULL);
+}
