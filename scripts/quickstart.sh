@@ -1,0 +1,44 @@
+#!/bin/sh
+# Quick start, first command: install what is missing, build, start
+# gemmd (the CUDA engine when a GPU is found, else the CPU engine),
+# multiply two random matrices through it with gemmctl, check the
+# result, print the timings and the stats, and stop the daemon.
+set -eu
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+scripts/build.sh
+b=${BUILDDIR:-build}
+
+work=$(mktemp -d /tmp/gemmd-quickstart.XXXXXX)
+url="ipc://$work/gemmd.sock"
+cleanup() {
+	[ -n "${pid:-}" ] && kill "$pid" 2>/dev/null || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+"$b/daemon/gemmd" --engine auto --listen "$url" 2>"$work/gemmd.log" &
+pid=$!
+i=0
+until "$b/client/gemmctl" ping --url "$url" --timeout 500 >/dev/null 2>&1; do
+	i=$((i + 1))
+	if [ $i -ge 50 ]; then
+		cat "$work/gemmd.log" >&2
+		echo "quickstart: gemmd did not answer" >&2
+		exit 1
+	fi
+	sleep 0.2
+done
+grep -o 'engine [a-z]*: .*' "$work/gemmd.log" || true
+
+ctl() { "$b/client/gemmctl" "$@" --url "$url"; }
+"$b/client/gemmctl" rand 512x384 -o "$work/A.npy"
+"$b/client/gemmctl" rand 384x256 -o "$work/B.npy"
+echo "\$ gemmctl submit A.npy B.npy -o C.npy --verify"
+ctl submit "$work/A.npy" "$work/B.npy" -o "$work/C.npy" --verify
+echo "\$ gemmctl stats"
+ctl stats
+kill -TERM "$pid"
+wait "$pid"
+pid=
+echo "gemmd stopped cleanly"

@@ -1,0 +1,49 @@
+#!/bin/sh
+# gemmctl against a real gemmd, the way a user runs it: every transpose,
+# both layouts, both dtypes, beta with C, over ipc:// and tcp://; ping
+# and stats; the documented exit codes for bad files and no daemon.
+set -eu
+. "$(dirname "$0")/lib.sh"
+
+start_gemmd --engine cpu
+ctl() { "$GEMMCTL" "$@"; }
+
+ctl rand 37x19 -o "$work/A.npy"
+ctl rand 19x23 -o "$work/B.npy"
+ctl rand 23x19 -o "$work/Bt.npy"
+ctl rand 19x37 -o "$work/At.npy" --fortran
+ctl rand 37x23 -o "$work/C.npy"
+ctl rand 37x19 -o "$work/Af.npy" --fortran --dtype fp32
+
+for url in "$ipc" "$tcp"; do
+	ctl submit "$work/A.npy" "$work/B.npy" -o "$work/O.npy" --verify --url "$url"
+	ctl submit "$work/At.npy" "$work/B.npy" --transa -o "$work/O.npy" --verify --url "$url"
+	ctl submit "$work/A.npy" "$work/Bt.npy" --transb -o "$work/O.npy" --verify --url "$url"
+	ctl submit "$work/At.npy" "$work/Bt.npy" --transa --transb -o "$work/O.npy" \
+		--verify --url "$url"
+	ctl submit "$work/A.npy" "$work/B.npy" --c "$work/C.npy" --alpha 1.5 \
+		--beta -0.5 -o "$work/O.npy" --verify --url "$url"
+	ctl submit "$work/Af.npy" "$work/B.npy" --dtype fp32 -o "$work/O.npy" \
+		--verify --url "$url"
+done
+
+# Output is a valid .npy the client can read back as an input.
+ctl submit "$work/O.npy" "$work/Bt.npy" --dtype fp32 -o "$work/O2.npy" --url "$ipc" >/dev/null
+
+ctl ping --url "$tcp" | grep -q "cpu" || fail "ping does not name the engine"
+ctl stats --json --url "$ipc" >"$work/stats.json"
+grep -q '"ok":13' "$work/stats.json" || fail "stats do not count 13 jobs: $(cat "$work/stats.json")"
+ctl stats --url "$ipc" >/dev/null
+
+# Exit codes from gemmctl --help.
+expect_exit 2 ctl submit "$work/A.npy"
+expect_exit 4 ctl submit "$work/missing.npy" "$work/B.npy" -o "$work/O.npy" --url "$ipc"
+printf 'not an npy file' >"$work/bad.npy"
+expect_exit 4 ctl submit "$work/bad.npy" "$work/B.npy" -o "$work/O.npy" --url "$ipc"
+expect_exit 1 ctl submit "$work/A.npy" "$work/B.npy" --dtype fp16 -o "$work/O.npy" --url "$ipc"
+grep -q "unsupported" "$work/err" "$work/out" || fail "fp16 on cpu: no 'unsupported' message"
+expect_exit 2 ctl submit "$work/A.npy" "$work/A.npy" -o "$work/O.npy" --url "$ipc"
+
+stop_gemmd
+expect_exit 3 ctl ping --url "$ipc" --timeout 500
+echo "cli: ok"

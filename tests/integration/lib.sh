@@ -1,0 +1,52 @@
+# lib.sh - shared by the integration scripts: start a real gemmd on
+# temporary sockets, wait for it, and stop it. Sourced, not run.
+# Needs GEMMD and GEMMCTL (paths to the built binaries) in the environment.
+
+work=$(mktemp -d /tmp/gemmd-test.XXXXXX)
+ipc="ipc://$work/gemmd.sock"
+port=$((20000 + $$ % 20000))
+tcp="tcp://127.0.0.1:$port"
+pid=
+
+cleanup() {
+	[ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+fail() {
+	echo "FAIL: $*" >&2
+	[ -f "$work/gemmd.log" ] && tail -20 "$work/gemmd.log" >&2
+	exit 1
+}
+
+# start_gemmd [gemmd options...]: listens on $ipc and $tcp.
+start_gemmd() {
+	"$GEMMD" --listen "$ipc" --listen "$tcp" "$@" 2>"$work/gemmd.log" &
+	pid=$!
+	for _ in $(seq 100); do
+		"$GEMMCTL" ping --url "$ipc" --timeout 300 >/dev/null 2>&1 && return 0
+		kill -0 "$pid" 2>/dev/null || fail "gemmd exited at start"
+		sleep 0.1
+	done
+	fail "gemmd did not answer ping"
+}
+
+# stop_gemmd: SIGTERM, and expect exit status 0.
+stop_gemmd() {
+	kill -TERM "$pid"
+	wait "$pid" || fail "gemmd exited with status $?"
+	pid=
+}
+
+# expect_exit CODE command...: run and check the exit status.
+expect_exit() {
+	want=$1
+	shift
+	set +e
+	"$@" >"$work/out" 2>"$work/err"
+	got=$?
+	set -e
+	[ "$got" -eq "$want" ] ||
+		fail "'$*' exited $got, expected $want: $(cat "$work/err")"
+}

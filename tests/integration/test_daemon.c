@@ -1,0 +1,490 @@
+/*
+ * test_daemon.c - the client library against a real gemmd: results over
+ * ipc:// and tcp://, many requests in flight, malformed bytes answered
+ * with their error codes while the daemon keeps serving, a full queue
+ * answered busy, and SIGTERM answering every accepted job before exit 0.
+ */
+#include <math.h>
+#include <nng/nng.h>
+#include <nng/protocol/reqrep0/req.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "gemmd.h"
+#include "gm_proto.h"
+
+typedef struct daemon_proc {
+	pid_t pid;
+	char dir[64];
+	char ipc[128];
+	char tcp[64];
+} daemon_proc;
+
+static unsigned seed;
+static pid_t started[16]; /* killed at exit if a failed test left one */
+static int nstarted;
+
+/* Starts gemmd with the CPU engine and extra "--set" options; waits for
+ * it to answer ping. */
+static void start_daemon(daemon_proc *d, const char *const *sets)
+{
+	const char *argv[32];
+	char log[128];
+	int argc = 0;
+	gemmd_client *c;
+
+	snprintf(d->dir, sizeof(d->dir), "/tmp/gemmd-it.XXXXXX");
+	assert_non_null(mkdtemp(d->dir));
+	snprintf(d->ipc, sizeof(d->ipc), "ipc://%s/s", d->dir);
+	snprintf(d->tcp, sizeof(d->tcp), "tcp://127.0.0.1:%d",
+		 20000 + (int)(getpid() * 7 + rand() % 1000) % 40000);
+	snprintf(log, sizeof(log), "%s/gemmd.log", d->dir);
+	argv[argc++] = getenv("GEMMD");
+	argv[argc++] = "--engine=cpu";
+	argv[argc++] = "--listen";
+	argv[argc++] = d->ipc;
+	argv[argc++] = "--listen";
+	argv[argc++] = d->tcp;
+	for (int i = 0; sets != NULL && sets[i] != NULL; i++) {
+		argv[argc++] = "--set";
+		argv[argc++] = sets[i];
+	}
+	argv[argc] = NULL;
+	d->pid = fork();
+	assert_true(d->pid >= 0);
+	if (d->pid > 0 && nstarted < 16)
+		started[nstarted++] = d->pid;
+	if (d->pid == 0) {
+		if (freopen(log, "w", stderr) == NULL)
+			_exit(127);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	assert_int_equal(
+	    gemmd_open(d->ipc, &(gemmd_open_opts){.flags = GEMMD_OPEN_LAZY},
+		       &c),
+	    GM_OK);
+	for (int i = 0; i < 100; i++) {
+		if (gemmd_ping(c, NULL, 200) == GM_OK)
+			break;
+		usleep(50000);
+	}
+	assert_int_equal(gemmd_ping(c, NULL, 1000), GM_OK);
+	gemmd_close(c);
+}
+
+/* Sends SIGTERM and returns the exit status. */
+static int stop_daemon(daemon_proc *d)
+{
+	int st;
+	char cmd[128];
+
+	kill(d->pid, SIGTERM);
+	assert_int_equal(waitpid(d->pid, &st, 0), d->pid);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", d->dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", d->dir);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static double urand(void)
+{
+	return (double)rand() / RAND_MAX * 2.0 - 1.0;
+}
+
+/* A job with fresh random fp64 or fp32 operands and its own out buffer. */
+static void make_job(gemmd_job *j, int dtype, int layout, int ta, int tb,
+		     uint32_t m, uint32_t n, uint32_t k, int with_c)
+{
+	size_t es = dtype == GEMMD_FP64 ? 8 : 4;
+	size_t na = (size_t)m * k, nb = (size_t)k * n, nc = (size_t)m * n;
+	void *a = malloc(na * es), *b = malloc(nb * es), *c = malloc(nc * es);
+
+	memset(j, 0, sizeof(*j));
+	for (size_t i = 0; i < na + nb + nc; i++) {
+		void *p = i < na ? a : i < na + nb ? b : c;
+		size_t at = i < na ? i : i < na + nb ? i - na : i - na - nb;
+
+		if (es == 8)
+			((double *)p)[at] = urand();
+		else
+			((float *)p)[at] = (float)urand();
+	}
+	*j = (gemmd_job){.dtype = dtype,
+			 .layout = layout,
+			 .trans_a = ta,
+			 .trans_b = tb,
+			 .m = m,
+			 .n = n,
+			 .k = k,
+			 .alpha = 1.25,
+			 .beta = -0.5,
+			 .a = a,
+			 .b = b,
+			 .c = with_c ? c : NULL,
+			 .out = malloc(nc * es)};
+	if (!with_c)
+		free(c);
+}
+
+static void free_job(gemmd_job *j)
+{
+	free((void *)j->a);
+	free((void *)j->b);
+	free((void *)j->c);
+	free(j->out);
+}
+
+static double elem(const gemmd_job *j, const void *p, size_t i)
+{
+	return j->dtype == GEMMD_FP64 ? ((const double *)p)[i]
+				      : ((const float *)p)[i];
+}
+
+/* Index of element (r, c) of a rows x cols matrix stored in layout. */
+static size_t at(int layout, size_t r, size_t c, size_t rows, size_t cols)
+{
+	return layout == GEMMD_ROW_MAJOR ? r * cols + c : c * rows + r;
+}
+
+/* Checks out against a long double reference, tolerance scaled to the
+ * dtype's unit roundoff and K. */
+static void check_job(const gemmd_job *j)
+{
+	double u = j->dtype == GEMMD_FP64 ? 1.2e-16 : 6.0e-8;
+	long double num = 0, den = 0;
+
+	assert_int_equal(j->status, GM_OK);
+	for (size_t r = 0; r < j->m; r++)
+		for (size_t c = 0; c < j->n; c++) {
+			long double s = 0, mag = 0, v, got;
+
+			for (size_t p = 0; p < j->k; p++) {
+				size_t ia =
+				    j->trans_a
+					? at(j->layout, p, r, j->k, j->m)
+					: at(j->layout, r, p, j->m, j->k);
+				size_t ib =
+				    j->trans_b
+					? at(j->layout, c, p, j->n, j->k)
+					: at(j->layout, p, c, j->k, j->n);
+				long double t = (long double)elem(j, j->a, ia) *
+						elem(j, j->b, ib);
+
+				s += t;
+				mag += fabsl(t);
+			}
+			v = j->alpha * s;
+			mag = fabsl((long double)j->alpha) * mag;
+			if (j->c != NULL) {
+				size_t ic = at(j->layout, r, c, j->m, j->n);
+
+				v += j->beta * elem(j, j->c, ic);
+				mag += fabsl(j->beta * elem(j, j->c, ic));
+			}
+			got = elem(j, j->out, at(j->layout, r, c, j->m, j->n));
+			num += (got - v) * (got - v);
+			den += mag * mag;
+		}
+	assert_true(sqrtl(num) <=
+		    4 * u * sqrt((double)j->k) * sqrtl(den) + 1e-300);
+}
+
+static void run_mixed_batch(const char *url)
+{
+	gemmd_client *c;
+	gemmd_job jobs[8];
+	int n = 0;
+
+	assert_int_equal(gemmd_open(url, NULL, &c), GM_OK);
+	for (int ta = 0; ta < 2; ta++)
+		for (int tb = 0; tb < 2; tb++) {
+			make_job(&jobs[n++], GEMMD_FP64, GEMMD_ROW_MAJOR, ta,
+				 tb, 7, 13, 5, ta);
+			make_job(&jobs[n++], GEMMD_FP32, GEMMD_COL_MAJOR, ta,
+				 tb, 33, 17, 65, tb);
+		}
+	assert_int_equal(gemmd_submit(c, jobs, (uint32_t)n, NULL, 10000),
+			 GM_OK);
+	for (int i = 0; i < n; i++) {
+		check_job(&jobs[i]);
+		assert_true(jobs[i].t.total_us > 0);
+		assert_true(jobs[i].t.kernel_us <= jobs[i].t.total_us);
+		free_job(&jobs[i]);
+	}
+	gemmd_close(c);
+}
+
+static void test_ipc_and_tcp(void **state)
+{
+	daemon_proc d;
+
+	start_daemon(&d, NULL);
+	run_mixed_batch(d.ipc);
+	run_mixed_batch(d.tcp);
+	assert_int_equal(stop_daemon(&d), 0);
+}
+
+typedef struct waiter {
+	int rv, done;
+} waiter;
+
+static void on_done(void *arg, int rv)
+{
+	waiter *w = arg;
+
+	w->rv = rv;
+	__atomic_store_n(&w->done, 1, __ATOMIC_RELEASE);
+}
+
+static void wait_all(waiter *w, int n)
+{
+	for (int i = 0; i < n; i++)
+		while (!__atomic_load_n(&w[i].done, __ATOMIC_ACQUIRE))
+			usleep(1000);
+}
+
+static void test_many_in_flight(void **state)
+{
+	enum { N = 32 };
+	daemon_proc d;
+	gemmd_client *c;
+	gemmd_job jobs[N];
+	waiter w[N] = {{0}};
+
+	start_daemon(&d, NULL);
+	assert_int_equal(gemmd_open(d.ipc, NULL, &c), GM_OK);
+	for (int i = 0; i < N; i++) {
+		make_job(&jobs[i], i % 2 ? GEMMD_FP64 : GEMMD_FP32, i % 3 == 0,
+			 i & 1, (i >> 1) & 1, 1 + i, 2 + 2 * i, 3 + i % 5,
+			 i % 4 == 0);
+		assert_int_equal(gemmd_submit_async(c, &jobs[i], 1, NULL, 20000,
+						    on_done, &w[i]),
+				 GM_OK);
+	}
+	wait_all(w, N);
+	for (int i = 0; i < N; i++) {
+		assert_int_equal(w[i].rv, GM_OK);
+		check_job(&jobs[i]);
+		free_job(&jobs[i]);
+	}
+	gemmd_close(c);
+	assert_int_equal(stop_daemon(&d), 0);
+}
+
+/* Sends raw bytes on a REQ socket and returns the ERROR reply's code. */
+static int send_raw(const char *url, const void *buf, size_t len)
+{
+	nng_socket s;
+	nng_msg *m;
+	uint32_t status;
+	char text[GM_MSG_TEXT + 1];
+	gm_hdr h;
+
+	assert_int_equal(nng_req0_open(&s), 0);
+	nng_socket_set_ms(s, NNG_OPT_RECVTIMEO, 5000);
+	assert_int_equal(nng_dial(s, url, NULL, 0), 0);
+	assert_int_equal(nng_send(s, (void *)buf, len, 0), 0);
+	assert_int_equal(nng_recvmsg(s, &m, 0), 0);
+	assert_int_equal(gm_proto_get_hdr(nng_msg_body(m), nng_msg_len(m), &h,
+					  text, sizeof(text)),
+			 GM_OK);
+	assert_int_equal(h.type, GM_MSG_ERROR);
+	assert_int_equal(
+	    gm_proto_get_error(nng_msg_body(m), nng_msg_len(m), &status, text),
+	    GM_OK);
+	nng_msg_free(m);
+	nng_close(s);
+	return (int)status;
+}
+
+/* A valid one-job 2x2x2 fp64 request; returns its length. */
+static size_t valid_request(uint8_t *p, uint32_t m)
+{
+	gm_job_desc jd = {
+	    .dtype = GM_FP64, .m = m, .n = 2, .k = 2, .alpha = 1.0};
+	gm_batch b = {.priority = 1};
+	size_t payload = (size_t)(m * 2 + 4) * 8;
+
+	gm_proto_put_hdr(p, GM_MSG_GEMM, 42, 1);
+	gm_proto_put_batch(p + GM_HDR_SIZE, &b);
+	gm_proto_put_job(p + GM_HDR_SIZE + GM_BATCH_SIZE, &jd);
+	memset(p + GM_HDR_SIZE + GM_BATCH_SIZE + GM_JOB_HDR_SIZE, 0x3f,
+	       payload);
+	/* payload_bytes is the last field of the job header. */
+	for (int i = 0; i < 8; i++)
+		p[GM_HDR_SIZE + GM_BATCH_SIZE + 40 + i] =
+		    (uint8_t)((uint64_t)payload >> (8 * i));
+	return GM_HDR_SIZE + GM_BATCH_SIZE + GM_JOB_HDR_SIZE + payload;
+}
+
+static void test_bad_input(void **state)
+{
+	const char *sets[] = {"max_dim=100", NULL};
+	uint8_t buf[4096], rnd[256];
+	daemon_proc d;
+	gemmd_client *c;
+	size_t len;
+
+	start_daemon(&d, sets);
+	for (size_t i = 0; i < sizeof(rnd); i++)
+		rnd[i] = (uint8_t)rand();
+	rnd[0] = 'X'; /* random bytes that cannot start with the magic */
+	assert_int_equal(send_raw(d.ipc, rnd, sizeof(rnd)), GM_EMAGIC);
+	len = valid_request(buf, 2);
+	assert_int_equal(send_raw(d.tcp, buf, len - 9), GM_ETRUNC);
+	assert_int_equal(send_raw(d.ipc, buf, 10), GM_ETRUNC);
+	buf[4] = 9; /* version */
+	assert_int_equal(send_raw(d.ipc, buf, len), GM_EVERSION);
+	len = valid_request(buf, 101);
+	assert_int_equal(send_raw(d.ipc, buf, len), GM_EDIM);
+	len = valid_request(buf, 2);
+	buf[6] = 2; /* a reply type sent as a request */
+	assert_int_equal(send_raw(d.tcp, buf, len), GM_EMSGTYPE);
+
+	assert_int_equal(gemmd_open(d.ipc, NULL, &c), GM_OK);
+	assert_int_equal(gemmd_ping(c, NULL, 1000), GM_OK);
+	gemmd_close(c);
+	run_mixed_batch(d.tcp);
+	assert_int_equal(stop_daemon(&d), 0);
+}
+
+/* Big enough that the CPU engine is busy while the rest arrive. */
+static void make_slow_job(gemmd_job *j)
+{
+	make_job(j, GEMMD_FP64, GEMMD_ROW_MAJOR, 0, 0, 400, 400, 400, 0);
+}
+
+static double stat_number(gemmd_client *c, const char *key)
+{
+	char *doc, *p;
+	double v = -1;
+
+	assert_int_equal(gemmd_stats(c, &doc, 2000), GM_OK);
+	if ((p = strstr(doc, key)) != NULL)
+		v = strtod(p + strlen(key), NULL);
+	free(doc);
+	return v;
+}
+
+static void test_queue_full_is_busy(void **state)
+{
+	enum { N = 12 };
+	/* The pool holds the first, large job and nothing beside it; the
+	 * queue holds two more; everything after that is refused busy. */
+	const char *sets[] = {"queue_depth=2", "contexts=32", "pool_bytes=52M",
+			      NULL};
+	daemon_proc d;
+	gemmd_client *c;
+	gemmd_job jobs[N];
+	waiter w[N] = {{0}};
+
+	start_daemon(&d, sets);
+	assert_int_equal(gemmd_open(d.ipc, NULL, &c), GM_OK);
+	make_job(&jobs[0], GEMMD_FP64, GEMMD_ROW_MAJOR, 0, 0, 1500, 1500, 1500,
+		 0);
+	assert_int_equal(
+	    gemmd_submit_async(c, &jobs[0], 1, NULL, 60000, on_done, &w[0]),
+	    GM_OK);
+	while (stat_number(c, "\"inflight\":") < 1)
+		usleep(1000);
+	for (int i = 1; i < N; i++)
+		make_job(&jobs[i], GEMMD_FP64, GEMMD_ROW_MAJOR, 0, 1, 200, 200,
+			 200, 1);
+	for (int i = 1; i < 3; i++)
+		assert_int_equal(gemmd_submit_async(c, &jobs[i], 1, NULL, 60000,
+						    on_done, &w[i]),
+				 GM_OK);
+	while (stat_number(c, "\"queued\":") < 2)
+		usleep(1000);
+	for (int i = 3; i < N; i++) {
+		assert_int_equal(gemmd_submit(c, &jobs[i], 1, NULL, 60000),
+				 GM_EBUSY);
+		assert_int_equal(jobs[i].status, GM_EBUSY);
+	}
+	wait_all(w, 3);
+	for (int i = 0; i < N; i++) {
+		if (i < 3) {
+			assert_int_equal(w[i].rv, GM_OK);
+			check_job(&jobs[i]);
+		}
+		free_job(&jobs[i]);
+	}
+	assert_true(stat_number(c, "\"EBUSY\":") >= N - 3);
+	gemmd_close(c);
+	assert_int_equal(stop_daemon(&d), 0);
+}
+
+static void test_sigterm_drains(void **state)
+{
+	enum { N = 6 };
+	daemon_proc d;
+	gemmd_client *c;
+	gemmd_job jobs[N];
+	waiter w[N] = {{0}};
+	int st;
+
+	start_daemon(&d, NULL);
+	assert_int_equal(gemmd_open(d.ipc, NULL, &c), GM_OK);
+	for (int i = 0; i < N; i++) {
+		make_slow_job(&jobs[i]);
+		assert_int_equal(gemmd_submit_async(c, &jobs[i], 1, NULL, 60000,
+						    on_done, &w[i]),
+				 GM_OK);
+	}
+	/* Wait until the daemon holds them all, queued or running. */
+	for (int i = 0; i < 500; i++) {
+		if (stat_number(c, "\"queued\":") +
+			stat_number(c, "\"inflight\":") +
+			stat_number(c, "\"ok\":") >=
+		    N)
+			break;
+		usleep(2000);
+	}
+	kill(d.pid, SIGTERM);
+	wait_all(w, N);
+	for (int i = 0; i < N; i++) {
+		assert_int_equal(w[i].rv, GM_OK);
+		check_job(&jobs[i]);
+		free_job(&jobs[i]);
+	}
+	gemmd_close(c);
+	assert_int_equal(waitpid(d.pid, &st, 0), d.pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	d.pid = 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_ipc_and_tcp),
+	    cmocka_unit_test(test_many_in_flight),
+	    cmocka_unit_test(test_bad_input),
+	    cmocka_unit_test(test_queue_full_is_busy),
+	    cmocka_unit_test(test_sigterm_drains),
+	};
+	int rv;
+
+	if (getenv("GEMMD") == NULL) {
+		fprintf(stderr, "GEMMD is not set\n");
+		return 77;
+	}
+	seed = (unsigned)time(NULL) ^ (unsigned)getpid();
+	fprintf(stderr, "seed %u\n", seed);
+	srand(seed);
+	rv = cmocka_run_group_tests(tests, NULL, NULL);
+	for (int i = 0; i < nstarted; i++)
+		kill(started[i], SIGKILL);
+	return rv;
+}
