@@ -169,6 +169,17 @@ static uint64_t reply_size(const uint8_t *body, size_t len)
 	return size;
 }
 
+/* The configured kernel, unless it cannot run dtype: the tiled kernel
+ * is fp64/fp32 only, so other dtypes fall back to cuBLAS. */
+static uint8_t default_kernel(const gm_daemon *d, int dtype)
+{
+	int k = d->cfg->engine.kernel;
+
+	if (k == GM_KERNEL_TILED && dtype != GM_FP64 && dtype != GM_FP32)
+		k = GM_KERNEL_CUBLAS;
+	return (uint8_t)k;
+}
+
 /* Fills r's jobs from the request and points each result at its place in
  * the reply, so the engine writes it there directly. */
 static void fill_jobs(gm_daemon *d, gm_sreq *r, const uint8_t *body, size_t len,
@@ -185,7 +196,7 @@ static void fill_jobs(gm_daemon *d, gm_sreq *r, const uint8_t *body, size_t len,
 
 		gm_proto_jobs_next(&it, &j->d, &a, &b, &c);
 		if (j->d.kernel == GM_KERNEL_DEFAULT)
-			j->d.kernel = (uint8_t)d->cfg->engine.kernel;
+			j->d.kernel = default_kernel(d, j->d.dtype);
 		gm_job_sizes_of(&j->d, &z);
 		j->copy_in = a;
 		j->copy_in_bytes = z.a + z.b + z.c;
