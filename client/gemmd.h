@@ -1,0 +1,216 @@
+/*
+ * gemmd.h - the gemmd client library.
+ *
+ * A service links this library to have a gemmd daemon compute GEMM jobs,
+ * C <- alpha * op(A) * op(B) + beta * C, over nng: ipc:// on the same
+ * host, tcp:// or tls+tcp:// from another. A gemmd_client is one nng REQ
+ * socket; every call may be made from any thread, and any number of
+ * requests may be in flight at once, each on its own nng context. Every
+ * function that can fail returns a gm_err code from gm_error.h (GM_OK is
+ * 0; the same codes the daemon sends); gemmd_strerror() gives the text.
+ *
+ * A request runs at most once. nng's REQ socket would resend a request
+ * that has had no reply for a minute, or whose connection dropped, and a
+ * slow GEMM would then run twice; this library sets
+ * NNG_OPT_REQ_RESENDTIME to NNG_DURATION_INFINITE, so a lost connection
+ * fails the call with GM_ETRANSPORT instead and the caller decides
+ * whether to retry. A call that times out on the client leaves its
+ * request queued or running in the daemon; its reply is discarded when it
+ * comes. Replies are as large as the results, so the socket has no
+ * receive size limit (NNG_OPT_RECVMAXSZ 0).
+ */
+#ifndef GEMMD_H
+#define GEMMD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gm_error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Where gemmd_open(NULL, ...) dials when $GEMMD_URL is not set. */
+#define GEMMD_DEFAULT_URL "ipc:///run/gemmd/gemmd.sock"
+
+/* timeout_ms: wait as long as it takes. */
+#define GEMMD_FOREVER (-1)
+
+/* Element types; the values are those of the wire format. */
+enum gemmd_dtype {
+	GEMMD_FP64 = 1,
+	GEMMD_FP32 = 2,
+	GEMMD_TF32 = 3, /* fp32 data, TF32 tensor-core compute */
+	GEMMD_FP16 = 4, /* IEEE binary16 data, fp32 accumulate */
+	GEMMD_BF16 = 5, /* bfloat16 data, fp32 accumulate */
+};
+
+/* Storage order of A, B, C and the result of one job. */
+enum gemmd_layout {
+	GEMMD_ROW_MAJOR = 0,
+	GEMMD_COL_MAJOR = 1,
+};
+
+enum gemmd_kernel {
+	GEMMD_KERNEL_DEFAULT = 0, /* whatever the daemon is configured with */
+	GEMMD_KERNEL_CUBLAS = 1,
+	GEMMD_KERNEL_TILED = 2, /* shared-memory tiled kernel, fp64/fp32 */
+};
+
+#define GEMMD_PRIORITY_MAX     3 /* priorities 0 (lowest) .. 3 */
+#define GEMMD_PRIORITY_DEFAULT 1
+#define GEMMD_MAX_DIM	       (1u << 20) /* each of m, n, k */
+#define GEMMD_MAX_JOBS	       65536u	  /* per request */
+#define GEMMD_MSG_TEXT	       97	  /* job message, with its NUL */
+
+typedef struct gemmd_client gemmd_client;
+
+/* Microseconds a job spent in each phase, as the daemon measured them
+ * (proto/PROTOCOL.md, "Timings"). h2d, kernel and d2h are intervals on
+ * the job's CUDA stream: with streams running at once they include waits
+ * for a copy engine or SMs another stream held. Phases a job never
+ * reached are 0. */
+typedef struct gemmd_timings {
+	double queue_us;  /* receipt to the job's first device operation */
+	double h2d_us;	  /* host-to-device copies; 0 on the CPU engine */
+	double kernel_us; /* the GEMM (the BLAS call on the CPU engine) */
+	double d2h_us;	  /* device-to-host copy; 0 on the CPU engine */
+	double total_us;  /* daemon's clock, receipt to reply; the same for
+			     every job of a request, no network included */
+} gemmd_timings;
+
+/*
+ * One GEMM job. A is m x k (k x m when trans_a), B is k x n (n x k when
+ * trans_b), C and out are m x n, all densely packed in the job's layout
+ * with elements of the job's dtype. The call copies a, b and c once into
+ * the request; out must have room for m * n elements.
+ */
+typedef struct gemmd_job {
+	/* Set by the caller. */
+	int dtype;	  /* enum gemmd_dtype */
+	int layout;	  /* enum gemmd_layout */
+	int kernel;	  /* enum gemmd_kernel */
+	int trans_a;	  /* 0 or 1 */
+	int trans_b;	  /* 0 or 1 */
+	uint32_t m, n, k; /* each 1..GEMMD_MAX_DIM */
+	double alpha;	  /* finite */
+	double beta;	  /* finite; used only with c */
+	const void *a;	  /* required */
+	const void *b;	  /* required */
+	const void *c;	  /* NULL: no C input, out = alpha*op(A)*op(B) */
+	void *out;	  /* required; written when status is GM_OK */
+
+	/* Filled by the call, also when the whole request fails. */
+	int status;		      /* gm_err of this job */
+	char message[GEMMD_MSG_TEXT]; /* detail when status != 0, else "" */
+	gemmd_timings t;	      /* zero when the daemon sent none */
+} gemmd_job;
+
+/* Batch options; NULL in a call means the defaults (all fields 0 except
+ * priority GEMMD_PRIORITY_DEFAULT). */
+typedef struct gemmd_submit_opts {
+	int priority;	      /* 0..GEMMD_PRIORITY_MAX; higher starts first */
+	uint32_t deadline_ms; /* 0: none; else a job not started this many
+				 ms after the daemon received the request
+				 fails GM_ETIMEDOUT and never runs (one
+				 that has started runs to completion) */
+} gemmd_submit_opts;
+
+/* gemmd_open_opts.flags: return at once and dial in the background, so
+ * that a service may start before the daemon; requests wait for a
+ * connection within their own timeout. Without it gemmd_open fails when
+ * the first dial does. Either way a dropped connection is redialed. */
+#define GEMMD_OPEN_LAZY 0x1u
+
+/* Options of gemmd_open; NULL means all zero. The tls_ fields are for
+ * tls+tcp:// URLs only and are an error with any other. */
+typedef struct gemmd_open_opts {
+	unsigned flags;		     /* GEMMD_OPEN_LAZY */
+	const char *tls_ca_file;     /* PEM CA chain that signed the daemon's
+					certificate; required for TLS */
+	const char *tls_cert_file;   /* PEM client certificate, when the daemon
+					asks for one; with tls_key_file NULL
+					the key is in this file too */
+	const char *tls_key_file;    /* PEM private key, unencrypted */
+	const char *tls_server_name; /* DNS name the daemon's certificate must
+					carry; NULL: the URL's host. Set it
+					when the URL names an IP address:
+					nng's TLS checks DNS names only */
+} gemmd_open_opts;
+
+/* Completion of gemmd_submit_async: rv as gemmd_submit would return it. */
+typedef void (*gemmd_done_fn)(void *arg, int rv);
+
+/* Opens a client dialing url (NULL: $GEMMD_URL, else GEMMD_DEFAULT_URL)
+ * and stores it in *out. GM_EINVAL for a malformed or unsupported URL or
+ * bad options, GM_ETRANSPORT when the daemon cannot be reached (the
+ * detail in gemmd_last_error()), GM_ENOMEM. Blocks for the first dial
+ * unless GEMMD_OPEN_LAZY. Any thread. */
+int gemmd_open(const char *url, const gemmd_open_opts *opts,
+	       gemmd_client **out);
+
+/* Dials one more daemon from c: requests then go to whichever connected
+ * daemon is ready first (nng's REQ load balancing). opts as for
+ * gemmd_open (NULL: none). Returns as gemmd_open does. Any thread. */
+int gemmd_dial(gemmd_client *c, const char *url, const gemmd_open_opts *opts);
+
+/* Fails the requests still in flight (their done callbacks run with
+ * GM_ECANCELED before this returns), closes the socket and frees c.
+ * Blocks. No other call on c may run or start during or after it, and it
+ * must not be called from a done callback. */
+void gemmd_close(gemmd_client *c);
+
+/* Sends jobs[0..n-1] as one request and waits up to timeout_ms (> 0, or
+ * GEMMD_FOREVER) for the reply. Returns GM_OK when the daemon answered:
+ * each job's status then says whether it succeeded, and its out holds
+ * the result when it did. Otherwise returns why no job ran, with each
+ * job's status and message set to it: the daemon's refusal of the whole
+ * request (GM_EBUSY, GM_ESHUTDOWN, ...), a job invalid before sending (its
+ * own code; the others GM_ECANCELED), GM_ETIMEDOUT, GM_ETRANSPORT,
+ * GM_EINVAL (bad arguments), GM_ENOMEM. gemmd_last_error() has the detail.
+ * Blocks. Any thread. */
+int gemmd_submit(gemmd_client *c, gemmd_job *jobs, uint32_t n,
+		 const gemmd_submit_opts *opts, int timeout_ms);
+
+/* As gemmd_submit without waiting. Returns GM_OK when the request is on
+ * its way: done(arg, rv) will then be called exactly once, on an nng
+ * thread, when the reply has been copied into the jobs, on failure or
+ * timeout, or from gemmd_close; jobs and everything they point to must
+ * stay valid and untouched until it is. Any other return means done will
+ * not be called (the jobs say why, as for gemmd_submit). done must not
+ * block for long: it holds an nng worker thread. */
+int gemmd_submit_async(gemmd_client *c, gemmd_job *jobs, uint32_t n,
+		       const gemmd_submit_opts *opts, int timeout_ms,
+		       gemmd_done_fn done, void *arg);
+
+/* Sends a JSON control request (e.g. {"op":"stats"}) and waits up to
+ * timeout_ms for the reply. On GM_OK *reply is the reply document
+ * ({"ok":true,...}), malloc'd and NUL-terminated: free() it. A refusal
+ * ({"ok":false,"code":N,...}) returns code N with *reply NULL and the
+ * daemon's message in gemmd_last_error(); other failures are as for
+ * gemmd_submit, plus GM_EJSON for a reply that is not a JSON object.
+ * Blocks. Any thread. */
+int gemmd_ctrl(gemmd_client *c, const char *request, char **reply,
+	       int timeout_ms);
+
+/* gemmd_ctrl with {"op":"ping"}; reply may be NULL when only liveness
+ * matters. */
+int gemmd_ping(gemmd_client *c, char **reply, int timeout_ms);
+
+/* gemmd_ctrl with {"op":"stats"}: the daemon's statistics document. */
+int gemmd_stats(gemmd_client *c, char **reply, int timeout_ms);
+
+/* Static text of a gm_err code; "unknown error" for other values. */
+const char *gemmd_strerror(int code);
+
+/* Detail of the last failed blocking call (gemmd_open, gemmd_submit,
+ * gemmd_ctrl, ...) made by this thread, e.g. "ipc:///run/gemmd/gemmd.sock:
+ * Connection refused"; "" when there was none. Valid until this thread's
+ * next call into the library. */
+const char *gemmd_last_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,722 @@
+/*
+ * gm_npy.c - .npy reading and writing, order changes and dtype packing.
+ *
+ * The .npy format (numpy.lib.format) is a 6-byte magic "\x93NUMPY", a
+ * major and minor version byte, the header length (2 bytes little-endian
+ * in 1.0, 4 bytes in 2.0 and 3.0), a header holding a Python dict
+ * literal with exactly the keys 'descr', 'fortran_order' and 'shape',
+ * then the raw array data to the end of the file. The reader parses the
+ * subset of Python literal syntax that NumPy writes, refuses anything
+ * else with a message naming it, and compares the size the header
+ * implies with the size of the file before allocating the data.
+ */
+#include "gm_npy.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "gm_proto.h"
+
+/* '<' data is used in place, and the wire format is little-endian too. */
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+	       "little-endian hosts only");
+
+static const char magic[6] = {'\x93', 'N', 'U', 'M', 'P', 'Y'};
+
+/* Where a failure message goes, and the path it starts with. */
+struct err {
+	const char *path;
+	char *msg;
+	size_t msglen;
+};
+
+__attribute__((format(printf, 3, 4))) static int
+fail(const struct err *e, int code, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (e->msg == NULL || e->msglen == 0)
+		return code;
+	n = snprintf(e->msg, e->msglen, "%s: ", e->path);
+	if (n < 0 || (size_t)n >= e->msglen)
+		return code;
+	va_start(ap, fmt);
+	vsnprintf(e->msg + n, e->msglen - (size_t)n, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+/* malloc that treats an empty matrix as a valid one. */
+static void *alloc_bytes(uint64_t n)
+{
+	return n > SIZE_MAX ? NULL : malloc(n != 0 ? (size_t)n : 1);
+}
+
+static size_t npy_elem_size(int dtype)
+{
+	return dtype == GM_FP64 ? 8 : dtype == GM_FP32 ? 4 : 0;
+}
+
+/* ---- header dictionary ---- */
+
+#define KEY_DESCR   0x1
+#define KEY_FORTRAN 0x2
+#define KEY_SHAPE   0x4
+#define MAX_NDIM    32 /* NumPy's own limit */
+
+/* What a header says; data_off is where the array data starts. */
+struct hdr {
+	int dtype, fortran, ndim;
+	uint64_t dims[MAX_NDIM];
+	uint64_t data_off;
+};
+
+/* A cursor over the header text, which is NUL-terminated. */
+struct cur {
+	const char *start, *p;
+	const struct err *e;
+};
+
+static void skip_ws(struct cur *c)
+{
+	while (*c->p == ' ' || *c->p == '\t' || *c->p == '\n' || *c->p == '\r')
+		c->p++;
+}
+
+static int syntax(struct cur *c, const char *expected)
+{
+	if (*c->p == '\0')
+		return fail(c->e, GM_ENPY,
+			    "header: expected %s, found the end at byte %td",
+			    expected, c->p - c->start);
+	return fail(c->e, GM_ENPY,
+		    "header: expected %s at byte %td, found '%c'", expected,
+		    c->p - c->start, *c->p);
+}
+
+static int expect(struct cur *c, char ch, const char *expected)
+{
+	skip_ws(c);
+	if (*c->p != ch)
+		return syntax(c, expected);
+	c->p++;
+	return GM_OK;
+}
+
+/* A quoted string without escapes: all that NumPy writes for keys and
+ * simple dtypes. */
+static int parse_string(struct cur *c, char *out, size_t outlen)
+{
+	const char *q;
+	char quote;
+	size_t n;
+
+	skip_ws(c);
+	quote = *c->p;
+	if (quote != '\'' && quote != '"')
+		return syntax(c, "a quoted string");
+	q = strchr(c->p + 1, quote);
+	if (q == NULL)
+		return fail(c->e, GM_ENPY,
+			    "header: unterminated string at byte %td",
+			    c->p - c->start);
+	n = (size_t)(q - c->p - 1);
+	if (memchr(c->p + 1, '\\', n) != NULL || n >= outlen)
+		return fail(
+		    c->e, GM_ENPY,
+		    "header: string at byte %td is too long or has escapes",
+		    c->p - c->start);
+	memcpy(out, c->p + 1, n);
+	out[n] = '\0';
+	c->p = q + 1;
+	return GM_OK;
+}
+
+static int parse_descr(struct cur *c, struct hdr *h)
+{
+	char d[32];
+	int rv;
+
+	if ((rv = parse_string(c, d, sizeof(d))) != 0)
+		return rv;
+	if (strcmp(d, "<f8") == 0)
+		h->dtype = GM_FP64;
+	else if (strcmp(d, "<f4") == 0)
+		h->dtype = GM_FP32;
+	else if (strcmp(d, ">f8") == 0 || strcmp(d, ">f4") == 0)
+		return fail(c->e, GM_ENPY,
+			    "dtype '%s' unsupported: big-endian; only "
+			    "little-endian float64 ('<f8') and float32 ('<f4')",
+			    d);
+	else
+		return fail(c->e, GM_ENPY,
+			    "dtype '%s' unsupported: only float64 ('<f8') and "
+			    "float32 ('<f4')",
+			    d);
+	return GM_OK;
+}
+
+static int parse_bool(struct cur *c, int *out)
+{
+	skip_ws(c);
+	if (strncmp(c->p, "True", 4) == 0) {
+		*out = 1;
+		c->p += 4;
+	} else if (strncmp(c->p, "False", 5) == 0) {
+		*out = 0;
+		c->p += 5;
+	} else {
+		return syntax(c, "True or False for 'fortran_order'");
+	}
+	return GM_OK;
+}
+
+/* A non-negative integer below 2^63; Python 2 NumPy wrote "3L". */
+static int parse_dim(struct cur *c, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	skip_ws(c);
+	if (*c->p < '0' || *c->p > '9')
+		return syntax(c, "a dimension");
+	while (*c->p >= '0' && *c->p <= '9') {
+		if (v > (INT64_MAX - 9) / 10)
+			return fail(
+			    c->e, GM_ENPY,
+			    "header: dimension at byte %td is too large",
+			    c->p - c->start);
+		v = v * 10 + (uint64_t)(*c->p++ - '0');
+	}
+	if (*c->p == 'L')
+		c->p++;
+	*out = v;
+	return GM_OK;
+}
+
+/* "(r, c)", "(r, c,)", "(n,)", "()". One element needs its comma, as in
+ * Python, else it is a parenthesised integer and not a tuple. */
+static int parse_shape(struct cur *c, struct hdr *h)
+{
+	bool comma = false;
+	int rv;
+
+	if ((rv = expect(c, '(', "'(' starting 'shape'")) != 0)
+		return rv;
+	h->ndim = 0;
+	for (;;) {
+		skip_ws(c);
+		if (*c->p == ')')
+			break;
+		if (h->ndim == MAX_NDIM)
+			return fail(c->e, GM_ENPY,
+				    "shape has over %d dimensions", MAX_NDIM);
+		if ((rv = parse_dim(c, &h->dims[h->ndim++])) != 0)
+			return rv;
+		skip_ws(c);
+		comma = *c->p == ',';
+		if (!comma)
+			break;
+		c->p++;
+	}
+	if (h->ndim == 1 && !comma)
+		return syntax(c, "',' after the only dimension");
+	return expect(c, ')', "')' ending 'shape'");
+}
+
+static int parse_item(struct cur *c, struct hdr *h, unsigned *seen)
+{
+	char key[32];
+	unsigned bit;
+	int rv;
+
+	if ((rv = parse_string(c, key, sizeof(key))) != 0)
+		return rv;
+	if ((rv = expect(c, ':', "':' after a key")) != 0)
+		return rv;
+	if (strcmp(key, "descr") == 0)
+		bit = KEY_DESCR;
+	else if (strcmp(key, "fortran_order") == 0)
+		bit = KEY_FORTRAN;
+	else if (strcmp(key, "shape") == 0)
+		bit = KEY_SHAPE;
+	else
+		return fail(c->e, GM_ENPY,
+			    "header: unknown key '%s' (only 'descr', "
+			    "'fortran_order', 'shape')",
+			    key);
+	if (*seen & bit)
+		return fail(c->e, GM_ENPY, "header: key '%s' appears twice",
+			    key);
+	*seen |= bit;
+	if (bit == KEY_DESCR)
+		return parse_descr(c, h);
+	if (bit == KEY_FORTRAN)
+		return parse_bool(c, &h->fortran);
+	return parse_shape(c, h);
+}
+
+static int parse_dict(struct cur *c, struct hdr *h)
+{
+	unsigned seen = 0;
+	int rv;
+
+	if ((rv = expect(c, '{', "'{' starting the header")) != 0)
+		return rv;
+	for (;;) {
+		skip_ws(c);
+		if (*c->p == '}')
+			break;
+		if ((rv = parse_item(c, h, &seen)) != 0)
+			return rv;
+		skip_ws(c);
+		if (*c->p != ',')
+			break;
+		c->p++;
+	}
+	if ((rv = expect(c, '}', "',' or '}' in the header")) != 0)
+		return rv;
+	skip_ws(c);
+	if (*c->p != '\0')
+		return syntax(c, "only padding after the header dictionary");
+	if (seen != (KEY_DESCR | KEY_FORTRAN | KEY_SHAPE))
+		return fail(c->e, GM_ENPY, "header: no '%s' key",
+			    !(seen & KEY_DESCR)	    ? "descr"
+			    : !(seen & KEY_FORTRAN) ? "fortran_order"
+						    : "shape");
+	return GM_OK;
+}
+
+/* ---- reading ---- */
+
+/* Checks magic, version and header length against the file size; sets
+ * h->data_off and *hlen. p holds the first min(size, 12) bytes. */
+static int parse_prefix(const struct err *e, const uint8_t *p, uint64_t size,
+			uint32_t *hlen, struct hdr *h)
+{
+	uint64_t pre;
+
+	if (size < 10)
+		return fail(e, GM_ENPY,
+			    "file is %" PRIu64
+			    " bytes, too short for a .npy file",
+			    size);
+	if (memcmp(p, magic, sizeof(magic)) != 0)
+		return fail(e, GM_ENPY,
+			    "not a .npy file (no \\x93NUMPY magic)");
+	if (p[6] < 1 || p[6] > 3 || p[7] != 0)
+		return fail(
+		    e, GM_ENPY,
+		    "format version %u.%u unsupported: only 1.0, 2.0 and "
+		    "3.0",
+		    p[6], p[7]);
+	if (p[6] == 1) {
+		pre = 10;
+		*hlen = (uint32_t)p[8] | (uint32_t)p[9] << 8;
+	} else {
+		pre = 12;
+		if (size < pre)
+			return fail(e, GM_ENPY,
+				    "file is %" PRIu64
+				    " bytes, too short for a "
+				    "version %u.0 prefix",
+				    size, p[6]);
+		*hlen = (uint32_t)p[8] | (uint32_t)p[9] << 8 |
+			(uint32_t)p[10] << 16 | (uint32_t)p[11] << 24;
+	}
+	if (*hlen == 0 || *hlen > GM_NPY_MAX_HEADER)
+		return fail(e, GM_ENPY,
+			    "header length %" PRIu32 " not in 1..%d", *hlen,
+			    GM_NPY_MAX_HEADER);
+	if (pre + *hlen > size)
+		return fail(e, GM_ENPY,
+			    "header length %" PRIu32
+			    " runs past the end of the "
+			    "file (%" PRIu64 " bytes)",
+			    *hlen, size);
+	h->data_off = pre + *hlen;
+	return GM_OK;
+}
+
+/* Shape, then data size against the file's size. */
+static int check_shape(const struct err *e, const struct hdr *h, uint64_t size,
+		       uint64_t *bytes)
+{
+	uint64_t es = npy_elem_size(h->dtype);
+
+	if (h->ndim != 2)
+		return fail(e, GM_ENPY,
+			    "array is %d-D: only 2-D matrices are supported "
+			    "(reshape to (rows, cols))",
+			    h->ndim);
+	if (__builtin_mul_overflow(h->dims[0], h->dims[1], bytes) ||
+	    __builtin_mul_overflow(*bytes, es, bytes) ||
+	    *bytes > UINT64_MAX - h->data_off)
+		return fail(e, GM_ENPY,
+			    "shape (%" PRIu64 ", %" PRIu64
+			    ") overflows 64 bits",
+			    h->dims[0], h->dims[1]);
+	if (h->data_off + *bytes != size)
+		return fail(
+		    e, GM_ENPY,
+		    "file is %" PRIu64 " bytes, header says %" PRIu64
+		    " (%" PRIu64 "-byte prefix + %" PRIu64 "x%" PRIu64 " %s)",
+		    size, h->data_off + *bytes, h->data_off, h->dims[0],
+		    h->dims[1], h->dtype == GM_FP64 ? "float64" : "float32");
+	return GM_OK;
+}
+
+static int read_exact(const struct err *e, FILE *f, void *buf, size_t n)
+{
+	if (fread(buf, 1, n, f) == n)
+		return GM_OK;
+	if (ferror(f))
+		return fail(e, GM_EIO, "read: %s", strerror(errno));
+	return fail(e, GM_EIO, "file shrank while being read");
+}
+
+/* Everything before the data: prefix and header, checked. */
+static int read_header(const struct err *e, FILE *f, uint64_t size,
+		       struct hdr *h)
+{
+	char text[GM_NPY_MAX_HEADER + 1];
+	uint8_t pre[12];
+	struct cur c = {text, text, e};
+	uint32_t hlen = 0;
+	int rv;
+
+	if ((rv = read_exact(e, f, pre, size < 12 ? (size_t)size : 12)) != 0)
+		return rv;
+	if ((rv = parse_prefix(e, pre, size, &hlen, h)) != 0)
+		return rv;
+	if (fseek(f, (long)(h->data_off - hlen), SEEK_SET) != 0)
+		return fail(e, GM_EIO, "seek: %s", strerror(errno));
+	if ((rv = read_exact(e, f, text, hlen)) != 0)
+		return rv;
+	text[hlen] = '\0';
+	if (strlen(text) != hlen)
+		return fail(e, GM_ENPY, "header holds a NUL byte");
+	return parse_dict(&c, h);
+}
+
+static int read_file(const struct err *e, FILE *f, gm_npy *m)
+{
+	struct hdr h = {0};
+	struct stat st;
+	uint64_t bytes = 0;
+	int rv;
+
+	if (fstat(fileno(f), &st) != 0)
+		return fail(e, GM_EIO, "%s", strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return fail(e, GM_EIO, "not a regular file");
+	if ((rv = read_header(e, f, (uint64_t)st.st_size, &h)) != 0)
+		return rv;
+	if ((rv = check_shape(e, &h, (uint64_t)st.st_size, &bytes)) != 0)
+		return rv;
+	if ((m->data = alloc_bytes(bytes)) == NULL)
+		return fail(e, GM_ENOMEM, "%" PRIu64 " bytes: out of memory",
+			    bytes);
+	if ((rv = read_exact(e, f, m->data, (size_t)bytes)) != 0)
+		return rv;
+	m->dtype = h.dtype;
+	m->fortran = h.fortran;
+	m->rows = h.dims[0];
+	m->cols = h.dims[1];
+	return GM_OK;
+}
+
+int gm_npy_read(const char *path, gm_npy *m, char *msg, size_t msglen)
+{
+	struct err e = {path, msg, msglen};
+	FILE *f;
+	int rv;
+
+	memset(m, 0, sizeof(*m));
+	if ((f = fopen(path, "rb")) == NULL)
+		return fail(&e, GM_EIO, "%s", strerror(errno));
+	rv = read_file(&e, f, m);
+	fclose(f);
+	if (rv != 0)
+		gm_npy_free(m);
+	return rv;
+}
+
+void gm_npy_free(gm_npy *m)
+{
+	free(m->data);
+	memset(m, 0, sizeof(*m));
+}
+
+/* ---- writing ---- */
+
+/* The prefix and header of m: 10 bytes, the dict, spaces, '\n', so that
+ * the data starts at a multiple of 64 as the format asks (it keeps the
+ * data aligned for memory-mapped reads). Returns its length. */
+static size_t make_header(const gm_npy *m, char *buf, size_t buflen)
+{
+	int n = snprintf(buf + 10, buflen - 10,
+			 "{'descr': '%s', 'fortran_order': %s, 'shape': "
+			 "(%" PRIu64 ", %" PRIu64 "), }",
+			 m->dtype == GM_FP64 ? "<f8" : "<f4",
+			 m->fortran ? "True" : "False", m->rows, m->cols);
+	size_t total = 10 + (size_t)n + 1;
+	size_t hlen;
+
+	total += (64 - total % 64) % 64;
+	hlen = total - 10;
+	memset(buf + 10 + n, ' ', total - 10 - (size_t)n - 1);
+	buf[total - 1] = '\n';
+	memcpy(buf, magic, sizeof(magic));
+	buf[6] = 1;
+	buf[7] = 0;
+	buf[8] = (char)(hlen & 0xff);
+	buf[9] = (char)(hlen >> 8);
+	return total;
+}
+
+int gm_npy_write(const char *path, const gm_npy *m, char *msg, size_t msglen)
+{
+	struct err e = {path, msg, msglen};
+	uint64_t es = npy_elem_size(m->dtype), bytes;
+	char head[192];
+	size_t hl;
+	FILE *f;
+	int ok;
+
+	if (es == 0)
+		return fail(&e, GM_ENPY, "cannot write dtype %d", m->dtype);
+	if (__builtin_mul_overflow(m->rows, m->cols, &bytes) ||
+	    __builtin_mul_overflow(bytes, es, &bytes) || bytes > SIZE_MAX)
+		return fail(&e, GM_ENPY,
+			    "shape (%" PRIu64 ", %" PRIu64 ") overflows",
+			    m->rows, m->cols);
+	hl = make_header(m, head, sizeof(head));
+	if ((f = fopen(path, "wb")) == NULL)
+		return fail(&e, GM_EIO, "%s", strerror(errno));
+	ok = fwrite(head, 1, hl, f) == hl &&
+	     fwrite(m->data, 1, (size_t)bytes, f) == bytes;
+	ok = (fclose(f) == 0) && ok;
+	if (!ok) {
+		fail(&e, GM_EIO, "write: %s", strerror(errno));
+		remove(path);
+		return GM_EIO;
+	}
+	return GM_OK;
+}
+
+/* ---- order ---- */
+
+/* Tiles keep both the reads and the writes of a transpose in cache. */
+#define TILE 32
+
+static void transpose64(uint64_t *dst, const uint64_t *src, uint64_t rows,
+			uint64_t cols)
+{
+	uint64_t i0, j0, i, j;
+
+	for (i0 = 0; i0 < rows; i0 += TILE)
+		for (j0 = 0; j0 < cols; j0 += TILE)
+			for (i = i0; i < rows && i < i0 + TILE; i++)
+				for (j = j0; j < cols && j < j0 + TILE; j++)
+					dst[j * rows + i] = src[i * cols + j];
+}
+
+static void transpose32(uint32_t *dst, const uint32_t *src, uint64_t rows,
+			uint64_t cols)
+{
+	uint64_t i0, j0, i, j;
+
+	for (i0 = 0; i0 < rows; i0 += TILE)
+		for (j0 = 0; j0 < cols; j0 += TILE)
+			for (i = i0; i < rows && i < i0 + TILE; i++)
+				for (j = j0; j < cols && j < j0 + TILE; j++)
+					dst[j * rows + i] = src[i * cols + j];
+}
+
+int gm_npy_reorder(gm_npy *m, int fortran)
+{
+	size_t es = npy_elem_size(m->dtype);
+	uint64_t r = m->rows, c = m->cols;
+	void *dst;
+
+	if (!m->fortran == !fortran)
+		return GM_OK;
+	if ((dst = alloc_bytes(r * c * es)) == NULL)
+		return GM_ENOMEM;
+	/* C order (r, c) is the transpose of Fortran order (r, c): a C
+	 * array read as Fortran is c x r, so swap the extents given. */
+	if (m->fortran) {
+		r = m->cols;
+		c = m->rows;
+	}
+	if (es == 8)
+		transpose64(dst, m->data, r, c);
+	else
+		transpose32(dst, m->data, r, c);
+	free(m->data);
+	m->data = dst;
+	m->fortran = !!fortran;
+	return GM_OK;
+}
+
+/* ---- fp16 and bf16 ---- */
+
+/* Rounds |x| to a binary format with mbits stored mantissa bits and
+ * exponent bias ebias (exponent field 15 - mbits bits wide) in 16 bits.
+ * ldexp is exact and nearbyint rounds to nearest even (the default
+ * mode), so each value is rounded once, from its own precision. */
+static uint16_t to_small(double x, int mbits, int ebias)
+{
+	uint16_t sign = signbit(x) ? 0x8000 : 0;
+	uint16_t inf = (uint16_t)(((1u << (15 - mbits)) - 1) << mbits);
+	int emin = 1 - ebias, e;
+	double r;
+
+	if (isnan(x))
+		return sign | inf | (uint16_t)(1u << (mbits - 1));
+	x = fabs(x);
+	if (isinf(x))
+		return sign | inf;
+	if (x < ldexp(1.0, emin)) {
+		/* Subnormal: units of 2^(emin - mbits). A result of
+		 * 2^mbits is the smallest normal, whose encoding it is. */
+		return sign | (uint16_t)nearbyint(ldexp(x, mbits - emin));
+	}
+	frexp(x, &e);
+	e -= 1; /* x = f * 2^e, 1 <= f < 2 */
+	r = nearbyint(ldexp(x, mbits - e));
+	if (r == ldexp(1.0, mbits + 1)) {
+		r /= 2;
+		e++;
+	}
+	if (e > ebias)
+		return sign | inf;
+	return sign | (uint16_t)((e + ebias) << mbits) |
+	       (uint16_t)((uint32_t)r - (1u << mbits));
+}
+
+static float from_small(uint16_t h, int mbits, int ebias)
+{
+	unsigned emask = (1u << (15 - mbits)) - 1;
+	unsigned e = (h >> mbits) & emask;
+	unsigned f = h & ((1u << mbits) - 1);
+	double v;
+
+	if (e == emask)
+		v = f ? NAN : INFINITY;
+	else if (e == 0)
+		v = ldexp(f, 1 - ebias - mbits);
+	else
+		v = ldexp(f + (1u << mbits), (int)e - ebias - mbits);
+	return (float)((h & 0x8000) ? -v : v);
+}
+
+uint16_t gm_npy_to_fp16(double x)
+{
+	return to_small(x, 10, 15);
+}
+
+uint16_t gm_npy_to_bf16(double x)
+{
+	return to_small(x, 7, 127);
+}
+
+float gm_npy_from_fp16(uint16_t h)
+{
+	return from_small(h, 10, 15);
+}
+
+float gm_npy_from_bf16(uint16_t h)
+{
+	return from_small(h, 7, 127);
+}
+
+/* ---- packing ---- */
+
+static double npy_get(const gm_npy *m, uint64_t i)
+{
+	if (m->dtype == GM_FP64)
+		return ((const double *)m->data)[i];
+	return ((const float *)m->data)[i];
+}
+
+double gm_npy_wire_get(const void *buf, int dtype, uint64_t i)
+{
+	switch (dtype) {
+	case GM_FP64:
+		return ((const double *)buf)[i];
+	case GM_FP16:
+		return gm_npy_from_fp16(((const uint16_t *)buf)[i]);
+	case GM_BF16:
+		return gm_npy_from_bf16(((const uint16_t *)buf)[i]);
+	default:
+		return ((const float *)buf)[i];
+	}
+}
+
+static void pack_elem(void *out, int dtype, uint64_t i, double x)
+{
+	switch (dtype) {
+	case GM_FP64:
+		((double *)out)[i] = x;
+		break;
+	case GM_FP16:
+		((uint16_t *)out)[i] = gm_npy_to_fp16(x);
+		break;
+	case GM_BF16:
+		((uint16_t *)out)[i] = gm_npy_to_bf16(x);
+		break;
+	default:
+		((float *)out)[i] = (float)x;
+	}
+}
+
+int gm_npy_pack(const gm_npy *m, int dtype, void **out)
+{
+	size_t es = gm_dtype_size(dtype);
+	uint64_t n, i;
+
+	*out = NULL;
+	if (es == 0)
+		return GM_EDTYPE;
+	if (__builtin_mul_overflow(m->rows, m->cols, &n) || n > SIZE_MAX / 8)
+		return GM_EOVERFLOW;
+	if ((*out = alloc_bytes(n * es)) == NULL)
+		return GM_ENOMEM;
+	if (dtype == m->dtype) {
+		memcpy(*out, m->data, n * es);
+		return GM_OK;
+	}
+	for (i = 0; i < n; i++)
+		pack_elem(*out, dtype, i, npy_get(m, i));
+	return GM_OK;
+}
+
+int gm_npy_unpack(const void *buf, int dtype, uint64_t rows, uint64_t cols,
+		  int fortran, gm_npy *m)
+{
+	uint64_t n, i;
+
+	memset(m, 0, sizeof(*m));
+	if (gm_dtype_size(dtype) == 0)
+		return GM_EDTYPE;
+	m->dtype = dtype == GM_FP64 ? GM_FP64 : GM_FP32;
+	if (__builtin_mul_overflow(rows, cols, &n) || n > SIZE_MAX / 8)
+		return GM_EOVERFLOW;
+	if ((m->data = alloc_bytes(n * 8)) == NULL)
+		return GM_ENOMEM;
+	m->rows = rows;
+	m->cols = cols;
+	m->fortran = !!fortran;
+	for (i = 0; i < n; i++)
+		pack_elem(m->data, m->dtype, i, gm_npy_wire_get(buf, dtype, i));
+	return GM_OK;
+}
