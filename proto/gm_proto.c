@@ -1,16 +1,15 @@
 /*
- * gm_proto.c - gemmd wire format v1: byte helpers, writers, and the
- * validating decoders declared in gm_proto.h.
+ * gm_proto.c - gemmd wire format v1: job arithmetic, the common header
+ * and GEMM requests (replies and errors are in gm_proto_reply.c).
  *
- * Every field is read and written one byte at a time in little-endian
- * order, so the code depends neither on the host's byte order nor on the
- * alignment of the caller's buffer. Decoders trust no length they have
+ * Decoders trust no length they have
  * not compared with the bytes actually present, check in the order that
  * PROTOCOL.md specifies (so each defect maps to one code), and allocate
  * nothing: the daemon sizes its allocations from what a passed check
  * returned. Failure messages are built only on failure, never per job.
  */
 #include "gm_proto.h"
+#include "gm_proto_wire.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -20,82 +19,8 @@
 
 _Static_assert(sizeof(double) == 8, "f64 fields are IEEE-754 binary64");
 
-/* ---- little-endian byte helpers ---- */
-
-static void put_u16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)v;
-	p[1] = (uint8_t)(v >> 8);
-}
-
-static void put_u32(uint8_t *p, uint32_t v)
-{
-	put_u16(p, (uint16_t)v);
-	put_u16(p + 2, (uint16_t)(v >> 16));
-}
-
-static void put_u64(uint8_t *p, uint64_t v)
-{
-	put_u32(p, (uint32_t)v);
-	put_u32(p + 4, (uint32_t)(v >> 32));
-}
-
-/* A double and a uint64_t share byte order on every supported host. */
-static void put_f64(uint8_t *p, double v)
-{
-	uint64_t u;
-
-	memcpy(&u, &v, sizeof(u));
-	put_u64(p, u);
-}
-
-static uint16_t get_u16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] | p[1] << 8);
-}
-
-static uint32_t get_u32(const uint8_t *p)
-{
-	return get_u16(p) | (uint32_t)get_u16(p + 2) << 16;
-}
-
-static uint64_t get_u64(const uint8_t *p)
-{
-	return get_u32(p) | (uint64_t)get_u32(p + 4) << 32;
-}
-
-static double get_f64(const uint8_t *p)
-{
-	uint64_t u = get_u64(p);
-	double v;
-
-	memcpy(&v, &u, sizeof(v));
-	return v;
-}
-
-/* Writes s into a GM_MSG_TEXT field, NUL-padded. At most GM_MSG_TEXT - 1
- * bytes are kept so that readers in any language find a terminator, and
- * the cut backs off to a UTF-8 character boundary. */
-static void put_text(uint8_t *p, const char *s)
-{
-	size_t n = strnlen(s, GM_MSG_TEXT - 1);
-
-	while (n > 0 && s[n] != '\0' && ((uint8_t)s[n] & 0xC0) == 0x80)
-		n--;
-	memset(p, 0, GM_MSG_TEXT);
-	memcpy(p, s, n);
-}
-
-static void get_text(const uint8_t *p, char out[GM_MSG_TEXT + 1])
-{
-	memcpy(out, p, GM_MSG_TEXT);
-	out[GM_MSG_TEXT] = '\0';
-}
-
-/* Writes a failure message (when the caller gave room for one) and
- * returns code, so that checks read `return fail(GM_EDIM, ...)`. */
-__attribute__((format(printf, 4, 5))) static int
-fail(int code, char *msg, size_t msglen, const char *fmt, ...)
+__attribute__((format(printf, 4, 5))) int
+gm_proto_fail(int code, char *msg, size_t msglen, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -183,36 +108,37 @@ double gm_job_flops(const gm_job_desc *d)
 static int check_dtype(const gm_job_desc *d, char *msg, size_t msglen)
 {
 	if (gm_dtype_size(d->dtype) == 0)
-		return fail(GM_EDTYPE, msg, msglen,
-			    "dtype=%u, must be 1..5 (fp64 fp32 tf32 fp16 bf16)",
-			    d->dtype);
+		return gm_proto_fail(
+		    GM_EDTYPE, msg, msglen,
+		    "dtype=%u, must be 1..5 (fp64 fp32 tf32 fp16 bf16)",
+		    d->dtype);
 	return GM_OK;
 }
 
 static int check_fields(const gm_job_desc *d, char *msg, size_t msglen)
 {
 	if (d->trans_a > 1)
-		return fail(GM_EFIELD, msg, msglen, "trans_a=%u, must be 0..1",
-			    d->trans_a);
+		return gm_proto_fail(GM_EFIELD, msg, msglen,
+				     "trans_a=%u, must be 0..1", d->trans_a);
 	if (d->trans_b > 1)
-		return fail(GM_EFIELD, msg, msglen, "trans_b=%u, must be 0..1",
-			    d->trans_b);
+		return gm_proto_fail(GM_EFIELD, msg, msglen,
+				     "trans_b=%u, must be 0..1", d->trans_b);
 	if (d->layout > GM_COL_MAJOR)
-		return fail(GM_EFIELD, msg, msglen, "layout=%u, must be 0..1",
-			    d->layout);
+		return gm_proto_fail(GM_EFIELD, msg, msglen,
+				     "layout=%u, must be 0..1", d->layout);
 	if (d->kernel > GM_KERNEL_TILED)
-		return fail(GM_EFIELD, msg, msglen, "kernel=%u, must be 0..2",
-			    d->kernel);
+		return gm_proto_fail(GM_EFIELD, msg, msglen,
+				     "kernel=%u, must be 0..2", d->kernel);
 	if (d->flags & ~GM_JOB_HAS_C)
-		return fail(GM_EFIELD, msg, msglen,
-			    "flags=0x%02x, only bit 0 (has C) is defined",
-			    d->flags);
+		return gm_proto_fail(
+		    GM_EFIELD, msg, msglen,
+		    "flags=0x%02x, only bit 0 (has C) is defined", d->flags);
 	if (!isfinite(d->alpha))
-		return fail(GM_EFIELD, msg, msglen, "alpha=%g, must be finite",
-			    d->alpha);
+		return gm_proto_fail(GM_EFIELD, msg, msglen,
+				     "alpha=%g, must be finite", d->alpha);
 	if (!isfinite(d->beta))
-		return fail(GM_EFIELD, msg, msglen, "beta=%g, must be finite",
-			    d->beta);
+		return gm_proto_fail(GM_EFIELD, msg, msglen,
+				     "beta=%g, must be finite", d->beta);
 	return GM_OK;
 }
 
@@ -229,24 +155,26 @@ static int check_dims(const gm_job_desc *d, const gm_limits *lim,
 
 	for (i = 0; i < 3; i++)
 		if (dims[i] == 0)
-			return fail(GM_EDIM, msg, msglen,
-				    "%c=0, must be 1..%" PRIu32, names[i],
-				    max_dim);
+			return gm_proto_fail(GM_EDIM, msg, msglen,
+					     "%c=0, must be 1..%" PRIu32,
+					     names[i], max_dim);
 	if (gm_job_sizes_of(d, sz) != GM_OK)
-		return fail(GM_EOVERFLOW, msg, msglen,
-			    "m=%" PRIu32 " n=%" PRIu32 " k=%" PRIu32
-			    " %s: operand bytes overflow 64 bits",
-			    d->m, d->n, d->k, gm_dtype_name(d->dtype));
+		return gm_proto_fail(GM_EOVERFLOW, msg, msglen,
+				     "m=%" PRIu32 " n=%" PRIu32 " k=%" PRIu32
+				     " %s: operand bytes overflow 64 bits",
+				     d->m, d->n, d->k, gm_dtype_name(d->dtype));
 	for (i = 0; i < 3; i++)
 		if (dims[i] > max_dim)
-			return fail(GM_EDIM, msg, msglen,
-				    "%c=%" PRIu32 ", must be 1..%" PRIu32,
-				    names[i], dims[i], max_dim);
+			return gm_proto_fail(GM_EDIM, msg, msglen,
+					     "%c=%" PRIu32
+					     ", must be 1..%" PRIu32,
+					     names[i], dims[i], max_dim);
 	bytes = sz->a + sz->b + sz->c;
 	if (bytes > lim->max_job_bytes)
-		return fail(GM_ETOOBIG, msg, msglen,
-			    "A+B+C=%" PRIu64 " bytes, max_job_bytes=%" PRIu64,
-			    bytes, lim->max_job_bytes);
+		return gm_proto_fail(GM_ETOOBIG, msg, msglen,
+				     "A+B+C=%" PRIu64
+				     " bytes, max_job_bytes=%" PRIu64,
+				     bytes, lim->max_job_bytes);
 	return GM_OK;
 }
 
@@ -277,8 +205,8 @@ void gm_proto_put_hdr(uint8_t *p, uint16_t type, uint64_t id, uint32_t count)
 
 /* The checks every message shares; the id is filled first so that a
  * refusal can echo it. */
-static int parse_hdr(const uint8_t *p, size_t len, gm_hdr *h, char *msg,
-		     size_t msglen)
+int gm_proto_parse_hdr(const uint8_t *p, size_t len, gm_hdr *h, char *msg,
+		       size_t msglen)
 {
 	uint32_t magic;
 
@@ -286,35 +214,38 @@ static int parse_hdr(const uint8_t *p, size_t len, gm_hdr *h, char *msg,
 	if (len >= 16)
 		h->id = get_u64(p + 8);
 	if (len < GM_HDR_SIZE)
-		return fail(GM_ETRUNC, msg, msglen,
-			    "%zu bytes, a header needs %d", len, GM_HDR_SIZE);
+		return gm_proto_fail(GM_ETRUNC, msg, msglen,
+				     "%zu bytes, a header needs %d", len,
+				     GM_HDR_SIZE);
 	magic = get_u32(p);
 	h->version = get_u16(p + 4);
 	h->type = get_u16(p + 6);
 	h->count = get_u32(p + 16);
 	h->flags = get_u32(p + 20);
 	if (magic != GM_PROTO_MAGIC)
-		return fail(GM_EMAGIC, msg, msglen,
-			    "magic=0x%08" PRIx32 ", must be 0x%08x (\"GEMM\")",
-			    magic, GM_PROTO_MAGIC);
+		return gm_proto_fail(GM_EMAGIC, msg, msglen,
+				     "magic=0x%08" PRIx32
+				     ", must be 0x%08x (\"GEMM\")",
+				     magic, GM_PROTO_MAGIC);
 	if (h->version != GM_PROTO_VERSION)
-		return fail(GM_EVERSION, msg, msglen,
-			    "version=%u, this side speaks %d", h->version,
-			    GM_PROTO_VERSION);
+		return gm_proto_fail(GM_EVERSION, msg, msglen,
+				     "version=%u, this side speaks %d",
+				     h->version, GM_PROTO_VERSION);
 	if (h->type < GM_MSG_GEMM || h->type > GM_MSG_ERROR)
-		return fail(GM_EMSGTYPE, msg, msglen, "type=%u, must be 1..5",
-			    h->type);
+		return gm_proto_fail(GM_EMSGTYPE, msg, msglen,
+				     "type=%u, must be 1..5", h->type);
 	if (h->flags != 0)
-		return fail(GM_EFIELD, msg, msglen,
-			    "header flags=0x%" PRIx32 ", must be 0", h->flags);
+		return gm_proto_fail(GM_EFIELD, msg, msglen,
+				     "header flags=0x%" PRIx32 ", must be 0",
+				     h->flags);
 	return GM_OK;
 }
 
-static int want_type(const gm_hdr *h, uint16_t type, char *msg, size_t msglen)
+int gm_proto_want_type(const gm_hdr *h, uint16_t type, char *msg, size_t msglen)
 {
 	if (h->type != type)
-		return fail(GM_EMSGTYPE, msg, msglen, "type=%u, expected %u",
-			    h->type, type);
+		return gm_proto_fail(GM_EMSGTYPE, msg, msglen,
+				     "type=%u, expected %u", h->type, type);
 	return GM_OK;
 }
 
@@ -324,13 +255,15 @@ static int check_body_len(const gm_hdr *h, size_t len, char *msg, size_t msglen)
 	size_t body = len - GM_HDR_SIZE;
 
 	if (body < h->count)
-		return fail(GM_ETRUNC, msg, msglen,
-			    "count=%" PRIu32 " body bytes, %zu present",
-			    h->count, body);
+		return gm_proto_fail(GM_ETRUNC, msg, msglen,
+				     "count=%" PRIu32
+				     " body bytes, %zu present",
+				     h->count, body);
 	if (body > h->count)
-		return fail(GM_ETRAILING, msg, msglen,
-			    "count=%" PRIu32 " body bytes, %zu present",
-			    h->count, body);
+		return gm_proto_fail(GM_ETRAILING, msg, msglen,
+				     "count=%" PRIu32
+				     " body bytes, %zu present",
+				     h->count, body);
 	return GM_OK;
 }
 
@@ -339,7 +272,7 @@ int gm_proto_get_hdr(const void *buf, size_t len, gm_hdr *h, char *msg,
 {
 	int rv;
 
-	if ((rv = parse_hdr(buf, len, h, msg, msglen)) != 0)
+	if ((rv = gm_proto_parse_hdr(buf, len, h, msg, msglen)) != 0)
 		return rv;
 	if (h->type == GM_MSG_GEMM || h->type == GM_MSG_GEMM_REPLY)
 		return GM_OK;
@@ -362,15 +295,16 @@ static int check_batch(const uint8_t *p, gm_batch *b, char *msg, size_t msglen)
 	b->deadline_ms = get_u32(p + 4);
 	b->flags = get_u32(p + 8);
 	if (b->priority > GM_BATCH_PRIO_MAX)
-		return fail(GM_EFIELD, msg, msglen,
-			    "batch priority=%u, must be 0..%d", b->priority,
-			    GM_BATCH_PRIO_MAX);
+		return gm_proto_fail(GM_EFIELD, msg, msglen,
+				     "batch priority=%u, must be 0..%d",
+				     b->priority, GM_BATCH_PRIO_MAX);
 	if (p[1] != 0 || p[2] != 0 || p[3] != 0 || get_u32(p + 12) != 0)
-		return fail(GM_EFIELD, msg, msglen,
-			    "batch reserved bytes must be 0");
+		return gm_proto_fail(GM_EFIELD, msg, msglen,
+				     "batch reserved bytes must be 0");
 	if (b->flags != 0)
-		return fail(GM_EFIELD, msg, msglen,
-			    "batch flags=0x%" PRIx32 ", must be 0", b->flags);
+		return gm_proto_fail(GM_EFIELD, msg, msglen,
+				     "batch flags=0x%" PRIx32 ", must be 0",
+				     b->flags);
 	return GM_OK;
 }
 
@@ -414,8 +348,9 @@ static void get_job(const uint8_t *p, gm_job_desc *d)
 static int check_job_reserved(const uint8_t *p, char *msg, size_t msglen)
 {
 	if (get_u16(p + 6) != 0 || get_u32(p + 20) != 0)
-		return fail(GM_EFIELD, msg, msglen,
-			    "reserved bytes 6..7 and 20..23 must be 0");
+		return gm_proto_fail(
+		    GM_EFIELD, msg, msglen,
+		    "reserved bytes 6..7 and 20..23 must be 0");
 	return GM_OK;
 }
 
@@ -430,9 +365,9 @@ static int check_job(const uint8_t *p, size_t left, const gm_limits *lim,
 	int rv;
 
 	if (left < GM_JOB_HDR_SIZE)
-		return fail(GM_ETRUNC, msg, msglen,
-			    "header needs %d bytes, %zu left", GM_JOB_HDR_SIZE,
-			    left);
+		return gm_proto_fail(GM_ETRUNC, msg, msglen,
+				     "header needs %d bytes, %zu left",
+				     GM_JOB_HDR_SIZE, left);
 	get_job(p, &d);
 	if ((rv = check_dtype(&d, msg, msglen)) != 0)
 		return rv;
@@ -444,14 +379,15 @@ static int check_job(const uint8_t *p, size_t left, const gm_limits *lim,
 		return rv;
 	payload = get_u64(p + 40);
 	if (payload != sz.a + sz.b + sz.c)
-		return fail(GM_EFIELD, msg, msglen,
-			    "payload_bytes=%" PRIu64 ", must be %" PRIu64
-			    " (A %" PRIu64 " + B %" PRIu64 " + C %" PRIu64 ")",
-			    payload, sz.a + sz.b + sz.c, sz.a, sz.b, sz.c);
+		return gm_proto_fail(
+		    GM_EFIELD, msg, msglen,
+		    "payload_bytes=%" PRIu64 ", must be %" PRIu64 " (A %" PRIu64
+		    " + B %" PRIu64 " + C %" PRIu64 ")",
+		    payload, sz.a + sz.b + sz.c, sz.a, sz.b, sz.c);
 	if (payload > left - GM_JOB_HDR_SIZE)
-		return fail(GM_ETRUNC, msg, msglen,
-			    "payload_bytes=%" PRIu64 ", %zu left", payload,
-			    left - GM_JOB_HDR_SIZE);
+		return gm_proto_fail(GM_ETRUNC, msg, msglen,
+				     "payload_bytes=%" PRIu64 ", %zu left",
+				     payload, left - GM_JOB_HDR_SIZE);
 	*used = GM_JOB_HDR_SIZE + payload;
 	return GM_OK;
 }
@@ -469,8 +405,8 @@ static int check_jobs(const uint8_t **p, const uint8_t *end, uint32_t count,
 		rv = check_job(*p, (size_t)(end - *p), lim, &used, detail,
 			       sizeof(detail));
 		if (rv != 0)
-			return fail(rv, msg, msglen, "job %" PRIu32 ": %s", i,
-				    detail);
+			return gm_proto_fail(rv, msg, msglen,
+					     "job %" PRIu32 ": %s", i, detail);
 		*p += used;
 	}
 	return GM_OK;
@@ -485,32 +421,34 @@ int gm_proto_check_gemm(const void *buf, size_t len, const gm_limits *lim,
 	int rv;
 
 	memset(b, 0, sizeof(*b));
-	if ((rv = parse_hdr(p, len, h, msg, msglen)) != 0)
+	if ((rv = gm_proto_parse_hdr(p, len, h, msg, msglen)) != 0)
 		return rv;
-	if ((rv = want_type(h, GM_MSG_GEMM, msg, msglen)) != 0)
+	if ((rv = gm_proto_want_type(h, GM_MSG_GEMM, msg, msglen)) != 0)
 		return rv;
 	if (h->count == 0)
-		return fail(GM_EFIELD, msg, msglen,
-			    "count=0, must be 1..%" PRIu32, max_jobs);
+		return gm_proto_fail(GM_EFIELD, msg, msglen,
+				     "count=0, must be 1..%" PRIu32, max_jobs);
 	if (h->count > max_jobs)
-		return fail(GM_ETOOMANY, msg, msglen,
-			    "count=%" PRIu32 " jobs, limit %" PRIu32, h->count,
-			    max_jobs);
+		return gm_proto_fail(GM_ETOOMANY, msg, msglen,
+				     "count=%" PRIu32 " jobs, limit %" PRIu32,
+				     h->count, max_jobs);
 	/* Refuses a lying count before walking any job. */
 	floor = GM_BATCH_SIZE + (uint64_t)h->count * GM_JOB_HDR_SIZE;
 	if (len - GM_HDR_SIZE < floor)
-		return fail(GM_ETRUNC, msg, msglen,
-			    "count=%" PRIu32 " jobs need at least %" PRIu64
-			    " bytes after the header, %zu present",
-			    h->count, floor, len - GM_HDR_SIZE);
+		return gm_proto_fail(GM_ETRUNC, msg, msglen,
+				     "count=%" PRIu32
+				     " jobs need at least %" PRIu64
+				     " bytes after the header, %zu present",
+				     h->count, floor, len - GM_HDR_SIZE);
 	if ((rv = check_batch(p + GM_HDR_SIZE, b, msg, msglen)) != 0)
 		return rv;
 	p += GM_HDR_SIZE + GM_BATCH_SIZE;
 	if ((rv = check_jobs(&p, end, h->count, lim, msg, msglen)) != 0)
 		return rv;
 	if (p != end)
-		return fail(GM_ETRAILING, msg, msglen,
-			    "%zu bytes after the last job", (size_t)(end - p));
+		return gm_proto_fail(GM_ETRAILING, msg, msglen,
+				     "%zu bytes after the last job",
+				     (size_t)(end - p));
 	return GM_OK;
 }
 
@@ -556,195 +494,5 @@ int gm_proto_gemm_size(const gm_job_desc *d, uint32_t n, uint64_t *size)
 			return GM_EOVERFLOW;
 	}
 	*size = total;
-	return GM_OK;
-}
-
-/* ---- GEMM reply ---- */
-
-void gm_proto_put_reply_job(uint8_t *p, const gm_reply_job *r)
-{
-	memset(p, 0, GM_REPLY_JOB_SIZE);
-	put_u32(p, r->status);
-	p[4] = r->dtype;
-	p[5] = r->layout;
-	put_u32(p + 8, r->m);
-	put_u32(p + 12, r->n);
-	put_f64(p + 16, r->t.queue_us);
-	put_f64(p + 24, r->t.h2d_us);
-	put_f64(p + 32, r->t.kernel_us);
-	put_f64(p + 40, r->t.d2h_us);
-	put_f64(p + 48, r->t.total_us);
-	put_u64(p + 56, r->result_bytes);
-	put_text(p + 64, r->message);
-}
-
-static void get_reply_job(const uint8_t *p, gm_reply_job *r)
-{
-	r->status = get_u32(p);
-	r->dtype = p[4];
-	r->layout = p[5];
-	r->m = get_u32(p + 8);
-	r->n = get_u32(p + 12);
-	r->t.queue_us = get_f64(p + 16);
-	r->t.h2d_us = get_f64(p + 24);
-	r->t.kernel_us = get_f64(p + 32);
-	r->t.d2h_us = get_f64(p + 40);
-	r->t.total_us = get_f64(p + 48);
-	r->result_bytes = get_u64(p + 56);
-	get_text(p + 64, r->message);
-	r->result = r->result_bytes != 0 ? p + GM_REPLY_JOB_SIZE : NULL;
-}
-
-/* Result bytes a reply job must carry. A failed job carries none and may
- * echo fields that were themselves the reason it failed, so only a
- * successful job's shape is checked. */
-static int reply_result_bytes(const gm_reply_job *r, uint64_t *want, char *msg,
-			      size_t msglen)
-{
-	*want = 0;
-	if (r->status != GM_OK)
-		return GM_OK;
-	if (gm_dtype_size(r->dtype) == 0)
-		return fail(GM_EDTYPE, msg, msglen, "dtype=%u", r->dtype);
-	if (r->layout > GM_COL_MAJOR)
-		return fail(GM_EFIELD, msg, msglen, "layout=%u", r->layout);
-	if (r->m == 0 || r->m > GM_MAX_DIM || r->n == 0 || r->n > GM_MAX_DIM)
-		return fail(GM_EDIM, msg, msglen,
-			    "m=%" PRIu32 " n=%" PRIu32 ", must be 1..%u", r->m,
-			    r->n, GM_MAX_DIM);
-	/* Within the ceilings m * n * 8 < 2^43: no overflow. */
-	*want = (uint64_t)r->m * r->n * gm_dtype_size(r->dtype);
-	return GM_OK;
-}
-
-static int check_reply_job(const uint8_t *p, size_t left, uint64_t *used,
-			   char *msg, size_t msglen)
-{
-	gm_reply_job r;
-	uint64_t want;
-	int rv;
-
-	if (left < GM_REPLY_JOB_SIZE)
-		return fail(GM_ETRUNC, msg, msglen,
-			    "header needs %d bytes, %zu left",
-			    GM_REPLY_JOB_SIZE, left);
-	get_reply_job(p, &r);
-	if (get_u16(p + 6) != 0)
-		return fail(GM_EFIELD, msg, msglen,
-			    "reserved bytes 6..7 must be 0");
-	if ((rv = reply_result_bytes(&r, &want, msg, msglen)) != 0)
-		return rv;
-	if (r.result_bytes != want)
-		return fail(GM_EFIELD, msg, msglen,
-			    "result_bytes=%" PRIu64 ", must be %" PRIu64
-			    " for status %" PRIu32,
-			    r.result_bytes, want, r.status);
-	if (r.result_bytes > left - GM_REPLY_JOB_SIZE)
-		return fail(GM_ETRUNC, msg, msglen,
-			    "result_bytes=%" PRIu64 ", %zu left",
-			    r.result_bytes, left - GM_REPLY_JOB_SIZE);
-	*used = GM_REPLY_JOB_SIZE + r.result_bytes;
-	return GM_OK;
-}
-
-static int check_reply_jobs(const uint8_t **p, const uint8_t *end,
-			    uint32_t count, char *msg, size_t msglen)
-{
-	char detail[2 * GM_MSG_TEXT];
-	uint64_t used = 0;
-	uint32_t i;
-	int rv;
-
-	for (i = 0; i < count; i++) {
-		rv = check_reply_job(*p, (size_t)(end - *p), &used, detail,
-				     sizeof(detail));
-		if (rv != 0)
-			return fail(rv, msg, msglen, "job %" PRIu32 ": %s", i,
-				    detail);
-		*p += used;
-	}
-	return GM_OK;
-}
-
-int gm_proto_check_reply(const void *buf, size_t len, uint64_t id,
-			 uint32_t njobs, char *msg, size_t msglen)
-{
-	const uint8_t *p = buf, *end = p + len;
-	gm_hdr h;
-	int rv;
-
-	if ((rv = parse_hdr(p, len, &h, msg, msglen)) != 0)
-		return rv;
-	if ((rv = want_type(&h, GM_MSG_GEMM_REPLY, msg, msglen)) != 0)
-		return rv;
-	if (h.id != id)
-		return fail(GM_EFIELD, msg, msglen,
-			    "id=%" PRIu64 ", request id was %" PRIu64, h.id,
-			    id);
-	if (h.count != njobs)
-		return fail(GM_EFIELD, msg, msglen,
-			    "count=%" PRIu32 ", request had %" PRIu32 " jobs",
-			    h.count, njobs);
-	if (len - GM_HDR_SIZE < (uint64_t)h.count * GM_REPLY_JOB_SIZE)
-		return fail(GM_ETRUNC, msg, msglen,
-			    "count=%" PRIu32 " reply jobs, %zu bytes present",
-			    h.count, len - GM_HDR_SIZE);
-	p += GM_HDR_SIZE;
-	if ((rv = check_reply_jobs(&p, end, h.count, msg, msglen)) != 0)
-		return rv;
-	if (p != end)
-		return fail(GM_ETRAILING, msg, msglen,
-			    "%zu bytes after the last job", (size_t)(end - p));
-	return GM_OK;
-}
-
-void gm_proto_reply_begin(const void *buf, size_t len, gm_job_iter *it)
-{
-	const uint8_t *p = buf;
-
-	it->p = p + GM_HDR_SIZE;
-	it->end = p + len;
-	it->left = get_u32(p + 16);
-}
-
-int gm_proto_reply_next(gm_job_iter *it, gm_reply_job *r)
-{
-	if (it->left == 0)
-		return GM_ENOTFOUND;
-	get_reply_job(it->p, r);
-	it->p += GM_REPLY_JOB_SIZE + r->result_bytes;
-	it->left--;
-	return GM_OK;
-}
-
-/* ---- ERROR ---- */
-
-void gm_proto_put_error(uint8_t *p, uint64_t id, uint32_t status,
-			const char *message)
-{
-	gm_proto_put_hdr(p, GM_MSG_ERROR, id, GM_ERROR_SIZE);
-	p += GM_HDR_SIZE;
-	put_u32(p, status);
-	put_u32(p + 4, 0);
-	put_text(p + 8, message != NULL ? message : gm_strerror((int)status));
-}
-
-int gm_proto_get_error(const void *buf, size_t len, uint32_t *status,
-		       char message[GM_MSG_TEXT + 1])
-{
-	const uint8_t *p = buf;
-	gm_hdr h;
-	int rv;
-
-	*status = GM_OK;
-	message[0] = '\0';
-	if ((rv = gm_proto_get_hdr(p, len, &h, NULL, 0)) != 0)
-		return rv;
-	if (h.type != GM_MSG_ERROR)
-		return GM_EMSGTYPE;
-	if (h.count != GM_ERROR_SIZE || get_u32(p + GM_HDR_SIZE + 4) != 0)
-		return GM_EFIELD;
-	*status = get_u32(p + GM_HDR_SIZE);
-	get_text(p + GM_HDR_SIZE + 8, message);
 	return GM_OK;
 }

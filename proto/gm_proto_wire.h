@@ -1,0 +1,102 @@
+/*
+ * gm_proto_wire.h - private to proto/: the little-endian byte helpers and
+ * the checks that the request and reply decoders share.
+ *
+ * Every field is read and written one byte at a time, so the code depends
+ * neither on the host's byte order nor on the alignment of the buffer.
+ */
+#ifndef GM_PROTO_WIRE_H
+#define GM_PROTO_WIRE_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "gm_proto.h"
+
+/* ---- little-endian byte helpers ---- */
+
+static inline void put_u16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+}
+
+static inline void put_u32(uint8_t *p, uint32_t v)
+{
+	put_u16(p, (uint16_t)v);
+	put_u16(p + 2, (uint16_t)(v >> 16));
+}
+
+static inline void put_u64(uint8_t *p, uint64_t v)
+{
+	put_u32(p, (uint32_t)v);
+	put_u32(p + 4, (uint32_t)(v >> 32));
+}
+
+/* A double and a uint64_t share byte order on every supported host. */
+static inline void put_f64(uint8_t *p, double v)
+{
+	uint64_t u;
+
+	memcpy(&u, &v, sizeof(u));
+	put_u64(p, u);
+}
+
+static inline uint16_t get_u16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
+}
+
+static inline uint32_t get_u32(const uint8_t *p)
+{
+	return get_u16(p) | (uint32_t)get_u16(p + 2) << 16;
+}
+
+static inline uint64_t get_u64(const uint8_t *p)
+{
+	return get_u32(p) | (uint64_t)get_u32(p + 4) << 32;
+}
+
+static inline double get_f64(const uint8_t *p)
+{
+	uint64_t u = get_u64(p);
+	double v;
+
+	memcpy(&v, &u, sizeof(v));
+	return v;
+}
+
+/* Writes s into a GM_MSG_TEXT field, NUL-padded. At most GM_MSG_TEXT - 1
+ * bytes are kept so that readers in any language find a terminator, and
+ * the cut backs off to a UTF-8 character boundary. */
+static inline void put_text(uint8_t *p, const char *s)
+{
+	size_t n = strnlen(s, GM_MSG_TEXT - 1);
+
+	while (n > 0 && s[n] != '\0' && ((uint8_t)s[n] & 0xC0) == 0x80)
+		n--;
+	memset(p, 0, GM_MSG_TEXT);
+	memcpy(p, s, n);
+}
+
+static inline void get_text(const uint8_t *p, char out[GM_MSG_TEXT + 1])
+{
+	memcpy(out, p, GM_MSG_TEXT);
+	out[GM_MSG_TEXT] = '\0';
+}
+
+/* Writes a failure message (when the caller gave room for one) and
+ * returns code, so that checks read `return gm_proto_fail(GM_EDIM, ...)`. */
+__attribute__((format(printf, 4, 5))) int
+gm_proto_fail(int code, char *msg, size_t msglen, const char *fmt, ...);
+
+/* Decodes the common header at p (len bytes present): magic, version,
+ * known type, zero flags. */
+int gm_proto_parse_hdr(const uint8_t *p, size_t len, gm_hdr *h, char *msg,
+		       size_t msglen);
+
+/* GM_EMSGTYPE unless h is of type. */
+int gm_proto_want_type(const gm_hdr *h, uint16_t type, char *msg,
+		       size_t msglen);
+
+#endif
