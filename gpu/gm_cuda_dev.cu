@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "gm_cuda_err.h"
 
@@ -22,6 +23,9 @@
 /* Default pool: half the free memory, at most this; the rest is left to
  * cuBLAS, other processes and the driver. */
 #define POOL_DEFAULT_MAX (8 * GIB)
+/* Staging threads beside the issue thread: half the cores in all, at
+ * most eight copiers, which is about what host memory feeds. */
+#define STAGE_COPIERS_MAX 8
 
 double gm_cuda_now_us(void)
 {
@@ -108,13 +112,26 @@ static int open_streams(struct gm_cuda_dev *d, char *msg, size_t msglen)
 		if (rv != 0)
 			return rv;
 	}
+	GM_CUDA_TRY(cudaEventCreate(&d->span_ev), msg, msglen);
 	return GM_OK;
+}
+
+static unsigned stage_threads(void)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	long n = cpus / 2 < STAGE_COPIERS_MAX ? cpus / 2 : STAGE_COPIERS_MAX;
+
+	return n > 1 ? (unsigned)(n - 1) : 0;
 }
 
 static int start_threads(struct gm_cuda_dev *d, char *msg, size_t msglen)
 {
 	unsigned i;
 
+	if (gm_cuda_stager_open(stage_threads(), &d->stager) != GM_OK) {
+		snprintf(msg, msglen, "cannot start the staging threads");
+		return GM_ENOMEM;
+	}
 	for (i = 0; i < d->nstreams; i++) {
 		struct gm_cuda_stream *st = &d->streams[i];
 
@@ -241,8 +258,11 @@ void gm_cuda_dev_close(struct gm_cuda_dev *d)
 	unsigned i;
 
 	stop_threads(d);
+	gm_cuda_stager_close(d->stager);
 	cudaSetDevice(d->index);
 	free_ctxs(d);
+	if (d->span_ev != NULL)
+		cudaEventDestroy(d->span_ev);
 	for (i = 0; i < d->nstreams; i++) {
 		struct gm_cuda_stream *st = &d->streams[i];
 
@@ -296,6 +316,7 @@ void gm_cuda_dev_stats(struct gm_cuda_dev *d, gm_device_stats *s)
 	s->mem_used = gm_pool_used(d->pool);
 	s->mem_total = gm_pool_size(d->pool);
 	s->busy_us = d->busy_us;
+	s->busy_periods = d->periods;
 	if (d->inflight > 0)
 		s->busy_us += gm_cuda_now_us() - d->busy_since;
 	pthread_mutex_unlock(&d->mu);
@@ -331,10 +352,31 @@ void gm_cuda_dev_release(struct gm_cuda_dev *d, struct gm_cuda_ctx *ctx)
 	ctx->job = NULL;
 	ctx->next = d->free_ctx;
 	d->free_ctx = ctx;
+	if (ctx->end_us > d->span_end_us)
+		d->span_end_us = ctx->end_us;
 	if (--d->inflight == 0)
-		d->busy_us += gm_cuda_now_us() - d->busy_since;
+		gm_cuda_dev_busy_end(d);
 	pthread_cond_signal(&d->issue_cv);
 	pthread_mutex_unlock(&d->mu);
+}
+
+void gm_cuda_dev_busy_begin(struct gm_cuda_dev *d)
+{
+	d->busy_since = gm_cuda_now_us();
+	d->span_state = SPAN_PENDING;
+	d->span_end_us = 0;
+}
+
+/* A period whose first copy never ran (every job failed before it), or
+ * whose ends could not be timed, counts by the host clock. */
+void gm_cuda_dev_busy_end(struct gm_cuda_dev *d)
+{
+	if (d->span_state == SPAN_OPEN && d->span_end_us > 0)
+		d->busy_us += d->span_end_us;
+	else
+		d->busy_us += gm_cuda_now_us() - d->busy_since;
+	d->periods++;
+	d->span_state = SPAN_NONE;
 }
 
 void gm_cuda_dev_finish(struct gm_cuda_dev *d, gm_job *job)

@@ -4,10 +4,16 @@
  * Private to the CUDA engine's .cu files (it names CUDA types). A device
  * owns a ring of streams, each with its cuBLAS handle and workspace; one
  * device allocation whose job slabs a gm_pool hands out; an issue thread
- * that turns queued waves into work on the streams (gm_cuda_issue.cu);
+ * that turns queued waves into work on the streams (gm_cuda_issue.cu),
+ * with a few threads that stage socket payloads for it (gm_cuda_stage.h);
  * and one completion thread per stream that waits for that stream's jobs
  * in order and hands them back (gm_cuda_done.cu). Jobs wait inside the
  * device, never in the caller, when its memory is full.
+ *
+ * Busy time is timed on the device: a busy period (jobs in flight) opens
+ * with an event recorded just before its first host-to-device copy, and
+ * each completion measures its job's end from that event; the latest end
+ * is the period's length when the last job is released.
  *
  * Locking: the fields under "guarded by mu" are only touched with mu
  * held; the CUDA objects are made before the threads start and destroyed
@@ -23,6 +29,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include "gm_cuda_stage.h"
 #include "gm_engine.h"
 #include "gm_pool.h"
 
@@ -37,14 +44,14 @@ struct gm_cuda_shared {
 	char fault_msg[GM_MSG_TEXT + 1]; /* the first fault, under fault_mu */
 };
 
-/* Events bracketing the phases of a job on its stream, in order. */
+/* Events bracketing the phases of a job on its stream, in order. Nothing
+ * else runs on the stream between one phase and the next, so the end of
+ * one is the start of the next: four events time three phases. */
 enum {
 	EV_H2D_START,
-	EV_H2D_END,
-	EV_KERNEL_START,
-	EV_KERNEL_END,
-	EV_D2H_START,
-	EV_END, /* after the job's last operation; the one waited on */
+	EV_H2D_END,    /* and the kernel's start */
+	EV_KERNEL_END, /* and the copy back's start */
+	EV_END,	       /* after the job's last operation; the one waited on */
 	EV_COUNT,
 };
 
@@ -61,7 +68,8 @@ struct gm_cuda_ctx {
 	gm_job_sizes sz;
 	int kernel; /* enum gm_kernel, resolved */
 	int has_c, mapped;
-	int ended; /* EV_END was recorded */
+	int ended;     /* EV_END was recorded */
+	double end_us; /* EV_END after the busy period's start; < 0 unknown */
 	cudaEvent_t ev[EV_COUNT];
 };
 
@@ -73,6 +81,13 @@ struct gm_cuda_stream {
 	int started;
 	pthread_cond_t cv;		 /* work in the queue, or stop */
 	struct gm_cuda_ctx *head, *tail; /* issued, in stream order; mu */
+};
+
+/* Where the device-timed span of the current busy period stands. */
+enum {
+	SPAN_NONE,    /* no busy period */
+	SPAN_PENDING, /* busy; its first copy not yet issued */
+	SPAN_OPEN,    /* span_ev recorded before the first copy */
 };
 
 /* One submitted wave's share of a device; jobs linked by job->next. */
@@ -90,6 +105,8 @@ struct gm_cuda_dev {
 	unsigned next_stream; /* issue thread only: the ring's position */
 	void *mem;	      /* workspaces, then the job pool */
 	gm_pool *pool;
+	struct gm_cuda_stager *stager; /* the issue thread's helpers */
+	cudaEvent_t span_ev;	       /* start of the busy period's span */
 	pthread_t issue_thread;
 	int issue_started;
 
@@ -102,8 +119,12 @@ struct gm_cuda_dev {
 	unsigned inflight;    /* contexts out of the free list */
 	uint64_t outstanding; /* host bytes of jobs queued or running */
 	uint64_t jobs;	      /* jobs handed back */
-	double busy_us;	      /* closed intervals with inflight > 0 */
-	double busy_since;    /* start of the open one */
+	double busy_us;	      /* ended busy periods, device-timed */
+	double busy_since;    /* host clock at the start of the open one */
+	uint64_t periods;     /* busy periods ended */
+	int span_state;	      /* SPAN_*; only the issue thread moves it
+				 from PENDING to OPEN */
+	double span_end_us;   /* latest job end in the open period */
 	int faulted;	      /* also read without mu, atomically */
 	int stopping;	      /* issue thread: drain, then exit */
 	int done_stopping;    /* completion threads: drain, then exit */
@@ -137,8 +158,14 @@ uint64_t gm_cuda_job_bytes(const gm_job *j);
 void gm_cuda_dev_fault(struct gm_cuda_dev *d, const char *msg);
 int gm_cuda_dev_faulted(struct gm_cuda_dev *d);
 
-/* Gives ctx's slab and ctx back and wakes the issue thread. */
+/* Gives ctx's slab and ctx back, counts its end_us into the busy
+ * period, and wakes the issue thread. */
 void gm_cuda_dev_release(struct gm_cuda_dev *d, struct gm_cuda_ctx *ctx);
+
+/* Under mu, as inflight leaves or reaches 0: a busy period begins or
+ * ends. */
+void gm_cuda_dev_busy_begin(struct gm_cuda_dev *d);
+void gm_cuda_dev_busy_end(struct gm_cuda_dev *d);
 
 /* Destroys a context's events and frees it. */
 void gm_cuda_ctx_destroy(struct gm_cuda_ctx *c);

@@ -11,6 +11,8 @@
  * thread because a stream's jobs finish in order but the streams do not.
  * The device's memory goes back to the pool only here, once the stream
  * has passed the job, so no copy can still be reading a reused slab.
+ * Each completion also times its job's end against the start of the
+ * device's busy period, whose length is the latest such end.
  */
 #include "gm_cuda_dev.h"
 
@@ -19,17 +21,37 @@
 
 #include "gm_cuda_err.h"
 
-/* Microseconds between two events recorded on one stream; 0 when the
- * runtime cannot say. */
-static double elapsed_us(cudaEvent_t from, cudaEvent_t to)
+/* Microseconds between two completed events; unknown when the runtime
+ * cannot say. */
+static double elapsed_or(cudaEvent_t from, cudaEvent_t to, double unknown)
 {
 	float ms;
 
 	if (cudaEventElapsedTime(&ms, from, to) != cudaSuccess) {
 		(void)cudaGetLastError();
-		return 0;
+		return unknown;
 	}
 	return ms * 1e3;
+}
+
+static double elapsed_us(cudaEvent_t from, cudaEvent_t to)
+{
+	return elapsed_or(from, to, 0);
+}
+
+/* c's end after the start of the busy period it is part of. The span
+ * event cannot be recorded again before c is released: a new period
+ * needs every job of this one released first. */
+static double span_end(struct gm_cuda_dev *d, struct gm_cuda_ctx *c)
+{
+	int state;
+
+	pthread_mutex_lock(&d->mu);
+	state = d->span_state;
+	pthread_mutex_unlock(&d->mu);
+	if (!c->ended || state != SPAN_OPEN)
+		return -1;
+	return elapsed_or(d->span_ev, c->ev[EV_END], -1);
 }
 
 static void read_times(struct gm_cuda_ctx *c)
@@ -37,10 +59,10 @@ static void read_times(struct gm_cuda_ctx *c)
 	gm_job *j = c->job;
 
 	j->h2d_us = elapsed_us(c->ev[EV_H2D_START], c->ev[EV_H2D_END]);
-	j->kernel_us = elapsed_us(c->ev[EV_KERNEL_START], c->ev[EV_KERNEL_END]);
+	j->kernel_us = elapsed_us(c->ev[EV_H2D_END], c->ev[EV_KERNEL_END]);
 	/* Mapped output has no copy back: the kernel wrote the result. */
 	j->d2h_us =
-	    c->mapped ? 0 : elapsed_us(c->ev[EV_D2H_START], c->ev[EV_END]);
+	    c->mapped ? 0 : elapsed_us(c->ev[EV_KERNEL_END], c->ev[EV_END]);
 }
 
 /*
@@ -71,14 +93,17 @@ static void complete(struct gm_cuda_dev *d, struct gm_cuda_ctx *c)
 	gm_job *j = c->job;
 
 	wait_for(d, c);
+	c->end_us = -1;
 	if (gm_cuda_dev_faulted(d)) {
 		j->status = GM_EGPUFAULT;
 		pthread_mutex_lock(&d->sh->fault_mu);
 		snprintf(j->msg, sizeof(j->msg), "%s", d->sh->fault_msg);
 		pthread_mutex_unlock(&d->sh->fault_mu);
-	} else if (j->status == GM_OK) {
-		read_times(c);
-		if (j->copy_out != NULL)
+	} else {
+		c->end_us = span_end(d, c);
+		if (j->status == GM_OK)
+			read_times(c);
+		if (j->status == GM_OK && j->copy_out != NULL)
 			memcpy(j->copy_out, j->out, c->sz.out);
 	}
 	gm_cuda_dev_release(d, c);

@@ -2,17 +2,29 @@
  * gm_cuda_issue.cu - a device's issue thread: turns each queued wave into
  * work on the stream ring.
  *
- * Jobs take streams in rotation. A wave is issued breadth-first: every
- * job's host-to-device copies, then every kernel, then every
- * device-to-host copy, so that while one stream computes another copies
- * (GM_ISSUE_DEPTH issues each job whole instead, for comparison). Each
- * phase is bracketed by events on the job's stream. A job gets its device
- * slab before any of its work is issued; when the pool is full, what has
- * been gathered so far is issued as a chunk and the thread sleeps until a
- * completion frees memory. Jobs that fail before their first copy are
- * handed back from here; every job that reached a stream goes to that
- * stream's completion thread, even one whose issue failed half-way, so
- * that its slab is freed only after the stream is past it.
+ * Jobs take streams in rotation. A job gets its device slab before any of
+ * its work is issued; when the pool is full, what has been gathered so
+ * far is issued as a chunk and the thread sleeps until a completion frees
+ * memory. A chunk's socket payloads are all staged into the arena first
+ * (gm_cuda_stage.h), so no host copy sits between two of its DMAs.
+ *
+ * The chunk then goes out one round of the ring at a time, each round
+ * breadth-first: the host-to-device copies of one job per stream, then
+ * their kernels, then their device-to-host copies, so that while one
+ * stream computes another copies (GM_ISSUE_DEPTH issues each job whole
+ * instead, for comparison). A round is one job per stream because a
+ * stream runs its work in order: with two jobs of a round on one stream,
+ * that stream's first kernel would wait for its second job's copies, and
+ * with a whole chunk issued breadth-first, every kernel waits for most of
+ * the chunk's copies and every copy back for all of them. Round by round,
+ * the next round's host-to-device copies overlap this round's kernels and
+ * copies back. bench/RESULTS.md compares the orders on real batches.
+ *
+ * Each phase is bracketed by events on the job's stream. Jobs that fail
+ * before their first copy are handed back from here; every job that
+ * reached a stream goes to that stream's completion thread, even one
+ * whose issue failed half-way, so that its slab is freed only after the
+ * stream is past it.
  */
 #include "gm_cuda_dev.h"
 
@@ -24,6 +36,7 @@
 #include "gm_cuda_err.h"
 #include "gm_cuda_fault.h"
 #include "gm_cuda_gemm.h"
+#include "gm_cuda_stage.h"
 
 #define CHUNK_MAX  256	/* jobs issued breadth-first as one group */
 #define CTX_MAX	   1024 /* jobs in flight per device: bounds the events */
@@ -157,7 +170,7 @@ static int grab(struct gm_cuda_dev *d, uint64_t bytes, void **slab,
 		d->free_ctx = (*ctx)->next;
 	}
 	if (d->inflight++ == 0)
-		d->busy_since = gm_cuda_now_us();
+		gm_cuda_dev_busy_begin(d);
 	return GM_OK;
 }
 
@@ -168,7 +181,7 @@ static void ungrab(struct gm_cuda_dev *d, void *slab)
 	gm_pool_free(d->pool, slab);
 	d->nctx--;
 	if (--d->inflight == 0)
-		d->busy_us += gm_cuda_now_us() - d->busy_since;
+		gm_cuda_dev_busy_end(d);
 	pthread_cond_signal(&d->issue_cv);
 	pthread_mutex_unlock(&d->mu);
 }
@@ -255,31 +268,73 @@ static void step(struct gm_cuda_dev *d, struct gm_cuda_ctx *ctx, int rv)
 		gm_cuda_dev_fault(d, ctx->job->msg);
 }
 
+/* The first copy of a busy period starts its device-timed span. Only
+ * this thread moves the state out of SPAN_PENDING, and the period cannot
+ * end while c is in flight, so the unlocked read is safe. */
+static void open_span(struct gm_cuda_dev *d, cudaStream_t s)
+{
+	if (d->span_state != SPAN_PENDING)
+		return;
+	if (cudaEventRecord(d->span_ev, s) != cudaSuccess) {
+		(void)cudaGetLastError(); /* the period counts by the host */
+		return;
+	}
+	pthread_mutex_lock(&d->mu);
+	d->span_state = SPAN_OPEN;
+	pthread_mutex_unlock(&d->mu);
+}
+
+/* One host-to-device copy per run of operands that lie back to back both
+ * in host memory and in the slab, as A, B and C of every job the daemon
+ * stages do: fewer calls on the issue thread, longer DMAs. */
+static int copy_in(struct gm_cuda_ctx *c)
+{
+	gm_job *j = c->job;
+	const char *src[3] = {(const char *)j->a, (const char *)j->b,
+			      (const char *)j->c};
+	char *dst[3] = {c->da, c->db, c->dc};
+	uint64_t len[3] = {c->sz.a, c->sz.b,
+			   c->has_c && !c->mapped ? c->sz.c : 0};
+	const char *from = NULL;
+	char *to = NULL;
+	uint64_t run = 0;
+	int i;
+
+	for (i = 0; i <= 3; i++) {
+		if (i < 3 && len[i] == 0)
+			continue;
+		if (i < 3 && run > 0 && from + run == src[i] &&
+		    to + run == dst[i]) {
+			run += len[i];
+			continue;
+		}
+		if (run > 0)
+			GM_CUDA_TRY(cudaMemcpyAsync(to, from, run,
+						    cudaMemcpyHostToDevice,
+						    c->st->s),
+				    j->msg, sizeof(j->msg));
+		if (i < 3) {
+			from = src[i];
+			to = dst[i];
+			run = len[i];
+		}
+	}
+	return GM_OK;
+}
+
 static int issue_h2d(struct gm_cuda_ctx *c)
 {
 	gm_job *j = c->job;
 	cudaStream_t s = c->st->s;
-	char *msg = j->msg;
-	size_t msglen = sizeof(j->msg);
+	int rv;
 
-	/* Staging on this thread keeps payload copies off the loop. */
-	if (j->copy_in != NULL)
-		memcpy(j->a, j->copy_in, j->copy_in_bytes);
-	GM_CUDA_TRY(cudaEventRecord(c->ev[EV_H2D_START], s), msg, msglen);
-	GM_CUDA_TRY(
-	    cudaMemcpyAsync(c->da, j->a, c->sz.a, cudaMemcpyHostToDevice, s),
-	    msg, msglen);
-	GM_CUDA_TRY(
-	    cudaMemcpyAsync(c->db, j->b, c->sz.b, cudaMemcpyHostToDevice, s),
-	    msg, msglen);
-	if (c->has_c && !c->mapped)
-		GM_CUDA_TRY(cudaMemcpyAsync(c->dc, j->c, c->sz.c,
-					    cudaMemcpyHostToDevice, s),
-			    msg, msglen);
-	/* Mapped, the kernel updates C where the result goes. */
-	if (c->has_c && c->mapped && j->c != j->out)
-		memcpy(j->out, j->c, c->sz.c);
-	GM_CUDA_TRY(cudaEventRecord(c->ev[EV_H2D_END], s), msg, msglen);
+	open_span(c->st->dev, s);
+	GM_CUDA_TRY(cudaEventRecord(c->ev[EV_H2D_START], s), j->msg,
+		    sizeof(j->msg));
+	if ((rv = copy_in(c)) != GM_OK)
+		return rv;
+	GM_CUDA_TRY(cudaEventRecord(c->ev[EV_H2D_END], s), j->msg,
+		    sizeof(j->msg));
 	return GM_OK;
 }
 
@@ -289,8 +344,6 @@ static int issue_kernel(struct gm_cuda_ctx *c)
 	cudaStream_t s = c->st->s;
 	int rv;
 
-	GM_CUDA_TRY(cudaEventRecord(c->ev[EV_KERNEL_START], s), j->msg,
-		    sizeof(j->msg));
 	rv = gm_cuda_gemm(c->st->blas, s, &j->d, c->kernel, c->da, c->db, c->dc,
 			  j->msg, sizeof(j->msg));
 	if (rv != GM_OK)
@@ -307,8 +360,6 @@ static int issue_d2h(struct gm_cuda_ctx *c)
 
 	if (c->mapped)
 		return GM_OK;
-	GM_CUDA_TRY(cudaEventRecord(c->ev[EV_D2H_START], s), j->msg,
-		    sizeof(j->msg));
 	GM_CUDA_TRY(cudaMemcpyAsync(j->out, c->dc, c->sz.out,
 				    cudaMemcpyDeviceToHost, s),
 		    j->msg, sizeof(j->msg));
@@ -359,28 +410,49 @@ static void inject_sticky(struct gm_cuda_dev *d)
 	cudaEventDestroy(ev);
 }
 
+/* Every host copy the chunk needs before its DMAs: socket payloads into
+ * their slabs, spread over the staging threads, and, for mapped output
+ * with C elsewhere, C into the output the kernel updates in place. */
+static void stage(struct gm_cuda_dev *d, struct gm_cuda_ctx **c, size_t n)
+{
+	struct gm_cuda_piece p[CHUNK_MAX];
+	size_t i, np = 0;
+
+	for (i = 0; i < n; i++) {
+		gm_job *j = c[i]->job;
+
+		if (j->copy_in != NULL)
+			p[np++] = {j->a, j->copy_in, j->copy_in_bytes};
+	}
+	if (np > 0)
+		gm_cuda_stager_copy(d->stager, p, np);
+	for (i = 0; i < n; i++) {
+		gm_job *j = c[i]->job;
+
+		if (c[i]->has_c && c[i]->mapped && j->c != j->out)
+			memcpy(j->out, j->c, c[i]->sz.c);
+	}
+}
+
 static void issue_chunk(struct gm_cuda_dev *d, struct gm_cuda_ctx **c, size_t n)
 {
-	size_t i;
+	size_t round =
+	    d->sh->cfg.issue_order == GM_ISSUE_DEPTH ? 1 : d->nstreams;
+	size_t i, k, end;
 
 	if (gm_cuda_fault_take(&d->sh->fault_armed, GM_CUDA_FAULT_STICKY))
 		inject_sticky(d);
-	if (d->sh->cfg.issue_order == GM_ISSUE_DEPTH) {
-		for (i = 0; i < n; i++) {
-			phase(d, c[i], issue_h2d);
-			phase(d, c[i], issue_kernel);
-			phase(d, c[i], issue_d2h);
-			hand_over(d, c[i]);
+	stage(d, c, n);
+	for (i = 0; i < n; i = end) {
+		end = n - i < round ? n : i + round;
+		for (k = i; k < end; k++)
+			phase(d, c[k], issue_h2d);
+		for (k = i; k < end; k++)
+			phase(d, c[k], issue_kernel);
+		for (k = i; k < end; k++) {
+			phase(d, c[k], issue_d2h);
+			hand_over(d, c[k]);
 		}
-		return;
-	}
-	for (i = 0; i < n; i++)
-		phase(d, c[i], issue_h2d);
-	for (i = 0; i < n; i++)
-		phase(d, c[i], issue_kernel);
-	for (i = 0; i < n; i++) {
-		phase(d, c[i], issue_d2h);
-		hand_over(d, c[i]);
 	}
 }
 

@@ -44,13 +44,43 @@ typedef struct gm_engine_config {
 	unsigned cpu_threads;	    /* CPU engine: BLAS threads, 0 = all */
 } gm_engine_config;
 
+/* Most streams in one device's ring (the "streams" key's bound). */
+#define GM_MAX_STREAMS 64
+
 /* Per-device counters an engine keeps; read with gm_engine_device_stats. */
 typedef struct gm_device_stats {
 	char name[64];
 	uint64_t jobs;
 	uint64_t mem_used;  /* device pool bytes in use */
 	uint64_t mem_total; /* device pool bytes */
-	double busy_us;	    /* time with at least one job in flight */
+	/*
+	 * Time the device was busy, summed over busy periods (stretches with
+	 * at least one job in flight). CUDA: each ended period from its
+	 * first host-to-device copy to the end of its last job, timed with
+	 * events on the device, so host staging before the first copy and
+	 * the hand-back after the last are not in it; a period still open
+	 * counts by the host clock. CPU: time in the BLAS calls.
+	 */
+	double busy_us;
+	uint64_t busy_periods; /* busy periods ended (CUDA; 0 on the CPU) */
+	/*
+	 * Where the device's time went, for the copy/compute overlap, in
+	 * µs since the engine opened, each the length of a union of
+	 * intervals taken from the jobs' events: kernel_us with at least one
+	 * kernel running (any stream), copy_us with at least one copy
+	 * running (either direction, any stream), overlap_us with both at
+	 * once (so overlap_us <= min(kernel_us, copy_us)). stream_busy_us[i]
+	 * is the time stream i of the ring had a job on it, from the start
+	 * of the job's first copy to the end of its last operation, for
+	 * i < nstreams. Intervals on a stream include waits for an engine
+	 * another stream holds. The CPU engine sets kernel_us = busy_us and
+	 * leaves the rest 0.
+	 */
+	double kernel_us;
+	double copy_us;
+	double overlap_us;
+	unsigned nstreams; /* <= GM_MAX_STREAMS */
+	double stream_busy_us[GM_MAX_STREAMS];
 } gm_device_stats;
 
 typedef struct gm_engine gm_engine;
