@@ -263,6 +263,7 @@ void gm_cuda_dev_close(struct gm_cuda_dev *d)
 	free_ctxs(d);
 	if (d->span_ev != NULL)
 		cudaEventDestroy(d->span_ev);
+	gm_cuda_tl_free(&d->tl);
 	for (i = 0; i < d->nstreams; i++) {
 		struct gm_cuda_stream *st = &d->streams[i];
 
@@ -319,6 +320,13 @@ void gm_cuda_dev_stats(struct gm_cuda_dev *d, gm_device_stats *s)
 	s->busy_periods = d->periods;
 	if (d->inflight > 0)
 		s->busy_us += gm_cuda_now_us() - d->busy_since;
+	s->copy_us = d->tl.busy_us[GM_TL_COPY];
+	s->kernel_us = d->tl.busy_us[GM_TL_KERNEL];
+	s->overlap_us = d->tl.overlap_us;
+	s->nstreams =
+	    d->nstreams < GM_MAX_STREAMS ? d->nstreams : GM_MAX_STREAMS;
+	for (unsigned i = 0; i < s->nstreams; i++)
+		s->stream_busy_us[i] = d->stream_busy_us[i];
 	pthread_mutex_unlock(&d->mu);
 }
 
@@ -344,6 +352,23 @@ int gm_cuda_dev_faulted(struct gm_cuda_dev *d)
 	return __atomic_load_n(&d->faulted, __ATOMIC_ACQUIRE);
 }
 
+/* Adds ctx's copies and kernel to the device's timeline and its whole
+ * span to its stream's busy time. Under mu. */
+static void count_intervals(struct gm_cuda_dev *d, struct gm_cuda_ctx *ctx)
+{
+	const double *t = ctx->at;
+	unsigned s = (unsigned)(ctx->st - d->streams);
+
+	if (t[EV_H2D_START] < 0 || t[EV_END] < 0)
+		return;
+	gm_cuda_tl_add(&d->tl, GM_TL_COPY, t[EV_H2D_START], t[EV_H2D_END]);
+	gm_cuda_tl_add(&d->tl, GM_TL_KERNEL, t[EV_H2D_END], t[EV_KERNEL_END]);
+	if (!ctx->mapped)
+		gm_cuda_tl_add(&d->tl, GM_TL_COPY, t[EV_KERNEL_END], t[EV_END]);
+	if (s < GM_MAX_STREAMS)
+		d->stream_busy_us[s] += t[EV_END] - t[EV_H2D_START];
+}
+
 void gm_cuda_dev_release(struct gm_cuda_dev *d, struct gm_cuda_ctx *ctx)
 {
 	pthread_mutex_lock(&d->mu);
@@ -354,6 +379,7 @@ void gm_cuda_dev_release(struct gm_cuda_dev *d, struct gm_cuda_ctx *ctx)
 	d->free_ctx = ctx;
 	if (ctx->end_us > d->span_end_us)
 		d->span_end_us = ctx->end_us;
+	count_intervals(d, ctx);
 	if (--d->inflight == 0)
 		gm_cuda_dev_busy_end(d);
 	pthread_cond_signal(&d->issue_cv);
@@ -371,10 +397,13 @@ void gm_cuda_dev_busy_begin(struct gm_cuda_dev *d)
  * whose ends could not be timed, counts by the host clock. */
 void gm_cuda_dev_busy_end(struct gm_cuda_dev *d)
 {
-	if (d->span_state == SPAN_OPEN && d->span_end_us > 0)
+	if (d->span_state == SPAN_OPEN && d->span_end_us > 0) {
 		d->busy_us += d->span_end_us;
-	else
+		gm_cuda_tl_fold(&d->tl);
+	} else {
 		d->busy_us += gm_cuda_now_us() - d->busy_since;
+		gm_cuda_tl_discard(&d->tl);
+	}
 	d->periods++;
 	d->span_state = SPAN_NONE;
 }

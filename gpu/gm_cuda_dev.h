@@ -30,6 +30,7 @@
 #include <cuda_runtime_api.h>
 
 #include "gm_cuda_stage.h"
+#include "gm_cuda_timeline.h"
 #include "gm_engine.h"
 #include "gm_pool.h"
 
@@ -68,8 +69,11 @@ struct gm_cuda_ctx {
 	gm_job_sizes sz;
 	int kernel; /* enum gm_kernel, resolved */
 	int has_c, mapped;
-	int ended;     /* EV_END was recorded */
-	double end_us; /* EV_END after the busy period's start; < 0 unknown */
+	int ended; /* EV_END was recorded */
+	/* EV_H2D_START .. EV_END after the busy period's start, µs; < 0
+	 * when unknown. end_us is at[EV_END]. */
+	double at[EV_COUNT];
+	double end_us;
 	cudaEvent_t ev[EV_COUNT];
 };
 
@@ -125,9 +129,11 @@ struct gm_cuda_dev {
 	int span_state;	      /* SPAN_*; only the issue thread moves it
 				 from PENDING to OPEN */
 	double span_end_us;   /* latest job end in the open period */
-	int faulted;	      /* also read without mu, atomically */
-	int stopping;	      /* issue thread: drain, then exit */
-	int done_stopping;    /* completion threads: drain, then exit */
+	struct gm_cuda_timeline tl;	       /* copy/kernel overlap */
+	double stream_busy_us[GM_MAX_STREAMS]; /* job spans per stream */
+	int faulted;	   /* also read without mu, atomically */
+	int stopping;	   /* issue thread: drain, then exit */
+	int done_stopping; /* completion threads: drain, then exit */
 };
 
 /* Sets up device index: streams, handles, memory, threads. On failure

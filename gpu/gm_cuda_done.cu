@@ -39,19 +39,22 @@ static double elapsed_us(cudaEvent_t from, cudaEvent_t to)
 	return elapsed_or(from, to, 0);
 }
 
-/* c's end after the start of the busy period it is part of. The span
- * event cannot be recorded again before c is released: a new period
- * needs every job of this one released first. */
-static double span_end(struct gm_cuda_dev *d, struct gm_cuda_ctx *c)
+/* Times c's events against the start of the busy period it is part
+ * of (c->at, -1 where unknown). The span event cannot be recorded again
+ * before c is released: a new period needs every job of this one
+ * released first. */
+static void time_against_span(struct gm_cuda_dev *d, struct gm_cuda_ctx *c)
 {
 	int state;
 
 	pthread_mutex_lock(&d->mu);
 	state = d->span_state;
 	pthread_mutex_unlock(&d->mu);
-	if (!c->ended || state != SPAN_OPEN)
-		return -1;
-	return elapsed_or(d->span_ev, c->ev[EV_END], -1);
+	for (int i = 0; i < EV_COUNT; i++)
+		c->at[i] = c->ended && state == SPAN_OPEN
+			       ? elapsed_or(d->span_ev, c->ev[i], -1)
+			       : -1;
+	c->end_us = c->at[EV_END];
 }
 
 static void read_times(struct gm_cuda_ctx *c)
@@ -94,13 +97,15 @@ static void complete(struct gm_cuda_dev *d, struct gm_cuda_ctx *c)
 
 	wait_for(d, c);
 	c->end_us = -1;
+	for (int i = 0; i < EV_COUNT; i++)
+		c->at[i] = -1;
 	if (gm_cuda_dev_faulted(d)) {
 		j->status = GM_EGPUFAULT;
 		pthread_mutex_lock(&d->sh->fault_mu);
 		snprintf(j->msg, sizeof(j->msg), "%s", d->sh->fault_msg);
 		pthread_mutex_unlock(&d->sh->fault_mu);
 	} else {
-		c->end_us = span_end(d, c);
+		time_against_span(d, c);
 		if (j->status == GM_OK)
 			read_times(c);
 		if (j->status == GM_OK && j->copy_out != NULL)
