@@ -263,7 +263,7 @@ void gm_cuda_dev_close(struct gm_cuda_dev *d)
 	free_ctxs(d);
 	if (d->span_ev != NULL)
 		cudaEventDestroy(d->span_ev);
-	gm_cuda_tl_free(&d->tl);
+	gm_tl_free(&d->tl);
 	for (i = 0; i < d->nstreams; i++) {
 		struct gm_cuda_stream *st = &d->streams[i];
 
@@ -361,10 +361,10 @@ static void count_intervals(struct gm_cuda_dev *d, struct gm_cuda_ctx *ctx)
 
 	if (t[EV_H2D_START] < 0 || t[EV_END] < 0)
 		return;
-	gm_cuda_tl_add(&d->tl, GM_TL_COPY, t[EV_H2D_START], t[EV_H2D_END]);
-	gm_cuda_tl_add(&d->tl, GM_TL_KERNEL, t[EV_H2D_END], t[EV_KERNEL_END]);
+	gm_tl_add(&d->tl, GM_TL_COPY, t[EV_H2D_START], t[EV_H2D_END]);
+	gm_tl_add(&d->tl, GM_TL_KERNEL, t[EV_H2D_END], t[EV_KERNEL_END]);
 	if (!ctx->mapped)
-		gm_cuda_tl_add(&d->tl, GM_TL_COPY, t[EV_KERNEL_END], t[EV_END]);
+		gm_tl_add(&d->tl, GM_TL_COPY, t[EV_KERNEL_END], t[EV_END]);
 	if (s < GM_MAX_STREAMS)
 		d->stream_busy_us[s] += t[EV_END] - t[EV_H2D_START];
 }
@@ -399,10 +399,10 @@ void gm_cuda_dev_busy_end(struct gm_cuda_dev *d)
 {
 	if (d->span_state == SPAN_OPEN && d->span_end_us > 0) {
 		d->busy_us += d->span_end_us;
-		gm_cuda_tl_fold(&d->tl);
+		gm_tl_fold(&d->tl);
 	} else {
 		d->busy_us += gm_cuda_now_us() - d->busy_since;
-		gm_cuda_tl_discard(&d->tl);
+		gm_tl_discard(&d->tl);
 	}
 	d->periods++;
 	d->span_state = SPAN_NONE;

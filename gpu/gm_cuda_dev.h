@@ -30,7 +30,7 @@
 #include <cuda_runtime_api.h>
 
 #include "gm_cuda_stage.h"
-#include "gm_cuda_timeline.h"
+#include "gm_timeline.h"
 #include "gm_engine.h"
 #include "gm_pool.h"
 
@@ -129,7 +129,7 @@ struct gm_cuda_dev {
 	int span_state;	      /* SPAN_*; only the issue thread moves it
 				 from PENDING to OPEN */
 	double span_end_us;   /* latest job end in the open period */
-	struct gm_cuda_timeline tl;	       /* copy/kernel overlap */
+	struct gm_timeline tl;	       /* copy/kernel overlap */
 	double stream_busy_us[GM_MAX_STREAMS]; /* job spans per stream */
 	int faulted;	   /* also read without mu, atomically */
 	int stopping;	   /* issue thread: drain, then exit */

@@ -1,8 +1,8 @@
 /*
- * gm_cuda_timeline.cu - unions and intersections of a busy period's copy
- * and kernel intervals; see gm_cuda_timeline.h.
+ * gm_timeline.c - unions and intersections of a busy period's copy
+ * and kernel intervals; see gm_timeline.h.
  */
-#include "gm_cuda_timeline.h"
+#include "gm_timeline.h"
 
 #include <stdlib.h>
 
@@ -13,15 +13,15 @@
 
 static int by_start(const void *x, const void *y)
 {
-	const struct gm_cuda_tl_iv *p = (const struct gm_cuda_tl_iv *)x;
-	const struct gm_cuda_tl_iv *q = (const struct gm_cuda_tl_iv *)y;
+	const struct gm_tl_iv *p = x;
+	const struct gm_tl_iv *q = y;
 
 	return (p->a > q->a) - (p->a < q->a);
 }
 
 /* Sorts and merges v[0..n-1] in place into disjoint intervals; returns
  * how many there are and adds their total length to *len. */
-static size_t merge(struct gm_cuda_tl_iv *v, size_t n, double *len)
+static size_t merge(struct gm_tl_iv *v, size_t n, double *len)
 {
 	size_t m = 0;
 
@@ -42,8 +42,8 @@ static size_t merge(struct gm_cuda_tl_iv *v, size_t n, double *len)
 }
 
 /* Length of the intersection of two sorted lists of disjoint intervals. */
-static double intersect(const struct gm_cuda_tl_iv *p, size_t np,
-			const struct gm_cuda_tl_iv *q, size_t nq)
+static double intersect(const struct gm_tl_iv *p, size_t np,
+			const struct gm_tl_iv *q, size_t nq)
 {
 	double len = 0;
 	size_t i = 0, j = 0;
@@ -62,7 +62,7 @@ static double intersect(const struct gm_cuda_tl_iv *p, size_t np,
 	return len;
 }
 
-void gm_cuda_tl_fold(struct gm_cuda_timeline *t)
+void gm_tl_fold(struct gm_timeline *t)
 {
 	size_t nc =
 	    merge(t->iv[GM_TL_COPY], t->n[GM_TL_COPY], &t->busy_us[GM_TL_COPY]);
@@ -71,37 +71,36 @@ void gm_cuda_tl_fold(struct gm_cuda_timeline *t)
 
 	t->overlap_us +=
 	    intersect(t->iv[GM_TL_COPY], nc, t->iv[GM_TL_KERNEL], nk);
-	gm_cuda_tl_discard(t);
+	gm_tl_discard(t);
 }
 
-void gm_cuda_tl_add(struct gm_cuda_timeline *t, int kind, double a, double b)
+void gm_tl_add(struct gm_timeline *t, int kind, double a, double b)
 {
-	struct gm_cuda_tl_iv *v;
+	struct gm_tl_iv *v;
 	size_t cap;
 
 	if (!(a >= 0 && b >= a))
 		return; /* untimed */
 	if (t->n[kind] == TL_MAX)
-		gm_cuda_tl_fold(t);
+		gm_tl_fold(t);
 	if (t->n[kind] == t->cap[kind]) {
 		cap = t->cap[kind] ? 2 * t->cap[kind] : 64;
-		v = (struct gm_cuda_tl_iv *)realloc(t->iv[kind],
-						    cap * sizeof(*v));
+		v = realloc(t->iv[kind], cap * sizeof(*v));
 		if (v == NULL)
 			return;
 		t->iv[kind] = v;
 		t->cap[kind] = cap;
 	}
-	t->iv[kind][t->n[kind]++] = (struct gm_cuda_tl_iv){a, b};
+	t->iv[kind][t->n[kind]++] = (struct gm_tl_iv){a, b};
 }
 
-void gm_cuda_tl_discard(struct gm_cuda_timeline *t)
+void gm_tl_discard(struct gm_timeline *t)
 {
 	for (int k = 0; k < GM_TL_KINDS; k++)
 		t->n[k] = 0;
 }
 
-void gm_cuda_tl_free(struct gm_cuda_timeline *t)
+void gm_tl_free(struct gm_timeline *t)
 {
 	for (int k = 0; k < GM_TL_KINDS; k++) {
 		free(t->iv[k]);

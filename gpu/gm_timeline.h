@@ -1,5 +1,5 @@
 /*
- * gm_cuda_timeline.h - where a device's time went: the union of the
+ * gm_timeline.h - where a device's time went: the union of the
  * intervals in which some copy ran, in which some kernel ran, and in
  * which both did, for the copy/compute overlap the stats report.
  *
@@ -7,21 +7,26 @@
  * device's busy period, so they are device time. They are collected
  * while a busy period lasts and folded into the totals when it ends (or
  * when too many have piled up), since a union needs them all at once.
- * Not locked: the device's mutex guards a timeline.
+ * Plain C, so it is built and tested without CUDA. Not locked: the
+ * device's mutex guards a timeline.
  */
-#ifndef GM_CUDA_TIMELINE_H
-#define GM_CUDA_TIMELINE_H
+#ifndef GM_TIMELINE_H
+#define GM_TIMELINE_H
 
 #include <stddef.h>
 
-enum gm_cuda_tl_kind { GM_TL_COPY, GM_TL_KERNEL, GM_TL_KINDS };
+#ifdef __cplusplus
+extern "C" {
+#endif
 
-struct gm_cuda_tl_iv {
+enum gm_tl_kind { GM_TL_COPY, GM_TL_KERNEL, GM_TL_KINDS };
+
+struct gm_tl_iv {
 	double a, b; /* µs after the busy period's start, a <= b */
 };
 
-struct gm_cuda_timeline {
-	struct gm_cuda_tl_iv *iv[GM_TL_KINDS];
+struct gm_timeline {
+	struct gm_tl_iv *iv[GM_TL_KINDS];
 	size_t n[GM_TL_KINDS], cap[GM_TL_KINDS];
 	double busy_us[GM_TL_KINDS]; /* folded unions, per kind */
 	double overlap_us;	     /* folded intersection of the two */
@@ -29,16 +34,19 @@ struct gm_cuda_timeline {
 
 /* Records [a, b] of kind; an interval that cannot be stored (no memory)
  * is dropped, which only makes the totals smaller. */
-void gm_cuda_tl_add(struct gm_cuda_timeline *t, int kind, double a, double b);
+void gm_tl_add(struct gm_timeline *t, int kind, double a, double b);
 
 /* Folds the collected intervals into the totals and forgets them. */
-void gm_cuda_tl_fold(struct gm_cuda_timeline *t);
+void gm_tl_fold(struct gm_timeline *t);
 
 /* Forgets the collected intervals without counting them (a busy period
  * that could not be timed on the device). */
-void gm_cuda_tl_discard(struct gm_cuda_timeline *t);
+void gm_tl_discard(struct gm_timeline *t);
 
 /* Frees the interval arrays. */
-void gm_cuda_tl_free(struct gm_cuda_timeline *t);
+void gm_tl_free(struct gm_timeline *t);
 
+#ifdef __cplusplus
+}
+#endif
 #endif
