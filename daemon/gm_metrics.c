@@ -1,0 +1,296 @@
+/*
+ * gm_metrics.c - rendering the stats for Prometheus. The metric names
+ * are listed in README.md ("Prometheus"); each family is written whole
+ * (HELP, TYPE, then its samples) because the format wants a family's
+ * samples together.
+ */
+#include "gm_metrics.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "gm_build.h"
+
+static const char *const phase_names[GM_PHASE_COUNT] = {
+    "queue", "h2d", "kernel", "d2h", "total"};
+
+static void family(FILE *f, const char *name, const char *type,
+		   const char *help)
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* A label value with the three characters the format escapes. */
+static void label_value(FILE *f, const char *s)
+{
+	for (; *s != '\0'; s++) {
+		if (*s == '\\' || *s == '"')
+			fputc('\\', f);
+		if (*s == '\n')
+			fputs("\\n", f);
+		else
+			fputc(*s, f);
+	}
+}
+
+/* One sample of a family with no labels. */
+static void single(FILE *f, const char *name, const char *type,
+		   const char *help, double v)
+{
+	family(f, name, type, help);
+	fprintf(f, "%s %.17g\n", name, v);
+}
+
+static void put_info(FILE *f, const gm_stats *s, const gm_stats_live *l)
+{
+	family(f, "gemmd_build_info", "gauge",
+	       "Always 1; the labels say the version and the engine.");
+	fprintf(f, "gemmd_build_info{version=\"");
+	label_value(f, GEMMD_VERSION);
+	fprintf(f, "\",engine=\"");
+	label_value(f, l->engine);
+	fprintf(f, "\"} 1\n");
+	single(f, "gemmd_uptime_seconds", "gauge",
+	       "Seconds since gemmd started.",
+	       (gm_now_us() - s->start_us) / 1e6);
+	single(f, "gemmd_draining", "gauge",
+	       "1 while gemmd refuses new jobs (drained, or stopping), else 0.",
+	       l->draining ? 1 : 0);
+}
+
+static void put_requests(FILE *f, const gm_stats *s, const gm_stats_live *l)
+{
+	family(f, "gemmd_requests_total", "counter",
+	       "Requests accepted: GEMM batches and control requests.");
+	fprintf(f, "gemmd_requests_total{type=\"gemm\"} %" PRIu64 "\n",
+		s->requests);
+	fprintf(f, "gemmd_requests_total{type=\"ctrl\"} %" PRIu64 "\n",
+		s->ctrl_requests);
+	single(f, "gemmd_requests_refused_total", "counter",
+	       "Requests refused whole: malformed, queue full, shutting down.",
+	       (double)s->requests_refused);
+	family(f, "gemmd_message_bytes_total", "counter",
+	       "Bytes of requests received and replies sent.");
+	fprintf(f, "gemmd_message_bytes_total{direction=\"in\"} %" PRIu64 "\n",
+		s->bytes_in);
+	fprintf(f, "gemmd_message_bytes_total{direction=\"out\"} %" PRIu64 "\n",
+		s->bytes_out);
+	single(f, "gemmd_contexts", "gauge", "nng reply contexts.",
+	       l->contexts);
+	single(f, "gemmd_contexts_busy", "gauge",
+	       "nng reply contexts holding a request.", l->contexts_busy);
+	single(f, "gemmd_connections_open", "gauge", "Connections open now.",
+	       (double)l->conn_open);
+	single(f, "gemmd_connections_refused_total", "counter",
+	       "Connections refused by the allow-lists.",
+	       (double)l->conn_refused);
+}
+
+/* Every dtype's "ok" sample always, so that rates start from zero;
+ * error statuses once they happened. */
+static void put_jobs(FILE *f, const gm_stats *s)
+{
+	family(f, "gemmd_jobs_total", "counter",
+	       "Jobs finished, by dtype and status (ok or the error name).");
+	for (int d = 1; d < GM_DTYPE_SLOTS; d++)
+		for (int c = 0; c < GM_ERR_COUNT; c++)
+			if (c == 0 || s->jobs_by[d][c] != 0)
+				fprintf(f,
+					"gemmd_jobs_total{dtype=\"%s\","
+					"status=\"%s\"} %" PRIu64 "\n",
+					gm_dtype_name(d),
+					c ? gm_errname(c) : "ok",
+					s->jobs_by[d][c]);
+	single(f, "gemmd_jobs_rejected_total", "counter",
+	       "Jobs in requests refused because the queue was full.",
+	       (double)s->jobs_rejected);
+	family(f, "gemmd_errors_total", "counter",
+	       "Failed jobs and refused requests, by error code.");
+	for (int c = 1; c < GM_ERR_COUNT; c++)
+		if (s->errors[c] != 0)
+			fprintf(f,
+				"gemmd_errors_total{code=\"%s\"} %" PRIu64 "\n",
+				gm_errname(c), s->errors[c]);
+}
+
+static void put_work(FILE *f, const gm_stats *s)
+{
+	family(f, "gemmd_flops_total", "counter",
+	       "Floating-point operations (2*m*n*k) of jobs that succeeded.");
+	for (int d = 1; d < GM_DTYPE_SLOTS; d++)
+		fprintf(f, "gemmd_flops_total{dtype=\"%s\"} %.17g\n",
+			gm_dtype_name(d), s->flops_by_dtype[d]);
+	family(f, "gemmd_bytes_total", "counter",
+	       "Bytes of jobs that succeeded: operands to the device (h2d), "
+	       "results back (d2h).");
+	for (int d = 1; d < GM_DTYPE_SLOTS; d++) {
+		fprintf(f,
+			"gemmd_bytes_total{direction=\"h2d\",dtype=\"%s\"} "
+			"%" PRIu64 "\n",
+			gm_dtype_name(d), s->h2d_by_dtype[d]);
+		fprintf(f,
+			"gemmd_bytes_total{direction=\"d2h\",dtype=\"%s\"} "
+			"%" PRIu64 "\n",
+			gm_dtype_name(d), s->d2h_by_dtype[d]);
+	}
+}
+
+static void put_queue(FILE *f, const gm_stats_live *l)
+{
+	family(f, "gemmd_queue_depth", "gauge", "Jobs waiting, by priority.");
+	for (int p = 0; p <= GM_BATCH_PRIO_MAX; p++)
+		fprintf(f, "gemmd_queue_depth{priority=\"%d\"} %" PRIu64 "\n",
+			p, l->queued_prio[p]);
+	single(f, "gemmd_queue_limit", "gauge", "Most jobs the queue holds.",
+	       (double)l->queue_limit);
+	single(f, "gemmd_jobs_inflight", "gauge", "Jobs on the engine now.",
+	       (double)l->inflight);
+	single(f, "gemmd_pool_used_bytes", "gauge",
+	       "Host pool bytes holding jobs now.", (double)l->pool_used);
+	single(f, "gemmd_pool_size_bytes", "gauge", "Host pool bytes.",
+	       (double)l->pool_size);
+	single(f, "gemmd_pool_slabs", "gauge", "Host pool slabs handed out.",
+	       (double)l->pool_slabs);
+}
+
+/* le bounds in seconds with 6 digits: one bucket is 26% wider than the
+ * last, so they stay distinct, and the text is the same every scrape. */
+static void put_hist(FILE *f, const char *phase, const gm_hist *h)
+{
+	const char *name = "gemmd_job_phase_seconds";
+	uint64_t cum = 0;
+
+	for (unsigned i = 0; i + 1 < GM_HIST_BUCKETS; i++) {
+		cum += h->b[i];
+		fprintf(f, "%s_bucket{phase=\"%s\",le=\"%.6g\"} %" PRIu64 "\n",
+			name, phase, gm_hist_upper(i) / 1e6, cum);
+	}
+	fprintf(f, "%s_bucket{phase=\"%s\",le=\"+Inf\"} %" PRIu64 "\n", name,
+		phase, h->count);
+	fprintf(f, "%s_sum{phase=\"%s\"} %.17g\n", name, phase, h->sum / 1e6);
+	fprintf(f, "%s_count{phase=\"%s\"} %" PRIu64 "\n", name, phase,
+		h->count);
+}
+
+static void put_latency(FILE *f, const gm_stats *s)
+{
+	family(f, "gemmd_job_phase_seconds", "histogram",
+	       "Time of jobs that succeeded in each phase: queue wait, "
+	       "copies to and from the device, kernel, and receive to reply.");
+	for (int i = 0; i < GM_PHASE_COUNT; i++)
+		put_hist(f, phase_names[i], &s->phase[i]);
+}
+
+/* Per-device families, one sample per device (and stream). */
+struct dev_metric {
+	const char *name, *type, *help;
+	double (*get)(const gm_device_stats *ds);
+};
+
+static double dev_jobs(const gm_device_stats *ds)
+{
+	return (double)ds->jobs;
+}
+static double dev_mem_used(const gm_device_stats *ds)
+{
+	return (double)ds->mem_used;
+}
+static double dev_mem_total(const gm_device_stats *ds)
+{
+	return (double)ds->mem_total;
+}
+static double dev_busy(const gm_device_stats *ds)
+{
+	return ds->busy_us / 1e6;
+}
+static double dev_kernel(const gm_device_stats *ds)
+{
+	return ds->kernel_us / 1e6;
+}
+static double dev_copy(const gm_device_stats *ds)
+{
+	return ds->copy_us / 1e6;
+}
+static double dev_overlap(const gm_device_stats *ds)
+{
+	return ds->overlap_us / 1e6;
+}
+
+static const struct dev_metric dev_metrics[] = {
+    {"gemmd_device_jobs_total", "counter", "Jobs the device ran.", dev_jobs},
+    {"gemmd_device_memory_used_bytes", "gauge",
+     "Device pool bytes holding jobs now.", dev_mem_used},
+    {"gemmd_device_memory_total_bytes", "gauge", "Device pool bytes.",
+     dev_mem_total},
+    {"gemmd_device_busy_seconds_total", "counter",
+     "Time with at least one job on the device.", dev_busy},
+    {"gemmd_device_kernel_seconds_total", "counter",
+     "Time with at least one kernel running.", dev_kernel},
+    {"gemmd_device_copy_seconds_total", "counter",
+     "Time with at least one copy to or from the device running.", dev_copy},
+    {"gemmd_device_overlap_seconds_total", "counter",
+     "Time with a copy and a kernel running at once.", dev_overlap},
+};
+
+static void put_devices(FILE *f, gm_engine *e)
+{
+	unsigned n = e ? gm_engine_devices(e) : 0;
+	gm_device_stats *ds = n ? calloc(n, sizeof(*ds)) : NULL;
+	size_t k;
+
+	if (ds == NULL)
+		return;
+	family(f, "gemmd_device_info", "gauge",
+	       "Always 1; the labels name each device.");
+	for (unsigned i = 0; i < n; i++) {
+		gm_engine_device_stats(e, i, &ds[i]);
+		fprintf(f, "gemmd_device_info{device=\"%u\",name=\"", i);
+		label_value(f, ds[i].name);
+		fprintf(f, "\"} 1\n");
+	}
+	for (k = 0; k < sizeof(dev_metrics) / sizeof(dev_metrics[0]); k++) {
+		const struct dev_metric *m = &dev_metrics[k];
+
+		family(f, m->name, m->type, m->help);
+		for (unsigned i = 0; i < n; i++)
+			fprintf(f, "%s{device=\"%u\"} %.17g\n", m->name, i,
+				m->get(&ds[i]));
+	}
+	family(f, "gemmd_device_stream_busy_seconds_total", "counter",
+	       "Time each stream of a device had a job on it.");
+	for (unsigned i = 0; i < n; i++)
+		for (unsigned j = 0; j < ds[i].nstreams && j < GM_MAX_STREAMS;
+		     j++)
+			fprintf(f,
+				"gemmd_device_stream_busy_seconds_total"
+				"{device=\"%u\",stream=\"%u\"} %.17g\n",
+				i, j, ds[i].stream_busy_us[j] / 1e6);
+	free(ds);
+}
+
+char *gm_metrics_render(const gm_stats *s, const gm_stats_live *l)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	int bad;
+
+	if (f == NULL)
+		return NULL;
+	put_info(f, s, l);
+	put_requests(f, s, l);
+	put_jobs(f, s);
+	put_work(f, s);
+	put_queue(f, l);
+	put_latency(f, s);
+	put_devices(f, l->eng);
+	/* The text is complete only once the stream is closed. */
+	bad = ferror(f);
+	if (fclose(f) != 0 || bad) {
+		free(text);
+		return NULL;
+	}
+	return text;
+}

@@ -1,0 +1,155 @@
+/*
+ * test_statview.c - gm_statview, gemmctl's stats table: a full document
+ * with the values where they belong and in their units; device shares
+ * since the start and over a refresh interval; an empty and an older
+ * document shown with "-" rather than refused.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gm_statview.h"
+
+/* One device with four streams; uptime 1 d 1 h 1 min 1 s = 90061 s. */
+static const char full[] =
+    "{\"version\":\"0.1.0\",\"engine\":\"cuda\",\"uptime_s\":90061.5,"
+    "\"draining\":false,"
+    "\"requests\":{\"total\":1234,\"refused\":5,\"ctrl\":10},"
+    "\"jobs\":{\"ok\":1200,\"failed\":3,\"rejected\":12,\"queued\":4,"
+    "\"inflight\":8,\"by_dtype\":{\"fp64\":1203,\"fp32\":0}},"
+    "\"bytes\":{\"in\":2048,\"out\":1048576,\"h2d\":1,\"d2h\":2},"
+    "\"flops\":2.5e15,"
+    "\"queue\":{\"depth\":4,\"limit\":4096,\"by_priority\":[0,4,0,0]},"
+    "\"pool\":{\"used\":536870912,\"size\":1073741824,\"slabs\":12},"
+    "\"contexts\":{\"total\":64,\"busy\":3},"
+    "\"connections\":{\"open\":2,\"refused\":0},"
+    "\"errors\":{\"EBUSY\":12,\"ETIMEDOUT\":3},"
+    "\"latency_us\":{\"kernel\":{\"count\":1200,\"mean\":1600,"
+    "\"p50\":1500,\"p90\":2500,\"p99\":12345,\"max\":2500000}},"
+    "\"devices\":[{\"index\":0,\"name\":\"NVIDIA H200\",\"jobs\":1200,"
+    "\"mem_used\":1073741824,\"mem_total\":85899345920,"
+    "\"busy_s\":45030.75,\"kernel_s\":40000,\"copy_s\":30000,"
+    "\"overlap_s\":20000,\"overlap_ratio\":0.5,"
+    "\"stream_busy_s\":[9006.15,18012.3,27018.45,36024.6],"
+    "\"stream_busy\":[0.1,0.2,0.3,0.4]}],"
+    "\"dtypes\":{\"fp64\":{\"jobs\":1203,\"ok\":1200,\"failed\":3},"
+    "\"fp32\":{\"jobs\":0,\"ok\":0,\"failed\":0}},"
+    "\"rates\":{\"1s\":{\"jobs_per_s\":123,\"gflops_per_s\":4567.8,"
+    "\"h2d_gb_per_s\":12.345,\"d2h_gb_per_s\":4.5},"
+    "\"10s\":{\"jobs_per_s\":0.5,\"gflops_per_s\":0,"
+    "\"h2d_gb_per_s\":0,\"d2h_gb_per_s\":0}}}";
+
+/* The same device ten seconds later: busy 8 of them, its kernels 4 of
+ * which 3 overlapped a copy, stream 0 busy all ten. */
+static const char later[] =
+    "{\"uptime_s\":90071.5,\"devices\":[{\"index\":0,\"busy_s\":45038.75,"
+    "\"kernel_s\":40004,\"copy_s\":30005,\"overlap_s\":20003,"
+    "\"stream_busy_s\":[9016.15,18012.3,27018.45,36024.6]}]}";
+
+/* The table of the document text, with prev's text when not NULL. */
+static char *render(const char *text, const char *prev_text)
+{
+	cJSON *doc = cJSON_Parse(text);
+	cJSON *prev = prev_text ? cJSON_Parse(prev_text) : NULL;
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+
+	assert_non_null(doc);
+	assert_non_null(f);
+	gm_statview_print(f, doc, prev);
+	fclose(f);
+	cJSON_Delete(doc);
+	cJSON_Delete(prev);
+	return out;
+}
+
+static void assert_has(const char *text, const char *want)
+{
+	assert_non_null(text);
+	if (strstr(text, want) == NULL)
+		fail_msg("no \"%s\" in:\n%s", want, text);
+}
+
+static void test_full(void **state)
+{
+	char *t = render(full, NULL);
+
+	(void)state;
+	assert_has(t, "gemmd 0.1.0  engine cuda  up 1d 01:01:01  ready\n");
+	assert_has(t, "requests 1234 (refused 5, ctrl 10)  connections 2 "
+		      "(refused 0)  contexts 3/64 busy\n");
+	assert_has(t, "jobs ok 1200  failed 3  rejected 12  inflight 8  "
+		      "queued 4 (p3 0  p2 0  p1 4  p0 0) of 4096\n");
+	assert_has(t, "pool 512.0 MiB of 1.0 GiB (12 slabs)  2.50P FLOP");
+	assert_has(t, "1s            123.0     4567.8      12.35       4.50\n");
+	assert_has(t, "10s            0.50       0.00       0.00       0.00\n");
+	assert_has(t, "60s               -          -          -          -\n");
+	assert_has(t, "kernel         1200     1.50ms     2.50ms     12.3ms    "
+		      "  2.50s\n");
+	assert_has(t, "queue             -          -          -          -    "
+		      "      -\n");
+	/* Since the start: busy 45030.75 of 90061.5 s, overlap 20000 of
+	 * 40000 kernel seconds, streams 10..40% of the uptime. */
+	assert_has(t, "NVIDIA H200");
+	assert_has(t, "1.0 GiB / 80.0 GiB   ");
+	assert_has(t, "  50%     50%  10% 20% 30% 40%\n");
+	assert_has(t, "dtypes  fp64 1203 (3 failed)\n");
+	assert_has(t, "errors  EBUSY 12  ETIMEDOUT 3\n");
+	free(t);
+}
+
+static void test_interval(void **state)
+{
+	char *t = render(later, full);
+
+	(void)state;
+	assert_has(t, "  80%     75%  100% 0% 0% 0%\n");
+	free(t);
+}
+
+/* Nothing known: every value is "-", nothing is refused. */
+static void test_empty(void **state)
+{
+	char *t = render("{}", "{}");
+
+	(void)state;
+	assert_has(t, "gemmd -  engine -  up -  -\n");
+	assert_has(t, "jobs ok -  failed -  rejected -  inflight -  queued - "
+		      "of -\n");
+	assert_has(t, "total             -");
+	assert_has(t, "dtypes  none\n");
+	assert_has(t, "errors  none\n");
+	free(t);
+}
+
+/* A daemon from before "dtypes": the per-dtype counts of jobs. */
+static void test_older_document(void **state)
+{
+	char *t = render("{\"draining\":true,\"jobs\":{\"by_dtype\":"
+			 "{\"fp64\":5,\"fp16\":0,\"bf16\":2}}}",
+			 NULL);
+
+	(void)state;
+	assert_has(t, "  draining\n");
+	assert_has(t, "dtypes  fp64 5  bf16 2\n");
+	free(t);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_full),
+	    cmocka_unit_test(test_interval),
+	    cmocka_unit_test(test_empty),
+	    cmocka_unit_test(test_older_document),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
