@@ -1,0 +1,551 @@
+/*
+ * gm_detach.c - the detached-job table; see gm_detach.h.
+ *
+ * Entries are found by id in a chained hash table (ids count up, so the
+ * low bits spread them evenly) and sit on one of three age lists: kept
+ * results in the order their jobs finished, records in the order their
+ * results went, and jobs with a parked wait. Finishing times only grow,
+ * so the head of a list is always the first to come due, and making room
+ * or sweeping never scans the table.
+ */
+#include "gm_detach.h"
+
+#include <cjson/cJSON.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gm_log.h"
+#include "gm_stats.h"
+
+#define MIN_BUCKETS 256u
+
+typedef struct entry {
+	uint64_t id;
+	int state;     /* enum gm_detach_state; GM_DETACH_QUEUED also while
+			  running: job says which */
+	int cancel;    /* canceled while running: drop its result */
+	int taken;     /* a wait took the result */
+	gm_sjob *job;  /* while queued or running */
+	gm_job_desc d; /* the shape, for status */
+	uint8_t priority;
+	int status;
+	char msg[GM_MSG_TEXT + 1];
+	gm_timings t;
+	nng_msg *result;
+	uint64_t bytes;	 /* counted against the limit */
+	double since_us; /* finished (kept), or its result went (record) */
+	void *waiter;	 /* a parked wait's context, or NULL */
+	uint64_t wait_req;
+	double wait_until_us; /* 0: no timeout */
+	struct entry *hnext;
+	struct entry *next, *prev; /* on kept, records or waits */
+} entry;
+
+typedef struct list {
+	entry *head, *tail;
+	uint64_t n;
+} list;
+
+struct gm_detach {
+	gm_sched *sched;
+	double keep_us;
+	uint64_t max_bytes, bytes;
+	uint64_t live_bytes; /* of bytes, held by queued and running jobs */
+	uint64_t next_id, jobs, pending, dropped;
+	entry **buckets;
+	uint64_t nbuckets, count;
+	entry *spare; /* allocated by gm_detach_room, chained by hnext */
+	uint32_t nspare;
+	list kept, records, waits;
+	gm_detach_answer_fn answer;
+	void *arg;
+};
+
+static const char *const state_names[] = {
+    [GM_DETACH_QUEUED] = "queued",     [GM_DETACH_RUNNING] = "running",
+    [GM_DETACH_DONE] = "done",	       [GM_DETACH_FAILED] = "failed",
+    [GM_DETACH_CANCELED] = "canceled", [GM_DETACH_EXPIRED] = "expired",
+};
+
+const char *gm_detach_state_name(int state)
+{
+	if (state < 0 || state > GM_DETACH_EXPIRED)
+		return NULL;
+	return state_names[state];
+}
+
+/* ---- lists ---- */
+
+static void list_add(list *l, entry *e)
+{
+	e->next = NULL;
+	e->prev = l->tail;
+	if (l->tail != NULL)
+		l->tail->next = e;
+	else
+		l->head = e;
+	l->tail = e;
+	l->n++;
+}
+
+static void list_del(list *l, entry *e)
+{
+	if (e->prev != NULL)
+		e->prev->next = e->next;
+	else
+		l->head = e->next;
+	if (e->next != NULL)
+		e->next->prev = e->prev;
+	else
+		l->tail = e->prev;
+	e->next = e->prev = NULL;
+	l->n--;
+}
+
+/* ---- the table ---- */
+
+int gm_detach_create(gm_sched *s, unsigned keep_s, uint64_t max_bytes,
+		     gm_detach_answer_fn fn, void *arg, gm_detach **out)
+{
+	gm_detach *t = calloc(1, sizeof(*t));
+
+	if (t == NULL ||
+	    (t->buckets = calloc(MIN_BUCKETS, sizeof(*t->buckets))) == NULL) {
+		free(t);
+		return GM_ENOMEM;
+	}
+	t->nbuckets = MIN_BUCKETS;
+	t->sched = s;
+	t->keep_us = (double)keep_s * 1e6;
+	t->max_bytes = max_bytes;
+	t->next_id = ((uint64_t)time(NULL) & 0xffffffffu) << 20;
+	t->answer = fn;
+	t->arg = arg;
+	*out = t;
+	return GM_OK;
+}
+
+void gm_detach_destroy(gm_detach *t)
+{
+	if (t == NULL)
+		return;
+	for (uint64_t i = 0; i < t->nbuckets; i++) {
+		entry *e = t->buckets[i], *next;
+
+		for (; e != NULL; e = next) {
+			next = e->hnext;
+			if (e->result != NULL)
+				nng_msg_free(e->result);
+			free(e);
+		}
+	}
+	while (t->spare != NULL) {
+		entry *e = t->spare;
+
+		t->spare = e->hnext;
+		free(e);
+	}
+	free(t->buckets);
+	free(t);
+}
+
+static entry **slot(const gm_detach *t, uint64_t id)
+{
+	return &t->buckets[id & (t->nbuckets - 1)];
+}
+
+static entry *find(const gm_detach *t, uint64_t id)
+{
+	entry *e = *slot(t, id);
+
+	while (e != NULL && e->id != id)
+		e = e->hnext;
+	return e;
+}
+
+/* Doubles the buckets when there are more entries than buckets; stays
+ * as it is when that cannot be allocated (chains just grow). */
+static void grow(gm_detach *t)
+{
+	uint64_t n = t->nbuckets * 2;
+	entry **b, **old = t->buckets;
+
+	if (t->count < t->nbuckets || (b = calloc(n, sizeof(*b))) == NULL)
+		return;
+	t->buckets = b;
+	t->nbuckets = n;
+	for (uint64_t i = 0; i < n / 2; i++) {
+		entry *e = old[i], *next;
+
+		for (; e != NULL; e = next) {
+			entry **s = slot(t, e->id);
+
+			next = e->hnext;
+			e->hnext = *s;
+			*s = e;
+		}
+	}
+	free(old);
+}
+
+/* Removes e from the table for good. */
+static void forget(gm_detach *t, entry *e)
+{
+	entry **s = slot(t, e->id);
+
+	while (*s != e)
+		s = &(*s)->hnext;
+	*s = e->hnext;
+	t->count--;
+	t->bytes -= e->bytes;
+	free(e);
+}
+
+uint64_t gm_detach_cost(uint64_t reply_bytes)
+{
+	return reply_bytes + sizeof(entry);
+}
+
+/* Takes e's kept result out of the table; e becomes a record. */
+static nng_msg *take_result(gm_detach *t, entry *e)
+{
+	nng_msg *m = e->result;
+
+	list_del(&t->kept, e);
+	e->result = NULL;
+	t->bytes -= e->bytes - sizeof(entry);
+	e->bytes = sizeof(entry);
+	e->since_us = gm_now_us();
+	list_add(&t->records, e);
+	return m;
+}
+
+/* Drops e's kept result; e becomes a record in state. */
+static void drop_result(gm_detach *t, entry *e, int state)
+{
+	nng_msg_free(take_result(t, e));
+	e->state = state;
+}
+
+int gm_detach_room(gm_detach *t, uint32_t njobs, uint64_t bytes)
+{
+	entry *e;
+
+	for (; t->nspare < njobs; t->nspare++) {
+		if ((e = malloc(sizeof(*e))) == NULL)
+			return GM_ENOMEM;
+		e->hnext = t->spare;
+		t->spare = e;
+	}
+	/* Only the room of unfinished jobs cannot be given back. */
+	if (t->live_bytes + bytes > t->max_bytes)
+		return GM_EBUSY;
+	while (t->bytes + bytes > t->max_bytes) {
+		if ((e = t->records.head) != NULL) {
+			list_del(&t->records, e);
+			forget(t, e);
+		} else if ((e = t->kept.head) != NULL) {
+			GM_LOG(GM_LOG_INFO,
+			       "detached job %" PRIu64 ": result of %" PRIu64
+			       " bytes dropped unclaimed to make room "
+			       "(detach_max_bytes %" PRIu64 ")",
+			       e->id, e->bytes, t->max_bytes);
+			t->dropped++;
+			drop_result(t, e, GM_DETACH_EXPIRED);
+		} else {
+			return GM_EBUSY;
+		}
+	}
+	return GM_OK;
+}
+
+uint64_t gm_detach_add(gm_detach *t, gm_sreq *r, uint64_t reply_bytes)
+{
+	entry *e = t->spare;
+	entry **s;
+
+	t->spare = e->hnext;
+	t->nspare--;
+	memset(e, 0, sizeof(*e));
+	e->id = t->next_id++;
+	e->state = GM_DETACH_QUEUED;
+	e->job = &r->jobs[0];
+	e->d = r->jobs[0].job.d;
+	e->priority = r->batch.priority;
+	e->bytes = gm_detach_cost(reply_bytes);
+	s = slot(t, e->id);
+	e->hnext = *s;
+	*s = e;
+	t->count++;
+	t->bytes += e->bytes;
+	t->live_bytes += e->bytes;
+	t->jobs++;
+	t->pending++;
+	grow(t);
+	return e->id;
+}
+
+/* Answers e's parked wait, if any, with result or code and text. */
+static void answer(gm_detach *t, entry *e, nng_msg *result, int code,
+		   const char *text)
+{
+	void *w = e->waiter;
+
+	if (w == NULL)
+		return;
+	list_del(&t->waits, e);
+	e->waiter = NULL;
+	if (result != NULL)
+		gm_proto_put_hdr(nng_msg_body(result), GM_MSG_GEMM_REPLY,
+				 e->wait_req, 1);
+	t->answer(w, e->wait_req, result, code, text, t->arg);
+}
+
+static void read_reply(entry *e, nng_msg *reply)
+{
+	gm_job_iter it;
+	gm_reply_job r;
+
+	gm_proto_reply_begin(nng_msg_body(reply), nng_msg_len(reply), &it);
+	if (gm_proto_reply_next(&it, &r) != GM_OK) {
+		e->status = GM_EINTERNAL;
+		return;
+	}
+	e->status = (int)r.status;
+	e->t = r.t;
+	memcpy(e->msg, r.message, sizeof(e->msg));
+}
+
+void gm_detach_done(gm_detach *t, uint64_t id, nng_msg *reply)
+{
+	entry *e = find(t, id);
+
+	if (e == NULL) {
+		nng_msg_free(reply);
+		return;
+	}
+	read_reply(e, reply);
+	e->job = NULL;
+	e->since_us = gm_now_us();
+	t->pending--;
+	t->bytes -= e->bytes;
+	t->live_bytes -= e->bytes;
+	e->state = e->status == GM_OK ? GM_DETACH_DONE : GM_DETACH_FAILED;
+	if (e->cancel || e->status == GM_ECANCELED)
+		e->state = GM_DETACH_CANCELED;
+	if (e->state == GM_DETACH_CANCELED || e->waiter != NULL) {
+		/* Nothing to keep: a record from now on, once off the
+		 * waits list, whose links it shares. */
+		if (e->state == GM_DETACH_CANCELED) {
+			nng_msg_free(reply);
+			answer(t, e, NULL, GM_ECANCELED,
+			       "the job was canceled");
+		} else {
+			e->taken = 1;
+			answer(t, e, reply, 0, NULL);
+		}
+		e->bytes = sizeof(entry);
+		t->bytes += e->bytes;
+		list_add(&t->records, e);
+		return;
+	}
+	e->result = reply;
+	e->bytes = gm_detach_cost(nng_msg_len(reply));
+	t->bytes += e->bytes;
+	list_add(&t->kept, e);
+}
+
+/* The state a client sees: a queued entry may have started. */
+static int state_of(const entry *e)
+{
+	if (e->state == GM_DETACH_QUEUED && e->job != NULL &&
+	    e->job->state == GM_SJOB_RUNNING)
+		return GM_DETACH_RUNNING;
+	return e->state;
+}
+
+static cJSON *render_timings(const gm_timings *t)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	cJSON_AddNumberToObject(o, "queue_us", t->queue_us);
+	cJSON_AddNumberToObject(o, "h2d_us", t->h2d_us);
+	cJSON_AddNumberToObject(o, "kernel_us", t->kernel_us);
+	cJSON_AddNumberToObject(o, "d2h_us", t->d2h_us);
+	cJSON_AddNumberToObject(o, "total_us", t->total_us);
+	return o;
+}
+
+int gm_detach_status(gm_detach *t, uint64_t id, char **json)
+{
+	const entry *e = find(t, id);
+	char num[24];
+	cJSON *o;
+
+	*json = NULL;
+	if (e == NULL)
+		return GM_ENOTFOUND;
+	o = cJSON_CreateObject();
+	/* As digits: cJSON would write a large double as 1.9e+15. */
+	snprintf(num, sizeof(num), "%" PRIu64, e->id);
+	cJSON_AddTrueToObject(o, "ok");
+	cJSON_AddRawToObject(o, "job", num);
+	cJSON_AddStringToObject(o, "state", gm_detach_state_name(state_of(e)));
+	cJSON_AddNumberToObject(o, "status", e->status);
+	cJSON_AddStringToObject(o, "error", gm_errname(e->status));
+	cJSON_AddStringToObject(o, "message", e->msg);
+	cJSON_AddBoolToObject(o, "result", e->result != NULL);
+	cJSON_AddNumberToObject(o, "priority", e->priority);
+	cJSON_AddStringToObject(o, "dtype", gm_dtype_name(e->d.dtype));
+	cJSON_AddStringToObject(o, "layout",
+				e->d.layout == GM_COL_MAJOR ? "col" : "row");
+	cJSON_AddNumberToObject(o, "m", e->d.m);
+	cJSON_AddNumberToObject(o, "n", e->d.n);
+	cJSON_AddNumberToObject(o, "k", e->d.k);
+	cJSON_AddItemToObject(o, "timings", render_timings(&e->t));
+	*json = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	return GM_OK;
+}
+
+/* Why a finished entry has no result to give. */
+static int gone(const entry *e, char *text, size_t len)
+{
+	if (e->state == GM_DETACH_CANCELED) {
+		snprintf(text, len, "job %" PRIu64 " was canceled", e->id);
+		return GM_ECANCELED;
+	}
+	if (e->taken)
+		snprintf(text, len,
+			 "job %" PRIu64 ": its result was taken by an "
+			 "earlier wait",
+			 e->id);
+	else
+		snprintf(text, len,
+			 "job %" PRIu64 ": its result expired unclaimed",
+			 e->id);
+	return GM_ENOTFOUND;
+}
+
+int gm_detach_wait(gm_detach *t, uint64_t id, int64_t timeout_ms, void *w,
+		   uint64_t req_id, char *text, size_t len)
+{
+	entry *e = find(t, id);
+	nng_msg *m;
+
+	if (e == NULL) {
+		snprintf(text, len, "no detached job %" PRIu64, id);
+		return GM_ENOTFOUND;
+	}
+	if (e->result != NULL) {
+		m = take_result(t, e);
+		e->taken = 1;
+		gm_proto_put_hdr(nng_msg_body(m), GM_MSG_GEMM_REPLY, req_id, 1);
+		t->answer(w, req_id, m, 0, NULL, t->arg);
+		return GM_OK;
+	}
+	if (e->job == NULL)
+		return gone(e, text, len);
+	if (e->waiter != NULL) {
+		snprintf(text, len,
+			 "job %" PRIu64 ": another wait is already parked "
+			 "on it",
+			 id);
+		return GM_EBUSY;
+	}
+	if (timeout_ms == 0) {
+		snprintf(text, len, "job %" PRIu64 " has not finished", id);
+		return GM_ETIMEDOUT;
+	}
+	e->waiter = w;
+	e->wait_req = req_id;
+	e->wait_until_us =
+	    timeout_ms < 0 ? 0.0 : gm_now_us() + (double)timeout_ms * 1e3;
+	list_add(&t->waits, e);
+	return GM_OK;
+}
+
+int gm_detach_cancel(gm_detach *t, uint64_t id, int *state)
+{
+	entry *e = find(t, id);
+
+	if (e == NULL)
+		return GM_ENOTFOUND;
+	if (e->job != NULL) {
+		e->cancel = 1;
+		/* A queued job fails at once and comes back through
+		 * gm_detach_done before this call returns. */
+		if (gm_sched_cancel(t->sched, e->job) != GM_OK)
+			GM_LOG(GM_LOG_DEBUG,
+			       "detached job %" PRIu64 ": canceled while "
+			       "running; its result will be dropped",
+			       id);
+	} else if (e->result != NULL) {
+		drop_result(t, e, GM_DETACH_CANCELED);
+	}
+	*state = state_of(e);
+	return GM_OK;
+}
+
+void gm_detach_sweep(gm_detach *t)
+{
+	double now = gm_now_us();
+	char text[96];
+	entry *e, *next;
+
+	while ((e = t->kept.head) != NULL && e->since_us + t->keep_us <= now) {
+		GM_LOG(GM_LOG_INFO,
+		       "detached job %" PRIu64 ": result of %" PRIu64
+		       " bytes dropped, unclaimed for detach_keep_s=%.0f s",
+		       e->id, e->bytes, t->keep_us / 1e6);
+		t->dropped++;
+		drop_result(t, e, GM_DETACH_EXPIRED);
+	}
+	while ((e = t->records.head) != NULL &&
+	       e->since_us + t->keep_us <= now) {
+		list_del(&t->records, e);
+		forget(t, e);
+	}
+	for (e = t->waits.head; e != NULL; e = next) {
+		next = e->next;
+		if (e->wait_until_us == 0.0 || e->wait_until_us > now)
+			continue;
+		snprintf(text, sizeof(text),
+			 "job %" PRIu64 " did not finish within the wait",
+			 e->id);
+		answer(t, e, NULL, GM_ETIMEDOUT, text);
+	}
+}
+
+static double earliest(double a, double b)
+{
+	return a == 0.0 || (b != 0.0 && b < a) ? b : a;
+}
+
+double gm_detach_next_due(const gm_detach *t)
+{
+	double due = 0.0;
+
+	if (t->kept.head != NULL)
+		due = t->kept.head->since_us + t->keep_us;
+	if (t->records.head != NULL)
+		due = earliest(due, t->records.head->since_us + t->keep_us);
+	for (const entry *e = t->waits.head; e != NULL; e = e->next)
+		due = earliest(due, e->wait_until_us);
+	return due;
+}
+
+void gm_detach_counts(const gm_detach *t, gm_stats_detach *out)
+{
+	out->jobs = t->jobs;
+	out->pending = t->pending;
+	out->results = t->kept.n;
+	out->records = t->records.n;
+	out->waits = t->waits.n;
+	out->dropped = t->dropped;
+	out->bytes = t->bytes;
+	out->limit = t->max_bytes;
+}

@@ -1,0 +1,121 @@
+/*
+ * gm_detach.h - detached jobs: the ids a detached request was answered
+ * with, each job's state, and its result until a wait takes it.
+ *
+ * A detached job is recorded (gm_detach_add) when its request is
+ * accepted and finished (gm_detach_done) with its reply: the one-job
+ * GEMM_REPLY message the daemon built for it, which the table keeps as
+ * it is and hands to the wait that asks for it with only the request id
+ * in its header rewritten, so a result is never copied. A wait for a job
+ * that has not finished parks the caller's context here (the loop goes
+ * on) until the job finishes or the wait's timeout passes.
+ *
+ * A result is kept detach_keep_s after its job finished, then dropped
+ * with a log line (the job reads "expired"); the job's record (state,
+ * status, timings, no result) stays as long again, then its id is
+ * forgotten. Results and records, each record counted at its size in
+ * memory, stay under detach_max_bytes, and a job queued or running
+ * holds room for its reply: to make room for a new request the oldest
+ * records go first, then the oldest results (logged); a request whose
+ * results do not fit even then is refused.
+ *
+ * Ids are unique for the daemon's life and, in practice, across
+ * restarts: they count up from the start time in seconds times 2^20, so
+ * a client holding an id from an earlier daemon gets "not found", not
+ * someone else's result. They stay below 2^53, exact as JSON numbers.
+ * Loop thread only.
+ */
+#ifndef GM_DETACH_H
+#define GM_DETACH_H
+
+#include <nng/nng.h>
+#include <stdint.h>
+
+#include "gm_sched.h"
+
+typedef struct gm_detach gm_detach;
+
+enum gm_detach_state {
+	GM_DETACH_QUEUED,
+	GM_DETACH_RUNNING,
+	GM_DETACH_DONE,	    /* finished with status 0 */
+	GM_DETACH_FAILED,   /* finished with an error status */
+	GM_DETACH_CANCELED, /* canceled: it did not run, or its result
+			       was dropped */
+	GM_DETACH_EXPIRED,  /* its result was dropped unclaimed */
+};
+
+/* "queued", "running", ...; NULL for another value. */
+const char *gm_detach_state_name(int state);
+
+/*
+ * Answers a parked wait on context w for request req_id: with result,
+ * the job's one-job GEMM_REPLY whose header already carries req_id
+ * (ownership passes), or when result is NULL with a refusal, code and
+ * text. Called from gm_detach_wait, gm_detach_done, gm_detach_cancel and
+ * gm_detach_sweep.
+ */
+typedef void (*gm_detach_answer_fn)(void *w, uint64_t req_id, nng_msg *result,
+				    int code, const char *text, void *arg);
+
+/* A table keeping results keep_s seconds within max_bytes; s is the
+ * scheduler queued jobs are canceled from. GM_ENOMEM. */
+int gm_detach_create(gm_sched *s, unsigned keep_s, uint64_t max_bytes,
+		     gm_detach_answer_fn fn, void *arg, gm_detach **out);
+
+/* Frees every kept result and record. No wait may be parked. */
+void gm_detach_destroy(gm_detach *t);
+
+/* What a job whose reply takes reply_bytes counts against max_bytes. */
+uint64_t gm_detach_cost(uint64_t reply_bytes);
+
+/* Makes room for a request of njobs jobs taking bytes (gm_detach_cost
+ * summed over them): allocates their records, then drops old records,
+ * then old results, until the bytes fit. GM_ENOMEM; GM_EBUSY when even a
+ * table emptied of finished jobs would not hold them. */
+int gm_detach_room(gm_detach *t, uint32_t njobs, uint64_t bytes);
+
+/* Records the one job of request r, about to be submitted, its reply
+ * to take reply_bytes, and returns the job's new id. Cannot fail:
+ * gm_detach_room made room for it. */
+uint64_t gm_detach_add(gm_detach *t, gm_sreq *r, uint64_t reply_bytes);
+
+/* Job id is back: reply is its one-job GEMM_REPLY (ownership passes).
+ * Hands it to a parked wait, drops it if the job was canceled, or keeps
+ * it. */
+void gm_detach_done(gm_detach *t, uint64_t id, nng_msg *reply);
+
+/* The status document of job id ({"ok":true,"job":ID,...}, malloc'd),
+ * or NULL when out of memory; GM_ENOTFOUND for an id not (or no
+ * longer) known. */
+int gm_detach_status(gm_detach *t, uint64_t id, char **json);
+
+/*
+ * A wait for job id from context w, request req_id, answered through the
+ * callback at once when the job has finished, else when it does or when
+ * timeout_ms (< 0: none) has passed (GM_ETIMEDOUT); the result goes to
+ * the wait, which takes it. Returns GM_OK when the callback has answered
+ * or will; else the refusal, with text for it: GM_ENOTFOUND (unknown id,
+ * or the result expired or was taken), GM_ECANCELED, GM_EBUSY (another
+ * wait is parked on the job), GM_ETIMEDOUT (not finished, timeout_ms 0).
+ */
+int gm_detach_wait(gm_detach *t, uint64_t id, int64_t timeout_ms, void *w,
+		   uint64_t req_id, char *text, size_t len);
+
+/* Cancels job id: a queued job is taken out of the queue and never
+ * runs, a running one runs to its end but its result is dropped, a kept
+ * result is dropped. *state is the state after (a running job reads
+ * GM_DETACH_RUNNING). GM_ENOTFOUND. */
+int gm_detach_cancel(gm_detach *t, uint64_t id, int *state);
+
+/* Drops results and records whose time is up, and answers the waits
+ * whose timeout passed. */
+void gm_detach_sweep(gm_detach *t);
+
+/* When gm_detach_sweep next has work (gm_now_us clock); 0: none. */
+double gm_detach_next_due(const gm_detach *t);
+
+/* Fills the stats document's view of the table. */
+void gm_detach_counts(const gm_detach *t, gm_stats_detach *out);
+
+#endif

@@ -1,0 +1,225 @@
+/*
+ * test_fairq.c - gm_fairq, the waiting jobs of the scheduler: FIFO per
+ * connection, connections taking turns within a priority, a newcomer
+ * served after those already waiting, a job that is peeked but not taken
+ * keeping its connection's turn, removal from anywhere, removal by a
+ * predicate, and the counts, on a queue filled to its capacity. Jobs
+ * here are bare gm_sjob records: nothing runs.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "gm_fairq.h"
+
+#define CAP 64
+
+static gm_sreq reqs[CAP];
+static gm_sjob jobs[CAP];
+static unsigned used;
+
+/* A one-job request of connection conn at priority prio. */
+static gm_sjob *job(uint32_t conn, uint8_t prio)
+{
+	gm_sreq *r = &reqs[used];
+	gm_sjob *j = &jobs[used++];
+
+	assert_true(used <= CAP);
+	memset(r, 0, sizeof(*r));
+	memset(j, 0, sizeof(*j));
+	r->conn = conn;
+	r->batch.priority = prio;
+	r->njobs = 1;
+	r->jobs = j;
+	j->req = r;
+	return j;
+}
+
+static gm_fairq *open_q(void)
+{
+	gm_fairq *q;
+
+	used = 0;
+	assert_int_equal(gm_fairq_create(CAP, &q), GM_OK);
+	return q;
+}
+
+/* Takes every job at priority p and checks they come as want[]. */
+static void expect_order(gm_fairq *q, unsigned p, gm_sjob *const *want,
+			 size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		assert_ptr_equal(gm_fairq_peek(q, p), want[i]);
+		assert_ptr_equal(gm_fairq_take(q, p), want[i]);
+	}
+	assert_null(gm_fairq_peek(q, p));
+	assert_int_equal(gm_fairq_count(q, p), 0);
+}
+
+/* Connection 1 queues three jobs before 2 and 3 queue theirs: they
+ * alternate, each connection in its own order. */
+static void test_round_robin(void **state)
+{
+	gm_fairq *q = open_q();
+	gm_sjob *a1 = job(1, 1), *a2 = job(1, 1), *a3 = job(1, 1);
+	gm_sjob *b1 = job(2, 1), *b2 = job(2, 1), *c1 = job(3, 1);
+
+	(void)state;
+	gm_fairq_push(q, a1);
+	gm_fairq_push(q, a2);
+	gm_fairq_push(q, a3);
+	gm_fairq_push(q, b1);
+	gm_fairq_push(q, b2);
+	gm_fairq_push(q, c1);
+	assert_int_equal(gm_fairq_count(q, 1), 6);
+	assert_int_equal(gm_fairq_total(q), 6);
+	expect_order(q, 1, (gm_sjob *[]){a1, b1, c1, a2, b2, a3}, 6);
+	assert_int_equal(gm_fairq_total(q), 0);
+	gm_fairq_destroy(q);
+}
+
+/* Priorities are separate queues; a connection's flows at two
+ * priorities do not share a turn. */
+static void test_priorities_apart(void **state)
+{
+	gm_fairq *q = open_q();
+	gm_sjob *lo = job(1, 0), *hi = job(1, 3), *hi2 = job(2, 3);
+
+	(void)state;
+	gm_fairq_push(q, lo);
+	gm_fairq_push(q, hi);
+	gm_fairq_push(q, hi2);
+	assert_int_equal(gm_fairq_count(q, 0), 1);
+	assert_int_equal(gm_fairq_count(q, 3), 2);
+	assert_int_equal(gm_fairq_count(q, 1), 0);
+	assert_int_equal(gm_fairq_count(q, 9), 0);
+	expect_order(q, 3, (gm_sjob *[]){hi, hi2}, 2);
+	expect_order(q, 0, (gm_sjob *[]){lo}, 1);
+	gm_fairq_destroy(q);
+}
+
+/* A connection that arrives while others wait is served after each of
+ * them has had its turn; one whose flow emptied and refills queues
+ * behind them again. */
+static void test_newcomer_last(void **state)
+{
+	gm_fairq *q = open_q();
+	gm_sjob *a1 = job(1, 2), *a2 = job(1, 2), *b1 = job(2, 2);
+	gm_sjob *b2 = job(2, 2), *c1 = job(3, 2), *a3 = job(1, 2);
+
+	(void)state;
+	gm_fairq_push(q, a1);
+	gm_fairq_push(q, a2);
+	gm_fairq_push(q, b1);
+	gm_fairq_push(q, b2);
+	assert_ptr_equal(gm_fairq_take(q, 2), a1);
+	/* The turn is b's: c joins the ring behind a. */
+	gm_fairq_push(q, c1);
+	expect_order(q, 2, (gm_sjob *[]){b1, a2, c1, b2}, 4);
+	gm_fairq_push(q, a3);
+	expect_order(q, 2, (gm_sjob *[]){a3}, 1);
+	gm_fairq_destroy(q);
+}
+
+/* Peeking does not pass the turn (a job that does not fit yet keeps its
+ * place); removing jobs from the middle keeps the others' order, and
+ * removing the last of a flow whose turn it is passes the turn on. */
+static void test_remove(void **state)
+{
+	gm_fairq *q = open_q();
+	gm_sjob *a1 = job(1, 1), *a2 = job(1, 1), *a3 = job(1, 1);
+	gm_sjob *b1 = job(2, 1), *c1 = job(3, 1);
+
+	(void)state;
+	gm_fairq_push(q, a1);
+	gm_fairq_push(q, a2);
+	gm_fairq_push(q, a3);
+	gm_fairq_push(q, b1);
+	gm_fairq_push(q, c1);
+	assert_ptr_equal(gm_fairq_peek(q, 1), a1);
+	assert_ptr_equal(gm_fairq_peek(q, 1), a1);
+	gm_fairq_remove(q, a2);
+	gm_fairq_remove(q, a1); /* the head: a keeps its turn */
+	assert_ptr_equal(gm_fairq_peek(q, 1), a3);
+	gm_fairq_remove(q, a3); /* a empties: the turn goes to b */
+	assert_ptr_equal(gm_fairq_peek(q, 1), b1);
+	gm_fairq_remove(q, c1);
+	assert_int_equal(gm_fairq_total(q), 1);
+	expect_order(q, 1, (gm_sjob *[]){b1}, 1);
+	gm_fairq_destroy(q);
+}
+
+static int odd_conn(gm_sjob *j, void *arg)
+{
+	(*(int *)arg)++;
+	return j->req->conn % 2 == 1;
+}
+
+/* remove_if hands back what it removed and leaves the rest in order,
+ * over every priority. */
+static void test_remove_if(void **state)
+{
+	gm_fairq *q = open_q();
+	gm_sjob *a1 = job(1, 1), *b1 = job(2, 1), *a2 = job(1, 1);
+	gm_sjob *b2 = job(2, 1), *c1 = job(3, 0), *d1 = job(4, 0);
+	gm_sjob *got;
+	int seen = 0, n = 0;
+
+	(void)state;
+	gm_fairq_push(q, a1);
+	gm_fairq_push(q, b1);
+	gm_fairq_push(q, a2);
+	gm_fairq_push(q, b2);
+	gm_fairq_push(q, c1);
+	gm_fairq_push(q, d1);
+	got = gm_fairq_remove_if(q, odd_conn, &seen);
+	assert_int_equal(seen, 6);
+	for (; got != NULL; got = got->qnext, n++)
+		assert_int_equal(got->req->conn % 2, 1);
+	assert_int_equal(n, 3);
+	assert_int_equal(gm_fairq_total(q), 3);
+	expect_order(q, 1, (gm_sjob *[]){b1, b2}, 2);
+	expect_order(q, 0, (gm_sjob *[]){d1}, 1);
+	assert_null(gm_fairq_remove_if(q, odd_conn, &seen));
+	gm_fairq_destroy(q);
+}
+
+/* Full, with every job its own connection: as many flows as the
+ * capacity, taken in arrival order; then again, so that flows freed
+ * are reused. */
+static void test_full(void **state)
+{
+	gm_fairq *q = open_q();
+	gm_sjob *all[CAP];
+
+	(void)state;
+	for (int round = 0; round < 2; round++) {
+		used = 0;
+		for (unsigned i = 0; i < CAP; i++) {
+			all[i] = job(1000 + i * 7919u, 2);
+			gm_fairq_push(q, all[i]);
+		}
+		assert_int_equal(gm_fairq_total(q), CAP);
+		expect_order(q, 2, all, CAP);
+	}
+	gm_fairq_destroy(q);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_round_robin),
+	    cmocka_unit_test(test_priorities_apart),
+	    cmocka_unit_test(test_newcomer_last),
+	    cmocka_unit_test(test_remove),
+	    cmocka_unit_test(test_remove_if),
+	    cmocka_unit_test(test_full),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
