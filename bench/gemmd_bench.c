@@ -20,7 +20,7 @@
 #include "gm_bench.h"
 
 #define REPS_DEFAULT	3
-#define STREAMS_DEFAULT 4 /* gemmd's default */
+#define STREAMS_DEFAULT 8 /* gemmd's default */
 #define REPS_MAX	16
 #define WARM_ROUNDS	2 /* warm-up jobs: this many per stream */
 /* No further run of a case starts when it would likely end after this

@@ -2,7 +2,8 @@
  * gemmctl.c - the command-line client of gemmd.
  *
  * Subcommands: submit (one job from .npy files, with an optional check
- * of the result against a reference computed here), ping, stats, and
+ * of the result against a reference computed here, or detached), ping,
+ * stats, status, wait and cancel of detached jobs, drain and resume, and
  * rand (random .npy matrices, since a fresh host may have no NumPy).
  * Each subcommand parses its own options with getopt_long and has its
  * own --help. Errors go to stderr as "gemmctl: ..."; the exit status says
@@ -13,6 +14,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -23,8 +25,10 @@
 
 #include "gemmd.h"
 #include "gm_build.h"
+#include "gm_ctlshm.h"
 #include "gm_npy.h"
 #include "gm_proto.h"
+#include "gm_statview.h"
 
 enum {
 	EXIT_JOB = 1,	 /* the job failed or the daemon refused it */
@@ -183,11 +187,12 @@ struct submit_args {
 	struct conn conn;
 	gemmd_job job; /* flags, scalars and dtype; the rest filled later */
 	gemmd_submit_opts opts;
-	bool verify, dtype_set;
+	bool verify, dtype_set, detach, no_shm;
 };
 
 static const char submit_help[] =
     "Usage: gemmctl submit A.npy B.npy -o OUT.npy [options]\n"
+    "       gemmctl submit A.npy B.npy --detach [options]\n"
     "Compute OUT = alpha * op(A) * op(B) + beta * C on the daemon.\n"
     "\n"
     "M and K come from A's shape (K x M with --transa), N from B's (N x K\n"
@@ -210,7 +215,13 @@ static const char submit_help[] =
     "                      deadline, counted from its receipt\n"
     "      --verify        compare with a long double reference computed\n"
     "                      here from the exact inputs sent (M*N*K work);\n"
-    "                      exit 5 when the error is over tolerance\n" CONN_HELP;
+    "                      exit 5 when the error is over tolerance\n"
+    "      --detach        do not wait: print the job's id and exit; the\n"
+    "                      daemon keeps the result for 'gemmctl wait'\n"
+    "                      (no -o, no --verify)\n"
+    "      --no-shm        over ipc://, send the operands through the\n"
+    "                      socket; by default they go through a shared-\n"
+    "                      memory region when the daemon takes one\n" CONN_HELP;
 
 static int parse_kernel(const char *s)
 {
@@ -283,6 +294,12 @@ static int submit_opt(struct submit_args *s, int opt)
 	case 'V':
 		s->verify = true;
 		break;
+	case 'X':
+		s->detach = true;
+		break;
+	case 'S':
+		s->no_shm = true;
+		break;
 	case 'h':
 		fputs(submit_help, stdout);
 		return -1;
@@ -307,6 +324,8 @@ static int submit_parse(int argc, char **argv, struct submit_args *s)
 	    {"priority", required_argument, NULL, 'p'},
 	    {"deadline", required_argument, NULL, 'D'},
 	    {"verify", no_argument, NULL, 'V'},
+	    {"detach", no_argument, NULL, 'X'},
+	    {"no-shm", no_argument, NULL, 'S'},
 	    CONN_OPTS,
 	    {NULL, 0, NULL, 0},
 	};
@@ -321,7 +340,11 @@ static int submit_parse(int argc, char **argv, struct submit_args *s)
 	if (argc - optind != 2)
 		return usage_error("want two inputs, A.npy and B.npy; got %d",
 				   argc - optind);
-	if (s->out_path == NULL)
+	if (s->detach && (s->out_path != NULL || s->verify))
+		return usage_error("--detach takes neither -o nor --verify: "
+				   "'gemmctl wait ID -o OUT.npy' gets the "
+				   "result");
+	if (s->out_path == NULL && !s->detach)
 		return usage_error("-o OUT.npy is required");
 	s->a_path = argv[optind];
 	s->b_path = argv[optind + 1];
@@ -455,7 +478,10 @@ static int run_job(const struct submit_args *s, gemmd_job *j)
 
 	if ((rc = connect_to(&s->conn, &cl)) != 0)
 		return rc;
-	rv = gemmd_submit(cl, j, 1, &s->opts, s->conn.timeout_ms);
+	if (!s->no_shm && gm_ctlshm_usable(conn_url(&s->conn)))
+		rv = gm_ctlshm_submit(cl, j, &s->opts, s->conn.timeout_ms);
+	else
+		rv = gemmd_submit(cl, j, 1, &s->opts, s->conn.timeout_ms);
 	gemmd_close(cl);
 	if (rv == GM_OK && j->status == GM_OK)
 		return 0;
@@ -463,6 +489,28 @@ static int run_job(const struct submit_args *s, gemmd_job *j)
 		rv = j->status;
 	detail = j->message[0] ? j->message : gemmd_last_error();
 	err("job failed: %s (%s)%s%s", gemmd_strerror(rv), gm_errname(rv),
+	    *detail ? ": " : "", detail);
+	return daemon_status(rv);
+}
+
+/* Queues j detached and prints its id. */
+static int run_detached(const struct submit_args *s, gemmd_job *j)
+{
+	const char *detail;
+	gemmd_client *cl;
+	uint64_t id;
+	int rc, rv;
+
+	if ((rc = connect_to(&s->conn, &cl)) != 0)
+		return rc;
+	rv = gemmd_submit_detached(cl, j, 1, &s->opts, &id, s->conn.timeout_ms);
+	gemmd_close(cl);
+	if (rv == GM_OK) {
+		printf("%" PRIu64 "\n", id);
+		return 0;
+	}
+	detail = j->message[0] ? j->message : gemmd_last_error();
+	err("submit failed: %s (%s)%s%s", gemmd_strerror(rv), gm_errname(rv),
 	    *detail ? ": " : "", detail);
 	return daemon_status(rv);
 }
@@ -664,8 +712,9 @@ static int cmd_submit(int argc, char **argv)
 	s.job.alpha = 1.0;
 	if ((rc = submit_parse(argc, argv, &s)) != 0)
 		return rc < 0 ? 0 : rc;
-	if ((rc = load_operands(&s, &o, &s.job)) == 0 &&
-	    (rc = run_job(&s, &s.job)) == 0) {
+	if ((rc = load_operands(&s, &o, &s.job)) == 0 && s.detach) {
+		rc = run_detached(&s, &s.job);
+	} else if (rc == 0 && (rc = run_job(&s, &s.job)) == 0) {
 		print_timings(&s.job);
 		fflush(stdout);
 		if ((rc = write_result(s.out_path, &s.job)) == 0 && s.verify)
@@ -684,33 +733,78 @@ static const char ping_help[] =
     "\n" CONN_HELP;
 
 static const char stats_help[] =
-    "Usage: gemmctl stats [--json] [options]\n"
-    "Print the daemon's statistics: top-level values first, then one\n"
-    "section per nested object, in the daemon's order.\n"
+    "Usage: gemmctl stats [--json] [--watch [SECONDS]] [options]\n"
+    "Print the daemon's statistics as a table: requests, jobs, queue and\n"
+    "pool; rates over the last 1, 10 and 60 s; latency percentiles per\n"
+    "phase; one line per device (busy share, copy/compute overlap, each\n"
+    "stream's busy share); jobs per dtype; errors.\n"
     "\n"
-    "      --json          print the raw JSON document instead\n" CONN_HELP;
+    "      --json          print the raw JSON document instead\n"
+    "  -w, --watch [SECONDS]\n"
+    "                      refresh every SECONDS (default 2) until\n"
+    "                      interrupted, in place on a terminal; device\n"
+    "                      shares are then over the last interval\n" CONN_HELP;
 
-/* Options of ping and stats; *json is NULL for ping. */
-static int conn_parse(int argc, char **argv, struct conn *c, bool *json,
-		      const char *help)
+#define DEFAULT_WATCH_S 2.0
+
+/* What stats takes beside the connection options. */
+struct stats_opts {
+	bool json;
+	double watch_s; /* 0: print once */
+};
+
+/* A --watch interval: seconds, at least 0.1. */
+static bool parse_watch(const char *s, double *out)
+{
+	return parse_double(s, out) && *out >= 0.1 && *out <= 86400;
+}
+
+/* Handles --json and --watch; false for another option. */
+static bool stats_opt(struct stats_opts *so, int opt, int *rc)
+{
+	if (so == NULL || (opt != 'j' && opt != 'w'))
+		return false;
+	if (opt == 'j') {
+		so->json = true;
+		return true;
+	}
+	so->watch_s = DEFAULT_WATCH_S;
+	if (optarg != NULL && !parse_watch(optarg, &so->watch_s))
+		*rc = usage_error("--watch '%s': want seconds >= 0.1", optarg);
+	return true;
+}
+
+/* Options of ping and stats; so is NULL for ping. */
+static int conn_parse(int argc, char **argv, struct conn *c,
+		      struct stats_opts *so, const char *help)
 {
 	static const struct option longopts[] = {
 	    {"json", no_argument, NULL, 'j'},
+	    {"watch", optional_argument, NULL, 'w'},
 	    CONN_OPTS,
 	    {NULL, 0, NULL, 0},
 	};
 	int opt, rc = 0;
+	double v;
 
-	while (rc == 0 &&
-	       (opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	while (rc == 0 && (opt = getopt_long(argc, argv, so ? "hw" : "h",
+					     longopts, NULL)) != -1) {
 		if (opt == 'h') {
 			fputs(help, stdout);
 			return -1;
 		}
-		if (opt == 'j' && json != NULL)
-			*json = true;
-		else if (opt == '?' || !conn_opt(c, opt, &rc))
+		if (opt == '?' ||
+		    (!stats_opt(so, opt, &rc) && !conn_opt(c, opt, &rc)))
 			return try_help();
+	}
+	/* "--watch 5": getopt leaves an optional argument's separate word
+	 * among the operands. */
+	if (rc == 0 && so != NULL && so->watch_s > 0 && optind < argc &&
+	    parse_double(argv[optind], &v)) {
+		if (!parse_watch(argv[optind], &so->watch_s))
+			return usage_error("--watch '%s': want seconds >= 0.1",
+					   argv[optind]);
+		optind++;
 	}
 	if (rc == 0 && optind != argc)
 		return usage_error("unexpected argument '%s'", argv[optind]);
@@ -738,8 +832,8 @@ static double now_ms(void)
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-/* Sends one control request; *reply is the document on success. */
-static int ctrl(const struct conn *c, bool ping, char **reply, double *ms)
+/* Sends a ping; *reply is the document on success, *ms its time. */
+static int ping(const struct conn *c, char **reply, double *ms)
 {
 	gemmd_client *cl;
 	double t0;
@@ -748,14 +842,13 @@ static int ctrl(const struct conn *c, bool ping, char **reply, double *ms)
 	if ((rc = connect_to(c, &cl)) != 0)
 		return rc;
 	t0 = now_ms();
-	rv = ping ? gemmd_ping(cl, reply, c->timeout_ms)
-		  : gemmd_stats(cl, reply, c->timeout_ms);
+	rv = gemmd_ping(cl, reply, c->timeout_ms);
 	*ms = now_ms() - t0;
 	gemmd_close(cl);
 	if (rv == GM_OK)
 		return 0;
-	err("%s failed: %s (%s): %s", ping ? "ping" : "stats",
-	    gemmd_strerror(rv), gm_errname(rv), gemmd_last_error());
+	err("ping failed: %s (%s): %s", gemmd_strerror(rv), gm_errname(rv),
+	    gemmd_last_error());
 	return daemon_status(rv);
 }
 
@@ -769,7 +862,7 @@ static int cmd_ping(int argc, char **argv)
 
 	if ((rc = conn_parse(argc, argv, &c, NULL, ping_help)) != 0)
 		return rc < 0 ? 0 : rc;
-	if ((rc = ctrl(&c, true, &reply, &ms)) != 0)
+	if ((rc = ping(&c, &reply, &ms)) != 0)
 		return rc;
 	doc = cJSON_Parse(reply);
 	printf("pong from %s: %.3f ms", conn_url(&c), ms);
@@ -783,127 +876,404 @@ static int cmd_ping(int argc, char **argv)
 
 /* ---- stats ---- */
 
-/* Objects, and arrays holding objects or arrays, get a section. */
-static bool is_section(const cJSON *v)
+/* Ctrl-C ends --watch; it is how a watch is meant to end, so with 0. */
+static void on_sigint(int sig)
 {
-	const cJSON *e;
-
-	if (cJSON_IsObject(v))
-		return true;
-	if (!cJSON_IsArray(v))
-		return false;
-	for (e = v->child; e != NULL; e = e->next)
-		if (cJSON_IsObject(e) || cJSON_IsArray(e))
-			return true;
-	return false;
+	(void)sig;
+	_exit(0);
 }
 
-/* Integers without a fraction, others in %g, arrays of scalars inline. */
-static void print_value(const cJSON *v)
+/* One refresh: the table (or the raw reply) into a buffer first, so
+ * that a terminal gets it in one write, right after the clear. */
+static void show(const char *reply, const struct stats_opts *so,
+		 const cJSON *stats, const cJSON *prev, bool tty)
 {
-	const cJSON *e;
-	double d;
+	char *frame = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&frame, &len);
 
-	if (cJSON_IsString(v)) {
-		fputs(v->valuestring, stdout);
-	} else if (cJSON_IsNumber(v)) {
-		d = v->valuedouble;
-		printf(d == floor(d) && fabs(d) < 1e15 ? "%.0f" : "%.6g", d);
-	} else if (cJSON_IsBool(v)) {
-		fputs(cJSON_IsTrue(v) ? "true" : "false", stdout);
-	} else if (cJSON_IsArray(v)) {
-		for (e = v->child; e != NULL; e = e->next) {
-			print_value(e);
-			fputs(e->next != NULL ? ", " : "", stdout);
-		}
-	} else {
-		putchar('-');
-	}
-}
-
-static bool has_scalars(const cJSON *obj)
-{
-	const cJSON *v;
-
-	for (v = obj->child; v != NULL; v = v->next)
-		if (!is_section(v))
-			return true;
-	return false;
-}
-
-/* The scalar members of obj as an aligned "key  value" table. */
-static void print_scalars(const cJSON *obj, int indent)
-{
-	const cJSON *v;
-	int width = 0, n;
-
-	for (v = obj->child; v != NULL; v = v->next)
-		if (!is_section(v) && v->string != NULL &&
-		    (n = (int)strlen(v->string)) > width)
-			width = n;
-	for (v = obj->child; v != NULL; v = v->next) {
-		if (is_section(v))
-			continue;
-		printf("%*s%-*s  ", indent, "", width,
-		       v->string ? v->string : "");
-		print_value(v);
+	if (f == NULL)
+		return;
+	if (so->json || !cJSON_IsObject(stats))
+		fprintf(f, "%s\n", reply);
+	else
+		gm_statview_print(f, stats, prev);
+	fclose(f);
+	if (so->watch_s > 0 && tty && !so->json)
+		fputs("\033[H\033[2J", stdout); /* home, clear the screen */
+	else if (so->watch_s > 0 && prev != NULL && !so->json)
 		putchar('\n');
-	}
+	fwrite(frame, 1, len, stdout);
+	fflush(stdout);
+	free(frame);
 }
 
-/* Each nested object (or array element) of obj as a section headed by
- * its dotted path, depth first, in document order. */
-static void print_sections(const cJSON *obj, const char *path)
+static void sleep_s(double s)
 {
-	const cJSON *v;
-	char name[256];
-	int i = 0;
+	struct timespec ts = {.tv_sec = (time_t)s,
+			      .tv_nsec = (long)((s - (double)(time_t)s) * 1e9)};
 
-	for (v = obj->child; v != NULL; v = v->next, i++) {
-		if (!is_section(v))
-			continue;
-		if (v->string != NULL)
-			snprintf(name, sizeof(name), "%s%s%s", path,
-				 *path ? "." : "", v->string);
-		else
-			snprintf(name, sizeof(name), "%s[%d]", path, i);
-		/* A section of sections needs no heading of its own. */
-		if (v->child == NULL)
-			printf("\n%s\n  (none)\n", name);
-		else if (has_scalars(v))
-			printf("\n%s\n", name);
-		print_scalars(v, 2);
-		print_sections(v, name);
-	}
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
 }
 
 static int cmd_stats(int argc, char **argv)
 {
 	struct conn c = {.timeout_ms = DEFAULT_TIMEOUT_MS};
-	char *reply = NULL;
-	bool json = false;
-	cJSON *doc, *body;
-	double ms;
-	int rc;
+	struct stats_opts so = {false, 0};
+	bool tty = isatty(STDOUT_FILENO);
+	cJSON *doc, *prev = NULL;
+	gemmd_client *cl;
+	char *reply;
+	int rc, rv;
 
-	if ((rc = conn_parse(argc, argv, &c, &json, stats_help)) != 0)
+	if ((rc = conn_parse(argc, argv, &c, &so, stats_help)) != 0)
 		return rc < 0 ? 0 : rc;
-	if ((rc = ctrl(&c, false, &reply, &ms)) != 0)
+	if ((rc = connect_to(&c, &cl)) != 0)
 		return rc;
-	doc = cJSON_Parse(reply);
-	/* {"ok":true,"stats":{...}}: the document is the inner object. */
-	body = cJSON_GetObjectItemCaseSensitive(doc, "stats");
-	if (!cJSON_IsObject(body))
-		body = doc;
-	if (json || !cJSON_IsObject(body)) {
-		puts(reply);
-	} else {
-		print_scalars(body, 0);
-		print_sections(body, "");
+	if (so.watch_s > 0)
+		signal(SIGINT, on_sigint);
+	for (;;) {
+		if ((rv = gemmd_stats(cl, &reply, c.timeout_ms)) != GM_OK) {
+			err("stats failed: %s (%s): %s", gemmd_strerror(rv),
+			    gm_errname(rv), gemmd_last_error());
+			rc = daemon_status(rv);
+			break;
+		}
+		doc = cJSON_Parse(reply);
+		/* {"ok":true,"stats":{...}}: the document is the inner one. */
+		show(reply, &so, cJSON_GetObjectItemCaseSensitive(doc, "stats"),
+		     cJSON_GetObjectItemCaseSensitive(prev, "stats"), tty);
+		free(reply);
+		cJSON_Delete(prev);
+		prev = doc;
+		if (so.watch_s <= 0)
+			break;
+		sleep_s(so.watch_s);
 	}
-	cJSON_Delete(doc);
+	cJSON_Delete(prev);
+	gemmd_close(cl);
+	return rc;
+}
+
+/* ---- detached jobs: status, wait, cancel; drain, resume ---- */
+
+/* What these subcommands take beside the connection options. */
+struct job_args {
+	struct conn conn;
+	uint64_t id;
+	const char *out_path; /* wait */
+	bool json;	      /* status */
+	bool idle;	      /* drain --wait */
+};
+
+enum { TAKES_ID = 1, TAKES_OUT = 2, TAKES_JSON = 4, TAKES_WAIT = 8 };
+
+#define DRAIN_POLL_US 100000
+
+static const char status_help[] =
+    "Usage: gemmctl status ID [--json] [options]\n"
+    "Show detached job ID: its state (queued, running, done, failed,\n"
+    "canceled, expired), shape, priority, and once it finished its\n"
+    "status and timings, and whether its result still waits for\n"
+    "'gemmctl wait'. Exit 0 when the daemon knows the job, whatever its\n"
+    "state; 1 when it does not (never, or no longer).\n"
+    "\n"
+    "      --json          print the daemon's JSON document "
+    "instead\n" CONN_HELP;
+
+static const char wait_help[] =
+    "Usage: gemmctl wait ID -o OUT.npy [options]\n"
+    "Wait for detached job ID to finish (up to --timeout), take its\n"
+    "result from the daemon, which then no longer holds it, and write\n"
+    "it as .npy; print its timings. Exit 1 when the job failed, was\n"
+    "canceled, or its result expired or was already taken; 3 when it\n"
+    "did not finish within --timeout (wait again); 4 when OUT.npy cannot\n"
+    "be written (the result is then lost).\n"
+    "\n"
+    "  -o, --output FILE   write the result here (required)\n" CONN_HELP;
+
+static const char cancel_help[] =
+    "Usage: gemmctl cancel ID [options]\n"
+    "Cancel detached job ID: a queued job never runs; a running one runs\n"
+    "to its end but its result is dropped; a result waiting for 'gemmctl\n"
+    "wait' is dropped. Prints the job's state after. Exit 1 for a job\n"
+    "the daemon does not know.\n"
+    "\n" CONN_HELP;
+
+static const char drain_help[] =
+    "Usage: gemmctl drain [--wait] [options]\n"
+    "Drain the daemon: new jobs are refused with EDRAINING while queued\n"
+    "and running jobs finish; ping, stats, status, wait and cancel go on.\n"
+    "'gemmctl resume' undoes it. SIGUSR1 to gemmd drains it too.\n"
+    "\n"
+    "      --wait          return once no job is queued or running (exit 3\n"
+    "                      if that takes longer than --timeout)\n" CONN_HELP;
+
+static const char resume_help[] =
+    "Usage: gemmctl resume [options]\n"
+    "Accept jobs again after a drain. Exit 1 when the daemon is stopping.\n"
+    "\n" CONN_HELP;
+
+static bool parse_id(const char *s, uint64_t *id)
+{
+	char *end;
+
+	errno = 0;
+	*id = strtoull(s, &end, 10);
+	return errno == 0 && end != s && *end == '\0' && *s >= '0' &&
+	       *s <= '9' && *id != 0;
+}
+
+/* One option of job_parse, if takes has it; false for another. */
+static bool job_opt(struct job_args *a, unsigned takes, int opt)
+{
+	if (opt == 'o' && (takes & TAKES_OUT))
+		a->out_path = optarg;
+	else if (opt == 'j' && (takes & TAKES_JSON))
+		a->json = true;
+	else if (opt == 'W' && (takes & TAKES_WAIT))
+		a->idle = true;
+	else
+		return false;
+	return true;
+}
+
+static int job_parse(int argc, char **argv, struct job_args *a, unsigned takes,
+		     const char *help)
+{
+	static const struct option longopts[] = {
+	    {"output", required_argument, NULL, 'o'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"wait", no_argument, NULL, 'W'},
+	    CONN_OPTS,
+	    {NULL, 0, NULL, 0},
+	};
+	int opt, rc = 0;
+
+	while (rc == 0 &&
+	       (opt = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
+		if (opt == 'h') {
+			fputs(help, stdout);
+			return -1;
+		}
+		if (opt == '?' ||
+		    (!job_opt(a, takes, opt) && !conn_opt(&a->conn, opt, &rc)))
+			return opt == '?' ? try_help()
+					  : usage_error("option '%s' is not "
+							"one of this command's",
+							argv[optind - 1]);
+	}
+	if (rc != 0)
+		return rc;
+	if ((takes & TAKES_ID) && optind == argc)
+		return usage_error("want a job id");
+	if ((takes & TAKES_ID) && !parse_id(argv[optind++], &a->id))
+		return usage_error("job id '%s': want a positive integer",
+				   argv[optind - 1]);
+	if (optind != argc)
+		return usage_error("unexpected argument '%s'", argv[optind]);
+	if ((takes & TAKES_OUT) && a->out_path == NULL)
+		return usage_error("-o OUT.npy is required");
+	return 0;
+}
+
+/* Reports a failed call about job id (0: none); the exit status. */
+static int job_failed(const char *what, uint64_t id, int rv, const char *detail)
+{
+	if (detail == NULL || *detail == '\0')
+		detail = gemmd_last_error();
+	if (id != 0)
+		err("%s of job %" PRIu64 " failed: %s (%s)%s%s", what, id,
+		    gemmd_strerror(rv), gm_errname(rv), *detail ? ": " : "",
+		    detail);
+	else
+		err("%s failed: %s (%s)%s%s", what, gemmd_strerror(rv),
+		    gm_errname(rv), *detail ? ": " : "", detail);
+	/* Here ECANCELED is the daemon's word on the job, not a client
+	 * closing. */
+	return rv == GM_ECANCELED ? EXIT_JOB : daemon_status(rv);
+}
+
+static void print_info(const gemmd_job_info *in)
+{
+	printf("%" PRIu64 "  %s  %" PRIu32 "x%" PRIu32 "x%" PRIu32
+	       " %s %s  priority %d",
+	       in->id, gemmd_job_state_name(in->state), in->m, in->n, in->k,
+	       gm_dtype_name(in->dtype) ? gm_dtype_name(in->dtype) : "?",
+	       in->layout == GEMMD_COL_MAJOR ? "col" : "row", in->priority);
+	if (in->t.total_us > 0) {
+		put_ms("queue", in->t.queue_us);
+		put_ms("h2d", in->t.h2d_us);
+		put_ms("kernel", in->t.kernel_us);
+		put_ms("d2h", in->t.d2h_us);
+		put_ms("total", in->t.total_us);
+	}
+	if (in->status != GM_OK)
+		printf("  %s: %s", gm_errname(in->status), in->message);
+	if (in->has_result)
+		fputs("  result waiting", stdout);
+	putchar('\n');
+}
+
+static int cmd_status(int argc, char **argv)
+{
+	struct job_args a = {.conn = {.timeout_ms = DEFAULT_TIMEOUT_MS}};
+	gemmd_job_info info;
+	gemmd_client *cl;
+	char req[64], *reply = NULL;
+	int rc, rv;
+
+	if ((rc = job_parse(argc, argv, &a, TAKES_ID | TAKES_JSON,
+			    status_help)) != 0)
+		return rc < 0 ? 0 : rc;
+	if ((rc = connect_to(&a.conn, &cl)) != 0)
+		return rc;
+	snprintf(req, sizeof(req), "{\"op\":\"status\",\"job\":%" PRIu64 "}",
+		 a.id);
+	rv = a.json ? gemmd_ctrl(cl, req, &reply, a.conn.timeout_ms)
+		    : gemmd_job_status(cl, a.id, &info, a.conn.timeout_ms);
+	gemmd_close(cl);
+	if (rv != GM_OK)
+		return job_failed("status", a.id, rv, NULL);
+	if (a.json)
+		puts(reply);
+	else
+		print_info(&info);
 	free(reply);
 	return 0;
+}
+
+static int cmd_wait(int argc, char **argv)
+{
+	struct job_args a = {.conn = {.timeout_ms = DEFAULT_TIMEOUT_MS}};
+	gemmd_job j = {0};
+	gemmd_job_info info;
+	gemmd_client *cl;
+	int rc, rv;
+
+	if ((rc = job_parse(argc, argv, &a, TAKES_ID | TAKES_OUT, wait_help)) !=
+	    0)
+		return rc < 0 ? 0 : rc;
+	if ((rc = connect_to(&a.conn, &cl)) != 0)
+		return rc;
+	rv = gemmd_wait(cl, a.id, &j, a.conn.timeout_ms);
+	/* K is not in the result; the status has it, for the rate. */
+	if (rv == GM_OK && j.status == GM_OK &&
+	    gemmd_job_status(cl, a.id, &info, a.conn.timeout_ms) == GM_OK)
+		j.k = info.k;
+	gemmd_close(cl);
+	if (rv == GM_OK)
+		rv = j.status;
+	if (rv != GM_OK) {
+		rc = job_failed("wait", a.id, rv, j.message);
+	} else {
+		print_timings(&j);
+		fflush(stdout);
+		rc = write_result(a.out_path, &j);
+	}
+	free(j.out);
+	return rc;
+}
+
+static int cmd_cancel(int argc, char **argv)
+{
+	struct job_args a = {.conn = {.timeout_ms = DEFAULT_TIMEOUT_MS}};
+	gemmd_client *cl;
+	int rc, rv, state = 0;
+
+	if ((rc = job_parse(argc, argv, &a, TAKES_ID, cancel_help)) != 0)
+		return rc < 0 ? 0 : rc;
+	if ((rc = connect_to(&a.conn, &cl)) != 0)
+		return rc;
+	rv = gemmd_cancel(cl, a.id, &state, a.conn.timeout_ms);
+	gemmd_close(cl);
+	if (rv != GM_OK)
+		return job_failed("cancel", a.id, rv, NULL);
+	printf("%" PRIu64 "  %s%s\n", a.id, gemmd_job_state_name(state),
+	       state == GEMMD_JOB_RUNNING
+		   ? ": it runs to its end, its result is dropped"
+		   : "");
+	return 0;
+}
+
+/* Jobs queued and running, from the stats; -1 when they cannot be read. */
+static double jobs_left(gemmd_client *cl, int timeout_ms)
+{
+	char *reply = NULL;
+	const cJSON *jobs;
+	cJSON *doc;
+	double n = -1;
+
+	if (gemmd_stats(cl, &reply, timeout_ms) != GM_OK)
+		return -1;
+	doc = cJSON_Parse(reply);
+	jobs = cJSON_GetObjectItemCaseSensitive(
+	    cJSON_GetObjectItemCaseSensitive(doc, "stats"), "jobs");
+	if (cJSON_IsObject(jobs))
+		n = cJSON_GetNumberValue(
+			cJSON_GetObjectItemCaseSensitive(jobs, "queued")) +
+		    cJSON_GetNumberValue(
+			cJSON_GetObjectItemCaseSensitive(jobs, "inflight"));
+	cJSON_Delete(doc);
+	free(reply);
+	return n;
+}
+
+/* drain --wait: polls until nothing is queued or running. */
+static int wait_idle(gemmd_client *cl, int timeout_ms)
+{
+	double until = now_ms() + timeout_ms, left;
+
+	while ((left = jobs_left(cl, timeout_ms)) != 0) {
+		if (left < 0 || now_ms() > until) {
+			err("drain --wait: %s",
+			    left < 0 ? "cannot read the daemon's stats"
+				     : "jobs still queued or running at "
+				       "--timeout");
+			return EXIT_DAEMON;
+		}
+		usleep(DRAIN_POLL_US);
+	}
+	puts("drained: no job queued or running");
+	return 0;
+}
+
+/* drain (on) and resume. */
+static int drain_cmd(int argc, char **argv, bool on)
+{
+	struct job_args a = {.conn = {.timeout_ms = DEFAULT_TIMEOUT_MS}};
+	gemmd_client *cl;
+	int rc, rv;
+
+	rc = job_parse(argc, argv, &a, on ? TAKES_WAIT : 0,
+		       on ? drain_help : resume_help);
+	if (rc != 0)
+		return rc < 0 ? 0 : rc;
+	if ((rc = connect_to(&a.conn, &cl)) != 0)
+		return rc;
+	rv = on ? gemmd_drain(cl, a.conn.timeout_ms)
+		: gemmd_resume(cl, a.conn.timeout_ms);
+	if (rv != GM_OK)
+		rc = job_failed(on ? "drain" : "resume", 0, rv, NULL);
+	else if (!on)
+		puts("resumed: accepting jobs");
+	else if (a.idle)
+		rc = wait_idle(cl, a.conn.timeout_ms);
+	else
+		puts("draining: refusing new jobs");
+	gemmd_close(cl);
+	return rc;
+}
+
+static int cmd_drain(int argc, char **argv)
+{
+	return drain_cmd(argc, argv, true);
+}
+
+static int cmd_resume(int argc, char **argv)
+{
+	return drain_cmd(argc, argv, false);
 }
 
 /* ---- rand ---- */
@@ -1053,6 +1423,11 @@ static const char main_help[] =
     "  submit A.npy B.npy -o OUT.npy  compute alpha*op(A)*op(B) + beta*C\n"
     "  ping                           check that the daemon answers\n"
     "  stats                          show the daemon's statistics\n"
+    "  status ID                      show a detached job's state\n"
+    "  wait ID -o OUT.npy             wait for a detached job's result\n"
+    "  cancel ID                      cancel a detached job\n"
+    "  drain                          refuse new jobs, finish the queued\n"
+    "  resume                         accept jobs again after a drain\n"
     "  rand ROWSxCOLS -o FILE.npy     write a random matrix\n"
     "'gemmctl COMMAND --help' describes each one.\n"
     "\n"
@@ -1071,10 +1446,9 @@ static const struct {
 	const char *name;
 	int (*fn)(int argc, char **argv);
 } commands[] = {
-    {"submit", cmd_submit},
-    {"ping", cmd_ping},
-    {"stats", cmd_stats},
-    {"rand", cmd_rand},
+    {"submit", cmd_submit}, {"ping", cmd_ping},	    {"stats", cmd_stats},
+    {"status", cmd_status}, {"wait", cmd_wait},	    {"cancel", cmd_cancel},
+    {"drain", cmd_drain},   {"resume", cmd_resume}, {"rand", cmd_rand},
 };
 
 int main(int argc, char **argv)

@@ -66,6 +66,17 @@ enum gemmd_kernel {
 
 typedef struct gemmd_client gemmd_client;
 
+/* A shared-memory region this process and its daemon both map
+ * (gemmd_region_create). */
+typedef struct gemmd_region gemmd_region;
+
+/* Where an operand of a job lives in a region. */
+typedef struct gemmd_region_ref {
+	gemmd_region *region; /* NULL: not in a region */
+	uint64_t offset;      /* bytes from the region's start; a multiple
+				 of the job's element size */
+} gemmd_region_ref;
+
 /* Microseconds a job spent in each phase, as the daemon measured them
  * (proto/PROTOCOL.md, "Timings"). h2d, kernel and d2h are intervals on
  * the job's CUDA stream: with streams running at once they include waits
@@ -95,11 +106,24 @@ typedef struct gemmd_job {
 	int trans_b;	  /* 0 or 1 */
 	uint32_t m, n, k; /* each 1..GEMMD_MAX_DIM */
 	double alpha;	  /* finite */
-	double beta;	  /* finite; used only with c */
-	const void *a;	  /* required */
-	const void *b;	  /* required */
+	double beta;	  /* finite; used only with c or c_ref */
+	const void *a;	  /* required, or a_ref */
+	const void *b;	  /* required, or b_ref */
 	const void *c;	  /* NULL: no C input, out = alpha*op(A)*op(B) */
-	void *out;	  /* required; written when status is GM_OK */
+	void *out;	  /* required, or out_ref; written when status
+			     is GM_OK */
+
+	/*
+	 * Or operands in a shared-memory region: where a ref's region is
+	 * set, the pointer above must be NULL, and the operand is read from
+	 * (the result written to) the region at the ref's offset, so none
+	 * of its bytes cross the socket. A job may mix pointers and
+	 * regions. c_ref set means the job has C; out_ref may be exactly
+	 * c_ref (C updated in place), else it must not overlap an input.
+	 * Regions go to the daemon whose hand-off socket made them: a
+	 * client dialing several daemons should not name them.
+	 */
+	gemmd_region_ref a_ref, b_ref, c_ref, out_ref;
 
 	/* Filled by the call, also when the whole request fails. */
 	int status;		      /* gm_err of this job */
@@ -137,6 +161,9 @@ typedef struct gemmd_open_opts {
 					carry; NULL: the URL's host. Set it
 					when the URL names an IP address:
 					nng's TLS checks DNS names only */
+	const char *region_socket;   /* gemmd_open: the daemon's hand-off
+					socket for regions; NULL: beside the
+					ipc:// socket of the URL */
 } gemmd_open_opts;
 
 /* Completion of gemmd_submit_async: rv as gemmd_submit would return it. */
@@ -157,7 +184,10 @@ int gemmd_dial(gemmd_client *c, const char *url, const gemmd_open_opts *opts);
 
 /* Fails the requests still in flight (their done callbacks run with
  * GM_ECANCELED before this returns), closes the socket and frees c.
- * Blocks. No other call on c may run or start during or after it, and it
+ * Blocks, for at most about a second in the socket's close: nng 1.5.2
+ * can hang closing a connection that is half way through a large
+ * message, and such a close is then left to finish on a thread of its
+ * own. No other call on c may run or start during or after it, and it
  * must not be called from a done callback. */
 void gemmd_close(gemmd_client *c);
 
@@ -200,6 +230,142 @@ int gemmd_ping(gemmd_client *c, char **reply, int timeout_ms);
 
 /* gemmd_ctrl with {"op":"stats"}: the daemon's statistics document. */
 int gemmd_stats(gemmd_client *c, char **reply, int timeout_ms);
+
+/*
+ * Detached jobs. A detached request is answered at once with one id per
+ * job; the jobs queue and run as usual, each on its own (a job of it can
+ * finish, be waited for or be canceled while the others still wait).
+ * The daemon keeps each result for its configured detach_keep_s after
+ * the job finished, for gemmd_wait on any connection, even another
+ * process's; then it drops it and the job reads GEMMD_JOB_EXPIRED. Ids
+ * are unique for the daemon's life; results do not survive a restart.
+ */
+
+/* States of a detached job; the names are the wire's ("queued", ...). */
+enum gemmd_job_state {
+	GEMMD_JOB_QUEUED = 0,
+	GEMMD_JOB_RUNNING = 1,
+	GEMMD_JOB_DONE = 2,	/* finished with status GM_OK */
+	GEMMD_JOB_FAILED = 3,	/* finished with an error status */
+	GEMMD_JOB_CANCELED = 4, /* it did not run, or its result was
+				   dropped */
+	GEMMD_JOB_EXPIRED = 5,	/* its result was dropped unclaimed */
+};
+
+/* What the daemon knows of a detached job. */
+typedef struct gemmd_job_info {
+	uint64_t id;
+	int state;		      /* enum gemmd_job_state */
+	int status;		      /* gm_err once finished; 0 before */
+	char message[GEMMD_MSG_TEXT]; /* detail when status != 0 */
+	int has_result;		      /* gemmd_wait would return it now */
+	int priority;
+	int dtype, layout; /* enum gemmd_dtype, enum gemmd_layout */
+	uint32_t m, n, k;
+	gemmd_timings t; /* zero until the job finished */
+} gemmd_job_info;
+
+/* Sends jobs[0..n-1] as one detached request and waits up to timeout_ms
+ * for its ids, stored in ids[0..n-1] in job order. The jobs are checked
+ * and sent as by gemmd_submit, but out may be NULL and is never written;
+ * a, b and c may be freed when this returns. Returns GM_OK when the
+ * request was queued; else as gemmd_submit (GM_EBUSY also when the
+ * daemon has no room left for detached results). Blocks. Any thread. */
+int gemmd_submit_detached(gemmd_client *c, gemmd_job *jobs, uint32_t n,
+			  const gemmd_submit_opts *opts, uint64_t *ids,
+			  int timeout_ms);
+
+/* Fills *info with the state of detached job id. GM_ENOTFOUND for an id
+ * the daemon does not know (never, or no longer); else as gemmd_ctrl.
+ * Blocks. Any thread. */
+int gemmd_job_status(gemmd_client *c, uint64_t id, gemmd_job_info *info,
+		     int timeout_ms);
+
+/*
+ * Waits up to timeout_ms (>= 0; 0 asks once; or GEMMD_FOREVER) for
+ * detached job id to finish and takes its result: the daemon then no
+ * longer holds it, and a second wait gets GM_ENOTFOUND. With job->out
+ * NULL the call fills job's dtype, layout, m and n from the result and
+ * mallocs out for it (free() it; it stays NULL when the job failed);
+ * else job's dtype, layout, m and n must be the job's (GM_EINVAL in
+ * job->status otherwise, out untouched). Returns GM_OK when the daemon
+ * answered with the job's outcome: job->status says whether the job
+ * succeeded, job->t has its timings. Else why there is none, also in
+ * job->status: GM_ETIMEDOUT (not finished in time; wait again),
+ * GM_ECANCELED, GM_ENOTFOUND (unknown id, or the result expired or was
+ * taken), GM_EBUSY (another wait holds the job), or as gemmd_ctrl. The
+ * daemon answers a timed-out wait itself; the call allows it a second
+ * more, so that a result is not taken by a call that gave up. Blocks.
+ * Any thread.
+ */
+int gemmd_wait(gemmd_client *c, uint64_t id, gemmd_job *job, int timeout_ms);
+
+/* Cancels detached job id: a queued job never runs; a running one runs
+ * to its end but its result is dropped; a kept result is dropped. *state
+ * (may be NULL) is the job's state after: GEMMD_JOB_CANCELED, or
+ * GEMMD_JOB_RUNNING for a job that is finishing. GM_ENOTFOUND; else as
+ * gemmd_ctrl. Blocks. Any thread. */
+int gemmd_cancel(gemmd_client *c, uint64_t id, int *state, int timeout_ms);
+
+/* "queued", "running", ...; NULL for another value. */
+const char *gemmd_job_state_name(int state);
+
+/* Drains the daemon: new GEMM requests are refused with GM_EDRAINING
+ * while queued and running jobs finish and every other request is
+ * served; gemmd_resume undoes it (GM_ESHUTDOWN when the daemon is
+ * stopping). As gemmd_ctrl. Blocks. Any thread. */
+int gemmd_drain(gemmd_client *c, int timeout_ms);
+int gemmd_resume(gemmd_client *c, int timeout_ms);
+
+/* ---- shared-memory regions: zero-copy operands for local clients ----
+ *
+ * Over ipc:// a job's operands can live in memory this process shares
+ * with the daemon instead of crossing the socket: the daemon registers
+ * each region with its engine once (pinned for DMA with CUDA) and reads
+ * inputs from it, and writes results into it, directly. Create regions
+ * up front and reuse them: registering costs about a millisecond per MiB.
+ * A region is a memfd sealed against shrinking, handed to the daemon
+ * over its hand-off socket, which only this process and the daemon ever
+ * map; the daemon lets only this uid use it. The daemon limits the
+ * regions (count and bytes) per uid. All calls may be made from any
+ * thread. */
+
+/*
+ * Makes a region of bytes (> 0), mapped here and in c's daemon, and
+ * stores it in *out. Fails with GM_EINVAL when c has no hand-off socket
+ * (neither an ipc:// URL nor opts->region_socket), GM_ETRANSPORT when
+ * the socket cannot be reached, GM_ENOMEM when the memory cannot be
+ * made here, or the daemon's refusal: GM_ETOOBIG over a quota,
+ * GM_ESHUTDOWN, GM_ECUDA when it cannot be pinned. gemmd_last_error()
+ * has the detail. Blocks while the daemon maps and registers it.
+ */
+int gemmd_region_create(gemmd_client *c, uint64_t bytes, gemmd_region **out);
+
+/* The region's memory in this process, its size, and its id (what jobs
+ * name on the wire). */
+void *gemmd_region_ptr(const gemmd_region *r);
+uint64_t gemmd_region_size(const gemmd_region *r);
+uint64_t gemmd_region_id(const gemmd_region *r);
+
+/* Hands r back: the daemon forgets it (keeping its mapping until the
+ * jobs using it are done), it is unmapped here and freed. No call of
+ * this process may still use it. Returns the daemon's answer, or
+ * GM_ETRANSPORT when it could not be asked (r is freed anyway; the
+ * daemon lets it go when the client's hand-off connection closes).
+ * gemmd_close releases every region of its client. Blocks. */
+int gemmd_region_release(gemmd_region *r);
+
+/* A first-fit allocator over r, for callers that want one: reserves
+ * bytes (> 0) at an offset that is a multiple of align (a power of two;
+ * 0: 256, what DMA likes), stored in *offset. GM_ENOMEM when no gap
+ * fits, GM_EINVAL for bad arguments. */
+int gemmd_region_alloc(gemmd_region *r, uint64_t bytes, uint64_t align,
+		       uint64_t *offset);
+
+/* Frees the block that gemmd_region_alloc put at offset; GM_ENOTFOUND
+ * when there is none. gemmd_region_reset frees every block. */
+int gemmd_region_free(gemmd_region *r, uint64_t offset);
+void gemmd_region_reset(gemmd_region *r);
 
 /* Static text of a gm_err code; "unknown error" for other values. */
 const char *gemmd_strerror(int code);

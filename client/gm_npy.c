@@ -549,6 +549,12 @@ int gm_npy_reorder(gm_npy *m, int fortran)
 
 	if (!m->fortran == !fortran)
 		return GM_OK;
+	/* An empty matrix has nothing to move, and a loop over its other
+	 * extent alone could run for as long as the header claims. */
+	if (r == 0 || c == 0) {
+		m->fortran = !!fortran;
+		return GM_OK;
+	}
 	if ((dst = alloc_bytes(r * c * es)) == NULL)
 		return GM_ENOMEM;
 	/* C order (r, c) is the transpose of Fortran order (r, c): a C

@@ -5,8 +5,9 @@
  * Adding a key means adding a row to keys[] (plus its field in gm_config,
  * its line in config/gemmd.json and its entry in config/README.md);
  * nothing else in this file knows a key's name. Defaults are static, so
- * a field owns heap memory only once it has been set: a string when it is
- * not NULL, a URL list when it is not the row's default array.
+ * a field owns heap memory only once it has been set: a string or an id
+ * list when it is not NULL, a URL list when it is not the row's default
+ * array.
  */
 #include "gm_config.h"
 
@@ -32,6 +33,9 @@ enum kind {
 	K_ENUM,	  /* int; one of the row's choices, by name */
 	K_STRING, /* char *, NULL by default; a JSON string or null */
 	K_URLS,	  /* char ** and an unsigned count; an array of nng URLs */
+	K_IDS,	  /* uint32_t * and an unsigned count; an array of uids/gids */
+	K_PRIOS,  /* unsigned[NPRIO]; one integer for every priority, or an
+		     array of one per priority, lowest first */
 };
 
 struct choice {
@@ -44,11 +48,11 @@ struct row {
 	const char *name;
 	enum kind kind;
 	size_t off;	   /* the field in gm_config */
-	uint64_t min, max; /* K_UINT, K_SIZE: value; K_URLS: entries */
+	uint64_t min, max; /* K_UINT, K_SIZE, K_IDS: value; K_URLS: entries */
 	uint64_t def;	   /* default; K_URLS: default entries */
 	const struct choice *choices; /* K_ENUM: ends with a NULL name */
 	char **urls_def;	      /* K_URLS: the default list ... */
-	size_t count_off;	      /* ... and the entry count's field */
+	size_t count_off; /* ... K_URLS, K_IDS: the entry count's field */
 };
 
 /* The C type each kind is stored as. */
@@ -58,6 +62,10 @@ struct row {
 #define K_ENUM_T   int
 #define K_STRING_T char *
 #define K_URLS_T   char **
+#define K_IDS_T	   uint32_t *
+#define K_PRIOS_T  unsigned *
+
+#define NPRIO (GM_BATCH_PRIO_MAX + 1)
 
 /* The offset of field f, which must have type t: a row cannot store
  * through a pointer of the wrong type, it does not compile. */
@@ -73,6 +81,16 @@ struct row {
 		.name = (key), .kind = K_ENUM, .off = AT(f, K_ENUM_T), \
 		.choices = (list), .def = (d)                          \
 	}
+
+/* An empty id list (the default) lets every peer in. */
+#define ROW_IDS(key, f, n)                                                     \
+	{                                                                      \
+		.name = (key), .kind = K_IDS, .off = AT(f, K_IDS_T), .min = 0, \
+		.max = ID_MAX, .count_off = AT(n, unsigned)                    \
+	}
+
+/* (uid_t)-1 and (gid_t)-1 mean "no id" to the kernel, so no peer has it. */
+#define ID_MAX (UINT32_MAX - 1)
 
 #define KIB (UINT64_C(1) << 10)
 #define MIB (UINT64_C(1) << 20)
@@ -118,6 +136,9 @@ static const struct row keys[] = {
      .count_off = AT(nlisten, unsigned)},
     ROW("contexts", K_UINT, contexts, 1, 4096, 64),
     ROW("queue_depth", K_UINT, queue_depth, 1, 1048576, 4096),
+    ROW("queue_depth_per_priority", K_PRIOS, queue_depth_prio, 0, 1048576, 0),
+    ROW("detach_keep_s", K_UINT, detach_keep_s, 1, 604800, 300),
+    ROW("detach_max_bytes", K_SIZE, detach_max_bytes, 0, TIB, GIB),
     ROW("max_message_bytes", K_SIZE, max_message_bytes, 4 * KIB, 16 * GIB, GIB),
     ROW("max_jobs_per_request", K_UINT, max_jobs, 1, GM_MAX_JOBS, 4096),
     ROW("max_dim", K_UINT, max_dim, 1, GM_MAX_DIM, 65536),
@@ -125,14 +146,21 @@ static const struct row keys[] = {
     ROW("tls_cert", K_STRING, tls_cert, 0, 0, 0),
     ROW("tls_key", K_STRING, tls_key, 0, 0, 0),
     ROW("tls_ca", K_STRING, tls_ca, 0, 0, 0),
+    ROW_IDS("allow_uids", allow_uids, nallow_uids),
+    ROW_IDS("allow_gids", allow_gids, nallow_gids),
+    ROW("metrics_listen", K_STRING, metrics_listen, 0, 0, 0),
     ROW_ENUM("engine", engine.kind, engine_kinds, GM_ENGINE_AUTO),
     ROW("pool_bytes", K_SIZE, engine.pool_bytes, MIB, TIB, GIB),
     ROW("device_pool_bytes", K_SIZE, engine.device_pool_bytes, 0, TIB, 0),
-    ROW("streams", K_UINT, engine.streams, 1, 64, 4),
+    ROW("streams", K_UINT, engine.streams, 1, GM_MAX_STREAMS, 8),
     ROW_ENUM("issue_order", engine.issue_order, issue_orders, GM_ISSUE_BREADTH),
     ROW_ENUM("kernel", engine.kernel, kernels, GM_KERNEL_CUBLAS),
     ROW("mapped_output", K_BOOL, engine.mapped_output, 0, 1, 0),
     ROW("cpu_threads", K_UINT, engine.cpu_threads, 0, 1024, 0),
+    ROW("regions", K_BOOL, regions, 0, 1, 1),
+    ROW("region_socket", K_STRING, region_socket, 0, 0, 0),
+    ROW("region_max_count", K_UINT, region_max_count, 1, 65536, 64),
+    ROW("region_max_bytes", K_SIZE, region_max_bytes, MIB, 64 * TIB, 16 * GIB),
 };
 
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
@@ -495,6 +523,143 @@ static int set_urls(gm_config *c, const struct row *r, const struct src *v,
 	return store_urls(c, r, urls, n);
 }
 
+/* Makes the row's id list a heap copy of ids[0..n); none when n is 0. */
+static int store_ids(gm_config *c, const struct row *r, const uint32_t *ids,
+		     unsigned n)
+{
+	uint32_t *list = NULL;
+	uint32_t **at = field(c, r);
+
+	if (n != 0 && (list = malloc(n * sizeof(*list))) == NULL)
+		return GM_ENOMEM;
+	if (n != 0)
+		memcpy(list, ids, n * sizeof(*list));
+	free(*at);
+	*at = list;
+	*count_at(c, r) = n;
+	return 0;
+}
+
+/* Checks one id (item, a JSON number or command-line text) and appends
+ * it to ids[0..*n). */
+static int push_id(const struct row *r, const struct src *item, uint32_t *ids,
+		   unsigned *n, char *msg, size_t len)
+{
+	uint64_t x = 0;
+	int rv = get_uint(item, 0, &x);
+	char got[80];
+
+	if (rv < 0)
+		return type_error(r, item, "a numeric id", msg, len);
+	if (rv > 0 || x > r->max)
+		return range_error(r, item, msg, len);
+	for (unsigned i = 0; i < *n; i++) {
+		if (ids[i] != x)
+			continue;
+		show(item, 0, got, sizeof(got));
+		return fail(msg, len, GM_ECONFIG,
+			    "config key \"%s\": %s is listed twice", r->name,
+			    got);
+	}
+	if (*n == GM_CONFIG_MAX_IDS)
+		return fail(msg, len, GM_ECONFIG,
+			    "config key \"%s\": more than %u ids", r->name,
+			    GM_CONFIG_MAX_IDS);
+	ids[(*n)++] = (uint32_t)x;
+	return 0;
+}
+
+/* A document gives a JSON array of ids; command-line text gives them in
+ * decimal separated by commas, "" for none. */
+static int set_ids(gm_config *c, const struct row *r, const struct src *v,
+		   char *msg, size_t len)
+{
+	uint32_t ids[GM_CONFIG_MAX_IDS];
+	const char *p = v->text, *comma;
+	const cJSON *item;
+	char tok[32];
+	unsigned n = 0;
+	int rv;
+
+	if (v->json != NULL && !cJSON_IsArray(v->json))
+		return type_error(r, v, "an array of numeric ids", msg, len);
+	if (v->json != NULL) {
+		cJSON_ArrayForEach(item, v->json)
+		{
+			rv = push_id(r, &(struct src){.json = item}, ids, &n,
+				     msg, len);
+			if (rv != 0)
+				return rv;
+		}
+		return store_ids(c, r, ids, n);
+	}
+	while (*p != '\0') {
+		comma = strchr(p, ',');
+		snprintf(tok, sizeof(tok), "%.*s",
+			 (int)(comma ? (size_t)(comma - p) : strlen(p)), p);
+		rv = push_id(r, &(struct src){.text = tok}, ids, &n, msg, len);
+		if (rv != 0)
+			return rv;
+		if (comma == NULL)
+			break;
+		p = comma + 1;
+		if (*p == '\0')
+			return type_error(r, &(struct src){.text = ""},
+					  "a numeric id", msg, len);
+	}
+	return store_ids(c, r, ids, n);
+}
+
+/* One value per priority: a JSON integer or an array of NPRIO of them;
+ * command-line text gives one number, or NPRIO separated by commas. */
+static int set_prios(gm_config *c, const struct row *r, const struct src *v,
+		     char *msg, size_t len)
+{
+	static const char want[] = "an integer or an array of 4 integers";
+	unsigned vals[NPRIO], n = 0;
+	const char *p = v->text;
+	const cJSON *item;
+	char tok[32];
+	uint64_t x;
+	int rv;
+
+	if (v->json != NULL && !cJSON_IsArray(v->json)) {
+		if ((rv = get_uint(v, 0, &x)) < 0)
+			return type_error(r, v, want, msg, len);
+		if (rv > 0 || x < r->min || x > r->max)
+			return range_error(r, v, msg, len);
+		vals[n++] = (unsigned)x;
+	}
+	cJSON_ArrayForEach(item, v->json)
+	{
+		struct src one = {.json = item};
+
+		if (n == NPRIO || (rv = get_uint(&one, 0, &x)) < 0)
+			return type_error(r, v, want, msg, len);
+		if (rv > 0 || x < r->min || x > r->max)
+			return range_error(r, &one, msg, len);
+		vals[n++] = (unsigned)x;
+	}
+	for (; v->json == NULL && p != NULL; n++) {
+		const char *comma = strchr(p, ',');
+		struct src one = {.text = tok};
+
+		snprintf(tok, sizeof(tok), "%.*s",
+			 (int)(comma ? (size_t)(comma - p) : strlen(p)), p);
+		if (n == NPRIO || (rv = get_uint(&one, 0, &x)) < 0)
+			return type_error(r, v, want, msg, len);
+		if (rv > 0 || x < r->min || x > r->max)
+			return range_error(r, &one, msg, len);
+		vals[n] = (unsigned)x;
+		p = comma ? comma + 1 : NULL;
+	}
+	if (n != 1 && n != NPRIO)
+		return type_error(r, v, want, msg, len);
+	for (unsigned i = 0; i < NPRIO; i++)
+		((unsigned *)field(c, r))[i] = vals[n == 1 ? 0 : i];
+	return 0;
+}
+
 /* The one setter: every key, from either source, comes through here. */
 static int set_value(gm_config *c, const struct row *r, const struct src *v,
 		     char *msg, size_t len)
@@ -517,6 +682,12 @@ static int set_value(gm_config *c, const struct row *r, const struct src *v,
 		break;
 	case K_URLS:
 		rv = set_urls(c, r, v, msg, len);
+		break;
+	case K_IDS:
+		rv = set_ids(c, r, v, msg, len);
+		break;
+	case K_PRIOS:
+		rv = set_prios(c, r, v, msg, len);
 		break;
 	}
 	if (rv == GM_ENOMEM)
@@ -546,6 +717,14 @@ static void set_default(gm_config *c, const struct row *r)
 		*(char ***)p = r->urls_def;
 		*count_at(c, r) = (unsigned)r->def;
 		break;
+	case K_IDS:
+		*(uint32_t **)p = NULL;
+		*count_at(c, r) = 0;
+		break;
+	case K_PRIOS:
+		for (unsigned i = 0; i < NPRIO; i++)
+			((unsigned *)p)[i] = (unsigned)r->def;
+		break;
 	}
 }
 
@@ -564,6 +743,8 @@ void gm_config_free(gm_config *c)
 
 		if (r->kind == K_STRING)
 			free(*(char **)p);
+		else if (r->kind == K_IDS)
+			free(*(uint32_t **)p);
 		else if (r->kind == K_URLS && *(char ***)p != r->urls_def)
 			free_urls(*(char ***)p, *count_at(c, r));
 	}
@@ -586,6 +767,9 @@ static int copy_owned(gm_config *dst, const gm_config *src, const struct row *r)
 		if (list != r->urls_def)
 			return store_urls(dst, r, (const char *const *)list,
 					  count_of(src, r));
+	} else if (r->kind == K_IDS) {
+		return store_ids(dst, r, *(uint32_t *const *)cfield(src, r),
+				 count_of(src, r));
 	}
 	return 0;
 }
@@ -598,7 +782,8 @@ static int copy_config(gm_config *dst, const gm_config *src)
 
 	*dst = *src;
 	for (size_t i = 0; i < NKEYS; i++)
-		if (keys[i].kind == K_STRING || keys[i].kind == K_URLS)
+		if (keys[i].kind == K_STRING || keys[i].kind == K_URLS ||
+		    keys[i].kind == K_IDS)
 			set_default(dst, &keys[i]);
 	for (size_t i = 0; i < NKEYS && rv == 0; i++)
 		rv = copy_owned(dst, src, &keys[i]);
@@ -783,8 +968,35 @@ int gm_config_add_listen(gm_config *c, const char *url, int replace, char *msg,
 	return add_url(c, find_row("listen"), url, replace, msg, msglen);
 }
 
+/* HOST:PORT with a port of 1..65535; HOST is for the resolver to judge
+ * when the daemon binds. */
+static int check_host_port(const char *key, const char *v, char *msg,
+			   size_t len)
+{
+	const char *colon = v ? strrchr(v, ':') : NULL;
+	unsigned long port = 0;
+	char *end = NULL;
+
+	if (v == NULL)
+		return 0;
+	if (colon != NULL && colon != v && strchr(v, '/') == NULL &&
+	    colon[1] >= '0' && colon[1] <= '9')
+		port = strtoul(colon + 1, &end, 10);
+	if (port >= 1 && port <= 65535 && *end == '\0')
+		return 0;
+	return fail(msg, len, GM_ECONFIG,
+		    "config key \"%s\": \"%.200s\" is not HOST:PORT, e.g. "
+		    "\"127.0.0.1:9464\"",
+		    key, v);
+}
+
 int gm_config_check(const gm_config *c, char *msg, size_t msglen)
 {
+	int rv;
+
+	if ((rv = check_host_port("metrics_listen", c->metrics_listen, msg,
+				  msglen)) != 0)
+		return rv;
 	if ((c->tls_cert == NULL) != (c->tls_key == NULL))
 		return fail(msg, msglen, GM_ECONFIG,
 			    "config keys \"tls_cert\" and \"tls_key\" go "
@@ -800,12 +1012,44 @@ int gm_config_check(const gm_config *c, char *msg, size_t msglen)
 	return 0;
 }
 
+static bool listed(const uint32_t *ids, unsigned n, uint64_t id)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (ids[i] == id)
+			return true;
+	return false;
+}
+
+bool gm_config_allows(const gm_config *c, uint64_t uid, uint64_t gid)
+{
+	if (c->nallow_uids == 0 && c->nallow_gids == 0)
+		return true;
+	return listed(c->allow_uids, c->nallow_uids, uid) ||
+	       listed(c->allow_gids, c->nallow_gids, gid);
+}
+
 static const char *choice_name(const struct row *r, int value)
 {
 	for (const struct choice *ch = r->choices; ch->name != NULL; ch++)
 		if (ch->value == value)
 			return ch->name;
 	return NULL;
+}
+
+static cJSON *render_ids(const uint32_t *ids, unsigned n)
+{
+	cJSON *a = cJSON_CreateArray();
+
+	for (unsigned i = 0; a != NULL && i < n; i++) {
+		cJSON *x = cJSON_CreateNumber(ids[i]);
+
+		if (x == NULL || !cJSON_AddItemToArray(a, x)) {
+			cJSON_Delete(x);
+			cJSON_Delete(a);
+			return NULL;
+		}
+	}
+	return a;
 }
 
 /* One key's value as a JSON item, or NULL when out of memory. */
@@ -832,6 +1076,10 @@ static cJSON *render(const gm_config *c, const struct row *r)
 	case K_URLS:
 		return cJSON_CreateStringArray(*(const char *const *const *)p,
 					       (int)count_of(c, r));
+	case K_IDS:
+		return render_ids(*(const uint32_t *const *)p, count_of(c, r));
+	case K_PRIOS:
+		return render_ids(p, NPRIO);
 	}
 	return NULL;
 }

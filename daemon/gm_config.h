@@ -13,6 +13,7 @@
 #ifndef GM_CONFIG_H
 #define GM_CONFIG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -24,11 +25,19 @@
 /* Most "listen" URLs one daemon binds. */
 #define GM_CONFIG_MAX_LISTEN 16
 
+/* Most entries in "allow_uids" and in "allow_gids". */
+#define GM_CONFIG_MAX_IDS 64
+
 typedef struct gm_config {
-	char **listen;		    /* "listen": nng URLs to bind */
-	unsigned nlisten;	    /* 1..GM_CONFIG_MAX_LISTEN */
-	unsigned contexts;	    /* "contexts": nng rep contexts */
-	unsigned queue_depth;	    /* "queue_depth": most jobs queued */
+	char **listen;	      /* "listen": nng URLs to bind */
+	unsigned nlisten;     /* 1..GM_CONFIG_MAX_LISTEN */
+	unsigned contexts;    /* "contexts": nng rep contexts */
+	unsigned queue_depth; /* "queue_depth": most jobs queued */
+	/* "queue_depth_per_priority": most jobs queued at each priority;
+	 * 0: only queue_depth applies */
+	unsigned queue_depth_prio[GM_BATCH_PRIO_MAX + 1];
+	unsigned detach_keep_s;	    /* "detach_keep_s": results kept, s */
+	uint64_t detach_max_bytes;  /* "detach_max_bytes": all kept results */
 	uint64_t max_message_bytes; /* "max_message_bytes": NNG_OPT_RECVMAXSZ */
 	unsigned max_jobs;	    /* "max_jobs_per_request" */
 	unsigned max_dim;	    /* "max_dim": largest m, n or k */
@@ -36,7 +45,17 @@ typedef struct gm_config {
 	char *tls_cert;		    /* "tls_cert": PEM path, or NULL */
 	char *tls_key;		    /* "tls_key": PEM path, or NULL */
 	char *tls_ca;		    /* "tls_ca": PEM path, or NULL */
+	uint32_t *allow_uids;	    /* "allow_uids": ipc peers let in by uid */
+	unsigned nallow_uids;	    /* 0: no uid check */
+	uint32_t *allow_gids;	    /* "allow_gids": ipc peers let in by gid */
+	unsigned nallow_gids;	    /* 0: no gid check */
+	char *metrics_listen;	    /* "metrics_listen": HOST:PORT, or NULL */
 	gm_engine_config engine;    /* "engine", "pool_bytes", "streams", ... */
+	int regions;		    /* "regions": take shared-memory regions */
+	char *region_socket;	    /* "region_socket": hand-off socket path;
+				       NULL: beside the first ipc:// one */
+	unsigned region_max_count;  /* "region_max_count": per uid */
+	uint64_t region_max_bytes;  /* "region_max_bytes": per uid */
 } gm_config;
 
 /* Fills c with the default of every key. Cannot fail: defaults live in
@@ -62,8 +81,9 @@ int gm_config_load_string(gm_config *c, const char *text, size_t len, char *msg,
 /*
  * Sets one key from command-line text ("--set key=value"): numbers in
  * decimal, sizes also with a K, M, G or T suffix, booleans "true" or
- * "false", enums by name, "" for a null path. For "listen" the value is
- * one URL that replaces the whole list. Returns GM_ECONFIG with a message
+ * "false", enums by name, "" for a null path, id lists as decimal ids
+ * separated by commas ("" for none). For "listen" the value is one URL
+ * that replaces the whole list. Returns GM_ECONFIG with a message
  * naming the key and value, or GM_ENOMEM; c is unchanged on error.
  */
 int gm_config_set(gm_config *c, const char *key, const char *value, char *msg,
@@ -82,10 +102,17 @@ int gm_config_add_listen(gm_config *c, const char *url, int replace, char *msg,
 /*
  * Checks rules that span keys, once every source has been applied:
  * tls_cert and tls_key come together, and a tls+tcp:// URL needs them
- * and tls_ca (clients must show a certificate it signed). Returns
- * GM_ECONFIG with a message naming the keys.
+ * and tls_ca (clients must show a certificate it signed); and the form
+ * of metrics_listen (HOST:PORT). Returns GM_ECONFIG with a message
+ * naming the keys.
  */
 int gm_config_check(const gm_config *c, char *msg, size_t msglen);
+
+/* Whether the allow-lists let a local peer with this uid and gid in: yes
+ * when both lists are empty, or when allow_uids names uid or allow_gids
+ * names gid. Reads only, so any thread may call it once the
+ * configuration is built. */
+bool gm_config_allows(const gm_config *c, uint64_t uid, uint64_t gid);
 
 /* Frees what c owns and leaves the defaults in it. */
 void gm_config_free(gm_config *c);

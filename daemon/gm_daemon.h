@@ -12,7 +12,9 @@
  * a sticky GPU fault), then answers every accepted job, closes
  * everything and returns the process exit status: 0 after a signal, 1
  * when startup failed, 3 after a GPU fault (so a supervisor restarts
- * the daemon). Blocks; call from main.
+ * the daemon). SIGUSR1 (or a "drain" request) drains: new jobs are
+ * refused with GM_EDRAINING while the queued ones finish, until a
+ * "resume" request. Blocks; call from main.
  */
 int gm_daemon_run(const gm_config *cfg);
 

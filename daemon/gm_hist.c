@@ -115,7 +115,8 @@ double gm_hist_quantile(const gm_hist *h, double q)
 	lo = i == 0 ? 0 : bounds[i - 1];
 	hi = fmin(gm_hist_upper(i), h->max);
 	v = i == 0 ? lo + (hi - lo) * frac : lo * pow(hi / lo, frac);
-	return fmin(v, h->max);
+	/* pow() can land an ulp past hi at the top of a bucket. */
+	return fmin(v, hi);
 }
 
 void gm_hist_merge(gm_hist *into, const gm_hist *from)

@@ -1,6 +1,7 @@
 /*
  * gm_sched.c - bounded priority queue in front of an engine; see
- * gm_sched.h for the rules it keeps.
+ * gm_sched.h for the rules it keeps. The waiting jobs themselves, and
+ * the turns connections take, are gm_fairq's.
  */
 #include "gm_sched.h"
 
@@ -8,19 +9,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gm_fairq.h"
 #include "gm_log.h"
+#include "gm_slab.h"
 
-#define NPRIO (GM_BATCH_PRIO_MAX + 1)
+#define NPRIO	    (GM_BATCH_PRIO_MAX + 1)
+#define EXPIRED_MSG "deadline passed before the job started"
 
 struct gm_sched {
 	gm_engine *eng;
 	gm_pool *pool;
 	gm_stats *st;
 	unsigned depth;
-	uint64_t queued, inflight, requests;
+	unsigned limit[NPRIO]; /* per priority; 0: only depth */
+	uint64_t inflight, requests;
 	int stopped;
-	gm_sjob *head[NPRIO], *tail[NPRIO];
-	gm_job **wave; /* depth entries: a wave never exceeds the queue */
+	gm_fairq *q;
+	double next_dl_us; /* at or before the earliest queued deadline */
+	gm_job **wave;	   /* depth entries: a wave never exceeds the queue */
 	gm_sched_done_fn done;
 	void *arg;
 };
@@ -33,7 +39,8 @@ int gm_sched_create(gm_engine *e, gm_pool *p, unsigned depth, gm_stats *st,
 	if (s == NULL)
 		return GM_ENOMEM;
 	s->wave = calloc(depth, sizeof(*s->wave));
-	if (s->wave == NULL) {
+	if (s->wave == NULL || gm_fairq_create(depth, &s->q) != 0) {
+		free(s->wave);
 		free(s);
 		return GM_ENOMEM;
 	}
@@ -51,8 +58,29 @@ void gm_sched_destroy(gm_sched *s)
 {
 	if (s == NULL)
 		return;
+	gm_fairq_destroy(s->q);
 	free(s->wave);
 	free(s);
+}
+
+void gm_sched_set_limits(gm_sched *s,
+			 const unsigned per_prio[GM_BATCH_PRIO_MAX + 1])
+{
+	memcpy(s->limit, per_prio, sizeof(s->limit));
+}
+
+int gm_sched_room(const gm_sched *s, unsigned prio, uint64_t njobs)
+{
+	if (prio > GM_BATCH_PRIO_MAX)
+		return GM_EINVAL;
+	if (s->stopped)
+		return GM_ESHUTDOWN;
+	if (gm_fairq_total(s->q) + njobs > s->depth)
+		return GM_EBUSY;
+	if (s->limit[prio] != 0 &&
+	    gm_fairq_count(s->q, prio) + njobs > s->limit[prio])
+		return GM_EBUSY;
+	return GM_OK;
 }
 
 gm_sreq *gm_sched_new_req(uint32_t njobs)
@@ -74,27 +102,18 @@ void gm_sched_free_req(gm_sreq *r)
 
 /* Bytes of the slab a job needs: its payload, plus room for the result
  * when there is no C to compute in place. */
-static uint64_t slab_bytes(const gm_job_desc *d)
+/* Bytes of the slab a job needs (gm_slab.h): its inline payload, plus
+ * room for the result when there is no inline C to compute in place;
+ * 0 when every operand is in a region. */
+static uint64_t slab_bytes(const gm_sjob *j)
 {
-	gm_job_sizes z;
-
-	gm_job_sizes_of(d, &z);
-	return z.a + z.b + (z.c ? z.c : z.out);
+	return gm_slab_bytes(&j->job.d, j->placed);
 }
 
 static void place_in_slab(gm_sjob *j, void *slab)
 {
-	gm_job_sizes z;
-	uint8_t *p = slab;
-
-	gm_job_sizes_of(&j->job.d, &z);
 	j->slab = slab;
-	j->job.a = p;
-	j->job.b = p + z.a;
-	j->job.c = z.c ? p + z.a + z.b : NULL;
-	/* With C the result overwrites C: its input is on the device by
-	 * then, and the slab stays as small as the payload. */
-	j->job.out = p + z.a + z.b;
+	gm_slab_place(&j->job, j->placed, slab);
 }
 
 static void finish_request(gm_sched *s, gm_sreq *r)
@@ -119,6 +138,7 @@ static void finish_job(gm_sched *s, gm_sjob *j)
 
 static void fail_job(gm_sched *s, gm_sjob *j, int code, const char *msg)
 {
+	j->state = GM_SJOB_DONE;
 	j->job.status = code;
 	snprintf(j->job.msg, sizeof(j->job.msg), "%s", msg);
 	GM_LOGJ(GM_LOG_DEBUG, j->req->id, j->idx, "failed: %s: %s",
@@ -126,34 +146,25 @@ static void fail_job(gm_sched *s, gm_sjob *j, int code, const char *msg)
 	finish_job(s, j);
 }
 
-static void push(gm_sched *s, gm_sjob *j)
+/* When r's jobs stop being worth starting; 0: never. */
+static double deadline_of(const gm_sreq *r)
 {
-	unsigned p = j->req->batch.priority;
+	uint32_t dl = r->batch.deadline_ms;
 
-	j->qnext = NULL;
-	if (s->tail[p] != NULL)
-		s->tail[p]->qnext = j;
-	else
-		s->head[p] = j;
-	s->tail[p] = j;
-	s->queued++;
+	return dl != 0 ? r->recv_us + (double)dl * 1000.0 : 0.0;
 }
 
-static gm_sjob *pop(gm_sched *s, unsigned p)
+static int expired(const gm_sjob *j, double now)
 {
-	gm_sjob *j = s->head[p];
+	double due = deadline_of(j->req);
 
-	s->head[p] = j->qnext;
-	if (s->head[p] == NULL)
-		s->tail[p] = NULL;
-	s->queued--;
-	return j;
+	return due != 0.0 && now > due;
 }
 
 /* Checks what can be known before queueing; returns 0 to queue. */
 static int precheck(gm_sched *s, gm_sjob *j, char *msg, size_t len)
 {
-	uint64_t need = slab_bytes(&j->job.d);
+	uint64_t need = slab_bytes(j);
 	int rv;
 
 	if ((rv = gm_engine_supports(s->eng, &j->job.d, msg, len)) != 0)
@@ -170,16 +181,17 @@ static int precheck(gm_sched *s, gm_sjob *j, char *msg, size_t len)
 
 int gm_sched_submit(gm_sched *s, gm_sreq *r)
 {
+	double due = deadline_of(r);
 	char msg[GM_MSG_TEXT + 1];
 	int rv;
 
-	if (r->njobs == 0 || r->batch.priority > GM_BATCH_PRIO_MAX)
+	if (r->njobs == 0)
 		return GM_EINVAL;
-	if (s->stopped)
-		return GM_ESHUTDOWN;
-	if (s->queued + r->njobs > s->depth)
-		return GM_EBUSY;
+	if ((rv = gm_sched_room(s, r->batch.priority, r->njobs)) != 0)
+		return rv;
 	s->requests++;
+	if (due != 0.0 && (s->next_dl_us == 0.0 || due < s->next_dl_us))
+		s->next_dl_us = due;
 	/* One extra hold so a request whose jobs all fail at once is
 	 * finished only after the loop, not in the middle of it. */
 	r->left = r->njobs + 1;
@@ -190,53 +202,97 @@ int gm_sched_submit(gm_sched *s, gm_sreq *r)
 		j->idx = i;
 		j->job.user = j;
 		j->job.device = -1;
-		if ((rv = precheck(s, j, msg, sizeof(msg))) != 0)
+		if ((rv = precheck(s, j, msg, sizeof(msg))) != 0) {
 			fail_job(s, j, rv, msg);
-		else
-			push(s, j);
+		} else {
+			j->state = GM_SJOB_QUEUED;
+			gm_fairq_push(s->q, j);
+		}
 	}
 	finish_job(s, &r->jobs[0]);
 	gm_sched_pump(s);
 	return GM_OK;
 }
 
-static int expired(const gm_sjob *j, double now)
-{
-	uint32_t dl = j->req->batch.deadline_ms;
-
-	return dl != 0 && now - j->req->recv_us > (double)dl * 1000.0;
-}
-
-/* Moves the head jobs that fit into the wave; returns how many. Stops at
- * the first job that does not fit so a large job is never starved by
- * smaller ones behind it. */
+/* Moves the jobs whose turn it is into the wave while they fit; returns
+ * how many. Stops at the first job that does not fit, its connection
+ * keeping its turn, so a large job is never starved by smaller ones. */
 static size_t fill_wave(gm_sched *s, double now)
 {
 	size_t n = 0;
+	gm_sjob *j;
 	void *slab;
 
 	for (int p = GM_BATCH_PRIO_MAX; p >= 0; p--) {
-		while (s->head[p] != NULL) {
-			gm_sjob *j = s->head[p];
-
+		while ((j = gm_fairq_peek(s->q, (unsigned)p)) != NULL) {
 			if (expired(j, now)) {
-				pop(s, (unsigned)p);
-				fail_job(s, j, GM_ETIMEDOUT,
-					 "deadline passed before the job "
-					 "started");
+				gm_fairq_remove(s->q, j);
+				fail_job(s, j, GM_ETIMEDOUT, EXPIRED_MSG);
 				continue;
 			}
-			if (gm_pool_alloc(s->pool, slab_bytes(&j->job.d),
-					  &slab) != 0)
+			slab = NULL;
+			if (slab_bytes(j) != 0 &&
+			    gm_pool_alloc(s->pool, slab_bytes(j), &slab) != 0)
 				return n;
-			pop(s, (unsigned)p);
+			gm_fairq_take(s->q, (unsigned)p);
 			place_in_slab(j, slab);
+			j->state = GM_SJOB_RUNNING;
 			j->start_us = now;
 			s->wave[n++] = &j->job;
 			s->inflight++;
 		}
 	}
 	return n;
+}
+
+int gm_sched_cancel(gm_sched *s, gm_sjob *j)
+{
+	if (j->state != GM_SJOB_QUEUED)
+		return GM_ENOTFOUND;
+	gm_fairq_remove(s->q, j);
+	fail_job(s, j, GM_ECANCELED, "canceled before it started");
+	gm_sched_pump(s);
+	return GM_OK;
+}
+
+/* What gm_sched_expire's sweep knows: the time, and the earliest
+ * deadline among the jobs it keeps. */
+struct sweep {
+	double now, next;
+};
+
+static int sweep_one(gm_sjob *j, void *arg)
+{
+	struct sweep *w = arg;
+	double due = deadline_of(j->req);
+
+	if (due != 0.0 && w->now > due)
+		return 1;
+	if (due != 0.0 && (w->next == 0.0 || due < w->next))
+		w->next = due;
+	return 0;
+}
+
+unsigned gm_sched_expire(gm_sched *s)
+{
+	struct sweep w = {gm_now_us(), 0.0};
+	gm_sjob *gone = gm_fairq_remove_if(s->q, sweep_one, &w), *next;
+	unsigned n = 0;
+
+	s->next_dl_us = w.next;
+	/* Failing the last job of a request frees it: read on first. */
+	for (; gone != NULL; gone = next, n++) {
+		next = gone->qnext;
+		fail_job(s, gone, GM_ETIMEDOUT, EXPIRED_MSG);
+	}
+	if (n != 0)
+		gm_sched_pump(s);
+	return n;
+}
+
+double gm_sched_next_deadline(const gm_sched *s)
+{
+	return s->next_dl_us;
 }
 
 void gm_sched_pump(gm_sched *s)
@@ -268,6 +324,7 @@ void gm_sched_complete(gm_sched *s, gm_job *job)
 
 	gm_pool_free(s->pool, j->slab);
 	j->slab = NULL;
+	j->state = GM_SJOB_DONE;
 	s->inflight--;
 	j->t.queue_us = j->start_us - j->req->recv_us;
 	j->t.h2d_us = job->h2d_us;
@@ -287,7 +344,12 @@ void gm_sched_stop(gm_sched *s)
 
 uint64_t gm_sched_queued(const gm_sched *s)
 {
-	return s->queued;
+	return gm_fairq_total(s->q);
+}
+
+uint64_t gm_sched_queued_prio(const gm_sched *s, unsigned prio)
+{
+	return gm_fairq_count(s->q, prio);
 }
 
 uint64_t gm_sched_inflight(const gm_sched *s)

@@ -3,14 +3,24 @@
  * engine.
  *
  * Requests enter whole (all their jobs or none: a request that does not
- * fit in the queue is refused with GM_EBUSY at once). Jobs wait in one
- * FIFO per priority; gm_sched_pump moves as many as the host pool has
- * room for onto the engine in one wave, highest priority first. A job
- * whose slab does not fit stays at the head of its queue until a slab is
- * freed (back-pressure, never a fallback to other memory); a job whose
- * deadline passed before it started fails with GM_ETIMEDOUT and never
- * runs. When every job of a request has come back, the request's done
- * callback runs once. Everything here runs on the loop thread.
+ * fit in the queue, overall or at its priority, is refused with GM_EBUSY
+ * at once). gm_sched_pump moves as many jobs as the host pool has room
+ * for onto the engine in one wave, highest priority first. Within a
+ * priority each connection has its own FIFO and the connections take
+ * turns, one job each, so that one client flooding the queue cannot
+ * starve another at the same priority; jobs of one connection start in
+ * the order they came.
+ *
+ * Back-pressure comes before fairness: a job whose slab does not fit
+ * stops the whole wave until a slab is freed, and its connection keeps
+ * its turn, so a large job is never starved by smaller ones (of its
+ * priority or below) that would fit; it is never a fallback to other
+ * memory. A job whose deadline passed before it started fails with
+ * GM_ETIMEDOUT and never runs: at the latest when the pump reaches it,
+ * or when the owner calls gm_sched_expire at gm_sched_next_deadline. A
+ * queued job can be canceled. When every job of a request has come
+ * back, the request's done callback runs once. Everything here runs on
+ * the loop thread.
  */
 #ifndef GM_SCHED_H
 #define GM_SCHED_H
@@ -27,11 +37,23 @@ typedef struct gm_sreq gm_sreq;
 /* One job of a request. The caller fills job.d, job.copy_in (the wire
  * payload: A, B, C back to back) and job.copy_out (where the result must
  * land); the scheduler fills the rest. */
+/* Where a job is. */
+enum gm_sjob_state {
+	GM_SJOB_NEW,	 /* not submitted */
+	GM_SJOB_QUEUED,	 /* waiting for the engine */
+	GM_SJOB_RUNNING, /* on the engine */
+	GM_SJOB_DONE,	 /* back, or failed without running */
+};
+
 typedef struct gm_sjob {
 	gm_job job;
 	gm_sreq *req;
 	uint32_t idx;
-	void *slab;
+	int state; /* enum gm_sjob_state */
+	/* Set by the caller: operands it pointed into registered regions
+	 * (GM_PLACED bits of gm_slab.h); the slab holds the others. */
+	unsigned placed;
+	void *slab;	 /* NULL when the job needs none */
 	double start_us; /* handed to the engine */
 	gm_timings t;
 	struct gm_sjob *qnext;
@@ -40,6 +62,8 @@ typedef struct gm_sjob {
 struct gm_sreq {
 	uint64_t id;
 	gm_batch batch;
+	uint32_t conn; /* the connection it came on; turns are taken
+			  between these */
 	uint32_t njobs;
 	uint32_t left; /* jobs not yet back */
 	double recv_us;
@@ -52,10 +76,21 @@ struct gm_sreq {
 typedef void (*gm_sched_done_fn)(gm_sreq *r, void *arg);
 
 /* Creates a scheduler over engine e and pool p (both stay the caller's)
- * holding at most depth queued jobs. */
+ * holding at most depth queued jobs. Its memory is allocated here, sized
+ * by depth, so that queueing never allocates. */
 int gm_sched_create(gm_engine *e, gm_pool *p, unsigned depth, gm_stats *st,
 		    gm_sched_done_fn done, void *arg, gm_sched **out);
 void gm_sched_destroy(gm_sched *s);
+
+/* Caps the jobs queued at each priority (indexed by priority; 0: only
+ * the overall depth applies). Counts already queued are kept. */
+void gm_sched_set_limits(gm_sched *s,
+			 const unsigned per_prio[GM_BATCH_PRIO_MAX + 1]);
+
+/* Whether njobs more jobs of priority prio would be queued now: GM_OK,
+ * GM_EBUSY (over the depth or the priority's limit), GM_ESHUTDOWN after
+ * gm_sched_stop, GM_EINVAL for a priority over GM_BATCH_PRIO_MAX. */
+int gm_sched_room(const gm_sched *s, unsigned prio, uint64_t njobs);
 
 /*
  * Allocates a request with njobs zeroed jobs (one allocation). The
@@ -65,14 +100,30 @@ gm_sreq *gm_sched_new_req(uint32_t njobs);
 void gm_sched_free_req(gm_sreq *r);
 
 /*
- * Queues every job of r. GM_EBUSY when the queue has no room for all of
- * them, GM_ESHUTDOWN after gm_sched_stop, GM_EINVAL for no jobs or a
- * priority over GM_BATCH_PRIO_MAX; then r stays the caller's and
- * the done callback will not run. Jobs the engine cannot run or that can
- * never fit the pool are failed at once (they still come back through
- * done). Calls gm_sched_pump.
+ * Queues every job of r at the back of its connection's FIFO at its
+ * priority. GM_EINVAL for no jobs, else as gm_sched_room for all of
+ * them; then r stays the caller's and the done callback will not run.
+ * Jobs the engine cannot run or that can never fit the pool are failed
+ * at once (they still come back through done, perhaps before this
+ * returns). Calls gm_sched_pump.
  */
 int gm_sched_submit(gm_sched *s, gm_sreq *r);
+
+/* Takes a queued job out of the queue and fails it with GM_ECANCELED;
+ * its request's done callback runs before this returns if it was the
+ * last job out. GM_ENOTFOUND when j is not queued (it is running or
+ * back). Pumps: what waited behind j may start. */
+int gm_sched_cancel(gm_sched *s, gm_sjob *j);
+
+/* Fails every queued job whose deadline has passed with GM_ETIMEDOUT,
+ * then pumps; returns how many. */
+unsigned gm_sched_expire(gm_sched *s);
+
+/* A time (gm_now_us clock) at or before the earliest deadline of a
+ * queued job, when to call gm_sched_expire; 0 when no queued job has a
+ * deadline. It may be early (a job it stood for started meanwhile): the
+ * call then finds nothing and this moves on. */
+double gm_sched_next_deadline(const gm_sched *s);
 
 /* Takes back a job the engine returned (the loop receives it from the
  * engine's done callback), frees its slab, and pumps. */
@@ -88,5 +139,8 @@ void gm_sched_stop(gm_sched *s);
 uint64_t gm_sched_queued(const gm_sched *s);
 uint64_t gm_sched_inflight(const gm_sched *s);
 uint64_t gm_sched_requests(const gm_sched *s);
+
+/* Jobs waiting at priority prio (0..GM_BATCH_PRIO_MAX; 0 past it). */
+uint64_t gm_sched_queued_prio(const gm_sched *s, unsigned prio);
 
 #endif

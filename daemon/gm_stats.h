@@ -13,6 +13,7 @@
 #include "gm_engine.h"
 #include "gm_hist.h"
 #include "gm_proto.h"
+#include "gm_rate.h"
 
 enum gm_phase {
 	GM_PHASE_QUEUE,
@@ -39,6 +40,15 @@ typedef struct gm_stats {
 	double flops;		       /* 2*m*n*k of jobs that succeeded */
 	uint64_t errors[GM_ERR_COUNT]; /* jobs and refusals by code */
 	gm_hist phase[GM_PHASE_COUNT];
+	/* Finished jobs by dtype and status (0: ok, else the error code). */
+	uint64_t jobs_by[GM_DTYPE_SLOTS][GM_ERR_COUNT];
+	/* Of jobs that succeeded, by dtype: FLOPs as in flops, operand
+	 * bytes to the device (A, B and C when given), result bytes back. */
+	double flops_by_dtype[GM_DTYPE_SLOTS];
+	uint64_t h2d_by_dtype[GM_DTYPE_SLOTS];
+	uint64_t d2h_by_dtype[GM_DTYPE_SLOTS];
+	uint64_t bytes_h2d, bytes_d2h; /* the same, over every dtype */
+	gm_rate rate; /* finished jobs, and the above, per second */
 } gm_stats;
 
 /* Zeroes s and stamps the start time. */
@@ -51,13 +61,45 @@ void gm_stats_job(gm_stats *s, const gm_job_desc *d, int status,
 /* Monotonic clock in microseconds. Any thread. */
 double gm_now_us(void);
 
+/* Detached jobs (gm_detach.h), as the stats document shows them. */
+typedef struct gm_stats_detach {
+	uint64_t jobs;	  /* recorded since start */
+	uint64_t pending; /* queued or running */
+	uint64_t results; /* finished, result kept */
+	uint64_t records; /* finished, result gone, status kept */
+	uint64_t waits;	  /* waits parked on a job */
+	uint64_t dropped; /* results dropped unclaimed: expired or for room */
+	uint64_t bytes;	  /* counted against detach_max_bytes */
+	uint64_t limit;	  /* detach_max_bytes */
+} gm_stats_detach;
+
+/* Shared-memory regions (gm_region.h), as the stats document shows
+ * them. */
+typedef struct gm_stats_regions {
+	uint64_t count;		   /* mapped now, released ones in use too */
+	uint64_t mapped_bytes;	   /* their bytes */
+	uint64_t registered_bytes; /* of those, registered with the engine */
+	uint64_t created;	   /* registered since start */
+	uint64_t refused;	   /* hand-off requests refused */
+	uint64_t jobs;		   /* jobs that named a region */
+	uint64_t connections;	   /* hand-off connections open */
+} gm_stats_regions;
+
 /* Live values the stats document shows beside the counters. */
 typedef struct gm_stats_live {
 	const char *engine;
 	uint64_t queue_depth, queue_limit;
 	uint64_t inflight; /* jobs on the engine */
 	uint64_t pool_used, pool_size, pool_slabs;
-	int draining;
+	unsigned contexts, contexts_busy; /* nng contexts; out of RECV */
+	uint64_t conn_open, conn_refused; /* connections; allow-list refusals */
+	uint64_t
+	    queued_prio[GM_BATCH_PRIO_MAX + 1]; /* jobs waiting, by priority */
+	uint64_t limit_prio[GM_BATCH_PRIO_MAX + 1]; /* 0: queue_limit only */
+	int draining; /* refusing new jobs: drained, or stopping */
+	int stopping; /* a stop signal came: exiting once all is answered */
+	gm_stats_detach detached;
+	gm_stats_regions regions;
 	gm_engine *eng; /* for per-device counters; may be NULL */
 } gm_stats_live;
 

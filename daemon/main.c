@@ -32,6 +32,8 @@ static const char usage[] =
     "  -V, --version          show the version and exit\n"
     "\n"
     "SIGINT or SIGTERM: stop accepting, answer every accepted job, exit 0.\n"
+    "SIGUSR1: drain, refusing new jobs while the queued ones finish;\n"
+    "'gemmctl resume' undoes it.\n"
     "Exit status: 0 clean stop; 1 bad usage, configuration or startup;\n"
     "3 a GPU fault (restart the daemon).\n";
 

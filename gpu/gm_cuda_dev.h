@@ -119,17 +119,17 @@ struct gm_cuda_dev {
 	/* guarded by mu: */
 	struct gm_cuda_wave *waves, *waves_tail;
 	struct gm_cuda_ctx *free_ctx;
-	unsigned nctx;	      /* contexts made */
-	unsigned inflight;    /* contexts out of the free list */
-	uint64_t outstanding; /* host bytes of jobs queued or running */
-	uint64_t jobs;	      /* jobs handed back */
-	double busy_us;	      /* ended busy periods, device-timed */
-	double busy_since;    /* host clock at the start of the open one */
-	uint64_t periods;     /* busy periods ended */
-	int span_state;	      /* SPAN_*; only the issue thread moves it
-				 from PENDING to OPEN */
-	double span_end_us;   /* latest job end in the open period */
-	struct gm_timeline tl;	       /* copy/kernel overlap */
+	unsigned nctx;	       /* contexts made */
+	unsigned inflight;     /* contexts out of the free list */
+	uint64_t outstanding;  /* host bytes of jobs queued or running */
+	uint64_t jobs;	       /* jobs handed back */
+	double busy_us;	       /* ended busy periods, device-timed */
+	double busy_since;     /* host clock at the start of the open one */
+	uint64_t periods;      /* busy periods ended */
+	int span_state;	       /* SPAN_*; only the issue thread moves it
+				  from PENDING to OPEN */
+	double span_end_us;    /* latest job end in the open period */
+	struct gm_timeline tl; /* copy/kernel overlap */
 	double stream_busy_us[GM_MAX_STREAMS]; /* job spans per stream */
 	int faulted;	   /* also read without mu, atomically */
 	int stopping;	   /* issue thread: drain, then exit */

@@ -422,7 +422,8 @@ static void stage(struct gm_cuda_dev *d, struct gm_cuda_ctx **c, size_t n)
 		gm_job *j = c[i]->job;
 
 		if (j->copy_in != NULL)
-			p[np++] = {j->a, j->copy_in, j->copy_in_bytes};
+			p[np++] = {j->copy_to != NULL ? j->copy_to : j->a,
+				   j->copy_in, j->copy_in_bytes};
 	}
 	if (np > 0)
 		gm_cuda_stager_copy(d->stager, p, np);

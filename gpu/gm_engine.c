@@ -71,6 +71,20 @@ int gm_engine_submit(gm_engine *e, gm_job **jobs, size_t n)
 	return e->ops->submit(e, jobs, n);
 }
 
+int gm_engine_register(gm_engine *e, void *p, size_t len, char *msg,
+		       size_t msglen)
+{
+	if (e->ops->reg == NULL)
+		return GM_OK;
+	return e->ops->reg(e, p, len, msg, msglen);
+}
+
+void gm_engine_unregister(gm_engine *e, void *p)
+{
+	if (e->ops->unreg != NULL)
+		e->ops->unreg(e, p);
+}
+
 int gm_engine_faulted(const gm_engine *e)
 {
 	return e->ops->faulted(e);

@@ -116,6 +116,23 @@ int gm_engine_supports(const gm_engine *e, const gm_job_desc *d, char *msg,
  * GM_EGPUFAULT without taking the jobs once the engine is faulted. */
 int gm_engine_submit(gm_engine *e, gm_job **jobs, size_t n);
 
+/*
+ * Makes the len bytes at p (a shared-memory region the daemon mapped)
+ * usable as job operands and results, once, so that jobs pointing into
+ * it need no staging: CUDA pins it for DMA from every device
+ * (cudaHostRegister, portable; mapped too with mapped_output); the CPU
+ * engine uses memory as it is. GM_OK, or a code with msg. Blocks
+ * (pinning takes about a millisecond per MiB); any thread, concurrently
+ * with submits.
+ */
+int gm_engine_register(gm_engine *e, void *p, size_t len, char *msg,
+		       size_t msglen);
+
+/* Undoes gm_engine_register(e, p, ...). No job pointing into the region
+ * may be on the engine: the caller waits for every one to come back.
+ * Blocks; any thread. */
+void gm_engine_unregister(gm_engine *e, void *p);
+
 /* Non-zero once a sticky device fault has happened: the daemon must stop
  * accepting and exit non-zero after the in-flight jobs came back. */
 int gm_engine_faulted(const gm_engine *e);

@@ -75,14 +75,32 @@ static int cpu_supports(const gm_engine *e, const gm_job_desc *d, char *msg,
 	return check_dtype(d->dtype, msg, msglen);
 }
 
-/* Finds the operands of job: the wire-ordered copy_in buffer when set,
- * else a, b and c; the result goes to copy_out when set, else to out. */
+/* With copy_to set, copy_in holds only the operands that lie in
+ * [copy_to, copy_to + copy_in_bytes): each of those is read from
+ * copy_in at the same offset, the others (in regions) where they are. */
+static const void *in_place(const gm_job *job, const void *p, uint64_t len)
+{
+	const uint8_t *to = job->copy_to, *q = p;
+
+	if (q < to || len > job->copy_in_bytes ||
+	    (uint64_t)(q - to) > job->copy_in_bytes - len)
+		return p;
+	return (const uint8_t *)job->copy_in + (q - to);
+}
+
+/* Finds the operands of job: the wire-ordered copy_in buffer when set
+ * (all of A, B, C, or with copy_to those it stands for), else a, b and
+ * c; the result goes to copy_out when set, else to out. */
 static int operands_of(gm_job *job, const gm_job_sizes *sz, struct operands *op)
 {
 	int has_c = (job->d.flags & GM_JOB_HAS_C) != 0;
 	const uint8_t *in = job->copy_in;
 
-	if (in != NULL) {
+	if (in != NULL && job->copy_to != NULL) {
+		op->a = in_place(job, job->a, sz->a);
+		op->b = in_place(job, job->b, sz->b);
+		op->c = has_c ? in_place(job, job->c, sz->c) : NULL;
+	} else if (in != NULL) {
 		if (job->copy_in_bytes < sz->a + sz->b + sz->c) {
 			snprintf(job->msg, sizeof(job->msg),
 				 "copy_in holds %llu bytes, the job needs %llu",
@@ -265,6 +283,8 @@ static void cpu_device_stats(gm_engine *e, unsigned dev, gm_device_stats *s)
 	pthread_mutex_lock(&ce->mu);
 	s->jobs = ce->jobs;
 	s->busy_us = ce->busy_us;
+	/* BLAS calls are all the CPU engine runs: no copies, no streams. */
+	s->kernel_us = ce->busy_us;
 	pthread_mutex_unlock(&ce->mu);
 }
 

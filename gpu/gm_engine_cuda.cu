@@ -182,6 +182,39 @@ static void cuda_device_stats(gm_engine *base, unsigned dev, gm_device_stats *s)
 	gm_cuda_dev_stats(e->devs[dev], s);
 }
 
+/* A region is pinned once, portable like the arena so that any device
+ * may DMA from it, and mapped like the arena when results are written
+ * straight into host memory. The caller's thread gets its device back. */
+static int cuda_reg(gm_engine *base, void *p, size_t len, char *msg,
+		    size_t msglen)
+{
+	unsigned flags = cudaHostRegisterPortable;
+	int prev = current_device(), rv = GM_OK;
+	cudaError_t err;
+
+	if (of(base)->sh.cfg.mapped_output)
+		flags |= cudaHostRegisterMapped;
+	if ((err = cudaSetDevice(0)) == cudaSuccess)
+		err = cudaHostRegister(p, len, flags);
+	if (err != cudaSuccess)
+		rv = gm_cuda_fail(err, "cudaHostRegister", __FILE__, __LINE__,
+				  msg, msglen);
+	cudaSetDevice(prev);
+	(void)cudaGetLastError();
+	return rv;
+}
+
+static void cuda_unreg(gm_engine *, void *p)
+{
+	int prev = current_device();
+
+	if (cudaSetDevice(0) != cudaSuccess ||
+	    cudaHostUnregister(p) != cudaSuccess)
+		(void)cudaGetLastError();
+	cudaSetDevice(prev);
+	(void)cudaGetLastError();
+}
+
 /* In the order of struct gm_engine_ops. */
 static const struct gm_engine_ops cuda_ops = {
     "cuda",	       /* name */
@@ -192,6 +225,8 @@ static const struct gm_engine_ops cuda_ops = {
     cuda_faulted,      /* faulted */
     cuda_devices,      /* devices */
     cuda_device_stats, /* device_stats */
+    cuda_reg,	       /* reg */
+    cuda_unreg,	       /* unreg */
 };
 
 static void fill_defaults(gm_engine_config *c)

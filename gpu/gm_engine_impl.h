@@ -24,6 +24,9 @@ struct gm_engine_ops {
 	int (*faulted)(const gm_engine *e);
 	unsigned (*devices)(const gm_engine *e);
 	void (*device_stats)(gm_engine *e, unsigned dev, gm_device_stats *s);
+	/* Optional (NULL: memory is used as it is, nothing to undo). */
+	int (*reg)(gm_engine *e, void *p, size_t len, char *msg, size_t msglen);
+	void (*unreg)(gm_engine *e, void *p);
 };
 
 struct gm_engine {

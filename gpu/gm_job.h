@@ -23,9 +23,10 @@ typedef struct gm_job {
 
 	/*
 	 * Operands in host memory the engine can DMA from: a slab of the
-	 * engine's arena or a registered region. A is followed by B and,
-	 * when the job has C, by C, each at the byte offsets of the wire
-	 * payload. The result (m*n elements) is written to out.
+	 * engine's arena or a registered region (gm_engine_register).
+	 * Those in the slab follow each other at the byte offsets of the
+	 * wire payload. The result (m*n elements) is written to out, which
+	 * overlaps no input unless it is exactly c (an update in place).
 	 */
 	void *a;
 	void *b;
@@ -36,13 +37,18 @@ typedef struct gm_job {
 	 * Host copies the engine does on its own threads so the daemon's
 	 * loop never copies payload bytes: when copy_in is set, the
 	 * copy_in_bytes bytes at copy_in (A, B, C back to back, as on the
-	 * wire) must first be copied to a; when copy_out is set, the result
-	 * ends up there instead of (or after) out. An engine that can read
-	 * and write ordinary memory directly (the CPU engine) may use
-	 * copy_in and copy_out in place of a, b, c and out.
+	 * wire) must first be copied to a. When some operands are in a
+	 * registered region, copy_to is set: copy_in then holds only the
+	 * others, in the same order, and goes to copy_to; their pointers lie
+	 * in [copy_to, copy_to + copy_in_bytes) at the offsets they have in
+	 * copy_in. When copy_out is set, the result ends up there
+	 * instead of (or after) out. An engine that can read and write
+	 * ordinary memory directly (the CPU engine) may use copy_in and
+	 * copy_out in place of the operands they stand for.
 	 */
 	const void *copy_in;
 	uint64_t copy_in_bytes;
+	void *copy_to;
 	void *copy_out;
 
 	/* Filled by the engine before the done callback. */

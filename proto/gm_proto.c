@@ -9,6 +9,7 @@
  * returned. Failure messages are built only on failure, never per job.
  */
 #include "gm_proto.h"
+#include "gm_proto_region.h"
 #include "gm_proto_wire.h"
 
 #include <inttypes.h>
@@ -129,10 +130,11 @@ static int check_fields(const gm_job_desc *d, char *msg, size_t msglen)
 	if (d->kernel > GM_KERNEL_TILED)
 		return gm_proto_fail(GM_EFIELD, msg, msglen,
 				     "kernel=%u, must be 0..2", d->kernel);
-	if (d->flags & ~GM_JOB_HAS_C)
-		return gm_proto_fail(
-		    GM_EFIELD, msg, msglen,
-		    "flags=0x%02x, only bit 0 (has C) is defined", d->flags);
+	if (d->flags & ~(GM_JOB_HAS_C | GM_JOB_REGIONS))
+		return gm_proto_fail(GM_EFIELD, msg, msglen,
+				     "flags=0x%02x, only bits 0 (has C) and 1 "
+				     "(regions) are defined",
+				     d->flags);
 	if (!isfinite(d->alpha))
 		return gm_proto_fail(GM_EFIELD, msg, msglen,
 				     "alpha=%g, must be finite", d->alpha);
@@ -143,14 +145,15 @@ static int check_fields(const gm_job_desc *d, char *msg, size_t msglen)
 }
 
 /* Zero dims first, then overflow with the raw dims (a limit check first
- * would make GM_EOVERFLOW unreachable), then the configured limits. */
+ * would make GM_EOVERFLOW unreachable), then the configured limit on
+ * dims; the one on bytes is check_job_bytes, since a job with regions
+ * carries only some of its operands. */
 static int check_dims(const gm_job_desc *d, const gm_limits *lim,
 		      gm_job_sizes *sz, char *msg, size_t msglen)
 {
 	const uint32_t dims[3] = {d->m, d->n, d->k};
 	const char names[3] = {'m', 'n', 'k'};
 	uint32_t max_dim = min_u32(lim->max_dim, GM_MAX_DIM);
-	uint64_t bytes;
 	int i;
 
 	for (i = 0; i < 3; i++)
@@ -169,12 +172,19 @@ static int check_dims(const gm_job_desc *d, const gm_limits *lim,
 					     "%c=%" PRIu32
 					     ", must be 1..%" PRIu32,
 					     names[i], dims[i], max_dim);
-	bytes = sz->a + sz->b + sz->c;
+	return GM_OK;
+}
+
+/* bytes: what the job carries in the message (what of A + B + C is
+ * inline). */
+static int check_job_bytes(uint64_t bytes, const gm_limits *lim,
+			   const char *what, char *msg, size_t msglen)
+{
 	if (bytes > lim->max_job_bytes)
 		return gm_proto_fail(GM_ETOOBIG, msg, msglen,
-				     "A+B+C=%" PRIu64
+				     "%s=%" PRIu64
 				     " bytes, max_job_bytes=%" PRIu64,
-				     bytes, lim->max_job_bytes);
+				     what, bytes, lim->max_job_bytes);
 	return GM_OK;
 }
 
@@ -188,7 +198,9 @@ int gm_job_check(const gm_job_desc *d, const gm_limits *lim, char *msg,
 		return rv;
 	if ((rv = check_fields(d, msg, msglen)) != 0)
 		return rv;
-	return check_dims(d, lim, &sz, msg, msglen);
+	if ((rv = check_dims(d, lim, &sz, msg, msglen)) != 0)
+		return rv;
+	return check_job_bytes(sz.a + sz.b + sz.c, lim, "A+B+C", msg, msglen);
 }
 
 /* ---- common header ---- */
@@ -301,9 +313,10 @@ static int check_batch(const uint8_t *p, gm_batch *b, char *msg, size_t msglen)
 	if (p[1] != 0 || p[2] != 0 || p[3] != 0 || get_u32(p + 12) != 0)
 		return gm_proto_fail(GM_EFIELD, msg, msglen,
 				     "batch reserved bytes must be 0");
-	if (b->flags != 0)
+	if (b->flags & ~GM_BATCH_DETACH)
 		return gm_proto_fail(GM_EFIELD, msg, msglen,
-				     "batch flags=0x%" PRIx32 ", must be 0",
+				     "batch flags=0x%" PRIx32
+				     ", only bit 0 (detach) is defined",
 				     b->flags);
 	return GM_OK;
 }
@@ -330,7 +343,7 @@ void gm_proto_put_job(uint8_t *p, const gm_job_desc *d)
 		put_u64(p + 40, sz.a + sz.b + sz.c);
 }
 
-static void get_job(const uint8_t *p, gm_job_desc *d)
+void gm_proto_parse_job(const uint8_t *p, gm_job_desc *d)
 {
 	d->dtype = p[0];
 	d->trans_a = p[1];
@@ -354,6 +367,43 @@ static int check_job_reserved(const uint8_t *p, char *msg, size_t msglen)
 	return GM_OK;
 }
 
+/* The payload of a GM_JOB_REGIONS job: its descriptor, which must be
+ * there before anything in it is read, then only the inline operands. */
+static int check_region_job(const uint8_t *p, size_t left, const gm_job_desc *d,
+			    const gm_job_sizes *sz, const gm_limits *lim,
+			    uint64_t *used, char *msg, size_t msglen)
+{
+	uint64_t payload = get_u64(p + 40), inl, want;
+	gm_region_ref ref[GM_OPND_COUNT];
+	int rv;
+
+	if (left - GM_JOB_HDR_SIZE < GM_REGION_DESC_SIZE)
+		return gm_proto_fail(GM_ETRUNC, msg, msglen,
+				     "region descriptor needs %d bytes, %zu "
+				     "left",
+				     GM_REGION_DESC_SIZE,
+				     left - GM_JOB_HDR_SIZE);
+	gm_proto_get_refs(p + GM_JOB_HDR_SIZE, ref);
+	if ((rv = gm_proto_check_refs(d, sz, ref, msg, msglen)) != 0)
+		return rv;
+	inl = gm_proto_inline_bytes(sz, ref);
+	if ((rv = check_job_bytes(inl, lim, "inline A+B+C", msg, msglen)) != 0)
+		return rv;
+	want = GM_REGION_DESC_SIZE + inl;
+	if (payload != want)
+		return gm_proto_fail(GM_EFIELD, msg, msglen,
+				     "payload_bytes=%" PRIu64
+				     ", must be %" PRIu64
+				     " (descriptor %d + inline %" PRIu64 ")",
+				     payload, want, GM_REGION_DESC_SIZE, inl);
+	if (payload > left - GM_JOB_HDR_SIZE)
+		return gm_proto_fail(GM_ETRUNC, msg, msglen,
+				     "payload_bytes=%" PRIu64 ", %zu left",
+				     payload, left - GM_JOB_HDR_SIZE);
+	*used = GM_JOB_HDR_SIZE + payload;
+	return GM_OK;
+}
+
 /* Checks the job at p, with left bytes left in the message; on success
  * *used is its header plus payload. */
 static int check_job(const uint8_t *p, size_t left, const gm_limits *lim,
@@ -368,7 +418,7 @@ static int check_job(const uint8_t *p, size_t left, const gm_limits *lim,
 		return gm_proto_fail(GM_ETRUNC, msg, msglen,
 				     "header needs %d bytes, %zu left",
 				     GM_JOB_HDR_SIZE, left);
-	get_job(p, &d);
+	gm_proto_parse_job(p, &d);
 	if ((rv = check_dtype(&d, msg, msglen)) != 0)
 		return rv;
 	if ((rv = check_job_reserved(p, msg, msglen)) != 0)
@@ -378,6 +428,12 @@ static int check_job(const uint8_t *p, size_t left, const gm_limits *lim,
 	if ((rv = check_dims(&d, lim, &sz, msg, msglen)) != 0)
 		return rv;
 	payload = get_u64(p + 40);
+	if (d.flags & GM_JOB_REGIONS)
+		return check_region_job(p, left, &d, &sz, lim, used, msg,
+					msglen);
+	if ((rv = check_job_bytes(sz.a + sz.b + sz.c, lim, "A+B+C", msg,
+				  msglen)) != 0)
+		return rv;
 	if (payload != sz.a + sz.b + sz.c)
 		return gm_proto_fail(
 		    GM_EFIELD, msg, msglen,
@@ -464,17 +520,14 @@ void gm_proto_jobs_begin(const void *buf, size_t len, gm_job_iter *it)
 int gm_proto_jobs_next(gm_job_iter *it, gm_job_desc *d, const uint8_t **a,
 		       const uint8_t **b, const uint8_t **c)
 {
-	gm_job_sizes sz;
+	gm_job_operands ops;
+	int rv;
 
-	if (it->left == 0)
-		return GM_ENOTFOUND;
-	get_job(it->p, d);
-	gm_job_sizes_of(d, &sz);
-	*a = it->p + GM_JOB_HDR_SIZE;
-	*b = *a + sz.a;
-	*c = sz.c != 0 ? *b + sz.b : NULL;
-	it->p = *b + sz.b + sz.c;
-	it->left--;
+	if ((rv = gm_proto_jobs_next_ops(it, d, &ops)) != GM_OK)
+		return rv;
+	*a = ops.data[GM_OPND_A];
+	*b = ops.data[GM_OPND_B];
+	*c = ops.data[GM_OPND_C];
 	return GM_OK;
 }
 

@@ -63,9 +63,17 @@ enum gm_kernel {
 };
 
 #define GM_JOB_HAS_C 0x01u /* job flag: payload carries C (beta input) */
+/* Job flag: the payload starts with a region descriptor naming where
+ * A, B, C and the result live in shared-memory regions (see
+ * gm_proto_region.h); only the inline operands follow it. */
+#define GM_JOB_REGIONS 0x02u
 
 #define GM_BATCH_PRIO_MAX     3 /* priorities 0 (lowest) .. 3 (highest) */
 #define GM_BATCH_PRIO_DEFAULT 1
+
+/* Batch flag: answer at once with job ids (a CTRL_REPLY) and keep the
+ * results for "wait" instead of replying with them. */
+#define GM_BATCH_DETACH 0x1u
 
 /* The common header, decoded. */
 typedef struct gm_hdr {
@@ -80,7 +88,7 @@ typedef struct gm_hdr {
 typedef struct gm_batch {
 	uint8_t priority;     /* 0..GM_BATCH_PRIO_MAX */
 	uint32_t deadline_ms; /* 0: none; else ms after receipt */
-	uint32_t flags;	      /* must be 0 in v1 */
+	uint32_t flags;	      /* GM_BATCH_DETACH; other bits 0 */
 } gm_batch;
 
 /* One job as described on the wire (payload excluded). */
@@ -90,7 +98,7 @@ typedef struct gm_job_desc {
 	uint8_t trans_b;
 	uint8_t layout; /* enum gm_layout, for A, B, C and the result */
 	uint8_t kernel; /* enum gm_kernel */
-	uint8_t flags;	/* GM_JOB_HAS_C */
+	uint8_t flags;	/* GM_JOB_HAS_C, GM_JOB_REGIONS */
 	uint32_t m, n, k;
 	double alpha, beta;
 } gm_job_desc;
@@ -173,7 +181,8 @@ int gm_proto_check_gemm(const void *buf, size_t len, const gm_limits *lim,
 void gm_proto_jobs_begin(const void *buf, size_t len, gm_job_iter *it);
 
 /* Next job of a checked request: fills d and points a, b, c at the
- * payload (c NULL when the job has no C). Returns 0, or GM_ENOTFOUND at
+ * payload (c NULL when the job has no C, each NULL when in a region:
+ * gm_proto_jobs_next_ops says where). Returns 0, or GM_ENOTFOUND at
  * the end. */
 int gm_proto_jobs_next(gm_job_iter *it, gm_job_desc *d, const uint8_t **a,
 		       const uint8_t **b, const uint8_t **c);

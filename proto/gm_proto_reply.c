@@ -87,7 +87,9 @@ static int check_reply_job(const uint8_t *p, size_t left, uint64_t *used,
 				     "reserved bytes 6..7 must be 0");
 	if ((rv = reply_result_bytes(&r, &want, msg, msglen)) != 0)
 		return rv;
-	if (r.result_bytes != want)
+	/* 0 on success: the result went to a region (GM_JOB_REGIONS). */
+	if (r.result_bytes != want &&
+	    !(r.status == GM_OK && r.result_bytes == 0))
 		return gm_proto_fail(GM_EFIELD, msg, msglen,
 				     "result_bytes=%" PRIu64
 				     ", must be %" PRIu64

@@ -95,6 +95,9 @@ gm_proto_fail(int code, char *msg, size_t msglen, const char *fmt, ...);
 int gm_proto_parse_hdr(const uint8_t *p, size_t len, gm_hdr *h, char *msg,
 		       size_t msglen);
 
+/* Decodes the job header at p (48 bytes present), unchecked. */
+void gm_proto_parse_job(const uint8_t *p, gm_job_desc *d);
+
 /* GM_EMSGTYPE unless h is of type. */
 int gm_proto_want_type(const gm_hdr *h, uint16_t type, char *msg,
 		       size_t msglen);

@@ -3,18 +3,37 @@
 # is missing. Run as root (or with sudo available) on Debian 12.
 set -eu
 
+# clang and its runtime (libclang-rt-14-dev): the libFuzzer targets of
+# scripts/ci-fuzz.sh. libsystemd-dev: sd_notify and the unit file;
+# systemd: systemd-analyze, which checks the unit in the tests.
+# openssl: the command makes the certificates of the TLS tests.
 pkgs="build-essential pkg-config meson ninja-build libuv1-dev libnng-dev
-libcjson-dev libcmocka-dev libopenblas-dev"
+libcjson-dev libcmocka-dev libopenblas-dev clang libclang-rt-14-dev
+libsystemd-dev systemd openssl"
+# prometheus: promtool checks /metrics, and the tests run a Prometheus
+# of their own that scrapes gemmd. Without the node exporter it
+# recommends, which the tests do not need.
+pkgs_norec="prometheus"
 
+installed() {
+	dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "ok installed"
+}
 missing=""
+norec=""
 for p in $pkgs; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
-		missing="$missing $p"
+	installed "$p" || missing="$missing $p"
 done
-[ -z "$missing" ] && exit 0
+for p in $pkgs_norec; do
+	installed "$p" || norec="$norec $p"
+done
+[ -z "$missing$norec" ] && exit 0
 
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
-echo "installing:$missing"
+echo "installing:$missing$norec"
 $sudo apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq $missing >/dev/null
+[ -z "$missing" ] ||
+	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq $missing >/dev/null
+[ -z "$norec" ] ||
+	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq \
+		--no-install-recommends $norec >/dev/null

@@ -33,7 +33,19 @@ ctl submit "$work/O.npy" "$work/Bt.npy" --dtype fp32 -o "$work/O2.npy" --url "$i
 ctl ping --url "$tcp" | grep -q "cpu" || fail "ping does not name the engine"
 ctl stats --json --url "$ipc" >"$work/stats.json"
 grep -q '"ok":13' "$work/stats.json" || fail "stats do not count 13 jobs: $(cat "$work/stats.json")"
-ctl stats --url "$ipc" >/dev/null
+ctl stats --url "$ipc" >"$work/table"
+grep -q '^latency  *count  *p50  *p90  *p99  *max$' "$work/table" &&
+	grep -q '^total  *13 ' "$work/table" &&
+	grep -q '^10s  ' "$work/table" ||
+	fail "stats table lacks the latency or rate rows: $(cat "$work/table")"
+# --watch off a terminal: tables one after another; Ctrl-C ends it, 0.
+"$GEMMCTL" stats --watch 0.2 --url "$ipc" >"$work/watch" &
+watch_pid=$!
+sleep 1
+kill -INT "$watch_pid"
+wait "$watch_pid" || fail "stats --watch exited $? on SIGINT"
+[ "$(grep -c '^gemmd ' "$work/watch")" -ge 2 ] ||
+	fail "stats --watch printed fewer than 2 tables: $(cat "$work/watch")"
 
 # Exit codes from gemmctl --help.
 expect_exit 2 ctl submit "$work/A.npy"

@@ -44,6 +44,10 @@ static void assert_config_equal(const gm_config *a, const gm_config *b)
 		assert_string_equal(a->listen[i], b->listen[i]);
 	assert_int_equal(a->contexts, b->contexts);
 	assert_int_equal(a->queue_depth, b->queue_depth);
+	assert_memory_equal(a->queue_depth_prio, b->queue_depth_prio,
+			    sizeof(a->queue_depth_prio));
+	assert_int_equal(a->detach_keep_s, b->detach_keep_s);
+	assert_int_equal(a->detach_max_bytes, b->detach_max_bytes);
 	assert_int_equal(a->max_message_bytes, b->max_message_bytes);
 	assert_int_equal(a->max_jobs, b->max_jobs);
 	assert_int_equal(a->max_dim, b->max_dim);
@@ -51,6 +55,7 @@ static void assert_config_equal(const gm_config *a, const gm_config *b)
 	assert_same_string(a->tls_cert, b->tls_cert);
 	assert_same_string(a->tls_key, b->tls_key);
 	assert_same_string(a->tls_ca, b->tls_ca);
+	assert_same_string(a->metrics_listen, b->metrics_listen);
 	assert_int_equal(a->engine.kind, b->engine.kind);
 	assert_int_equal(a->engine.pool_bytes, b->engine.pool_bytes);
 	assert_int_equal(a->engine.device_pool_bytes,
@@ -60,20 +65,29 @@ static void assert_config_equal(const gm_config *a, const gm_config *b)
 	assert_int_equal(a->engine.kernel, b->engine.kernel);
 	assert_int_equal(a->engine.mapped_output, b->engine.mapped_output);
 	assert_int_equal(a->engine.cpu_threads, b->engine.cpu_threads);
+	assert_int_equal(a->regions, b->regions);
+	assert_same_string(a->region_socket, b->region_socket);
+	assert_int_equal(a->region_max_count, b->region_max_count);
+	assert_int_equal(a->region_max_bytes, b->region_max_bytes);
 }
 
 /* Every key away from its default. */
 static const char *const all_changed =
     "{\"listen\": [\"tcp://127.0.0.1:5555\", \"tls+tcp://0.0.0.0:5556\"],"
     " \"contexts\": 8, \"queue_depth\": 100,"
+    " \"queue_depth_per_priority\": [10, 0, 30, 40],"
+    " \"detach_keep_s\": 60, \"detach_max_bytes\": \"64M\","
     " \"max_message_bytes\": \"64M\", \"max_jobs_per_request\": 7,"
     " \"max_dim\": 4096, \"log_level\": \"debug\","
     " \"tls_cert\": \"/etc/gemmd/cert.pem\","
     " \"tls_key\": \"/etc/gemmd/key.pem\", \"tls_ca\": \"/etc/gemmd/ca.pem\","
+    " \"metrics_listen\": \"127.0.0.1:9464\","
     " \"engine\": \"cpu\", \"pool_bytes\": 268435456,"
     " \"device_pool_bytes\": \"2G\", \"streams\": 16,"
     " \"issue_order\": \"depth\", \"kernel\": \"tiled\","
-    " \"mapped_output\": true, \"cpu_threads\": 12}";
+    " \"mapped_output\": true, \"cpu_threads\": 12,"
+    " \"regions\": false, \"region_socket\": \"/run/r.sock\","
+    " \"region_max_count\": 3, \"region_max_bytes\": \"2G\"}";
 
 static void assert_all_changed(const gm_config *c)
 {
@@ -82,6 +96,12 @@ static void assert_all_changed(const gm_config *c)
 	assert_string_equal(c->listen[1], "tls+tcp://0.0.0.0:5556");
 	assert_int_equal(c->contexts, 8);
 	assert_int_equal(c->queue_depth, 100);
+	assert_int_equal(c->queue_depth_prio[0], 10);
+	assert_int_equal(c->queue_depth_prio[1], 0);
+	assert_int_equal(c->queue_depth_prio[2], 30);
+	assert_int_equal(c->queue_depth_prio[3], 40);
+	assert_int_equal(c->detach_keep_s, 60);
+	assert_int_equal(c->detach_max_bytes, 64u << 20);
 	assert_int_equal(c->max_message_bytes, 64u << 20);
 	assert_int_equal(c->max_jobs, 7);
 	assert_int_equal(c->max_dim, 4096);
@@ -89,6 +109,7 @@ static void assert_all_changed(const gm_config *c)
 	assert_string_equal(c->tls_cert, "/etc/gemmd/cert.pem");
 	assert_string_equal(c->tls_key, "/etc/gemmd/key.pem");
 	assert_string_equal(c->tls_ca, "/etc/gemmd/ca.pem");
+	assert_string_equal(c->metrics_listen, "127.0.0.1:9464");
 	assert_int_equal(c->engine.kind, GM_ENGINE_CPU);
 	assert_int_equal(c->engine.pool_bytes, 256u << 20);
 	assert_int_equal(c->engine.device_pool_bytes, 2 * GIB);
@@ -97,6 +118,10 @@ static void assert_all_changed(const gm_config *c)
 	assert_int_equal(c->engine.kernel, GM_KERNEL_TILED);
 	assert_int_equal(c->engine.mapped_output, 1);
 	assert_int_equal(c->engine.cpu_threads, 12);
+	assert_int_equal(c->regions, 0);
+	assert_string_equal(c->region_socket, "/run/r.sock");
+	assert_int_equal(c->region_max_count, 3);
+	assert_int_equal(c->region_max_bytes, 2 * GIB);
 }
 
 static void test_defaults(void **state)
@@ -109,6 +134,10 @@ static void test_defaults(void **state)
 	assert_string_equal(c.listen[0], "ipc:///run/gemmd/gemmd.sock");
 	assert_int_equal(c.contexts, 64);
 	assert_int_equal(c.queue_depth, 4096);
+	for (int p = 0; p <= GM_BATCH_PRIO_MAX; p++)
+		assert_int_equal(c.queue_depth_prio[p], 0);
+	assert_int_equal(c.detach_keep_s, 300);
+	assert_int_equal(c.detach_max_bytes, GIB);
 	assert_int_equal(c.max_message_bytes, GIB);
 	assert_int_equal(c.max_jobs, 4096);
 	assert_int_equal(c.max_dim, 65536);
@@ -119,11 +148,15 @@ static void test_defaults(void **state)
 	assert_int_equal(c.engine.kind, GM_ENGINE_AUTO);
 	assert_int_equal(c.engine.pool_bytes, GIB);
 	assert_int_equal(c.engine.device_pool_bytes, 0);
-	assert_int_equal(c.engine.streams, 4);
+	assert_int_equal(c.engine.streams, 8);
 	assert_int_equal(c.engine.issue_order, GM_ISSUE_BREADTH);
 	assert_int_equal(c.engine.kernel, GM_KERNEL_CUBLAS);
 	assert_int_equal(c.engine.mapped_output, 0);
 	assert_int_equal(c.engine.cpu_threads, 0);
+	assert_int_equal(c.regions, 1);
+	assert_null(c.region_socket);
+	assert_int_equal(c.region_max_count, 64);
+	assert_int_equal(c.region_max_bytes, 16 * GIB);
 	gm_config_free(&c);
 }
 
@@ -174,6 +207,9 @@ static void test_set_every_key(void **state)
 	    {"listen", "tcp://127.0.0.1:5555"},
 	    {"contexts", "8"},
 	    {"queue_depth", "100"},
+	    {"queue_depth_per_priority", "10,0,30,40"},
+	    {"detach_keep_s", "60"},
+	    {"detach_max_bytes", "64M"},
 	    {"max_message_bytes", "64M"},
 	    {"max_jobs_per_request", "7"},
 	    {"max_dim", "4096"},
@@ -189,6 +225,11 @@ static void test_set_every_key(void **state)
 	    {"kernel", "tiled"},
 	    {"mapped_output", "true"},
 	    {"cpu_threads", "12"},
+	    {"metrics_listen", "127.0.0.1:9464"},
+	    {"regions", "false"},
+	    {"region_socket", "/run/r.sock"},
+	    {"region_max_count", "3"},
+	    {"region_max_bytes", "2G"},
 	};
 	char msg[256] = "";
 	gm_config c;
@@ -224,6 +265,10 @@ static void test_bounds_and_sizes(void **state)
 	    {"streams", "64", 64},
 	    {"contexts", "4096", 4096},
 	    {"queue_depth", "1048576", 1048576},
+	    {"detach_keep_s", "1", 1},
+	    {"detach_keep_s", "604800", 604800},
+	    {"detach_max_bytes", "0", 0},
+	    {"detach_max_bytes", "1T", UINT64_C(1) << 40},
 	    {"max_jobs_per_request", "65536", 65536},
 	    {"max_dim", "1048576", 1048576},
 	    {"cpu_threads", "0", 0},
@@ -266,6 +311,33 @@ static void test_bounds_and_sizes(void **state)
 		gm_config_free(&c);
 		gm_config_free(&d);
 	}
+}
+
+/* One number sets every priority; four set one each, lowest first. */
+static void test_per_priority(void **state)
+{
+	static const unsigned four[] = {8, 64, 0, 4};
+	char msg[256] = "";
+	gm_config c;
+
+	(void)state;
+	gm_config_defaults(&c);
+	assert_int_equal(gm_config_set(&c, "queue_depth_per_priority", "16",
+				       msg, sizeof(msg)),
+			 GM_OK);
+	for (int p = 0; p <= GM_BATCH_PRIO_MAX; p++)
+		assert_int_equal(c.queue_depth_prio[p], 16);
+	assert_int_equal(load(&c,
+			      "{\"queue_depth_per_priority\": [8, 64, 0, 4]}",
+			      msg, sizeof(msg)),
+			 GM_OK);
+	assert_memory_equal(c.queue_depth_prio, four, sizeof(four));
+	assert_int_equal(load(&c, "{\"queue_depth_per_priority\": 1048576}",
+			      msg, sizeof(msg)),
+			 GM_OK);
+	for (int p = 0; p <= GM_BATCH_PRIO_MAX; p++)
+		assert_int_equal(c.queue_depth_prio[p], 1048576);
+	gm_config_free(&c);
 }
 
 /* The level names are gm_log's own. */
@@ -355,6 +427,45 @@ static void test_check(void **state)
 	assert_int_equal(gm_config_check(&c, msg, sizeof(msg)), GM_ECONFIG);
 	assert_int_equal(
 	    gm_config_set(&c, "tls_ca", "/ca.pem", msg, sizeof(msg)), GM_OK);
+	assert_int_equal(gm_config_check(&c, msg, sizeof(msg)), GM_OK);
+	gm_config_free(&c);
+}
+
+/* metrics_listen is HOST:PORT with a port of 1..65535, or null. */
+static void test_metrics_listen(void **state)
+{
+	static const char *const good[] = {"127.0.0.1:9464", "[::1]:9464",
+					   "localhost:1", "0.0.0.0:65535"};
+	static const char *const bad[] = {
+	    "9464",    ":9464", "host:",       "host:0",
+	    "h:65536", "h:12x", "http://h:80", "h:-1"};
+	char msg[256] = "", want[256];
+	gm_config c;
+
+	(void)state;
+	gm_config_defaults(&c);
+	assert_null(c.metrics_listen);
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		assert_int_equal(gm_config_set(&c, "metrics_listen", good[i],
+					       msg, sizeof(msg)),
+				 GM_OK);
+		assert_int_equal(gm_config_check(&c, msg, sizeof(msg)), GM_OK);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(gm_config_set(&c, "metrics_listen", bad[i],
+					       msg, sizeof(msg)),
+				 GM_OK);
+		assert_int_equal(gm_config_check(&c, msg, sizeof(msg)),
+				 GM_ECONFIG);
+		snprintf(want, sizeof(want),
+			 "config key \"metrics_listen\": \"%s\" is not "
+			 "HOST:PORT, e.g. \"127.0.0.1:9464\"",
+			 bad[i]);
+		assert_string_equal(msg, want);
+	}
+	assert_int_equal(
+	    gm_config_set(&c, "metrics_listen", "", msg, sizeof(msg)), GM_OK);
+	assert_null(c.metrics_listen);
 	assert_int_equal(gm_config_check(&c, msg, sizeof(msg)), GM_OK);
 	gm_config_free(&c);
 }
@@ -505,6 +616,23 @@ static const struct bad_doc {
      "config key \"streams\": expected an integer, got true"},
     {"{\"queue_depth\": -1}", GM_ECONFIG,
      "config key \"queue_depth\": -1 is out of range 1..1048576"},
+    {"{\"queue_depth_per_priority\": [1, 2]}", GM_ECONFIG,
+     "config key \"queue_depth_per_priority\": expected an integer or an "
+     "array of 4 integers, got [1,2]"},
+    {"{\"queue_depth_per_priority\": [1, 2, 3, 4, 5]}", GM_ECONFIG,
+     "config key \"queue_depth_per_priority\": expected an integer or an "
+     "array of 4 integers, got [1,2,3,4,5]"},
+    {"{\"queue_depth_per_priority\": [1, \"2\", 3, 4]}", GM_ECONFIG,
+     "config key \"queue_depth_per_priority\": expected an integer or an "
+     "array of 4 integers, got [1,\"2\",3,4]"},
+    {"{\"queue_depth_per_priority\": [1, 2, 3, 2000000]}", GM_ECONFIG,
+     "config key \"queue_depth_per_priority\": 2000000 is out of range "
+     "0..1048576"},
+    {"{\"queue_depth_per_priority\": -1}", GM_ECONFIG,
+     "config key \"queue_depth_per_priority\": -1 is out of range "
+     "0..1048576"},
+    {"{\"detach_keep_s\": 0}", GM_ECONFIG,
+     "config key \"detach_keep_s\": 0 is out of range 1..604800"},
     {"{\"max_dim\": 1e30}", GM_ECONFIG,
      "config key \"max_dim\": 1e+30 is out of range 1..1048576"},
     {"{\"pool_bytes\": \"2T\"}", GM_ECONFIG,
@@ -634,6 +762,18 @@ static const struct bad_set {
      "1M..1T"},
     {"mapped_output", "1",
      "config key \"mapped_output\": expected true or false, got \"1\""},
+    {"queue_depth_per_priority", "1,2,3",
+     "config key \"queue_depth_per_priority\": expected an integer or an "
+     "array of 4 integers, got \"1,2,3\""},
+    {"queue_depth_per_priority", "1,2,3,",
+     "config key \"queue_depth_per_priority\": expected an integer or an "
+     "array of 4 integers, got \"1,2,3,\""},
+    {"queue_depth_per_priority", "1,2,x,4",
+     "config key \"queue_depth_per_priority\": expected an integer or an "
+     "array of 4 integers, got \"1,2,x,4\""},
+    {"queue_depth_per_priority", "1,2,3,9999999",
+     "config key \"queue_depth_per_priority\": 9999999 is out of range "
+     "0..1048576"},
     {"engine", "",
      "config key \"engine\": expected one of auto, cpu, cuda, got "
      "\"\""},
@@ -691,9 +831,11 @@ int main(void)
 	    cmocka_unit_test(test_shipped_file),
 	    cmocka_unit_test(test_set_every_key),
 	    cmocka_unit_test(test_bounds_and_sizes),
+	    cmocka_unit_test(test_per_priority),
 	    cmocka_unit_test(test_log_levels),
 	    cmocka_unit_test(test_listen),
 	    cmocka_unit_test(test_check),
+	    cmocka_unit_test(test_metrics_listen),
 	    cmocka_unit_test(test_to_json),
 	    cmocka_unit_test(test_free_leaves_defaults),
 	    cmocka_unit_test(test_files),

@@ -340,6 +340,10 @@ static void run_shape(uint32_t m, uint32_t n, uint32_t k)
 	gm_engine_device_stats(e, 0, &s);
 	assert_int_equal(s.jobs, N);
 	assert_true(s.busy_us > 0.0);
+	/* No copies and no streams: all of the busy time is kernel time. */
+	assert_true(s.kernel_us == s.busy_us);
+	assert_true(s.copy_us == 0 && s.overlap_us == 0);
+	assert_int_equal(s.nstreams, 0);
 	gm_engine_close(e);
 }
 

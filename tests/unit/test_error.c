@@ -77,6 +77,7 @@ static void test_wire_values_pinned(void **state)
 	assert_int_equal(GM_EFIELD, 12);
 	assert_int_equal(GM_EBUSY, 14);
 	assert_int_equal(GM_ENODEV, 29);
+	assert_int_equal(GM_EDRAINING, 30);
 }
 
 static void test_out_of_range(void **state)

@@ -230,6 +230,51 @@ static void test_merge(void **state)
 	assert_memory_equal(&even, &all, sizeof(all));
 }
 
+/* Latency-like mixes whose percentiles are known exactly: n1 values of
+ * v1, then n2 of v2, then n3 of v3 (v1 < v2 < v3, each a bucket edge,
+ * so every estimate is at most the true value and within its bucket). */
+static const struct mix_case {
+	unsigned n1, n2, n3;
+	double v1, v2, v3;
+	double p50, p90, p99;
+} mix_cases[] = {
+    /* a fast majority, a slow tail and one outlier */
+    {90, 9, 1, 100, 1000, 10000, 100, 100, 1000},
+    /* bimodal: half cached, half a cold start */
+    {50, 49, 1, 10, 1e6, 1e7, 10, 1e6, 1e6},
+    /* 1% slow: p99 still the fast value, the slow one only at max */
+    {990, 9, 1, 1000, 1e5, 1e8, 1000, 1000, 1000},
+    /* a 2% tail: p99 falls in it */
+    {980, 10, 10, 10, 100, 1000, 10, 10, 100},
+};
+
+static void test_known_percentiles(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(mix_cases) / sizeof(mix_cases[0]); i++) {
+		const struct mix_case *c = &mix_cases[i];
+		const double q[3] = {0.50, 0.90, 0.99};
+		const double want[3] = {c->p50, c->p90, c->p99};
+		gm_hist h;
+
+		gm_hist_init(&h);
+		for (unsigned k = 0; k < c->n1 + c->n2 + c->n3; k++)
+			gm_hist_add(&h, k < c->n1	    ? c->v1
+					: k < c->n1 + c->n2 ? c->v2
+							    : c->v3);
+		for (int j = 0; j < 3; j++) {
+			double got = gm_hist_quantile(&h, q[j]);
+
+			if (got > want[j])
+				fail_msg("case %zu: p%.0f %.17g above %.17g", i,
+					 q[j] * 100, got, want[j]);
+			assert_within_bucket(got, want[j]);
+		}
+		assert_true(gm_hist_quantile(&h, 1) == c->v3);
+		assert_true(h.max == c->v3);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -243,6 +288,7 @@ int main(void)
 	    cmocka_unit_test(test_constant),
 	    cmocka_unit_test(test_huge),
 	    cmocka_unit_test(test_merge),
+	    cmocka_unit_test(test_known_percentiles),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -232,7 +232,10 @@ static void test_gemm_round_trip(void **state)
 	    job(GM_FP64, 3, 5, 7), job(GM_FP32, 1, 1, 1), job(GM_TF32, 4, 2, 9),
 	    job(GM_FP16, 8, 3, 1), job(GM_BF16, 2, 6, 5),
 	};
-	gm_batch b = {.priority = 3, .deadline_ms = 2500}, got_b;
+	gm_batch b = {.priority = 3,
+		      .deadline_ms = 2500,
+		      .flags = GM_BATCH_DETACH},
+		 got_b;
 	gm_limits lim = {.max_jobs = 5, .max_dim = 9, .max_job_bytes = 1024};
 	char msg[MSG_LEN];
 	uint64_t size;
@@ -273,7 +276,7 @@ static void test_gemm_round_trip(void **state)
 		assert_int_equal(h.count, 5);
 		assert_int_equal(got_b.priority, 3);
 		assert_int_equal(got_b.deadline_ms, 2500);
-		assert_int_equal(got_b.flags, 0);
+		assert_int_equal(got_b.flags, GM_BATCH_DETACH);
 		check_jobs_match(p, len, d, 5);
 	}
 }
@@ -708,7 +711,8 @@ static const struct bad_case bad_requests[] = {
     {"count lies: job 1 missing", GM_ETRUNC, 0, 0, {{H(16), 4, 2}}},
     {"priority 4", GM_EFIELD, 0, 0, {{B(0), 1, 4}}},
     {"batch reserved byte", GM_EFIELD, 0, 0, {{B(3), 1, 1}}},
-    {"batch flags", GM_EFIELD, 0, 0, {{B(8), 4, 1}}},
+    {"batch flag bit 1", GM_EFIELD, 0, 0, {{B(8), 4, 2}}},
+    {"batch flag bit 31", GM_EFIELD, 0, 0, {{B(8), 4, 0x80000001u}}},
     {"batch reserved word", GM_EFIELD, 0, 0, {{B(12), 4, 1}}},
     {"dtype 0", GM_EDTYPE, 0, 0, {{J(0), 1, 0}}},
     {"dtype 6", GM_EDTYPE, 0, 0, {{J(0), 1, 6}}},

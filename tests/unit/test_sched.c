@@ -314,7 +314,7 @@ static void wait_past(double t_us)
 static int never_ran(int status)
 {
 	return status == GM_ETOOBIG || status == GM_EUNSUPPORTED ||
-	       status == GM_ETIMEDOUT;
+	       status == GM_ETIMEDOUT || status == GM_ECANCELED;
 }
 
 static int all_poison(const uint8_t *p, uint64_t bytes)
@@ -847,6 +847,183 @@ static void test_stop(void **state)
 	h_close();
 }
 
+/* One single-job request of connection conn. */
+static struct treq *conn_req(uint32_t conn, const struct shape *s)
+{
+	struct treq *tr = new_req_of(1, s);
+
+	tr->r->conn = conn;
+	return tr;
+}
+
+/*
+ * Two connections queue four jobs each behind a blocker at the same
+ * priority, the first all of its own before the second any: they start
+ * taking turns, each in its own order. A request of several jobs takes
+ * one turn per job.
+ */
+static void test_fairness(void **state)
+{
+	struct treq *blk, *a[4], *b[4], *multi;
+	size_t next = 1;
+
+	h_open(unit_of(&SMALL), 32);
+	blk = conn_req(9, &SMALL);
+	assert_int_equal(submit(blk), GM_OK);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(submit(a[i] = conn_req(1, &SMALL)), GM_OK);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(submit(b[i] = conn_req(2, &SMALL)), GM_OK);
+	multi = new_req(3, GM_BATCH_PRIO_DEFAULT, 0, &SMALL, 1);
+	multi->r->conn = 3;
+	assert_int_equal(submit(multi), GM_OK);
+	drain();
+	assert_int_equal(h.nback, 12);
+	assert_ptr_equal(h.back[0], &blk->r->jobs[0].job);
+	for (int i = 0; i < 4; i++) {
+		assert_ptr_equal(h.back[next++], &a[i]->r->jobs[0].job);
+		assert_ptr_equal(h.back[next++], &b[i]->r->jobs[0].job);
+		if (i < 3)
+			assert_ptr_equal(h.back[next++],
+					 &multi->r->jobs[i].job);
+		check_all_ok(a[i]);
+		check_all_ok(b[i]);
+	}
+	check_all_ok(multi);
+	h_close();
+}
+
+/* Back-pressure before fairness: a large job that does not fit keeps
+ * its connection's turn, and another connection's small job waits
+ * behind it although it would fit. */
+static void test_fair_head_of_line(void **state)
+{
+	const struct shape big = {GM_FP64, 0, 0, 0, 0, 64, 64, 64};
+	struct treq *blk, *large, *small;
+
+	h_open(unit_of(&big), 8);
+	blk = conn_req(1, &SMALL);
+	assert_int_equal(submit(blk), GM_OK);
+	large = conn_req(2, &big);
+	assert_int_equal(submit(large), GM_OK);
+	small = conn_req(3, &SMALL);
+	assert_int_equal(submit(small), GM_OK);
+	assert_int_equal(gm_sched_inflight(h.sched), 1);
+	assert_int_equal(gm_sched_queued(h.sched), 2);
+	drain();
+	assert_ptr_equal(h.back[1], &large->r->jobs[0].job);
+	assert_ptr_equal(h.back[2], &small->r->jobs[0].job);
+	check_all_ok(large);
+	check_all_ok(small);
+	h_close();
+}
+
+/* A queued job canceled fails with ECANCELED at once and never runs;
+ * its request finishes when its last job does; running and finished
+ * jobs cannot be canceled. */
+static void test_cancel(void **state)
+{
+	struct treq *blk, *two, *one;
+
+	h_open(unit_of(&SMALL), 8);
+	blk = new_req_of(1, &SMALL);
+	assert_int_equal(submit(blk), GM_OK);
+	two = new_req_of(2, &SMALL);
+	assert_int_equal(submit(two), GM_OK);
+	one = new_req_of(1, &SMALL);
+	assert_int_equal(submit(one), GM_OK);
+	assert_int_equal(blk->r->jobs[0].state, GM_SJOB_RUNNING);
+	assert_int_equal(two->r->jobs[1].state, GM_SJOB_QUEUED);
+	assert_int_equal(gm_sched_cancel(h.sched, &blk->r->jobs[0]),
+			 GM_ENOTFOUND);
+	assert_int_equal(gm_sched_cancel(h.sched, &two->r->jobs[1]), GM_OK);
+	assert_int_equal(two->r->jobs[1].job.status, GM_ECANCELED);
+	assert_int_equal(two->r->jobs[1].state, GM_SJOB_DONE);
+	assert_int_equal(two->done, 0);
+	assert_int_equal(gm_sched_cancel(h.sched, &two->r->jobs[0]), GM_OK);
+	assert_int_equal(two->done, 1);
+	assert_int_equal(gm_sched_cancel(h.sched, &two->r->jobs[0]),
+			 GM_ENOTFOUND);
+	assert_int_equal(gm_sched_queued(h.sched), 1);
+	drain();
+	check_all_ok(blk);
+	check_all_ok(one);
+	assert_int_equal(h.st.errors[GM_ECANCELED], 2);
+	h_close();
+}
+
+/* gm_sched_expire fails a job whose deadline passed while the engine
+ * is still busy, without waiting for the queue to move, and
+ * gm_sched_next_deadline then moves on to the next deadline. */
+static void test_expire(void **state)
+{
+	const struct shape slow = {GM_FP64, 0, 0, 0, 0, 600, 600, 600};
+	struct treq *blk, *late, *none, *far;
+	double far_due;
+
+	h_open(unit_of(&slow), 8);
+	blk = new_req_of(1, &slow);
+	assert_int_equal(submit(blk), GM_OK);
+	assert_true(gm_sched_next_deadline(h.sched) == 0.0);
+	assert_int_equal(gm_sched_expire(h.sched), 0);
+	far = new_req(1, 1, 600000, &SMALL, 1);
+	assert_int_equal(submit(far), GM_OK);
+	late = new_req(1, 1, 1, &SMALL, 1);
+	assert_int_equal(submit(late), GM_OK);
+	none = new_req(1, 1, 0, &SMALL, 1);
+	assert_int_equal(submit(none), GM_OK);
+	far_due = far->r->recv_us + 600000 * 1000.0;
+	assert_true(gm_sched_next_deadline(h.sched) ==
+		    late->r->recv_us + 1000.0);
+	wait_past(gm_sched_next_deadline(h.sched) + 500.0);
+	assert_int_equal(gm_sched_expire(h.sched), 1);
+	assert_int_equal(late->done, 1);
+	assert_int_equal(late->r->jobs[0].job.status, GM_ETIMEDOUT);
+	assert_int_equal(gm_sched_inflight(h.sched), 1); /* still busy */
+	assert_true(gm_sched_next_deadline(h.sched) == far_due);
+	drain();
+	check_all_ok(far);
+	check_all_ok(none);
+	h_close();
+}
+
+/* Limits per priority: a request over its priority's limit is refused
+ * EBUSY while other priorities, and the overall depth, still have
+ * room. */
+static void test_priority_limits(void **state)
+{
+	static const unsigned lim[GM_BATCH_PRIO_MAX + 1] = {2, 0, 0, 1};
+	struct treq *blk, *p0, *over0, *p1, *p3, *over3;
+
+	h_open(unit_of(&SMALL), 6);
+	gm_sched_set_limits(h.sched, lim);
+	blk = new_req_of(1, &SMALL);
+	assert_int_equal(submit(blk), GM_OK);
+	p0 = new_req(2, 0, 0, &SMALL, 1);
+	assert_int_equal(submit(p0), GM_OK);
+	over0 = new_req(1, 0, 0, &SMALL, 1);
+	assert_int_equal(submit(over0), GM_EBUSY);
+	assert_int_equal(gm_sched_room(h.sched, 0, 1), GM_EBUSY);
+	p3 = new_req(1, 3, 0, &SMALL, 1);
+	assert_int_equal(submit(p3), GM_OK);
+	over3 = new_req(1, 3, 0, &SMALL, 1);
+	assert_int_equal(submit(over3), GM_EBUSY);
+	/* Priority 1 has no limit of its own: only the depth, 6. */
+	assert_int_equal(gm_sched_room(h.sched, 1, 4), GM_EBUSY);
+	assert_int_equal(gm_sched_room(h.sched, 1, 3), GM_OK);
+	assert_int_equal(gm_sched_room(h.sched, 4, 1), GM_EINVAL);
+	p1 = new_req(3, 1, 0, &SMALL, 1);
+	assert_int_equal(submit(p1), GM_OK);
+	assert_int_equal(gm_sched_queued_prio(h.sched, 0), 2);
+	assert_int_equal(gm_sched_queued_prio(h.sched, 1), 3);
+	assert_int_equal(gm_sched_queued_prio(h.sched, 3), 1);
+	drain();
+	check_all_ok(p0);
+	check_all_ok(p1);
+	check_all_ok(p3);
+	h_close();
+}
+
 /* The counters after a known mix of outcomes. */
 static void test_stats(void **state)
 {
@@ -910,6 +1087,11 @@ int main(void)
 	    cmocka_unit_test_teardown(test_deadline, h_free),
 	    cmocka_unit_test_teardown(test_deadline_partial, h_free),
 	    cmocka_unit_test_teardown(test_stop, h_free),
+	    cmocka_unit_test_teardown(test_fairness, h_free),
+	    cmocka_unit_test_teardown(test_fair_head_of_line, h_free),
+	    cmocka_unit_test_teardown(test_cancel, h_free),
+	    cmocka_unit_test_teardown(test_expire, h_free),
+	    cmocka_unit_test_teardown(test_priority_limits, h_free),
 	    cmocka_unit_test_teardown(test_stats, h_free),
 	};
 
