@@ -171,19 +171,3 @@ int gm_region_fd_map(int fd, uint64_t size, void **base, char *msg,
 	*base = p;
 	return GM_OK;
 }
-
-static bool listed(const uint32_t *ids, unsigned n, uint32_t id)
-{
-	for (unsigned i = 0; i < n; i++)
-		if (ids[i] == id)
-			return true;
-	return false;
-}
-
-bool gm_region_fd_allowed(const gm_config *cfg, uint32_t uid, uint32_t gid)
-{
-	if (cfg->nallow_uids == 0 && cfg->nallow_gids == 0)
-		return true;
-	return listed(cfg->allow_uids, cfg->nallow_uids, uid) ||
-	       listed(cfg->allow_gids, cfg->nallow_gids, gid);
-}

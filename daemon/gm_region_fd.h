@@ -7,7 +7,6 @@
 #ifndef GM_REGION_FD_H
 #define GM_REGION_FD_H
 
-#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -42,9 +41,5 @@ int gm_region_fd_check(int fd, uint64_t size, char *msg, size_t msglen);
  * the descriptor does not allow it, else GM_ENOMEM, with msg. */
 int gm_region_fd_map(int fd, uint64_t size, void **base, char *msg,
 		     size_t msglen);
-
-/* Whether a peer with uid and gid passes cfg's allow-lists (both empty:
- * everyone). */
-bool gm_region_fd_allowed(const gm_config *cfg, uint32_t uid, uint32_t gid);
 
 #endif

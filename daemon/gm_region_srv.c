@@ -395,7 +395,7 @@ static void accept_one(gm_region_srv *s, int fd)
 	struct conn *c;
 
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 ||
-	    !gm_region_fd_allowed(s->cfg, cred.uid, cred.gid) ||
+	    !gm_config_allows(s->cfg, cred.uid, cred.gid) ||
 	    s->open >= MAX_CONNS || (c = calloc(1, sizeof(*c))) == NULL) {
 		GM_LOG(GM_LOG_DEBUG,
 		       "regions: refused a connection (not allowed, or %u "
