@@ -26,6 +26,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "gm_client.h"
 #include "gm_creg.h"
 #include "gm_proto.h"
 
@@ -48,17 +49,6 @@ _Static_assert(GEMMD_MSG_TEXT == GM_MSG_TEXT + 1 &&
 #define ERRLEN 256
 
 static _Thread_local char last_error[ERRLEN];
-
-__attribute__((format(printf, 2, 3))) static int seterr(int code,
-							const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(last_error, sizeof(last_error), fmt, ap);
-	va_end(ap);
-	return code;
-}
 
 /* nng's codes folded into ours; the nng text goes into the message. */
 static int from_nng(int nrv)
@@ -137,16 +127,18 @@ static int call_new(gemmd_client *cl, struct call **out)
 	int nrv;
 
 	if ((k = calloc(1, sizeof(*k))) == NULL)
-		return seterr(GM_ENOMEM, "out of memory");
+		return gm_client_seterr(GM_ENOMEM, "out of memory");
 	k->cl = cl;
 	if ((nrv = nng_aio_alloc(&k->aio, call_cb, k)) != 0) {
 		free(k);
-		return seterr(from_nng(nrv), "aio: %s", nng_strerror(nrv));
+		return gm_client_seterr(from_nng(nrv), "aio: %s",
+					nng_strerror(nrv));
 	}
 	if ((nrv = nng_ctx_open(&k->ctx, cl->sock)) != 0) {
 		nng_aio_free(k->aio);
 		free(k);
-		return seterr(from_nng(nrv), "context: %s", nng_strerror(nrv));
+		return gm_client_seterr(from_nng(nrv), "context: %s",
+					nng_strerror(nrv));
 	}
 	pthread_mutex_lock(&cl->mu);
 	k->next_all = cl->all;
@@ -169,7 +161,7 @@ static int call_get(gemmd_client *cl, struct call **out)
 		cl->free = k->next_free;
 	pthread_mutex_unlock(&cl->mu);
 	if (closing)
-		return seterr(GM_ECANCELED, "client is closing");
+		return gm_client_seterr(GM_ECANCELED, "client is closing");
 	if (k == NULL && (rv = call_new(cl, &k)) != 0)
 		return rv;
 	pthread_mutex_lock(&cl->mu);
@@ -493,7 +485,7 @@ static int wait_for(struct waiter *w)
 	pthread_mutex_destroy(&w->mu);
 	pthread_cond_destroy(&w->cv);
 	if (w->rv != 0)
-		seterr(w->rv, "%s", w->msg);
+		gm_client_seterr(w->rv, "%s", w->msg);
 	return w->rv;
 }
 
@@ -559,7 +551,7 @@ static int check_jobs(gemmd_job *jobs, uint32_t n, gm_job_desc *d,
 		set_job_status(&jobs[i], GM_ECANCELED,
 			       "not sent: another job is invalid");
 	set_job_status(&jobs[bad], rv, detail);
-	return seterr(rv, "job %" PRIu32 ": %s", bad, detail);
+	return gm_client_seterr(rv, "job %" PRIu32 ": %s", bad, detail);
 }
 
 static void fill_gemm(uint8_t *p, const gemmd_job *jobs, const gm_job_desc *d,
@@ -624,10 +616,11 @@ static int build_gemm(const gemmd_job *jobs, const gm_job_desc *d, uint32_t n,
 	int nrv;
 
 	if (request_size(jobs, d, n, &size) != 0 || size > SIZE_MAX)
-		return seterr(GM_EOVERFLOW, "request size overflows");
+		return gm_client_seterr(GM_EOVERFLOW, "request size overflows");
 	if ((nrv = nng_msg_alloc(out, (size_t)size)) != 0)
-		return seterr(from_nng(nrv), "%" PRIu64 "-byte request: %s",
-			      size, nng_strerror(nrv));
+		return gm_client_seterr(from_nng(nrv),
+					"%" PRIu64 "-byte request: %s", size,
+					nng_strerror(nrv));
 	fill_gemm(nng_msg_body(*out), jobs, d, n, b, id);
 	return GM_OK;
 }
@@ -636,16 +629,17 @@ static int check_args(gemmd_client *c, gemmd_job *jobs, uint32_t n,
 		      const gemmd_submit_opts *o, int timeout_ms)
 {
 	if (c == NULL || jobs == NULL || n == 0)
-		return seterr(GM_EINVAL, "no client or no jobs");
+		return gm_client_seterr(GM_EINVAL, "no client or no jobs");
 	if (n > GM_MAX_JOBS)
-		return seterr(GM_ETOOMANY, "%" PRIu32 " jobs, at most %u", n,
-			      GM_MAX_JOBS);
+		return gm_client_seterr(GM_ETOOMANY,
+					"%" PRIu32 " jobs, at most %u", n,
+					GM_MAX_JOBS);
 	if (o != NULL && (o->priority < 0 || o->priority > GM_BATCH_PRIO_MAX))
-		return seterr(GM_EINVAL, "priority %d, must be 0..%d",
-			      o->priority, GM_BATCH_PRIO_MAX);
+		return gm_client_seterr(GM_EINVAL, "priority %d, must be 0..%d",
+					o->priority, GM_BATCH_PRIO_MAX);
 	if (timeout_ms <= 0 && timeout_ms != GEMMD_FOREVER)
-		return seterr(GM_EINVAL, "timeout %d ms, must be > 0",
-			      timeout_ms);
+		return gm_client_seterr(GM_EINVAL, "timeout %d ms, must be > 0",
+					timeout_ms);
 	return GM_OK;
 }
 
@@ -700,7 +694,7 @@ static int submit(gemmd_client *c, gemmd_job *jobs, uint32_t n,
 		goto fail;
 	reset_jobs(jobs, n);
 	if ((d = calloc(n, sizeof(*d))) == NULL) {
-		rv = seterr(GM_ENOMEM, "out of memory");
+		rv = gm_client_seterr(GM_ENOMEM, "out of memory");
 		goto fail;
 	}
 	if ((rv = check_jobs(jobs, n, d, ids == NULL)) != 0) {
@@ -749,7 +743,7 @@ int gemmd_submit_async(gemmd_client *c, gemmd_job *jobs, uint32_t n,
 	struct notify nt = {done, arg, NULL};
 
 	if (done == NULL)
-		return seterr(GM_EINVAL, "no done callback");
+		return gm_client_seterr(GM_EINVAL, "no done callback");
 	last_error[0] = '\0';
 	return submit(c, jobs, n, opts, timeout_ms, NULL, &nt);
 }
@@ -766,12 +760,13 @@ static int ctrl_start(gemmd_client *c, const char *request, int timeout_ms,
 	int rv, nrv;
 
 	if (len > UINT32_MAX)
-		return seterr(GM_ETOOBIG, "request of %zu bytes", len);
+		return gm_client_seterr(GM_ETOOBIG, "request of %zu bytes",
+					len);
 	if ((rv = call_get(c, &k)) != 0)
 		return rv;
 	if ((nrv = nng_msg_alloc(&msg, GM_HDR_SIZE + len)) != 0) {
 		call_put(k);
-		return seterr(from_nng(nrv), "%s", nng_strerror(nrv));
+		return gm_client_seterr(from_nng(nrv), "%s", nng_strerror(nrv));
 	}
 	gm_proto_put_hdr(nng_msg_body(msg), GM_MSG_CTRL, k->id, (uint32_t)len);
 	memcpy((uint8_t *)nng_msg_body(msg) + GM_HDR_SIZE, request, len);
@@ -794,10 +789,10 @@ int gemmd_ctrl(gemmd_client *c, const char *request, char **reply,
 	if (reply != NULL)
 		*reply = NULL;
 	if (c == NULL || request == NULL)
-		return seterr(GM_EINVAL, "no client or no request");
+		return gm_client_seterr(GM_EINVAL, "no client or no request");
 	if (timeout_ms <= 0 && timeout_ms != GEMMD_FOREVER)
-		return seterr(GM_EINVAL, "timeout %d ms, must be > 0",
-			      timeout_ms);
+		return gm_client_seterr(GM_EINVAL, "timeout %d ms, must be > 0",
+					timeout_ms);
 	waiter_init(&w);
 	if ((rv = ctrl_start(c, request, timeout_ms, &w, NULL)) != 0) {
 		pthread_mutex_destroy(&w.mu);
@@ -814,125 +809,19 @@ int gemmd_ctrl(gemmd_client *c, const char *request, char **reply,
 	return GM_OK;
 }
 
-int gemmd_ping(gemmd_client *c, char **reply, int timeout_ms)
-{
-	return gemmd_ctrl(c, "{\"op\":\"ping\"}", reply, timeout_ms);
-}
-
-int gemmd_stats(gemmd_client *c, char **reply, int timeout_ms)
-{
-	return gemmd_ctrl(c, "{\"op\":\"stats\"}", reply, timeout_ms);
-}
-
 /* ---- detached jobs ---- */
 
 /* A wait's answer is the daemon's to give: the call allows it this much
  * longer than the wait it asks for. */
 #define WAIT_SLACK_MS 1000
 
-static const char *const state_names[] = {
-    [GEMMD_JOB_QUEUED] = "queued",     [GEMMD_JOB_RUNNING] = "running",
-    [GEMMD_JOB_DONE] = "done",	       [GEMMD_JOB_FAILED] = "failed",
-    [GEMMD_JOB_CANCELED] = "canceled", [GEMMD_JOB_EXPIRED] = "expired",
-};
-
-const char *gemmd_job_state_name(int state)
-{
-	if (state < 0 || state > GEMMD_JOB_EXPIRED)
-		return NULL;
-	return state_names[state];
-}
-
-static int state_parse(const char *name)
-{
-	for (int i = 0; name != NULL && i <= GEMMD_JOB_EXPIRED; i++)
-		if (strcmp(state_names[i], name) == 0)
-			return i;
-	return -1;
-}
-
 int gemmd_submit_detached(gemmd_client *c, gemmd_job *jobs, uint32_t n,
 			  const gemmd_submit_opts *opts, uint64_t *ids,
 			  int timeout_ms)
 {
 	if (ids == NULL)
-		return seterr(GM_EINVAL, "no place for the job ids");
+		return gm_client_seterr(GM_EINVAL, "no place for the job ids");
 	return submit_wait(c, jobs, n, opts, timeout_ms, ids);
-}
-
-/* gemmd_ctrl whose reply is parsed; *doc is the caller's to delete. */
-static int ctrl_doc(gemmd_client *c, const char *request, cJSON **doc,
-		    int timeout_ms)
-{
-	char *reply;
-	int rv;
-
-	if ((rv = gemmd_ctrl(c, request, &reply, timeout_ms)) != GM_OK)
-		return rv;
-	*doc = cJSON_Parse(reply);
-	free(reply);
-	return *doc != NULL ? GM_OK : seterr(GM_ENOMEM, "out of memory");
-}
-
-static double num(const cJSON *o, const char *key)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-
-	return cJSON_IsNumber(v) ? v->valuedouble : 0;
-}
-
-static const char *str(const cJSON *o, const char *key)
-{
-	const char *v =
-	    cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, key));
-
-	return v != NULL ? v : "";
-}
-
-static void read_info(const cJSON *doc, gemmd_job_info *info)
-{
-	const cJSON *t = cJSON_GetObjectItemCaseSensitive(doc, "timings");
-
-	memset(info, 0, sizeof(*info));
-	info->id = (uint64_t)num(doc, "job");
-	info->state = state_parse(str(doc, "state"));
-	info->status = (int)num(doc, "status");
-	snprintf(info->message, sizeof(info->message), "%s",
-		 str(doc, "message"));
-	info->has_result =
-	    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(doc, "result"));
-	info->priority = (int)num(doc, "priority");
-	info->dtype = gm_dtype_parse(str(doc, "dtype"));
-	info->layout = strcmp(str(doc, "layout"), "col") == 0 ? GEMMD_COL_MAJOR
-							      : GEMMD_ROW_MAJOR;
-	info->m = (uint32_t)num(doc, "m");
-	info->n = (uint32_t)num(doc, "n");
-	info->k = (uint32_t)num(doc, "k");
-	info->t.queue_us = num(t, "queue_us");
-	info->t.h2d_us = num(t, "h2d_us");
-	info->t.kernel_us = num(t, "kernel_us");
-	info->t.d2h_us = num(t, "d2h_us");
-	info->t.total_us = num(t, "total_us");
-}
-
-int gemmd_job_status(gemmd_client *c, uint64_t id, gemmd_job_info *info,
-		     int timeout_ms)
-{
-	char req[64];
-	cJSON *doc;
-	int rv;
-
-	if (info == NULL)
-		return seterr(GM_EINVAL, "no place for the status");
-	snprintf(req, sizeof(req), "{\"op\":\"status\",\"job\":%" PRIu64 "}",
-		 id);
-	if ((rv = ctrl_doc(c, req, &doc, timeout_ms)) != GM_OK)
-		return rv;
-	read_info(doc, info);
-	cJSON_Delete(doc);
-	if (info->state < 0)
-		return seterr(GM_EJSON, "status reply has an unknown state");
-	return GM_OK;
 }
 
 int gemmd_wait(gemmd_client *c, uint64_t id, gemmd_job *job, int timeout_ms)
@@ -943,10 +832,10 @@ int gemmd_wait(gemmd_client *c, uint64_t id, gemmd_job *job, int timeout_ms)
 	int rv;
 
 	if (c == NULL || job == NULL)
-		return seterr(GM_EINVAL, "no client or no job");
+		return gm_client_seterr(GM_EINVAL, "no client or no job");
 	if (timeout_ms < 0 && timeout_ms != GEMMD_FOREVER)
-		return seterr(GM_EINVAL, "timeout %d ms, must be >= 0",
-			      timeout_ms);
+		return gm_client_seterr(
+		    GM_EINVAL, "timeout %d ms, must be >= 0", timeout_ms);
 	if (timeout_ms == GEMMD_FOREVER) {
 		snprintf(req, sizeof(req),
 			 "{\"op\":\"wait\",\"job\":%" PRIu64 "}", id);
@@ -969,35 +858,6 @@ int gemmd_wait(gemmd_client *c, uint64_t id, gemmd_job *job, int timeout_ms)
 	}
 	last_error[0] = '\0';
 	return wait_for(&w);
-}
-
-int gemmd_cancel(gemmd_client *c, uint64_t id, int *state, int timeout_ms)
-{
-	char req[64];
-	cJSON *doc;
-	int rv, st;
-
-	snprintf(req, sizeof(req), "{\"op\":\"cancel\",\"job\":%" PRIu64 "}",
-		 id);
-	if ((rv = ctrl_doc(c, req, &doc, timeout_ms)) != GM_OK)
-		return rv;
-	st = state_parse(str(doc, "state"));
-	cJSON_Delete(doc);
-	if (st < 0)
-		return seterr(GM_EJSON, "cancel reply has an unknown state");
-	if (state != NULL)
-		*state = st;
-	return GM_OK;
-}
-
-int gemmd_drain(gemmd_client *c, int timeout_ms)
-{
-	return gemmd_ctrl(c, "{\"op\":\"drain\"}", NULL, timeout_ms);
-}
-
-int gemmd_resume(gemmd_client *c, int timeout_ms)
-{
-	return gemmd_ctrl(c, "{\"op\":\"resume\"}", NULL, timeout_ms);
 }
 
 /* ---- opening and closing ---- */
@@ -1035,20 +895,20 @@ static int tls_cert(nng_tls_config *cfg, const gemmd_open_opts *o)
 	if (o->tls_key_file == NULL)
 		nrv = nng_tls_config_cert_key_file(cfg, o->tls_cert_file, NULL);
 	else if ((cert = slurp(o->tls_cert_file)) == NULL)
-		return seterr(GM_EINVAL, "%s: %s", o->tls_cert_file,
-			      strerror(errno));
+		return gm_client_seterr(GM_EINVAL, "%s: %s", o->tls_cert_file,
+					strerror(errno));
 	else if ((key = slurp(o->tls_key_file)) == NULL) {
 		free(cert);
-		return seterr(GM_EINVAL, "%s: %s", o->tls_key_file,
-			      strerror(errno));
+		return gm_client_seterr(GM_EINVAL, "%s: %s", o->tls_key_file,
+					strerror(errno));
 	} else {
 		nrv = nng_tls_config_own_cert(cfg, cert, key, NULL);
 		free(cert);
 		free(key);
 	}
 	if (nrv != 0)
-		return seterr(GM_EINVAL, "%s: %s", o->tls_cert_file,
-			      nng_strerror(nrv));
+		return gm_client_seterr(GM_EINVAL, "%s: %s", o->tls_cert_file,
+					nng_strerror(nrv));
 	return GM_OK;
 }
 
@@ -1060,13 +920,13 @@ static int tls_setup(nng_tls_config *cfg, const char *url,
 	int nrv, rv;
 
 	if (o->tls_ca_file == NULL)
-		return seterr(GM_EINVAL,
-			      "%s: TLS needs a CA file to verify the daemon",
-			      url);
+		return gm_client_seterr(
+		    GM_EINVAL, "%s: TLS needs a CA file to verify the daemon",
+		    url);
 	nng_tls_config_auth_mode(cfg, NNG_TLS_AUTH_MODE_REQUIRED);
 	if ((nrv = nng_tls_config_ca_file(cfg, o->tls_ca_file)) != 0)
-		return seterr(GM_EINVAL, "%s: %s", o->tls_ca_file,
-			      nng_strerror(nrv));
+		return gm_client_seterr(GM_EINVAL, "%s: %s", o->tls_ca_file,
+					nng_strerror(nrv));
 	if (o->tls_cert_file != NULL && (rv = tls_cert(cfg, o)) != 0)
 		return rv;
 	if (name == NULL && nng_url_parse(&u, url) == 0)
@@ -1074,8 +934,8 @@ static int tls_setup(nng_tls_config *cfg, const char *url,
 	nrv = nng_tls_config_server_name(cfg, name != NULL ? name : "");
 	nng_url_free(u);
 	if (nrv != 0)
-		return seterr(from_nng(nrv), "%s: server name: %s", url,
-			      nng_strerror(nrv));
+		return gm_client_seterr(from_nng(nrv), "%s: server name: %s",
+					url, nng_strerror(nrv));
 	return GM_OK;
 }
 
@@ -1085,12 +945,12 @@ static int tls_dialer(nng_dialer d, const char *url, const gemmd_open_opts *o)
 	int rv, nrv;
 
 	if ((nrv = nng_tls_config_alloc(&cfg, NNG_TLS_MODE_CLIENT)) != 0)
-		return seterr(from_nng(nrv), "%s: TLS: %s", url,
-			      nng_strerror(nrv));
+		return gm_client_seterr(from_nng(nrv), "%s: TLS: %s", url,
+					nng_strerror(nrv));
 	if ((rv = tls_setup(cfg, url, o)) == 0 &&
 	    (nrv = nng_dialer_set_ptr(d, NNG_OPT_TLS_CONFIG, cfg)) != 0)
-		rv = seterr(from_nng(nrv), "%s: TLS: %s", url,
-			    nng_strerror(nrv));
+		rv = gm_client_seterr(from_nng(nrv), "%s: TLS: %s", url,
+				      nng_strerror(nrv));
 	nng_tls_config_free(cfg); /* the dialer keeps its own hold */
 	return rv;
 }
@@ -1102,18 +962,19 @@ static int dial(gemmd_client *cl, const char *url, const gemmd_open_opts *o)
 	int rv, nrv;
 
 	if (!tls && has_tls_opts(o))
-		return seterr(GM_EINVAL,
-			      "%s: TLS options need a tls+tcp:// URL", url);
+		return gm_client_seterr(
+		    GM_EINVAL, "%s: TLS options need a tls+tcp:// URL", url);
 	if ((nrv = nng_dialer_create(&d, cl->sock, url)) != 0)
-		return seterr(from_nng(nrv), "%s: %s", url, nng_strerror(nrv));
+		return gm_client_seterr(from_nng(nrv), "%s: %s", url,
+					nng_strerror(nrv));
 	if (tls && (rv = tls_dialer(d, url, o)) != 0)
 		return rv;
 	nrv = nng_dialer_start(
 	    d, (o->flags & GEMMD_OPEN_LAZY) ? NNG_FLAG_NONBLOCK : 0);
 	if (nrv != 0) {
 		rv = from_nng(nrv);
-		return seterr(rv == GM_EINVAL ? rv : GM_ETRANSPORT, "%s: %s",
-			      url, nng_strerror(nrv));
+		return gm_client_seterr(rv == GM_EINVAL ? rv : GM_ETRANSPORT,
+					"%s: %s", url, nng_strerror(nrv));
 	}
 	return GM_OK;
 }
@@ -1128,7 +989,8 @@ static int open_socket(gemmd_client *cl)
 	    (nrv = nng_socket_set_size(cl->sock, NNG_OPT_RECVMAXSZ, 0)) != 0 ||
 	    (nrv = nng_socket_set_ms(cl->sock, NNG_OPT_REQ_RESENDTIME,
 				     NNG_DURATION_INFINITE)) != 0)
-		return seterr(from_nng(nrv), "socket: %s", nng_strerror(nrv));
+		return gm_client_seterr(from_nng(nrv), "socket: %s",
+					nng_strerror(nrv));
 	return GM_OK;
 }
 
@@ -1139,19 +1001,19 @@ int gemmd_open(const char *url, const gemmd_open_opts *opts, gemmd_client **out)
 	int rv;
 
 	if (out == NULL)
-		return seterr(GM_EINVAL, "no place for the client");
+		return gm_client_seterr(GM_EINVAL, "no place for the client");
 	*out = NULL;
 	if (url == NULL && ((url = getenv("GEMMD_URL")) == NULL || !*url))
 		url = GEMMD_DEFAULT_URL;
 	if ((cl = calloc(1, sizeof(*cl))) == NULL)
-		return seterr(GM_ENOMEM, "out of memory");
+		return gm_client_seterr(GM_ENOMEM, "out of memory");
 	pthread_mutex_init(&cl->mu, NULL);
 	cl->next_id = 1;
 	if ((rv = gm_creg_new(url, opts != NULL ? opts->region_socket : NULL,
 			      &cl->creg)) != 0) {
 		pthread_mutex_destroy(&cl->mu);
 		free(cl);
-		return seterr(rv, "out of memory");
+		return gm_client_seterr(rv, "out of memory");
 	}
 	if ((rv = open_socket(cl)) == 0 &&
 	    (rv = dial(cl, url, opts != NULL ? opts : &none)) == 0) {
@@ -1172,7 +1034,7 @@ int gemmd_dial(gemmd_client *c, const char *url, const gemmd_open_opts *opts)
 	int rv;
 
 	if (c == NULL || url == NULL)
-		return seterr(GM_EINVAL, "no client or no URL");
+		return gm_client_seterr(GM_EINVAL, "no client or no URL");
 	if ((rv = dial(c, url, opts != NULL ? opts : &none)) == 0)
 		last_error[0] = '\0';
 	return rv;
@@ -1250,7 +1112,6 @@ gm_creg *gm_client_creg(gemmd_client *c)
 	return c->creg;
 }
 
-/* The detail of gemmd_region.c's failures, for gemmd_last_error(). */
 int gm_client_seterr(int code, const char *fmt, ...)
 {
 	va_list ap;

@@ -8,6 +8,7 @@
  * process that dies without a word still gets its regions released. One
  * record is in flight on it at a time, under the client's lock.
  */
+#include "gm_client.h"
 #include "gm_creg.h"
 
 #include <errno.h>

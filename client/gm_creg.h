@@ -1,7 +1,7 @@
 /*
  * gm_creg.h - private to the client library: what gemmd.c needs of a
- * client's shared-memory regions (gemmd_region.c), and what that needs of
- * the client.
+ * client's shared-memory regions (gemmd_region.c); what that needs of the
+ * client is in gm_client.h.
  */
 #ifndef GM_CREG_H
 #define GM_CREG_H
@@ -22,13 +22,6 @@ int gm_creg_new(const char *url, const char *socket, gm_creg **out);
 /* Closes the hand-off connection (the daemon then releases every region
  * of it), unmaps and frees every region, and frees g. NULL is fine. */
 void gm_creg_free(gm_creg *g);
-
-/* The client's, for gemmd_region_create. */
-gm_creg *gm_client_creg(gemmd_client *c);
-
-/* Sets gemmd_last_error() (gemmd.c) and returns code. */
-int gm_client_seterr(int code, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
 
 /* Fills ref[] from j's region operands (ids and offsets; inline ones
  * 0); returns whether any operand is in a region. */

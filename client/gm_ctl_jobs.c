@@ -1,0 +1,325 @@
+/*
+ * gm_ctl_jobs.c - gemmctl's commands on detached jobs and on the queue:
+ * status, wait and cancel of a job by its id, drain (optionally waiting
+ * until nothing is queued or running) and resume. They share one
+ * option parser, job_parse, told which options each takes.
+ */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "gm_ctl.h"
+#include "gm_proto.h"
+
+/* What these subcommands take beside the connection options. */
+struct job_args {
+	struct gm_ctl_conn conn;
+	uint64_t id;
+	const char *out_path; /* wait */
+	bool json;	      /* status */
+	bool idle;	      /* drain --wait */
+};
+
+enum { TAKES_ID = 1, TAKES_OUT = 2, TAKES_JSON = 4, TAKES_WAIT = 8 };
+
+#define DRAIN_POLL_US 100000
+
+static const char status_help[] =
+    "Usage: gemmctl status ID [--json] [options]\n"
+    "Show detached job ID: its state (queued, running, done, failed,\n"
+    "canceled, expired), shape, priority, and once it finished its\n"
+    "status and timings, and whether its result still waits for\n"
+    "'gemmctl wait'. Exit 0 when the daemon knows the job, whatever its\n"
+    "state; 1 when it does not (never, or no longer).\n"
+    "\n"
+    "      --json          print the daemon's JSON document "
+    "instead\n" CONN_HELP;
+
+static const char wait_help[] =
+    "Usage: gemmctl wait ID -o OUT.npy [options]\n"
+    "Wait for detached job ID to finish (up to --timeout), take its\n"
+    "result from the daemon, which then no longer holds it, and write\n"
+    "it as .npy; print its timings. Exit 1 when the job failed, was\n"
+    "canceled, or its result expired or was already taken; 3 when it\n"
+    "did not finish within --timeout (wait again); 4 when OUT.npy cannot\n"
+    "be written (the result is then lost).\n"
+    "\n"
+    "  -o, --output FILE   write the result here (required)\n" CONN_HELP;
+
+static const char cancel_help[] =
+    "Usage: gemmctl cancel ID [options]\n"
+    "Cancel detached job ID: a queued job never runs; a running one runs\n"
+    "to its end but its result is dropped; a result waiting for 'gemmctl\n"
+    "wait' is dropped. Prints the job's state after. Exit 1 for a job\n"
+    "the daemon does not know.\n"
+    "\n" CONN_HELP;
+
+static const char drain_help[] =
+    "Usage: gemmctl drain [--wait] [options]\n"
+    "Drain the daemon: new jobs are refused with EDRAINING while queued\n"
+    "and running jobs finish; ping, stats, status, wait and cancel go on.\n"
+    "'gemmctl resume' undoes it. SIGUSR1 to gemmd drains it too.\n"
+    "\n"
+    "      --wait          return once no job is queued or running (exit 3\n"
+    "                      if that takes longer than --timeout)\n" CONN_HELP;
+
+static const char resume_help[] =
+    "Usage: gemmctl resume [options]\n"
+    "Accept jobs again after a drain. Exit 1 when the daemon is stopping.\n"
+    "\n" CONN_HELP;
+
+static bool parse_id(const char *s, uint64_t *id)
+{
+	char *end;
+
+	errno = 0;
+	*id = strtoull(s, &end, 10);
+	return errno == 0 && end != s && *end == '\0' && *s >= '0' &&
+	       *s <= '9' && *id != 0;
+}
+
+/* One option of job_parse, if takes has it; false for another. */
+static bool job_opt(struct job_args *a, unsigned takes, int opt)
+{
+	if (opt == 'o' && (takes & TAKES_OUT))
+		a->out_path = optarg;
+	else if (opt == 'j' && (takes & TAKES_JSON))
+		a->json = true;
+	else if (opt == 'W' && (takes & TAKES_WAIT))
+		a->idle = true;
+	else
+		return false;
+	return true;
+}
+
+static int job_parse(int argc, char **argv, struct job_args *a, unsigned takes,
+		     const char *help)
+{
+	static const struct option longopts[] = {
+	    {"output", required_argument, NULL, 'o'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"wait", no_argument, NULL, 'W'},
+	    CONN_OPTS,
+	    {NULL, 0, NULL, 0},
+	};
+	int opt, rc = 0;
+
+	while (rc == 0 &&
+	       (opt = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
+		if (opt == 'h') {
+			fputs(help, stdout);
+			return -1;
+		}
+		if (opt == '?' || (!job_opt(a, takes, opt) &&
+				   !gm_ctl_conn_opt(&a->conn, opt, &rc)))
+			return opt == '?'
+				   ? gm_ctl_try_help()
+				   : gm_ctl_usage_error("option '%s' is not "
+							"one of this command's",
+							argv[optind - 1]);
+	}
+	if (rc != 0)
+		return rc;
+	if ((takes & TAKES_ID) && optind == argc)
+		return gm_ctl_usage_error("want a job id");
+	if ((takes & TAKES_ID) && !parse_id(argv[optind++], &a->id))
+		return gm_ctl_usage_error(
+		    "job id '%s': want a positive integer", argv[optind - 1]);
+	if (optind != argc)
+		return gm_ctl_usage_error("unexpected argument '%s'",
+					  argv[optind]);
+	if ((takes & TAKES_OUT) && a->out_path == NULL)
+		return gm_ctl_usage_error("-o OUT.npy is required");
+	return 0;
+}
+
+/* Reports a failed call about job id (0: none); the exit status. */
+static int job_failed(const char *what, uint64_t id, int rv, const char *detail)
+{
+	int rc = gm_ctl_failed(what, id, rv, detail);
+
+	/* Here ECANCELED is the daemon's word on the job, not a client
+	 * closing. */
+	return rv == GM_ECANCELED ? EXIT_JOB : rc;
+}
+
+static void print_info(const gemmd_job_info *in)
+{
+	printf("%" PRIu64 "  %s  %" PRIu32 "x%" PRIu32 "x%" PRIu32
+	       " %s %s  priority %d",
+	       in->id, gemmd_job_state_name(in->state), in->m, in->n, in->k,
+	       gm_dtype_name(in->dtype) ? gm_dtype_name(in->dtype) : "?",
+	       in->layout == GEMMD_COL_MAJOR ? "col" : "row", in->priority);
+	if (in->t.total_us > 0)
+		gm_ctl_put_times(&in->t);
+	if (in->status != GM_OK)
+		printf("  %s: %s", gm_errname(in->status), in->message);
+	if (in->has_result)
+		fputs("  result waiting", stdout);
+	putchar('\n');
+}
+
+int gm_ctl_status(int argc, char **argv)
+{
+	struct job_args a = {.conn = {.timeout_ms = DEFAULT_TIMEOUT_MS}};
+	gemmd_job_info info;
+	gemmd_client *cl;
+	char req[64], *reply = NULL;
+	int rc, rv;
+
+	if ((rc = job_parse(argc, argv, &a, TAKES_ID | TAKES_JSON,
+			    status_help)) != 0)
+		return rc < 0 ? 0 : rc;
+	if ((rc = gm_ctl_connect(&a.conn, &cl)) != 0)
+		return rc;
+	snprintf(req, sizeof(req), "{\"op\":\"status\",\"job\":%" PRIu64 "}",
+		 a.id);
+	rv = a.json ? gemmd_ctrl(cl, req, &reply, a.conn.timeout_ms)
+		    : gemmd_job_status(cl, a.id, &info, a.conn.timeout_ms);
+	gemmd_close(cl);
+	if (rv != GM_OK)
+		return job_failed("status", a.id, rv, NULL);
+	if (a.json)
+		puts(reply);
+	else
+		print_info(&info);
+	free(reply);
+	return 0;
+}
+
+int gm_ctl_wait(int argc, char **argv)
+{
+	struct job_args a = {.conn = {.timeout_ms = DEFAULT_TIMEOUT_MS}};
+	gemmd_job j = {0};
+	gemmd_job_info info;
+	gemmd_client *cl;
+	int rc, rv;
+
+	if ((rc = job_parse(argc, argv, &a, TAKES_ID | TAKES_OUT, wait_help)) !=
+	    0)
+		return rc < 0 ? 0 : rc;
+	if ((rc = gm_ctl_connect(&a.conn, &cl)) != 0)
+		return rc;
+	rv = gemmd_wait(cl, a.id, &j, a.conn.timeout_ms);
+	/* K is not in the result; the status has it, for the rate. */
+	if (rv == GM_OK && j.status == GM_OK &&
+	    gemmd_job_status(cl, a.id, &info, a.conn.timeout_ms) == GM_OK)
+		j.k = info.k;
+	gemmd_close(cl);
+	if (rv == GM_OK)
+		rv = j.status;
+	if (rv != GM_OK) {
+		rc = job_failed("wait", a.id, rv, j.message);
+	} else {
+		gm_ctl_print_timings(&j);
+		fflush(stdout);
+		rc = gm_ctl_write_result(a.out_path, &j);
+	}
+	free(j.out);
+	return rc;
+}
+
+int gm_ctl_cancel(int argc, char **argv)
+{
+	struct job_args a = {.conn = {.timeout_ms = DEFAULT_TIMEOUT_MS}};
+	gemmd_client *cl;
+	int rc, rv, state = 0;
+
+	if ((rc = job_parse(argc, argv, &a, TAKES_ID, cancel_help)) != 0)
+		return rc < 0 ? 0 : rc;
+	if ((rc = gm_ctl_connect(&a.conn, &cl)) != 0)
+		return rc;
+	rv = gemmd_cancel(cl, a.id, &state, a.conn.timeout_ms);
+	gemmd_close(cl);
+	if (rv != GM_OK)
+		return job_failed("cancel", a.id, rv, NULL);
+	printf("%" PRIu64 "  %s%s\n", a.id, gemmd_job_state_name(state),
+	       state == GEMMD_JOB_RUNNING
+		   ? ": it runs to its end, its result is dropped"
+		   : "");
+	return 0;
+}
+
+/* Jobs queued and running, from the stats; -1 when they cannot be read. */
+static double jobs_left(gemmd_client *cl, int timeout_ms)
+{
+	char *reply = NULL;
+	const cJSON *jobs;
+	cJSON *doc;
+	double n = -1;
+
+	if (gemmd_stats(cl, &reply, timeout_ms) != GM_OK)
+		return -1;
+	doc = cJSON_Parse(reply);
+	jobs = cJSON_GetObjectItemCaseSensitive(
+	    cJSON_GetObjectItemCaseSensitive(doc, "stats"), "jobs");
+	if (cJSON_IsObject(jobs))
+		n = cJSON_GetNumberValue(
+			cJSON_GetObjectItemCaseSensitive(jobs, "queued")) +
+		    cJSON_GetNumberValue(
+			cJSON_GetObjectItemCaseSensitive(jobs, "inflight"));
+	cJSON_Delete(doc);
+	free(reply);
+	return n;
+}
+
+/* drain --wait: polls until nothing is queued or running. */
+static int wait_idle(gemmd_client *cl, int timeout_ms)
+{
+	double until = gm_ctl_now_ms() + timeout_ms, left;
+
+	while ((left = jobs_left(cl, timeout_ms)) != 0) {
+		if (left < 0 || gm_ctl_now_ms() > until) {
+			gm_ctl_err("drain --wait: %s",
+				   left < 0 ? "cannot read the daemon's stats"
+					    : "jobs still queued or running at "
+					      "--timeout");
+			return EXIT_DAEMON;
+		}
+		usleep(DRAIN_POLL_US);
+	}
+	puts("drained: no job queued or running");
+	return 0;
+}
+
+/* drain (on) and resume. */
+static int drain_cmd(int argc, char **argv, bool on)
+{
+	struct job_args a = {.conn = {.timeout_ms = DEFAULT_TIMEOUT_MS}};
+	gemmd_client *cl;
+	int rc, rv;
+
+	rc = job_parse(argc, argv, &a, on ? TAKES_WAIT : 0,
+		       on ? drain_help : resume_help);
+	if (rc != 0)
+		return rc < 0 ? 0 : rc;
+	if ((rc = gm_ctl_connect(&a.conn, &cl)) != 0)
+		return rc;
+	rv = on ? gemmd_drain(cl, a.conn.timeout_ms)
+		: gemmd_resume(cl, a.conn.timeout_ms);
+	if (rv != GM_OK)
+		rc = job_failed(on ? "drain" : "resume", 0, rv, NULL);
+	else if (!on)
+		puts("resumed: accepting jobs");
+	else if (a.idle)
+		rc = wait_idle(cl, a.conn.timeout_ms);
+	else
+		puts("draining: refusing new jobs");
+	gemmd_close(cl);
+	return rc;
+}
+
+int gm_ctl_drain(int argc, char **argv)
+{
+	return drain_cmd(argc, argv, true);
+}
+
+int gm_ctl_resume(int argc, char **argv)
+{
+	return drain_cmd(argc, argv, false);
+}

@@ -1,0 +1,387 @@
+/*
+ * gm_ctl_submit.c - gemmctl submit: one job from .npy files. Reads A, B
+ * and C, takes M, N and K from their shapes, converts them to A's order
+ * and the job's dtype, runs the job (through a shared-memory region over
+ * ipc:// when it can) or queues it detached, prints its timings, writes
+ * the result and, with --verify, checks it (gm_verify.h).
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gm_ctl.h"
+#include "gm_ctlshm.h"
+#include "gm_npy.h"
+#include "gm_proto.h"
+#include "gm_verify.h"
+
+struct submit_args {
+	const char *a_path, *b_path, *c_path, *out_path;
+	struct gm_ctl_conn conn;
+	gemmd_job job; /* flags, scalars and dtype; the rest filled later */
+	gemmd_submit_opts opts;
+	bool verify, dtype_set, detach, no_shm;
+};
+
+static const char submit_help[] =
+    "Usage: gemmctl submit A.npy B.npy -o OUT.npy [options]\n"
+    "       gemmctl submit A.npy B.npy --detach [options]\n"
+    "Compute OUT = alpha * op(A) * op(B) + beta * C on the daemon.\n"
+    "\n"
+    "M and K come from A's shape (K x M with --transa), N from B's (N x K\n"
+    "with --transb). A C-order A makes a row-major job, a Fortran-order A\n"
+    "a column-major one; B and C are converted to A's order. Inputs are\n"
+    "converted to the job's dtype (fp16, bf16: round to nearest even);\n"
+    "fp32, tf32, fp16 and bf16 results are written as float32.\n"
+    "Prints the daemon's timings and the rate of the kernel alone.\n"
+    "\n"
+    "  -o, --output FILE   write the result here (required)\n"
+    "      --c FILE        C input, M x N\n"
+    "      --alpha X       default 1\n"
+    "      --beta Y        default 0\n"
+    "      --transa        op(A) = A transposed\n"
+    "      --transb        op(B) = B transposed\n"
+    "      --dtype T       fp64, fp32, tf32, fp16 or bf16 (default: A's)\n"
+    "      --kernel K      default, cublas or tiled\n"
+    "      --priority P    0 (lowest) to 3 (default 1)\n"
+    "      --deadline MS   fail the job unless the daemon meets this\n"
+    "                      deadline, counted from its receipt\n"
+    "      --verify        compare with a long double reference computed\n"
+    "                      here from the exact inputs sent (M*N*K work);\n"
+    "                      exit 5 when the error is over tolerance\n"
+    "      --detach        do not wait: print the job's id and exit; the\n"
+    "                      daemon keeps the result for 'gemmctl wait'\n"
+    "                      (no -o, no --verify)\n"
+    "      --no-shm        over ipc://, send the operands through the\n"
+    "                      socket; by default they go through a shared-\n"
+    "                      memory region when the daemon takes one\n" CONN_HELP;
+
+static int parse_kernel(const char *s)
+{
+	if (strcmp(s, "default") == 0)
+		return GEMMD_KERNEL_DEFAULT;
+	if (strcmp(s, "cublas") == 0)
+		return GEMMD_KERNEL_CUBLAS;
+	if (strcmp(s, "tiled") == 0)
+		return GEMMD_KERNEL_TILED;
+	return -1;
+}
+
+/* One option of submit; returns nonzero to stop with that exit status. */
+static int submit_opt(struct submit_args *s, int opt)
+{
+	gemmd_job *j = &s->job;
+	int rc = 0;
+	long v;
+
+	switch (opt) {
+	case 'o':
+		s->out_path = optarg;
+		break;
+	case 'c':
+		s->c_path = optarg;
+		break;
+	case 'a':
+		if (!gm_ctl_parse_double(optarg, &j->alpha))
+			return gm_ctl_usage_error(
+			    "--alpha '%s': not a finite number", optarg);
+		break;
+	case 'b':
+		if (!gm_ctl_parse_double(optarg, &j->beta))
+			return gm_ctl_usage_error(
+			    "--beta '%s': not a finite number", optarg);
+		break;
+	case 'A':
+		j->trans_a = 1;
+		break;
+	case 'B':
+		j->trans_b = 1;
+		break;
+	case 'd':
+		if ((j->dtype = gm_dtype_parse(optarg)) == 0)
+			return gm_ctl_usage_error(
+			    "--dtype '%s': want fp64, fp32, "
+			    "tf32, fp16 or bf16",
+			    optarg);
+		s->dtype_set = true;
+		break;
+	case 'k':
+		if ((j->kernel = parse_kernel(optarg)) < 0)
+			return gm_ctl_usage_error(
+			    "--kernel '%s': want default, cublas "
+			    "or tiled",
+			    optarg);
+		break;
+	case 'p':
+		if (!gm_ctl_parse_long(optarg, 0, GEMMD_PRIORITY_MAX, &v))
+			return gm_ctl_usage_error("--priority '%s': want 0..%d",
+						  optarg, GEMMD_PRIORITY_MAX);
+		s->opts.priority = (int)v;
+		break;
+	case 'D':
+		if (!gm_ctl_parse_long(optarg, 1, UINT32_MAX, &v))
+			return gm_ctl_usage_error(
+			    "--deadline '%s': want milliseconds "
+			    "> 0",
+			    optarg);
+		s->opts.deadline_ms = (uint32_t)v;
+		break;
+	case 'V':
+		s->verify = true;
+		break;
+	case 'X':
+		s->detach = true;
+		break;
+	case 'S':
+		s->no_shm = true;
+		break;
+	case 'h':
+		fputs(submit_help, stdout);
+		return -1;
+	default:
+		if (!gm_ctl_conn_opt(&s->conn, opt, &rc))
+			return gm_ctl_try_help();
+	}
+	return rc;
+}
+
+static int submit_parse(int argc, char **argv, struct submit_args *s)
+{
+	static const struct option longopts[] = {
+	    {"output", required_argument, NULL, 'o'},
+	    {"c", required_argument, NULL, 'c'},
+	    {"alpha", required_argument, NULL, 'a'},
+	    {"beta", required_argument, NULL, 'b'},
+	    {"transa", no_argument, NULL, 'A'},
+	    {"transb", no_argument, NULL, 'B'},
+	    {"dtype", required_argument, NULL, 'd'},
+	    {"kernel", required_argument, NULL, 'k'},
+	    {"priority", required_argument, NULL, 'p'},
+	    {"deadline", required_argument, NULL, 'D'},
+	    {"verify", no_argument, NULL, 'V'},
+	    {"detach", no_argument, NULL, 'X'},
+	    {"no-shm", no_argument, NULL, 'S'},
+	    CONN_OPTS,
+	    {NULL, 0, NULL, 0},
+	};
+	int opt, rc;
+
+	while ((opt = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
+		if (opt == '?')
+			return gm_ctl_try_help();
+		if ((rc = submit_opt(s, opt)) != 0)
+			return rc;
+	}
+	if (argc - optind != 2)
+		return gm_ctl_usage_error(
+		    "want two inputs, A.npy and B.npy; got %d", argc - optind);
+	if (s->detach && (s->out_path != NULL || s->verify))
+		return gm_ctl_usage_error(
+		    "--detach takes neither -o nor --verify: "
+		    "'gemmctl wait ID -o OUT.npy' gets the "
+		    "result");
+	if (s->out_path == NULL && !s->detach)
+		return gm_ctl_usage_error("-o OUT.npy is required");
+	s->a_path = argv[optind];
+	s->b_path = argv[optind + 1];
+	return 0;
+}
+
+/* The operands as read, and the copies converted to the job's dtype
+ * where the file held another. */
+struct operands {
+	gm_npy a, b, c;
+	void *pa, *pb, *pc, *out;
+};
+
+static void operands_free(struct operands *o)
+{
+	gm_npy_free(&o->a);
+	gm_npy_free(&o->b);
+	gm_npy_free(&o->c);
+	free(o->pa);
+	free(o->pb);
+	free(o->pc);
+	free(o->out);
+}
+
+static int read_npy(const char *path, gm_npy *m)
+{
+	char msg[512];
+	int rv;
+
+	if ((rv = gm_npy_read(path, m, msg, sizeof(msg))) == 0)
+		return 0;
+	gm_ctl_err("%s", msg);
+	return rv == GM_ENOMEM ? EXIT_JOB : EXIT_FILE;
+}
+
+static int check_dim(const char *what, uint64_t v, uint32_t *out)
+{
+	if (v == 0 || v > GEMMD_MAX_DIM) {
+		gm_ctl_err("%s = %" PRIu64 ": must be 1..%u", what, v,
+			   GEMMD_MAX_DIM);
+		return EXIT_USAGE;
+	}
+	*out = (uint32_t)v;
+	return 0;
+}
+
+/* M, N, K from the shapes; the inner dimensions and C must agree. */
+static int job_shape(const struct operands *o, gemmd_job *j)
+{
+	uint64_t m = j->trans_a ? o->a.cols : o->a.rows;
+	uint64_t k = j->trans_a ? o->a.rows : o->a.cols;
+	uint64_t kb = j->trans_b ? o->b.cols : o->b.rows;
+	uint64_t n = j->trans_b ? o->b.rows : o->b.cols;
+	int rc;
+
+	if (k != kb) {
+		gm_ctl_err("inner dimensions differ: op(A) is %" PRIu64
+			   "x%" PRIu64 ", op(B) is %" PRIu64 "x%" PRIu64
+			   " (K %" PRIu64 " vs %" PRIu64 ")",
+			   m, k, kb, n, k, kb);
+		return EXIT_USAGE;
+	}
+	if (o->c.data != NULL && (o->c.rows != m || o->c.cols != n)) {
+		gm_ctl_err("C is %" PRIu64 "x%" PRIu64
+			   ", op(A)*op(B) is %" PRIu64 "x%" PRIu64,
+			   o->c.rows, o->c.cols, m, n);
+		return EXIT_USAGE;
+	}
+	if ((rc = check_dim("M", m, &j->m)) ||
+	    (rc = check_dim("N", n, &j->n)) || (rc = check_dim("K", k, &j->k)))
+		return rc;
+	return 0;
+}
+
+/* What is sent for m: its own data when those bytes already are the
+ * job's dtype (tf32 is fp32 data), else a converted copy in *copy. */
+static int as_sent(const gm_npy *m, int dtype, void **copy, const void **sent)
+{
+	bool same = m->dtype == GM_FP64 ? dtype == GM_FP64
+					: dtype == GM_FP32 || dtype == GM_TF32;
+
+	if (same) {
+		*sent = m->data;
+		return GM_OK;
+	}
+	if (gm_npy_pack(m, dtype, copy) != GM_OK)
+		return GM_ENOMEM;
+	*sent = *copy;
+	return GM_OK;
+}
+
+/* B and C in A's order, everything in the job's dtype. */
+static int pack_operands(struct operands *o, gemmd_job *j)
+{
+	bool has_c = o->c.data != NULL;
+	size_t out_bytes = (size_t)j->m * j->n * gm_dtype_size(j->dtype);
+
+	j->layout = o->a.fortran ? GEMMD_COL_MAJOR : GEMMD_ROW_MAJOR;
+	if (gm_npy_reorder(&o->b, o->a.fortran) != 0 ||
+	    (has_c && gm_npy_reorder(&o->c, o->a.fortran) != 0) ||
+	    as_sent(&o->a, j->dtype, &o->pa, &j->a) != 0 ||
+	    as_sent(&o->b, j->dtype, &o->pb, &j->b) != 0 ||
+	    (has_c && as_sent(&o->c, j->dtype, &o->pc, &j->c) != 0) ||
+	    (j->out = o->out = malloc(out_bytes)) == NULL) {
+		gm_ctl_err("out of memory");
+		return EXIT_JOB;
+	}
+	return 0;
+}
+
+static int load_operands(const struct submit_args *s, struct operands *o,
+			 gemmd_job *j)
+{
+	int rc;
+
+	if ((rc = read_npy(s->a_path, &o->a)) ||
+	    (rc = read_npy(s->b_path, &o->b)) ||
+	    (s->c_path && (rc = read_npy(s->c_path, &o->c))))
+		return rc;
+	if (!s->dtype_set)
+		j->dtype = o->a.dtype;
+	if ((rc = job_shape(o, j)) != 0)
+		return rc;
+	return pack_operands(o, j);
+}
+
+static int run_job(const struct submit_args *s, gemmd_job *j)
+{
+	gemmd_client *cl;
+	int rc, rv;
+
+	if ((rc = gm_ctl_connect(&s->conn, &cl)) != 0)
+		return rc;
+	if (!s->no_shm && gm_ctlshm_usable(gm_ctl_conn_url(&s->conn)))
+		rv = gm_ctlshm_submit(cl, j, &s->opts, s->conn.timeout_ms);
+	else
+		rv = gemmd_submit(cl, j, 1, &s->opts, s->conn.timeout_ms);
+	gemmd_close(cl);
+	if (rv == GM_OK && j->status == GM_OK)
+		return 0;
+	if (rv == GM_OK)
+		rv = j->status;
+	return gm_ctl_failed("job", 0, rv, j->message);
+}
+
+/* Queues j detached and prints its id. */
+static int run_detached(const struct submit_args *s, gemmd_job *j)
+{
+	gemmd_client *cl;
+	uint64_t id;
+	int rc, rv;
+
+	if ((rc = gm_ctl_connect(&s->conn, &cl)) != 0)
+		return rc;
+	rv = gemmd_submit_detached(cl, j, 1, &s->opts, &id, s->conn.timeout_ms);
+	gemmd_close(cl);
+	if (rv == GM_OK) {
+		printf("%" PRIu64 "\n", id);
+		return 0;
+	}
+	return gm_ctl_failed("submit", 0, rv, j->message);
+}
+
+static int verify(const gemmd_job *j)
+{
+	double rel, tol;
+
+	if (gm_verify_job(j, &rel, &tol) != GM_OK) {
+		gm_ctl_err("verify: out of memory");
+		return EXIT_VERIFY;
+	}
+	/* Written so that NaN fails. */
+	if (rel <= tol) {
+		printf("verify: rel_err %.1e (tol %.1e) ok\n", rel, tol);
+		return 0;
+	}
+	printf("verify: rel_err %.1e (tol %.1e) FAILED\n", rel, tol);
+	return EXIT_VERIFY;
+}
+int gm_ctl_submit(int argc, char **argv)
+{
+	struct submit_args s = {.conn = {.timeout_ms = DEFAULT_TIMEOUT_MS},
+				.opts = {GEMMD_PRIORITY_DEFAULT, 0}};
+	struct operands o = {0};
+	int rc;
+
+	s.job.alpha = 1.0;
+	if ((rc = submit_parse(argc, argv, &s)) != 0)
+		return rc < 0 ? 0 : rc;
+	if ((rc = load_operands(&s, &o, &s.job)) == 0 && s.detach) {
+		rc = run_detached(&s, &s.job);
+	} else if (rc == 0 && (rc = run_job(&s, &s.job)) == 0) {
+		gm_ctl_print_timings(&s.job);
+		fflush(stdout);
+		if ((rc = gm_ctl_write_result(s.out_path, &s.job)) == 0 &&
+		    s.verify)
+			rc = verify(&s.job);
+	}
+	operands_free(&o);
+	return rc;
+}
