@@ -32,6 +32,7 @@
 
 #include "gm_build.h"
 #include "gm_engine.h"
+#include "gm_testref.h"
 #include "gm_pool.h"
 
 #define WAVE_MAX     32
@@ -70,127 +71,7 @@ static uint64_t seed;
 static int quick;
 static size_t mem_baseline[DEV_MAX]; /* free bytes per device */
 
-/* ---- numbers ------------------------------------------------------------ */
-
-static uint64_t next_rand(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-
-	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-	return z ^ (z >> 31);
-}
-
-static double uniform(uint64_t *s) /* in [-1, 1) */
-{
-	return (double)(next_rand(s) >> 11) * 0x1p-52 - 1.0;
-}
-
-static uint32_t bits_of(float f)
-{
-	uint32_t u;
-
-	memcpy(&u, &f, sizeof(u));
-	return u;
-}
-
-static float float_of(uint32_t u)
-{
-	float f;
-
-	memcpy(&f, &u, sizeof(f));
-	return f;
-}
-
-/* Rounds f to nearest-even, keeping the top 32 - drop bits. */
-static uint32_t round_bits(float f, int drop)
-{
-	uint32_t u = bits_of(f), half = 1u << (drop - 1);
-
-	return (u + half - 1 + ((u >> drop) & 1)) >> drop;
-}
-
-static uint16_t to_bf16(float f)
-{
-	return (uint16_t)round_bits(f, 16);
-}
-
-static float from_bf16(uint16_t h)
-{
-	return float_of((uint32_t)h << 16);
-}
-
-static float to_tf32(float f) /* 10 mantissa bits, as tensor cores read */
-{
-	return float_of(round_bits(f, 13) << 13);
-}
-
-/* fp16 for |f| < 2 (all the inputs here), nearest-even. */
-static uint16_t to_fp16(float f)
-{
-	unsigned sign = f < 0 ? 0x8000u : 0, bits;
-	float a = fabsf(f);
-	int e;
-
-	if (a < 0x1p-14f) { /* subnormal: multiples of 2^-24 */
-		bits = (unsigned)nearbyintf(a * 0x1p24f);
-	} else {
-		frexpf(a, &e); /* a = m * 2^e, m in [0.5, 1) */
-		/* 11 significant bits; a round-up to 2048 carries into
-		 * the exponent, as it should. */
-		bits = ((unsigned)(e + 14) << 10) +
-		       (unsigned)nearbyintf(ldexpf(a, 11 - e)) - 1024;
-	}
-	return (uint16_t)(sign | bits);
-}
-
-static float from_fp16(uint16_t h)
-{
-	int e = (h >> 10) & 0x1f, m = h & 0x3ff;
-	float v;
-
-	if (e == 0x1f)
-		return m ? NAN : INFINITY;
-	v = e == 0 ? ldexpf((float)m, -24) : ldexpf((float)(m | 0x400), e - 25);
-	return (h & 0x8000) ? -v : v;
-}
-
-/* Stores v as dtype at p[i] and returns the value stored, as a double. */
-static double put(int dtype, void *p, size_t i, double v)
-{
-	switch (dtype) {
-	case GM_FP64:
-		((double *)p)[i] = v;
-		return v;
-	case GM_FP32:
-		((float *)p)[i] = (float)v;
-		return (float)v;
-	case GM_TF32:
-		((float *)p)[i] = to_tf32((float)v);
-		return ((float *)p)[i];
-	case GM_FP16:
-		((uint16_t *)p)[i] = to_fp16((float)v);
-		return from_fp16(((uint16_t *)p)[i]);
-	default:
-		((uint16_t *)p)[i] = to_bf16((float)v);
-		return from_bf16(((uint16_t *)p)[i]);
-	}
-}
-
-static double get(int dtype, const void *p, size_t i)
-{
-	switch (dtype) {
-	case GM_FP64:
-		return ((const double *)p)[i];
-	case GM_FP32:
-	case GM_TF32:
-		return ((const float *)p)[i];
-	case GM_FP16:
-		return from_fp16(((const uint16_t *)p)[i]);
-	default:
-		return from_bf16(((const uint16_t *)p)[i]);
-	}
-}
+/* ---- numbers (random operands and dtypes: gm_testref) ------------------ */
 
 /*
  * Bound on the relative Frobenius error of a result against the fp64
@@ -378,16 +259,6 @@ static gm_engine_config cuda_config(void)
 
 /* ---- jobs --------------------------------------------------------------- */
 
-/* Fills n elements of dtype at p with random values and ref with what
- * was stored. */
-static void fill(int dtype, void *p, double *ref, size_t n, uint64_t *s)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		ref[i] = put(dtype, p, i, uniform(s));
-}
-
 static size_t elems(uint64_t bytes, int dtype)
 {
 	return bytes / gm_dtype_size(dtype);
@@ -429,12 +300,14 @@ static void make_job(struct bench *b, struct tjob *t, const gm_job_desc *d,
 	t->rb = malloc(elems(t->sz.b, d->dtype) * sizeof(double));
 	t->rc = malloc(elems(t->sz.out, d->dtype) * sizeof(double));
 	assert_true(t->ra && t->rb && t->rc);
-	fill(d->dtype, src, t->ra, elems(t->sz.a, d->dtype), &s);
-	fill(d->dtype, src + t->sz.a, t->rb, elems(t->sz.b, d->dtype), &s);
+	gm_testref_fill(d->dtype, src, elems(t->sz.a, d->dtype), &s, t->ra);
+	gm_testref_fill(d->dtype, src + t->sz.a, elems(t->sz.b, d->dtype), &s,
+			t->rb);
 	if (t->sz.c) {
 		size_t i, n = elems(t->sz.c, d->dtype);
 
-		fill(d->dtype, src + t->sz.a + t->sz.b, t->rc, n, &s);
+		gm_testref_fill(d->dtype, src + t->sz.a + t->sz.b, n, &s,
+				t->rc);
 		for (i = 0; i < n; i++)
 			t->cnorm += t->rc[i] * t->rc[i];
 		t->cnorm = sqrt(t->cnorm);
@@ -477,7 +350,7 @@ static double rel_error(const struct tjob *t)
 	double num = 0, den = 0;
 
 	for (i = 0; i < n; i++) {
-		double g = get(t->job.d.dtype, out, i), r = t->rc[i];
+		double g = gm_testref_get(t->job.d.dtype, out, i), r = t->rc[i];
 
 		num += (g - r) * (g - r);
 		den += r * r;

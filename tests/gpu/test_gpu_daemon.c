@@ -39,6 +39,7 @@
 #include "gemmd.h"
 #include "gm_build.h"
 #include "gm_engine.h"
+#include "gm_testref.h"
 
 #define REQ_JOBS     16 /* trans_a x trans_b x layout x C */
 #define SHAPES	     4
@@ -97,140 +98,7 @@ static pthread_cond_t cpu_cv = PTHREAD_COND_INITIALIZER;
 static size_t cpu_done;
 static uint64_t seed;
 
-/* ---- numbers ------------------------------------------------------------ */
-
-static uint64_t next_rand(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-
-	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-	return z ^ (z >> 31);
-}
-
-static double uniform(uint64_t *s) /* in [-1, 1) */
-{
-	return (double)(next_rand(s) >> 11) * 0x1p-52 - 1.0;
-}
-
-static uint32_t bits_of(float f)
-{
-	uint32_t u;
-
-	memcpy(&u, &f, sizeof(u));
-	return u;
-}
-
-static float float_of(uint32_t u)
-{
-	float f;
-
-	memcpy(&f, &u, sizeof(f));
-	return f;
-}
-
-/* Round to nearest, ties to even, dropping the low drop bits of u (a
- * carry out of the mantissa correctly bumps the exponent). */
-static uint32_t round_off(uint32_t u, int drop)
-{
-	return u + ((1u << (drop - 1)) - 1) + ((u >> drop) & 1);
-}
-
-static uint16_t to_bf16(float f)
-{
-	uint32_t u = bits_of(f);
-
-	if (isnan(f))
-		return (uint16_t)((u >> 16) | 0x40);
-	return (uint16_t)(round_off(u, 16) >> 16);
-}
-
-static float from_bf16(uint16_t h)
-{
-	return float_of((uint32_t)h << 16);
-}
-
-/* The fp32 value a tensor core reads as TF32: 10 mantissa bits. */
-static float to_tf32(float f)
-{
-	if (!isfinite(f))
-		return f;
-	return float_of(round_off(bits_of(f), 13) & ~0x1fffu);
-}
-
-static uint16_t to_fp16(float f)
-{
-	uint32_t u = bits_of(f), a = u & 0x7fffffffu;
-	uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
-
-	if (a > 0x7f800000u) /* NaN stays NaN */
-		return sign | 0x7e00u;
-	if (a >= 0x47800000u) /* 2^16 and up, infinity: infinity */
-		return sign | 0x7c00u;
-	if (a < 0x38800000u) /* below 2^-14: multiples of 2^-24 */
-		return sign | (uint16_t)nearbyintf(fabsf(f) * 0x1p24f);
-	/* Rebias the exponent from 127 to 15; from 65520 up the rounding
-	 * carries into the infinity pattern, as it should. */
-	return sign | (uint16_t)(round_off(a - 0x38000000u, 13) >> 13);
-}
-
-static float from_fp16(uint16_t h)
-{
-	int e = (h >> 10) & 0x1f, m = h & 0x3ff;
-	float v;
-
-	if (e == 0x1f)
-		v = m ? NAN : INFINITY;
-	else if (e == 0)
-		v = ldexpf((float)m, -24);
-	else
-		v = ldexpf((float)(m | 0x400), e - 25);
-	return (h & 0x8000) ? -v : v;
-}
-
-static size_t dtype_size(int dtype)
-{
-	return dtype == GEMMD_FP64			    ? 8
-	       : dtype == GEMMD_FP32 || dtype == GEMMD_TF32 ? 4
-							    : 2;
-}
-
-/* Stores v as dtype at p[i] and returns the value stored, as a double. */
-static double put(int dtype, void *p, size_t i, double v)
-{
-	switch (dtype) {
-	case GEMMD_FP64:
-		((double *)p)[i] = v;
-		return v;
-	case GEMMD_FP32:
-		((float *)p)[i] = (float)v;
-		return ((float *)p)[i];
-	case GEMMD_TF32:
-		((float *)p)[i] = to_tf32((float)v);
-		return ((float *)p)[i];
-	case GEMMD_FP16:
-		((uint16_t *)p)[i] = to_fp16((float)v);
-		return from_fp16(((uint16_t *)p)[i]);
-	default:
-		((uint16_t *)p)[i] = to_bf16((float)v);
-		return from_bf16(((uint16_t *)p)[i]);
-	}
-}
-
-static double get(int dtype, const void *p, size_t i)
-{
-	switch (dtype) {
-	case GEMMD_FP64:
-		return ((const double *)p)[i];
-	case GEMMD_FP32:
-	case GEMMD_TF32:
-		return ((const float *)p)[i];
-	case GEMMD_FP16:
-		return from_fp16(((const uint16_t *)p)[i]);
-	default:
-		return from_bf16(((const uint16_t *)p)[i]);
-	}
-}
+/* ---- numbers (random operands and dtypes: gm_testref) ------------------ */
 
 /*
  * Error bounds, relative to M = |alpha||op(A)||op(B)| + |beta||C|, for a
@@ -520,8 +388,7 @@ static double *fill(int dtype, void *p, size_t n, uint64_t *s)
 	double *ref = malloc(n * sizeof(double));
 
 	assert_non_null(ref);
-	for (size_t i = 0; i < n; i++)
-		ref[i] = put(dtype, p, i, uniform(s));
+	gm_testref_fill(dtype, p, n, s, ref);
 	return ref;
 }
 
@@ -529,7 +396,7 @@ static double *fill(int dtype, void *p, size_t n, uint64_t *s)
 static void make_job(gemmd_job *j, struct tref *r, const struct variant *v,
 		     const struct shape *sh, unsigned combo)
 {
-	size_t es = dtype_size(v->dtype), na = (size_t)sh->m * sh->k,
+	size_t es = gm_testref_esize(v->dtype), na = (size_t)sh->m * sh->k,
 	       nb = (size_t)sh->k * sh->n, nc = (size_t)sh->m * sh->n;
 	int with_c = (combo >> 3) & 1;
 	uint64_t s = seed++;
@@ -752,7 +619,7 @@ static double check_result(const gemmd_job *j, const struct tref *r)
 	char what[128];
 
 	for (size_t i = 0; i < n; i++) {
-		double d = get(j->dtype, j->out, i) - r->ref[i];
+		double d = gm_testref_get(j->dtype, j->out, i) - r->ref[i];
 
 		num += d * d;
 		den += r->mag[i] * r->mag[i];
@@ -769,7 +636,7 @@ static double check_result(const gemmd_job *j, const struct tref *r)
 		if (bad < n)
 			print_error("  element %zu: %.17g, want %.17g, bound "
 				    "%.3g\n",
-				    bad, get(j->dtype, j->out, bad),
+				    bad, gm_testref_get(j->dtype, j->out, bad),
 				    r->ref[bad], etol * r->mag[bad] + slack);
 	}
 	assert_true(err <= 1);

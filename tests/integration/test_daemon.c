@@ -15,111 +15,53 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "gemmd.h"
 #include "gm_proto.h"
+#include "gm_testref.h"
+#include "itest.h"
 
-typedef struct daemon_proc {
-	pid_t pid;
-	char dir[64];
-	char ipc[128];
-	char tcp[64];
-} daemon_proc;
+static uint64_t rs; /* random state, from gm_testref_seed */
 
-static unsigned seed;
-static pid_t started[16]; /* killed at exit if a failed test left one */
-static int nstarted;
-
-/* Starts gemmd with the CPU engine and extra "--set" options; waits for
- * it to answer ping. */
-static void start_daemon(daemon_proc *d, const char *const *sets)
+/* Starts gemmd (itest.c) with extra "--set" options; it answers ping. */
+static void start_daemon(it_daemon *d, const char *const *sets)
 {
-	const char *argv[32];
-	char log[128];
-	int argc = 0;
-	gemmd_client *c;
+	const char *args[32];
+	int n = 0;
 
-	snprintf(d->dir, sizeof(d->dir), "/tmp/gemmd-it.XXXXXX");
-	assert_non_null(mkdtemp(d->dir));
-	snprintf(d->ipc, sizeof(d->ipc), "ipc://%s/s", d->dir);
-	snprintf(d->tcp, sizeof(d->tcp), "tcp://127.0.0.1:%d",
-		 20000 + (int)(getpid() * 7 + rand() % 1000) % 40000);
-	snprintf(log, sizeof(log), "%s/gemmd.log", d->dir);
-	argv[argc++] = getenv("GEMMD");
-	argv[argc++] = "--engine=cpu";
-	argv[argc++] = "--listen";
-	argv[argc++] = d->ipc;
-	argv[argc++] = "--listen";
-	argv[argc++] = d->tcp;
 	for (int i = 0; sets != NULL && sets[i] != NULL; i++) {
-		argv[argc++] = "--set";
-		argv[argc++] = sets[i];
+		args[n++] = "--set";
+		args[n++] = sets[i];
 	}
-	argv[argc] = NULL;
-	d->pid = fork();
-	assert_true(d->pid >= 0);
-	if (d->pid > 0 && nstarted < 16)
-		started[nstarted++] = d->pid;
-	if (d->pid == 0) {
-		if (freopen(log, "w", stderr) == NULL)
-			_exit(127);
-		execv(argv[0], (char *const *)argv);
-		_exit(127);
-	}
-	assert_int_equal(
-	    gemmd_open(d->ipc, &(gemmd_open_opts){.flags = GEMMD_OPEN_LAZY},
-		       &c),
-	    GM_OK);
-	for (int i = 0; i < 100; i++) {
-		if (gemmd_ping(c, NULL, 200) == GM_OK)
-			break;
-		usleep(50000);
-	}
-	assert_int_equal(gemmd_ping(c, NULL, 1000), GM_OK);
-	gemmd_close(c);
+	args[n] = NULL;
+	assert_int_equal(it_setup(d), 0);
+	assert_int_equal(it_start(d, args), 0);
 }
 
-/* Sends SIGTERM and returns the exit status. */
-static int stop_daemon(daemon_proc *d)
+/* Sends SIGTERM, removes the directory and returns the exit status. */
+static int stop_daemon(it_daemon *d)
 {
-	int st;
-	char cmd[128];
+	int st = it_stop(d);
 
-	kill(d->pid, SIGTERM);
-	assert_int_equal(waitpid(d->pid, &st, 0), d->pid);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", d->dir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", d->dir);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-static double urand(void)
-{
-	return (double)rand() / RAND_MAX * 2.0 - 1.0;
+	it_cleanup(d);
+	return st;
 }
 
 /* A job with fresh random fp64 or fp32 operands and its own out buffer. */
 static void make_job(gemmd_job *j, int dtype, int layout, int ta, int tb,
 		     uint32_t m, uint32_t n, uint32_t k, int with_c)
 {
-	size_t es = dtype == GEMMD_FP64 ? 8 : 4;
+	size_t es = gm_testref_esize(dtype);
 	size_t na = (size_t)m * k, nb = (size_t)k * n, nc = (size_t)m * n;
 	void *a = malloc(na * es), *b = malloc(nb * es), *c = malloc(nc * es);
 
-	memset(j, 0, sizeof(*j));
-	for (size_t i = 0; i < na + nb + nc; i++) {
-		void *p = i < na ? a : i < na + nb ? b : c;
-		size_t at = i < na ? i : i < na + nb ? i - na : i - na - nb;
-
-		if (es == 8)
-			((double *)p)[at] = urand();
-		else
-			((float *)p)[at] = (float)urand();
-	}
+	assert_true(a && b && c);
+	gm_testref_fill(dtype, a, na, &rs, NULL);
+	gm_testref_fill(dtype, b, nb, &rs, NULL);
+	gm_testref_fill(dtype, c, nc, &rs, NULL);
 	*j = (gemmd_job){.dtype = dtype,
 			 .layout = layout,
 			 .trans_a = ta,
@@ -145,59 +87,23 @@ static void free_job(gemmd_job *j)
 	free(j->out);
 }
 
-static double elem(const gemmd_job *j, const void *p, size_t i)
-{
-	return j->dtype == GEMMD_FP64 ? ((const double *)p)[i]
-				      : ((const float *)p)[i];
-}
-
-/* Index of element (r, c) of a rows x cols matrix stored in layout. */
-static size_t at(int layout, size_t r, size_t c, size_t rows, size_t cols)
-{
-	return layout == GEMMD_ROW_MAJOR ? r * cols + c : c * rows + r;
-}
-
-/* Checks out against a long double reference, tolerance scaled to the
- * dtype's unit roundoff and K. */
+/* Checks out against gm_testref_check's long double reference. */
 static void check_job(const gemmd_job *j)
 {
-	double u = j->dtype == GEMMD_FP64 ? 1.2e-16 : 6.0e-8;
-	long double num = 0, den = 0;
-
 	assert_int_equal(j->status, GM_OK);
-	for (size_t r = 0; r < j->m; r++)
-		for (size_t c = 0; c < j->n; c++) {
-			long double s = 0, mag = 0, v, got;
-
-			for (size_t p = 0; p < j->k; p++) {
-				size_t ia =
-				    j->trans_a
-					? at(j->layout, p, r, j->k, j->m)
-					: at(j->layout, r, p, j->m, j->k);
-				size_t ib =
-				    j->trans_b
-					? at(j->layout, c, p, j->n, j->k)
-					: at(j->layout, p, c, j->k, j->n);
-				long double t = (long double)elem(j, j->a, ia) *
-						elem(j, j->b, ib);
-
-				s += t;
-				mag += fabsl(t);
-			}
-			v = j->alpha * s;
-			mag = fabsl((long double)j->alpha) * mag;
-			if (j->c != NULL) {
-				size_t ic = at(j->layout, r, c, j->m, j->n);
-
-				v += j->beta * elem(j, j->c, ic);
-				mag += fabsl(j->beta * elem(j, j->c, ic));
-			}
-			got = elem(j, j->out, at(j->layout, r, c, j->m, j->n));
-			num += (got - v) * (got - v);
-			den += mag * mag;
-		}
-	assert_true(sqrtl(num) <=
-		    4 * u * sqrt((double)j->k) * sqrtl(den) + 1e-300);
+	assert_true(gm_testref_check(&(gm_testref_gemm){.dtype = j->dtype,
+							.layout = j->layout,
+							.trans_a = j->trans_a,
+							.trans_b = j->trans_b,
+							.m = j->m,
+							.n = j->n,
+							.k = j->k,
+							.alpha = j->alpha,
+							.beta = j->beta,
+							.a = j->a,
+							.b = j->b,
+							.c = j->c,
+							.out = j->out}));
 }
 
 static void run_mixed_batch(const char *url)
@@ -227,7 +133,7 @@ static void run_mixed_batch(const char *url)
 
 static void test_ipc_and_tcp(void **state)
 {
-	daemon_proc d;
+	it_daemon d;
 
 	start_daemon(&d, NULL);
 	run_mixed_batch(d.ipc);
@@ -257,7 +163,7 @@ static void wait_all(waiter *w, int n)
 static void test_many_in_flight(void **state)
 {
 	enum { N = 32 };
-	daemon_proc d;
+	it_daemon d;
 	gemmd_client *c;
 	gemmd_job jobs[N];
 	waiter w[N] = {{0}};
@@ -332,13 +238,13 @@ static void test_bad_input(void **state)
 {
 	const char *sets[] = {"max_dim=100", NULL};
 	uint8_t buf[4096], rnd[256];
-	daemon_proc d;
+	it_daemon d;
 	gemmd_client *c;
 	size_t len;
 
 	start_daemon(&d, sets);
 	for (size_t i = 0; i < sizeof(rnd); i++)
-		rnd[i] = (uint8_t)rand();
+		rnd[i] = (uint8_t)gm_testref_next(&rs);
 	rnd[0] = 'X'; /* random bytes that cannot start with the magic */
 	assert_int_equal(send_raw(d.ipc, rnd, sizeof(rnd)), GM_EMAGIC);
 	len = valid_request(buf, 2);
@@ -384,7 +290,7 @@ static void test_queue_full_is_busy(void **state)
 	 * queue holds two more; everything after that is refused busy. */
 	const char *sets[] = {"queue_depth=2", "contexts=32", "pool_bytes=52M",
 			      NULL};
-	daemon_proc d;
+	it_daemon d;
 	gemmd_client *c;
 	gemmd_job jobs[N];
 	waiter w[N] = {{0}};
@@ -428,7 +334,7 @@ static void test_queue_full_is_busy(void **state)
 static void test_sigterm_drains(void **state)
 {
 	enum { N = 6 };
-	daemon_proc d;
+	it_daemon d;
 	gemmd_client *c;
 	gemmd_job jobs[N];
 	waiter w[N] = {{0}};
@@ -463,6 +369,7 @@ static void test_sigterm_drains(void **state)
 	assert_true(WIFEXITED(st));
 	assert_int_equal(WEXITSTATUS(st), 0);
 	d.pid = 0;
+	it_cleanup(&d);
 }
 
 int main(void)
@@ -474,17 +381,10 @@ int main(void)
 	    cmocka_unit_test(test_queue_full_is_busy),
 	    cmocka_unit_test(test_sigterm_drains),
 	};
-	int rv;
-
 	if (getenv("GEMMD") == NULL) {
 		fprintf(stderr, "GEMMD is not set\n");
 		return 77;
 	}
-	seed = (unsigned)time(NULL) ^ (unsigned)getpid();
-	fprintf(stderr, "seed %u\n", seed);
-	srand(seed);
-	rv = cmocka_run_group_tests(tests, NULL, NULL);
-	for (int i = 0; i < nstarted; i++)
-		kill(started[i], SIGKILL);
-	return rv;
+	rs = gm_testref_seed();
+	return cmocka_run_group_tests(tests, NULL, NULL);
 }

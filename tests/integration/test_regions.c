@@ -40,6 +40,7 @@
 #include "gemmd.h"
 #include "gm_proto.h"
 #include "gm_proto_region.h"
+#include "gm_testref.h"
 #include "itest.h"
 
 #if GM_TEST_CUDA
@@ -51,7 +52,7 @@
 
 #define TIMEOUT_MS 30000
 
-static unsigned seed = 1;
+static uint64_t seed = 1; /* operands: the same every run */
 
 /* ---- a daemon per test ---- */
 
@@ -108,51 +109,6 @@ static void stop(it_daemon *d)
 
 /* ---- jobs with operands of any dtype ---- */
 
-static uint16_t to_half(float f)
-{
-	uint32_t u, sign, mant;
-	int exp;
-
-	memcpy(&u, &f, sizeof(u));
-	sign = (u >> 16) & 0x8000;
-	exp = (int)((u >> 23) & 0xff) - 127 + 15;
-	mant = u & 0x7fffff;
-	if (exp <= 0) /* tiny: flush to zero, enough for test data */
-		return (uint16_t)sign;
-	return (uint16_t)(sign | (uint32_t)exp << 10 | mant >> 13);
-}
-
-static void fill(int dtype, void *p, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		float v = (float)rand_r(&seed) / (float)RAND_MAX * 2 - 1;
-		uint32_t u;
-
-		switch (dtype) {
-		case GEMMD_FP64:
-			((double *)p)[i] =
-			    (double)rand_r(&seed) / RAND_MAX * 2 - 1;
-			break;
-		case GEMMD_FP16:
-			((uint16_t *)p)[i] = to_half(v);
-			break;
-		case GEMMD_BF16:
-			memcpy(&u, &v, sizeof(u));
-			((uint16_t *)p)[i] = (uint16_t)(u >> 16);
-			break;
-		default:
-			((float *)p)[i] = v;
-		}
-	}
-}
-
-static size_t esize(int dtype)
-{
-	return dtype == GEMMD_FP64			    ? 8
-	       : dtype == GEMMD_FP16 || dtype == GEMMD_BF16 ? 2
-							    : 4;
-}
-
 /* A job and its operands in malloc'd memory. */
 typedef struct tjob {
 	gemmd_job j;
@@ -163,7 +119,7 @@ typedef struct tjob {
 static void make(tjob *t, int dtype, int layout, int ta, int tb, uint32_t m,
 		 uint32_t n, uint32_t k, int with_c)
 {
-	size_t es = esize(dtype);
+	size_t es = gm_testref_esize(dtype);
 
 	memset(t, 0, sizeof(*t));
 	t->na = (size_t)m * k * es;
@@ -174,9 +130,9 @@ static void make(tjob *t, int dtype, int layout, int ta, int tb, uint32_t m,
 	t->c = malloc(t->nc);
 	t->out = malloc(t->nc);
 	assert_true(t->a && t->b && t->c && t->out);
-	fill(dtype, t->a, t->na / es);
-	fill(dtype, t->b, t->nb / es);
-	fill(dtype, t->c, t->nc / es);
+	gm_testref_fill(dtype, t->a, t->na / es, &seed, NULL);
+	gm_testref_fill(dtype, t->b, t->nb / es, &seed, NULL);
+	gm_testref_fill(dtype, t->c, t->nc / es, &seed, NULL);
 	memset(t->out, 0xA5, t->nc);
 	t->j = (gemmd_job){.dtype = dtype,
 			   .layout = layout,
@@ -201,38 +157,11 @@ static void drop(tjob *t)
 	free(t->out);
 }
 
-static double half_to_double(int dtype, uint16_t h)
-{
-	uint32_t u = (uint32_t)h << 16, e = (h >> 10) & 0x1f;
-	float f;
-
-	if (dtype == GEMMD_BF16) {
-		memcpy(&f, &u, sizeof(f));
-		return f;
-	}
-	if (e == 0) /* zero or subnormal: as good as zero here */
-		return 0.0;
-	return (h & 0x8000 ? -1.0 : 1.0) *
-	       ldexp(1.0 + (h & 0x3ff) / 1024.0, (int)e - 15);
-}
-
-static double elem(int dtype, const void *p, size_t i)
-{
-	switch (esize(dtype)) {
-	case 8:
-		return ((const double *)p)[i];
-	case 4:
-		return ((const float *)p)[i];
-	default:
-		return half_to_double(dtype, ((const uint16_t *)p)[i]);
-	}
-}
-
 /* Results x and y of a dtype agree to a few units in the last place of
  * the magnitudes around: the same engine, perhaps another stream. */
 static int close_enough(int dtype, const void *x, const void *y, size_t bytes)
 {
-	size_t n = bytes / esize(dtype);
+	size_t n = bytes / gm_testref_esize(dtype);
 	double eps = dtype == GEMMD_FP64   ? 1e-12
 		     : dtype == GEMMD_FP32 ? 1e-5
 					   : 2e-2;
@@ -240,7 +169,8 @@ static int close_enough(int dtype, const void *x, const void *y, size_t bytes)
 	if (memcmp(x, y, bytes) == 0)
 		return 1;
 	for (size_t i = 0; i < n; i++) {
-		double a = elem(dtype, x, i), b = elem(dtype, y, i);
+		double a = gm_testref_get(dtype, x, i);
+		double b = gm_testref_get(dtype, y, i);
 
 		if (fabs(a - b) > eps * (1 + fabs(b)))
 			return 0;

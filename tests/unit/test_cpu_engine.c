@@ -16,14 +16,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "gm_build.h"
 #include "gm_engine.h"
 #include "gm_error.h"
+#include "gm_testref.h"
 
 #define ALPHA 1.5
 #define BETA  -0.75
@@ -85,15 +84,6 @@ static gm_engine *open_engine(int kind, unsigned threads)
 	return e;
 }
 
-static double next_unit(void)
-{
-	/* xorshift64*, mapped to [-1, 1). */
-	rs ^= rs >> 12;
-	rs ^= rs << 25;
-	rs ^= rs >> 27;
-	return (double)((rs * 2685821657736338717ull) >> 11) / 0x1p52 - 1.0;
-}
-
 /* A job and the buffers it owns, with the description it was built from. */
 struct tjob {
 	gm_job job;
@@ -101,50 +91,12 @@ struct tjob {
 	uint8_t *a, *b, *c, *out;
 };
 
-static size_t esize(int dtype)
-{
-	return dtype == GM_FP64 ? 8 : 4;
-}
-
-static double get(const void *p, int dtype, size_t i)
-{
-	return dtype == GM_FP64 ? ((const double *)p)[i]
-				: ((const float *)p)[i];
-}
-
-static void put(void *p, int dtype, size_t i, double v)
-{
-	if (dtype == GM_FP64)
-		((double *)p)[i] = v;
-	else
-		((float *)p)[i] = (float)v;
-}
-
-static void fill_random(void *p, int dtype, size_t count)
-{
-	size_t i;
-
-	for (i = 0; i < count; i++)
-		put(p, dtype, i, next_unit());
-}
-
 static void fill_nan(void *p, int dtype, size_t count)
 {
 	size_t i;
 
 	for (i = 0; i < count; i++)
-		put(p, dtype, i, NAN);
-}
-
-/* Element (r, c) of op(X), op(X) being rows x cols, X densely packed. */
-static size_t at(const gm_job_desc *d, int trans, uint32_t r, uint32_t c,
-		 uint32_t rows, uint32_t cols)
-{
-	uint32_t sr = trans ? c : r, sc = trans ? r : c;
-	uint32_t srows = trans ? cols : rows, scols = trans ? rows : cols;
-
-	return d->layout == GM_ROW_MAJOR ? (size_t)sr * scols + sc
-					 : sr + (size_t)sc * srows;
+		gm_testref_put(dtype, p, i, NAN);
 }
 
 static void make_job(struct tjob *t, int dtype, int layout, int ta, int tb,
@@ -165,14 +117,14 @@ static void make_job(struct tjob *t, int dtype, int layout, int ta, int tb,
 	d->k = k;
 	d->alpha = ALPHA;
 	d->beta = BETA;
-	t->es = esize(dtype);
+	t->es = gm_testref_esize(dtype);
 	/* One block, A B C back to back as on the wire, then the result. */
 	t->a = malloc(t->es * (mk + kn + 2 * mn));
 	assert_non_null(t->a);
 	t->b = t->a + t->es * mk;
 	t->c = t->b + t->es * kn;
 	t->out = t->c + t->es * mn;
-	fill_random(t->a, dtype, mk + kn + mn);
+	gm_testref_fill(dtype, t->a, mk + kn + mn, &rs, NULL);
 	fill_nan(t->out, dtype, mn);
 	t->job.a = t->a;
 	t->job.b = t->b;
@@ -182,73 +134,36 @@ static void make_job(struct tjob *t, int dtype, int layout, int ta, int tb,
 }
 
 /*
- * Checks t's result (at out) against the long double reference: every
- * element written, and the Frobenius error within c * u * sqrt(K) of the
- * Frobenius norm of |alpha|*|op(A)|*|op(B)| + |beta|*|C|. That norm, the
- * scale of the classical error bound, rather than the result's own keeps
- * a result that cancels to nearly zero from failing a correct engine.
+ * Checks t's result (at out) against the long double reference of
+ * gm_testref_check: every element written, the error within the bound.
  */
 static void check_result(const struct tjob *t, const void *out)
 {
 	const gm_job_desc *d = &t->job.d;
-	long double err = 0, norm = 0;
-	double u = d->dtype == GM_FP64 ? 0x1p-53 : 0x1p-24;
-	uint32_t i, j, p;
 
 	assert_int_equal(t->job.status, GM_OK);
 	assert_int_equal(t->job.device, -1);
 	assert_true(t->job.kernel_us >= 0.0);
 	assert_true(t->job.h2d_us == 0.0 && t->job.d2h_us == 0.0);
-	for (i = 0; i < d->m; i++) {
-		for (j = 0; j < d->n; j++) {
-			size_t ci = at(d, 0, i, j, d->m, d->n);
-			long double ref = 0, mag = 0, x;
-			long double got = get(out, d->dtype, ci);
-
-			for (p = 0; p < d->k; p++) {
-				x = (long double)get(
-					t->a, d->dtype,
-					at(d, d->trans_a, i, p, d->m, d->k)) *
-				    get(t->b, d->dtype,
-					at(d, d->trans_b, p, j, d->k, d->n));
-				ref += x;
-				mag += fabsl(x);
-			}
-			ref *= d->alpha;
-			mag *= fabs(d->alpha);
-			if (d->flags & GM_JOB_HAS_C) {
-				x = d->beta *
-				    (long double)get(t->c, d->dtype, ci);
-				ref += x;
-				mag += fabsl(x);
-			}
-			assert_false(isnan((double)got));
-			err += (got - ref) * (got - ref);
-			norm += mag * mag;
-		}
-	}
-	/* c = 4: a K = 1 job takes up to three roundings; larger K, with
-	 * random signs, stay far below. */
-	assert_true(sqrtl(err) <= 4 * u * sqrt(d->k) * sqrtl(norm));
+	assert_true(gm_testref_check(
+	    &(gm_testref_gemm){.dtype = d->dtype,
+			       .layout = d->layout,
+			       .trans_a = d->trans_a,
+			       .trans_b = d->trans_b,
+			       .m = d->m,
+			       .n = d->n,
+			       .k = d->k,
+			       .alpha = d->alpha,
+			       .beta = d->beta,
+			       .a = t->a,
+			       .b = t->b,
+			       .c = d->flags & GM_JOB_HAS_C ? t->c : NULL,
+			       .out = out}));
 }
 
 static void free_job(struct tjob *t)
 {
 	free(t->a);
-}
-
-static uint64_t test_seed(void)
-{
-	const char *env = getenv("GM_TEST_SEED");
-	uint64_t seed;
-
-	seed = env != NULL ? strtoull(env, NULL, 0)
-			   : (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
-	if (seed == 0)
-		seed = 1;
-	printf("seed %llu (GM_TEST_SEED replays it)\n",
-	       (unsigned long long)seed);
-	return seed;
 }
 
 static void test_open_cpu(void **state)
@@ -528,7 +443,7 @@ static void test_thread_count(void **state)
 
 static int setup_seed(void **state)
 {
-	rs = test_seed();
+	rs = gm_testref_seed();
 	return 0;
 }
 

@@ -13,13 +13,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "gm_error.h"
 #include "gm_pool.h"
+#include "gm_testref.h"
 
 #define U GM_POOL_ALIGN
 
@@ -202,36 +202,13 @@ static void test_coalesce_both_sides(void **state)
 	teardown_pool(&f);
 }
 
-static uint64_t next_rand(uint64_t *s)
-{
-	/* xorshift64*: enough for test data, the same on every libc. */
-	*s ^= *s >> 12;
-	*s ^= *s << 25;
-	*s ^= *s >> 27;
-	return *s * 2685821657736338717ull;
-}
-
-static uint64_t test_seed(void)
-{
-	const char *env = getenv("GM_TEST_SEED");
-	uint64_t seed;
-
-	seed = env != NULL ? strtoull(env, NULL, 0)
-			   : (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
-	if (seed == 0)
-		seed = 1;
-	printf("seed %llu (GM_TEST_SEED replays it)\n",
-	       (unsigned long long)seed);
-	return seed;
-}
-
 static void shuffle(void **v, size_t n, uint64_t *rs)
 {
 	size_t i, j;
 	void *t;
 
 	for (i = n; i > 1; i--) {
-		j = next_rand(rs) % i;
+		j = gm_testref_next(rs) % i;
 		t = v[i - 1];
 		v[i - 1] = v[j];
 		v[j] = t;
@@ -240,15 +217,16 @@ static void shuffle(void **v, size_t n, uint64_t *rs)
 
 static void test_free_all_in_any_order(void **state)
 {
-	uint64_t rs = test_seed();
+	uint64_t rs = gm_testref_seed();
 	struct fixture f;
 	void *s[256];
 	size_t n = 0;
 	void *slab;
 
 	setup_pool(&f, 512 * U);
-	while (n < 256 && gm_pool_alloc(f.pool, 1 + next_rand(&rs) % (4 * U),
-					&slab) == GM_OK)
+	while (n < 256 &&
+	       gm_pool_alloc(f.pool, 1 + gm_testref_next(&rs) % (4 * U),
+			     &slab) == GM_OK)
 		s[n++] = slab;
 	assert_true(n > 1);
 	shuffle(s, n, &rs);
@@ -355,8 +333,8 @@ static void stress_alloc(struct fixture *f, struct shadow *sh, uint64_t *rs)
 	uint64_t arena = gm_pool_size(f->pool);
 	/* Mostly small, sometimes large, now and then too big. */
 	uint64_t bytes =
-	    1 +
-	    next_rand(rs) % (next_rand(rs) % 8 == 0 ? arena + 2 * U : 16 * U);
+	    1 + gm_testref_next(rs) %
+		    (gm_testref_next(rs) % 8 == 0 ? arena + 2 * U : 16 * U);
 	uint64_t size = (bytes + U - 1) / U * U;
 	uint64_t want = shadow_fit(sh, arena, size);
 	void *slab;
@@ -376,7 +354,7 @@ static void stress_alloc(struct fixture *f, struct shadow *sh, uint64_t *rs)
 static void test_stress_against_shadow(void **state)
 {
 	static struct shadow sh;
-	uint64_t rs = test_seed();
+	uint64_t rs = gm_testref_seed();
 	struct fixture f;
 	int op;
 
@@ -387,10 +365,11 @@ static void test_stress_against_shadow(void **state)
 		/* Alternate phases that fill up and drain. */
 		int fill = (op / 5000) % 2 == 0 ? 3 : 1;
 
-		if (sh.n > 0 && next_rand(&rs) % 4 >= (uint64_t)fill)
+		if (sh.n > 0 && gm_testref_next(&rs) % 4 >= (uint64_t)fill)
 			gm_pool_free(
 			    f.pool,
-			    at(&f, shadow_remove(&sh, next_rand(&rs) % sh.n)));
+			    at(&f, shadow_remove(&sh,
+						 gm_testref_next(&rs) % sh.n)));
 		else
 			stress_alloc(&f, &sh, &rs);
 		assert_int_equal(gm_pool_used(f.pool), sh.used);

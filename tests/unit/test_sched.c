@@ -33,6 +33,7 @@
 #include "gm_pool.h"
 #include "gm_sched.h"
 #include "gm_stats.h"
+#include "gm_testref.h"
 
 #define ALPHA	  1.5
 #define BETA	  -0.75
@@ -80,15 +81,6 @@ static struct harness {
 
 static uint64_t rs;
 static uint64_t next_id;
-
-static double next_unit(void)
-{
-	/* xorshift64*, mapped to [-1, 1). */
-	rs ^= rs >> 12;
-	rs ^= rs << 25;
-	rs ^= rs >> 27;
-	return (double)((rs * 2685821657736338717ull) >> 11) / 0x1p52 - 1.0;
-}
 
 /* Engine thread: only hand the job over. */
 static void on_engine_done(gm_job *job, void *arg)
@@ -181,21 +173,6 @@ static uint64_t unit_of(const struct shape *s)
 	       ~(uint64_t)(GM_POOL_ALIGN - 1);
 }
 
-static void fill_random(uint8_t *p, int dtype, uint64_t bytes)
-{
-	uint64_t i;
-
-	if (dtype == GM_FP64)
-		for (i = 0; i < bytes / 8; i++)
-			((double *)p)[i] = next_unit();
-	else if (dtype == GM_FP32)
-		for (i = 0; i < bytes / 4; i++)
-			((float *)p)[i] = (float)next_unit();
-	else
-		for (i = 0; i < bytes; i++)
-			p[i] = (uint8_t)(next_unit() * 127.0);
-}
-
 /* A request of njobs jobs, job i of shape sh[i % nsh], kept by the
  * harness until h_close. */
 static struct treq *new_req(uint32_t njobs, uint8_t prio, uint32_t deadline_ms,
@@ -234,7 +211,9 @@ static struct treq *new_req(uint32_t njobs, uint8_t prio, uint32_t deadline_ms,
 		tr->out[i] = malloc(z.out);
 		assert_non_null(tr->in[i]);
 		assert_non_null(tr->out[i]);
-		fill_random(tr->in[i], s->dtype, tr->bytes[i]);
+		gm_testref_fill(s->dtype, tr->in[i],
+				tr->bytes[i] / gm_testref_esize(s->dtype), &rs,
+				NULL);
 		memcpy(tr->in[i] + tr->bytes[i], tr->in[i], tr->bytes[i]);
 		memset(tr->out[i], POISON, z.out);
 		job->copy_in = tr->in[i];
@@ -399,71 +378,34 @@ static void h_close(void)
 	h_free(NULL);
 }
 
-static double get(const uint8_t *p, int dtype, size_t i)
-{
-	return dtype == GM_FP64 ? ((const double *)p)[i]
-				: ((const float *)p)[i];
-}
-
-/* Element (r, c) of op(X), op(X) being rows x cols, X densely packed. */
-static size_t at(const gm_job_desc *d, int trans, uint32_t r, uint32_t c,
-		 uint32_t rows, uint32_t cols)
-{
-	uint32_t sr = trans ? c : r, sc = trans ? r : c;
-	uint32_t srows = trans ? cols : rows, scols = trans ? rows : cols;
-
-	return d->layout == GM_ROW_MAJOR ? (size_t)sr * scols + sc
-					 : sr + (size_t)sc * srows;
-}
-
 /*
- * Checks job i of tr against a naive long double reference: every
- * element written, the Frobenius error within 4 * u * sqrt(K) of the
- * Frobenius norm of |alpha|*|op(A)|*|op(B)| + |beta|*|C| (the classical
- * bound's scale, so a result that cancels to nearly zero still passes),
- * the payload left as it came, and timings in the order they were taken.
+ * Checks job i of tr against gm_testref_check's long double reference
+ * (every element written, the error within the dtype's bound), the
+ * payload left as it came, and timings in the order they were taken.
  */
 static void check_result(const struct treq *tr, uint32_t i)
 {
 	const gm_sjob *j = &tr->r->jobs[i];
 	const gm_job_desc *d = &j->job.d;
-	const uint8_t *a = tr->in[i], *b, *c;
-	double u = d->dtype == GM_FP64 ? 0x1p-53 : 0x1p-24;
-	long double err = 0, norm = 0;
+	const uint8_t *a = tr->in[i];
 	gm_job_sizes z;
 
 	assert_int_equal(j->job.status, GM_OK);
 	assert_int_equal(gm_job_sizes_of(d, &z), GM_OK);
-	b = a + z.a;
-	c = b + z.b;
-	for (uint32_t r = 0; r < d->m; r++) {
-		for (uint32_t col = 0; col < d->n; col++) {
-			size_t ci = at(d, 0, r, col, d->m, d->n);
-			long double ref = 0, mag = 0, x;
-			long double got = get(tr->out[i], d->dtype, ci);
-
-			for (uint32_t p = 0; p < d->k; p++) {
-				x = (long double)get(
-					a, d->dtype,
-					at(d, d->trans_a, r, p, d->m, d->k)) *
-				    get(b, d->dtype,
-					at(d, d->trans_b, p, col, d->k, d->n));
-				ref += x;
-				mag += fabsl(x);
-			}
-			ref *= d->alpha;
-			mag *= fabs(d->alpha);
-			if (d->flags & GM_JOB_HAS_C) {
-				x = d->beta * (long double)get(c, d->dtype, ci);
-				ref += x;
-				mag += fabsl(x);
-			}
-			assert_false(isnan((double)got));
-			err += (got - ref) * (got - ref);
-			norm += mag * mag;
-		}
-	}
-	assert_true(sqrtl(err) <= 4 * u * sqrt(d->k) * sqrtl(norm));
+	assert_true(gm_testref_check(&(gm_testref_gemm){
+	    .dtype = d->dtype,
+	    .layout = d->layout,
+	    .trans_a = d->trans_a,
+	    .trans_b = d->trans_b,
+	    .m = d->m,
+	    .n = d->n,
+	    .k = d->k,
+	    .alpha = d->alpha,
+	    .beta = d->beta,
+	    .a = a,
+	    .b = a + z.a,
+	    .c = d->flags & GM_JOB_HAS_C ? a + z.a + z.b : NULL,
+	    .out = tr->out[i]}));
 	assert_memory_equal(tr->in[i], tr->in[i] + tr->bytes[i], tr->bytes[i]);
 	assert_true(j->t.queue_us >= 0.0);
 	assert_true(j->t.total_us >= j->t.queue_us);
@@ -1063,13 +1005,7 @@ static void test_stats(void **state)
 
 static int setup_seed(void **state)
 {
-	const char *env = getenv("GM_TEST_SEED");
-
-	rs = env != NULL ? strtoull(env, NULL, 0)
-			 : (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
-	if (rs == 0)
-		rs = 1;
-	printf("seed %llu (GM_TEST_SEED replays it)\n", (unsigned long long)rs);
+	rs = gm_testref_seed();
 	return 0;
 }
 
