@@ -1,19 +1,27 @@
 #!/bin/sh
-# Installs the Debian packages gemmd needs to build and test, when any
-# is missing. Run as root (or with sudo available) on Debian 12.
+# Installs the Debian packages gemmd needs, when any is missing: to build
+# and run it, or with --test also what the test suites and CI use. Run as
+# root (or with sudo available) on Debian 12.
 set -eu
 
-# clang and its runtime (libclang-rt-14-dev): the libFuzzer targets of
+build="build-essential pkg-config meson ninja-build libuv1-dev libnng-dev
+libcjson-dev libopenblas-dev"
+# cmocka: the unit and integration tests. clang and its runtime (libclang-rt-14-dev): the libFuzzer targets of
 # scripts/ci-fuzz.sh. libsystemd-dev: sd_notify and the unit file;
 # systemd: systemd-analyze, which checks the unit in the tests.
 # openssl: the command makes the certificates of the TLS tests.
-pkgs="build-essential pkg-config meson ninja-build libuv1-dev libnng-dev
-libcjson-dev libcmocka-dev libopenblas-dev clang libclang-rt-14-dev
-libsystemd-dev systemd openssl"
+test="libcmocka-dev clang libclang-rt-14-dev libsystemd-dev systemd openssl"
 # prometheus: promtool checks /metrics, and the tests run a Prometheus
 # of their own that scrapes gemmd. Without the node exporter it
 # recommends, which the tests do not need.
-pkgs_norec="prometheus"
+test_norec="prometheus"
+
+pkgs=$build
+pkgs_norec=""
+if [ "${1:-}" = "--test" ]; then
+	pkgs="$build $test"
+	pkgs_norec=$test_norec
+fi
 
 installed() {
 	dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "ok installed"

@@ -3,6 +3,6 @@
 # every test suite (GPU tests report "skipped" without a GPU).
 set -eu
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
-scripts/build.sh
+scripts/install-deps.sh --test
+scripts/build.sh -Dtests=enabled
 meson test -C "${BUILDDIR:-build}" --print-errorlogs "$@"
