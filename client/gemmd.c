@@ -1096,8 +1096,12 @@ void gemmd_close(gemmd_client *cl)
 	 * which report GM_ECANCELED; the stopped aios are then unused. */
 	for (k = all; k != NULL; k = k->next_all)
 		nng_aio_stop(k->aio);
+	/* Closing a context frees the request it still holds for a pipe
+	 * (one that never connected, say), whatever becomes of the socket's
+	 * own close below. */
 	for (k = all; k != NULL; k = next) {
 		next = k->next_all;
+		nng_ctx_close(k->ctx);
 		nng_aio_free(k->aio);
 		free(k);
 	}
