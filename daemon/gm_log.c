@@ -9,8 +9,6 @@
 
 int gm_log_level = GM_LOG_INFO;
 
-static const char *const level_names[] = {"error", "warn", "info", "debug"};
-
 void gm_log_write(int level, const char *fmt, ...)
 {
 	char line[1024];
@@ -24,7 +22,7 @@ void gm_log_write(int level, const char *fmt, ...)
 	n = strftime(line, sizeof(line), "%Y-%m-%dT%H:%M:%S", &tm);
 	n += (size_t)snprintf(line + n, sizeof(line) - n,
 			      ".%03ldZ gemmd[%d] %s ", ts.tv_nsec / 1000000,
-			      (int)getpid(), gm_log_level_name(level));
+			      (int)getpid(), gm_config_log_level_name(level));
 	va_start(ap, fmt);
 	vsnprintf(line + n, sizeof(line) - n, fmt, ap);
 	va_end(ap);
@@ -36,19 +34,4 @@ void gm_log_write(int level, const char *fmt, ...)
 	 * a failed log write has nowhere better to go. */
 	if (write(STDERR_FILENO, line, n) < 0)
 		return;
-}
-
-int gm_log_parse_level(const char *name)
-{
-	for (int i = 0; i < 4; i++)
-		if (strcmp(name, level_names[i]) == 0)
-			return i;
-	return -1;
-}
-
-const char *gm_log_level_name(int level)
-{
-	if (level < 0 || level > 3)
-		return "?";
-	return level_names[level];
 }

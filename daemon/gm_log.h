@@ -13,22 +13,14 @@
 
 #include <errno.h>
 
-enum gm_log_level {
-	GM_LOG_ERROR = 0,
-	GM_LOG_WARN = 1,
-	GM_LOG_INFO = 2,
-	GM_LOG_DEBUG = 3,
-};
+#include "gm_config.h" /* enum gm_log_level */
 
+/* Lines above this level are not written; "log_level" sets it. */
 extern int gm_log_level;
 
 /* Formats and writes one line; use GM_LOG, not this. */
 void gm_log_write(int level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-
-/* Level for "error", "warn", "info", "debug"; -1 for anything else. */
-int gm_log_parse_level(const char *name);
-const char *gm_log_level_name(int level);
 
 #define GM_LOG(level, ...)                                  \
 	do {                                                \

@@ -274,6 +274,9 @@ static size_t build_reply(gm_sreq *r, uint8_t *rep)
 		gm_job_sizes z;
 
 		gm_job_sizes_of(&j->job.d, &z);
+		if (j->job.status != 0)
+			GM_LOGJ(GM_LOG_DEBUG, r->id, i, "failed: %s: %s",
+				gm_errname(j->job.status), j->job.msg);
 		if (j->job.status == 0 && j->job.copy_out != NULL) {
 			rj.result_bytes = z.out;
 			/* Usually already in place: then no pass over it. */

@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "gm_fairq.h"
-#include "gm_log.h"
 #include "gm_slab.h"
 
 #define NPRIO	    (GM_BATCH_PRIO_MAX + 1)
@@ -141,8 +140,6 @@ static void fail_job(gm_sched *s, gm_sjob *j, int code, const char *msg)
 	j->state = GM_SJOB_DONE;
 	j->job.status = code;
 	snprintf(j->job.msg, sizeof(j->job.msg), "%s", msg);
-	GM_LOGJ(GM_LOG_DEBUG, j->req->id, j->idx, "failed: %s: %s",
-		gm_errname(code), msg);
 	finish_job(s, j);
 }
 
@@ -330,9 +327,6 @@ void gm_sched_complete(gm_sched *s, gm_job *job)
 	j->t.h2d_us = job->h2d_us;
 	j->t.kernel_us = job->kernel_us;
 	j->t.d2h_us = job->d2h_us;
-	if (job->status != 0)
-		GM_LOGJ(GM_LOG_DEBUG, j->req->id, j->idx, "failed: %s: %s",
-			gm_errname(job->status), job->msg);
 	finish_job(s, j);
 	gm_sched_pump(s);
 }

@@ -19,6 +19,15 @@
 
 #include "gm_engine.h"
 
+/* Log levels, the values of "log_level": the daemon's log line filter
+ * (gm_log.h) reads them from here. */
+enum gm_log_level {
+	GM_LOG_ERROR = 0,
+	GM_LOG_WARN = 1,
+	GM_LOG_INFO = 2,
+	GM_LOG_DEBUG = 3,
+};
+
 /* Larger config files are refused before anything is allocated. */
 #define GM_CONFIG_MAX_FILE (1u << 20)
 
@@ -113,6 +122,10 @@ int gm_config_check(const gm_config *c, char *msg, size_t msglen);
  * names gid. Reads only, so any thread may call it once the
  * configuration is built. */
 bool gm_config_allows(const gm_config *c, uint64_t uid, uint64_t gid);
+
+/* The name of a log level as "log_level" takes it ("error", "warn",
+ * "info", "debug"); "?" for another value. Any thread. */
+const char *gm_config_log_level_name(int level);
 
 /* Frees what c owns and leaves the defaults in it. */
 void gm_config_free(gm_config *c);
