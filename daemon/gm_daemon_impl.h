@@ -10,13 +10,13 @@
 #define GM_DAEMON_IMPL_H
 
 #include <nng/nng.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <uv.h>
 
 #include "gm_config.h"
 #include "gm_detach.h"
 #include "gm_http.h"
+#include "gm_inbox.h"
 #include "gm_pool.h"
 #include "gm_region.h"
 #include "gm_region_srv.h"
@@ -33,9 +33,7 @@ typedef struct gm_daemon {
 	gm_http *http; /* "metrics_listen"; NULL when off */
 	gm_stats stats;
 	gm_limits lim;
-	uv_async_t done_async;
-	pthread_mutex_t done_lock;
-	gm_sjob *done_head;  /* returned by the engine; under done_lock */
+	gm_inbox *done;	     /* jobs the engine returned */
 	gm_detach *detach;   /* detached jobs and their results */
 	gm_regions *regions; /* shared-memory regions mapped */
 	gm_region_srv *rsrv; /* their hand-off socket; NULL when off */

@@ -4,21 +4,21 @@
  *
  * Lifetimes: nng may call a handler, or cancel a parked request, from
  * its threads until the server is fully gone, which happens on nng's
- * reaper some time after gm_http_close. What those threads touch (the
- * lock, the parked list, the closed flag) is therefore a separately
- * counted block: gm_http holds one reference and each registered
- * handler one, dropped by nng when it frees the handler.
+ * reaper some time after gm_http_close. What those threads touch is the
+ * inbox, which each registered handler holds a reference on, dropped
+ * by nng when it frees the handler; after the close the inbox refuses
+ * new requests.
  */
 #include "gm_http.h"
 
 #include <nng/nng.h>
 #include <nng/supplemental/http/http.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gm_error.h"
+#include "gm_inbox.h"
 #include "gm_metrics.h"
 
 enum route { R_METRICS, R_HEALTHZ, R_READYZ, R_COUNT };
@@ -29,76 +29,52 @@ static const char *const paths[R_COUNT] = {"/metrics", "/healthz", "/readyz"};
 struct parked {
 	nng_aio *aio;
 	enum route route;
-	struct parked *next;
+	void *link; /* the inbox's */
 };
 
-/* What nng's threads share with the loop. */
-struct shared {
-	pthread_mutex_t mu;
-	struct parked *head; /* under mu */
-	int closed;	     /* under mu: the async below is gone */
-	uv_async_t *async;   /* woken under mu while !closed */
-	int refs;	     /* atomic */
-};
-
-/* A handler's data: which route, and the block it points into. */
+/* A handler's data: which route, and the inbox it posts to. */
 struct handler_data {
-	struct shared *sh;
+	gm_inbox *inbox;
 	enum route route;
 };
 
 struct gm_http {
-	uv_async_t async; /* first: the close callback frees through it */
-	struct shared *sh;
+	gm_inbox *inbox;
 	nng_http_server *srv;
 	gm_http_ops ops;
 	void *arg;
 };
 
-static void shared_unref(struct shared *sh)
-{
-	if (__atomic_sub_fetch(&sh->refs, 1, __ATOMIC_ACQ_REL) != 0)
-		return;
-	pthread_mutex_destroy(&sh->mu);
-	free(sh);
-}
-
 static void handler_data_free(void *p)
 {
 	struct handler_data *hd = p;
 
-	shared_unref(hd->sh);
+	gm_inbox_release(hd->inbox);
 	free(hd);
+}
+
+static bool parked_for(void *item, void *aio)
+{
+	return ((struct parked *)item)->aio == aio;
 }
 
 /* nng thread: the connection went away while the request was parked.
  * When the loop has already taken it, the loop completes it instead. */
 static void cancel(nng_aio *aio, void *arg, int rv)
 {
-	struct shared *sh = arg;
-	struct parked **pp, *p = NULL;
+	struct parked *p = gm_inbox_cancel(arg, parked_for, aio);
 
-	pthread_mutex_lock(&sh->mu);
-	for (pp = &sh->head; *pp != NULL; pp = &(*pp)->next) {
-		if ((*pp)->aio == aio) {
-			p = *pp;
-			*pp = p->next;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&sh->mu);
 	if (p != NULL) {
 		free(p);
 		nng_aio_finish(aio, rv);
 	}
 }
 
-/* nng thread: park the request and wake the loop. */
+/* nng thread: park the request for the loop. */
 static void on_request(nng_aio *aio)
 {
 	nng_http_handler *h = nng_aio_get_input(aio, 1);
 	struct handler_data *hd = nng_http_handler_get_data(h);
-	struct shared *sh = hd->sh;
 	struct parked *p = malloc(sizeof(*p));
 
 	if (p == NULL) {
@@ -106,18 +82,13 @@ static void on_request(nng_aio *aio)
 		return;
 	}
 	*p = (struct parked){.aio = aio, .route = hd->route};
-	pthread_mutex_lock(&sh->mu);
-	if (sh->closed) {
-		pthread_mutex_unlock(&sh->mu);
+	/* Cancelable before the loop can see it; a cancel that comes
+	 * before the post finds nothing and leaves it to the loop. */
+	nng_aio_defer(aio, cancel, hd->inbox);
+	if (!gm_inbox_post(hd->inbox, p)) {
 		free(p);
 		nng_aio_finish(aio, NNG_ECLOSED);
-		return;
 	}
-	nng_aio_defer(aio, cancel, sh);
-	p->next = sh->head;
-	sh->head = p;
-	uv_async_send(sh->async);
-	pthread_mutex_unlock(&sh->mu);
 }
 
 /* Completes aio with a response, or with an error when none can be made
@@ -170,30 +141,22 @@ static void answer(gm_http *h, nng_aio *aio, enum route route)
 	}
 }
 
-static struct parked *take_all(struct shared *sh)
+/* Loop thread: answer a request the inbox handed over. */
+static void on_parked(void *item, void *arg)
 {
-	struct parked *list;
+	struct parked *p = item;
 
-	pthread_mutex_lock(&sh->mu);
-	list = sh->head;
-	sh->head = NULL;
-	pthread_mutex_unlock(&sh->mu);
-	return list;
+	answer(arg, p->aio, p->route);
+	free(p);
 }
 
-/* Loop thread: answer everything parked since the last wake-up. */
-static void on_async(uv_async_t *a)
+/* A request parked when the endpoints closed. */
+static void refuse(void *item, void *arg)
 {
-	gm_http *h = (gm_http *)a;
-	struct parked *p = take_all(h->sh);
+	struct parked *p = item;
 
-	while (p != NULL) {
-		struct parked *next = p->next;
-
-		answer(h, p->aio, p->route);
-		free(p);
-		p = next;
-	}
+	nng_aio_finish(p->aio, NNG_ECLOSED);
+	free(p);
 }
 
 static int add_route(gm_http *h, enum route route)
@@ -204,13 +167,13 @@ static int add_route(gm_http *h, enum route route)
 
 	if (hd == NULL)
 		return NNG_ENOMEM;
-	*hd = (struct handler_data){.sh = h->sh, .route = route};
+	*hd = (struct handler_data){.inbox = h->inbox, .route = route};
 	if ((rv = nng_http_handler_alloc(&handler, paths[route], on_request)) !=
 	    0) {
 		free(hd);
 		return rv;
 	}
-	__atomic_add_fetch(&h->sh->refs, 1, __ATOMIC_ACQ_REL);
+	gm_inbox_hold(h->inbox);
 	nng_http_handler_set_data(handler, hd, handler_data_free);
 	/* On success the server owns the handler and frees it with itself. */
 	if ((rv = nng_http_server_add_handler(h->srv, handler)) != 0)
@@ -256,34 +219,23 @@ static int start_server(gm_http *h, const char *addr, char *msg, size_t len)
 	return rv == NNG_ENOMEM ? GM_ENOMEM : GM_ETRANSPORT;
 }
 
-static void free_on_close(uv_handle_t *handle)
-{
-	gm_http *h = (gm_http *)handle;
-
-	shared_unref(h->sh);
-	free(h);
-}
-
 int gm_http_open(uv_loop_t *loop, const char *addr, const gm_http_ops *ops,
 		 void *arg, gm_http **out, char *msg, size_t msglen)
 {
 	gm_http *h = calloc(1, sizeof(*h));
-	struct shared *sh = calloc(1, sizeof(*sh));
 	int rv;
 
-	if (h == NULL || sh == NULL) {
-		free(h);
-		free(sh);
+	if (h == NULL) {
 		snprintf(msg, msglen, "metrics_listen: out of memory");
 		return GM_ENOMEM;
 	}
-	pthread_mutex_init(&sh->mu, NULL);
-	sh->refs = 1;
-	sh->async = &h->async;
-	h->sh = sh;
 	h->ops = *ops;
 	h->arg = arg;
-	uv_async_init(loop, &h->async, on_async);
+	if ((rv = gm_inbox_open(loop, offsetof(struct parked, link), on_parked,
+				NULL, h, &h->inbox, msg, msglen)) != 0) {
+		free(h);
+		return rv;
+	}
 	if ((rv = start_server(h, addr, msg, msglen)) != 0) {
 		gm_http_close(h);
 		return rv;
@@ -294,22 +246,10 @@ int gm_http_open(uv_loop_t *loop, const char *addr, const gm_http_ops *ops,
 
 void gm_http_close(gm_http *h)
 {
-	struct parked *p;
-
-	pthread_mutex_lock(&h->sh->mu);
-	h->sh->closed = 1;
-	pthread_mutex_unlock(&h->sh->mu);
-	p = take_all(h->sh);
-	while (p != NULL) {
-		struct parked *next = p->next;
-
-		nng_aio_finish(p->aio, NNG_ECLOSED);
-		free(p);
-		p = next;
-	}
+	gm_inbox_close(h->inbox, refuse, NULL);
 	if (h->srv != NULL) {
 		nng_http_server_stop(h->srv);
 		nng_http_server_release(h->srv);
 	}
-	uv_close((uv_handle_t *)&h->async, free_on_close);
+	free(h);
 }

@@ -6,10 +6,10 @@
  *   /readyz   200 "ready" while gemmd takes work, else 503 and why
  *
  * nng runs the handlers on its own threads, but the stats belong to the
- * loop thread. So a handler only parks its request on a locked list and
- * wakes the loop (uv_async_send), the way nng's receives reach the
- * server; the loop answers every parked request with the callbacks
- * below, then completes it. A hung loop therefore fails /healthz too,
+ * loop thread. So a handler only parks its request in an inbox
+ * (gm_inbox.h), the way nng's receives reach the server; the loop
+ * answers every parked request with the callbacks below, then completes
+ * it. A hung loop therefore fails /healthz too,
  * which is what a liveness probe should see. GET (and HEAD) only.
  */
 #ifndef GM_HTTP_H
@@ -38,9 +38,9 @@ typedef struct gm_http_ops {
 int gm_http_open(uv_loop_t *loop, const char *addr, const gm_http_ops *ops,
 		 void *arg, gm_http **out, char *msg, size_t msglen);
 
-/* Stops listening, drops connections and answers requests still parked
- * with an error; h is freed once the loop has run its close callbacks.
- * The ops are not called after this returns. Loop thread. */
+/* Stops listening, drops connections, answers requests still parked
+ * with an error and frees h. The ops are not called after this returns.
+ * Loop thread; the loop must run afterwards for the inbox to close. */
 void gm_http_close(gm_http *h);
 
 #endif

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "gm_build.h"
+#include "gm_error.h"
 #include "gm_log.h"
 
 #if GEMMD_HAVE_SYSTEMD
@@ -41,21 +42,27 @@ static void ping(uv_timer_t *t)
 	sd_notify(0, "WATCHDOG=1");
 }
 
-void gm_notify_watchdog_start(uv_loop_t *loop)
+int gm_notify_watchdog_start(uv_loop_t *loop)
 {
 	uint64_t usec = 0;
 	uint64_t ms;
+	int rv;
 
 	if (sd_watchdog_enabled(0, &usec) <= 0 || usec == 0)
-		return;
+		return GM_OK;
 	/* Half the interval, as sd_watchdog_enabled(3) advises, so one
 	 * late turn of the loop does not get the service killed. */
 	ms = usec / 2000 != 0 ? usec / 2000 : 1;
-	uv_timer_init(loop, &watchdog);
-	uv_timer_start(&watchdog, ping, 0, ms);
+	/* An initialized timer is closed with every handle of the loop. */
+	if ((rv = uv_timer_init(loop, &watchdog)) != 0 ||
+	    (rv = uv_timer_start(&watchdog, ping, 0, ms)) != 0) {
+		GM_LOG(GM_LOG_ERROR, "systemd watchdog: %s", uv_strerror(rv));
+		return GM_EINTERNAL;
+	}
 	uv_unref((uv_handle_t *)&watchdog);
 	GM_LOG(GM_LOG_INFO, "systemd watchdog: pinging every %llu ms",
 	       (unsigned long long)ms);
+	return GM_OK;
 }
 
 #else
@@ -68,8 +75,9 @@ void gm_notify_stopping(const char *status)
 {
 }
 
-void gm_notify_watchdog_start(uv_loop_t *loop)
+int gm_notify_watchdog_start(uv_loop_t *loop)
 {
+	return GM_OK;
 }
 
 #endif

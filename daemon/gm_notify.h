@@ -26,8 +26,9 @@ void gm_notify_stopping(const char *status);
  * WATCHDOG=1 at half that interval; else does nothing. The timer is
  * unreferenced, so it never keeps the loop alive by itself, and it is
  * closed by whoever closes every handle of the loop (uv_walk). One per
- * process, as $WATCHDOG_USEC is.
+ * process, as $WATCHDOG_USEC is. Returns GM_OK, or GM_EINTERNAL (logged)
+ * when the timer cannot be started.
  */
-void gm_notify_watchdog_start(uv_loop_t *loop);
+int gm_notify_watchdog_start(uv_loop_t *loop);
 
 #endif

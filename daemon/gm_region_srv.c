@@ -444,10 +444,11 @@ int gm_region_srv_open(uv_loop_t *loop, const gm_config *cfg, gm_regions *rs,
 
 	*out = NULL;
 	gm_regions_set_retire(rs, retire, loop);
-	if ((s = calloc(1, sizeof(*s))) == NULL)
+	if ((s = calloc(1, sizeof(*s))) == NULL) {
+		snprintf(msg, msglen, "region socket: out of memory");
 		return GM_ENOMEM;
-	rv = gm_region_fd_path(cfg, s->path, msg, msglen);
-	if (rv <= 0) {
+	}
+	if ((rv = gm_region_fd_path(cfg, s->path, msg, msglen)) <= 0) {
 		free(s);
 		return -rv;
 	}
@@ -459,20 +460,28 @@ int gm_region_srv_open(uv_loop_t *loop, const gm_config *cfg, gm_regions *rs,
 		free(s);
 		return GM_EIO;
 	}
-	if (uv_poll_init(loop, &s->poll, s->fd) != 0) {
-		close(s->fd);
-		unlink(s->path);
-		free(s);
-		snprintf(msg, msglen, "region socket: cannot poll it");
-		return GM_EINTERNAL;
-	}
-	uv_poll_start(&s->poll, UV_READABLE, on_listen);
+	if ((rv = uv_poll_init(loop, &s->poll, s->fd)) != 0)
+		goto fail_poll;
+	if ((rv = uv_poll_start(&s->poll, UV_READABLE, on_listen)) != 0)
+		goto fail_start;
 	GM_LOG(GM_LOG_INFO,
 	       "regions: hand-off socket %s (at most %u regions, %" PRIu64
 	       " MiB per uid)",
 	       s->path, cfg->region_max_count, cfg->region_max_bytes >> 20);
 	*out = s;
 	return GM_OK;
+fail_start:
+	snprintf(msg, msglen, "region socket %s: cannot poll it: %s", s->path,
+		 uv_strerror(rv));
+	gm_region_srv_close(s); /* the handle's close frees s */
+	return GM_EINTERNAL;
+fail_poll:
+	snprintf(msg, msglen, "region socket %s: cannot poll it: %s", s->path,
+		 uv_strerror(rv));
+	close(s->fd);
+	unlink(s->path);
+	free(s);
+	return GM_EINTERNAL;
 }
 
 void gm_region_srv_stop(gm_region_srv *s)

@@ -11,7 +11,6 @@
 #include <nng/supplemental/tls/tls.h>
 #include <nng/supplemental/util/platform.h>
 #include <nng/transport/ipc/ipc.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -21,6 +20,7 @@
 #include <time.h>
 
 #include "gm_error.h"
+#include "gm_inbox.h"
 #include "gm_log.h"
 
 #define TLS_FILE_MAX (1u << 20) /* certificates are a few KiB */
@@ -34,7 +34,7 @@ struct gm_work {
 	nng_ctx ctx;
 	nng_msg *msg;
 	gm_server *srv;
-	gm_work *next;
+	void *link; /* on the inbox while WAIT and not yet handed over */
 };
 
 struct gm_server {
@@ -43,9 +43,7 @@ struct gm_server {
 	unsigned nlisteners;
 	gm_work *works;
 	unsigned nworks;
-	uv_async_t async;
-	pthread_mutex_t lock;
-	gm_work *ready; /* received, waiting for the loop; under lock */
+	gm_inbox *inbox; /* received requests, for the loop */
 	atomic_uint sending;
 	double flush_eta_us; /* loop thread: see gm_server_flushed */
 	atomic_uint busy;    /* contexts out of RECV */
@@ -75,11 +73,7 @@ static void work_cb(void *p)
 		w->msg = nng_aio_get_msg(w->aio);
 		w->state = WAIT;
 		atomic_fetch_add(&s->busy, 1);
-		pthread_mutex_lock(&s->lock);
-		w->next = s->ready;
-		s->ready = w;
-		pthread_mutex_unlock(&s->lock);
-		uv_async_send(&s->async);
+		gm_inbox_post(s->inbox, w); /* open as long as the socket */
 		break;
 	case SEND:
 		/* On failure the message is still ours to free. */
@@ -97,31 +91,15 @@ static void work_cb(void *p)
 	}
 }
 
-/* Loop thread: drain the hand-off list, oldest first. */
-static void async_cb(uv_async_t *h)
+/* Loop thread: a request the inbox handed over. */
+static void on_received(void *item, void *arg)
 {
-	gm_server *s = h->data;
-	gm_work *list, *rev = NULL;
+	gm_work *w = item;
+	gm_server *s = arg;
+	nng_msg *m = w->msg;
 
-	pthread_mutex_lock(&s->lock);
-	list = s->ready;
-	s->ready = NULL;
-	pthread_mutex_unlock(&s->lock);
-	while (list != NULL) {
-		gm_work *next = list->next;
-
-		list->next = rev;
-		rev = list;
-		list = next;
-	}
-	while (rev != NULL) {
-		gm_work *w = rev;
-		nng_msg *m = w->msg;
-
-		rev = rev->next;
-		w->msg = NULL;
-		s->fn(w, m, s->arg);
-	}
+	w->msg = NULL;
+	s->fn(w, m, s->arg);
 }
 
 static double now_us(void)
@@ -468,70 +446,20 @@ static int open_works(gm_server *s, unsigned n, char *msg, size_t len)
 		gm_work *w = &s->works[i];
 
 		w->srv = s;
-		if ((rv = nng_aio_alloc(&w->aio, work_cb, w)) != 0 ||
-		    (rv = nng_ctx_open(&w->ctx, s->sock)) != 0)
+		if ((rv = nng_aio_alloc(&w->aio, work_cb, w)) != 0)
 			return nng_fail(rv, "opening", "context", msg, len);
+		if ((rv = nng_ctx_open(&w->ctx, s->sock)) != 0) {
+			nng_aio_free(w->aio);
+			return nng_fail(rv, "opening", "context", msg, len);
+		}
 		s->nworks++;
 	}
 	return GM_OK;
 }
 
-int gm_server_open(uv_loop_t *loop, const gm_config *cfg, gm_server_req_fn fn,
-		   void *arg, gm_server **out, char *msg, size_t msglen)
-{
-	gm_server *s = calloc(1, sizeof(*s));
-	int rv;
-
-	if (s == NULL)
-		return GM_ENOMEM;
-	pthread_mutex_init(&s->lock, NULL);
-	s->fn = fn;
-	s->arg = arg;
-	s->async.data = s;
-	uv_async_init(loop, &s->async, async_cb);
-	s->listeners = calloc(cfg->nlisten, sizeof(*s->listeners));
-	if (s->listeners == NULL) {
-		rv = GM_ENOMEM;
-		goto fail_sock;
-	}
-	if ((rv = nng_rep0_open(&s->sock)) != 0) {
-		rv = nng_fail(rv, "opening", "socket", msg, msglen);
-		goto fail_sock;
-	}
-	nng_socket_set_size(s->sock, NNG_OPT_RECVMAXSZ,
-			    (size_t)cfg->max_message_bytes);
-	if ((rv = open_access(s, cfg, msg, msglen)) != 0 ||
-	    (rv = open_works(s, cfg->contexts, msg, msglen)) != 0)
-		goto fail;
-	for (unsigned i = 0; i < cfg->nlisten; i++)
-		if ((rv = listen_one(s, cfg, cfg->listen[i], msg, msglen)) != 0)
-			goto fail;
-	for (unsigned i = 0; i < s->nworks; i++) {
-		s->works[i].state = RECV;
-		nng_ctx_recv(s->works[i].ctx, s->works[i].aio);
-	}
-	*out = s;
-	return GM_OK;
-fail:
-	gm_server_close(s);
-	return rv;
-fail_sock:
-	free(s->listeners);
-	uv_close((uv_handle_t *)&s->async, NULL);
-	pthread_mutex_destroy(&s->lock);
-	free(s);
-	return rv;
-}
-
-static void free_server(uv_handle_t *h)
-{
-	gm_server *s = h->data;
-
-	pthread_mutex_destroy(&s->lock);
-	free(s);
-}
-
-void gm_server_close(gm_server *s)
+/* Closes the socket, which ends every pipe, listener and callback, and
+ * frees the contexts with the requests they still hold. */
+static void close_socket(gm_server *s)
 {
 	/* When nng_close returns, every pipe is gone and pipe_cb is done. */
 	nng_close(s->sock);
@@ -543,6 +471,64 @@ void gm_server_close(gm_server *s)
 			nng_msg_free(s->works[i].msg);
 	}
 	free(s->works);
+}
+
+int gm_server_open(uv_loop_t *loop, const gm_config *cfg, gm_server_req_fn fn,
+		   void *arg, gm_server **out, char *msg, size_t msglen)
+{
+	gm_server *s = calloc(1, sizeof(*s));
+	int rv = GM_ENOMEM;
+
+	snprintf(msg, msglen, "server: out of memory");
+	if (s == NULL)
+		return rv;
+	s->fn = fn;
+	s->arg = arg;
+	if ((rv = gm_inbox_open(loop, offsetof(gm_work, link), on_received,
+				NULL, s, &s->inbox, msg, msglen)) != 0)
+		goto fail_inbox;
+	if ((s->listeners = calloc(cfg->nlisten, sizeof(*s->listeners))) ==
+	    NULL) {
+		rv = GM_ENOMEM;
+		goto fail_listeners;
+	}
+	if ((rv = nng_rep0_open(&s->sock)) != 0) {
+		rv = nng_fail(rv, "opening", "socket", msg, msglen);
+		goto fail_listeners;
+	}
+	if ((rv = nng_socket_set_size(s->sock, NNG_OPT_RECVMAXSZ,
+				      (size_t)cfg->max_message_bytes)) != 0) {
+		rv = nng_fail(rv, "setting the size limit of", "socket", msg,
+			      msglen);
+		goto fail_socket;
+	}
+	if ((rv = open_access(s, cfg, msg, msglen)) != 0 ||
+	    (rv = open_works(s, cfg->contexts, msg, msglen)) != 0)
+		goto fail_socket;
+	for (unsigned i = 0; i < cfg->nlisten; i++)
+		if ((rv = listen_one(s, cfg, cfg->listen[i], msg, msglen)) != 0)
+			goto fail_socket;
+	for (unsigned i = 0; i < s->nworks; i++) {
+		s->works[i].state = RECV;
+		nng_ctx_recv(s->works[i].ctx, s->works[i].aio);
+	}
+	*out = s;
+	return GM_OK;
+fail_socket:
+	close_socket(s);
+fail_listeners:
 	free(s->listeners);
-	uv_close((uv_handle_t *)&s->async, free_server);
+	gm_inbox_close(s->inbox, NULL, NULL);
+fail_inbox:
+	free(s);
+	return rv;
+}
+
+void gm_server_close(gm_server *s)
+{
+	close_socket(s);
+	free(s->listeners);
+	/* What it still held pointed into the contexts just freed. */
+	gm_inbox_close(s->inbox, NULL, NULL);
+	free(s);
 }

@@ -3,13 +3,11 @@
  * and a fixed pool of contexts, each a small state machine (RECV, WAIT,
  * SEND) after nng's demo/async server.
  *
- * nng completes receives on its own threads; those callbacks only push
- * the context onto a locked hand-off list and wake the libuv loop
- * (uv_async_send coalesces, so the loop drains the whole list). The
- * request handler and gm_server_reply run on the loop thread. A context
- * takes no new request until its reply is handed over, so at most
- * `contexts` requests are in the daemon at once; beyond that nng holds
- * them in the transport.
+ * nng completes receives on its own threads; those callbacks only post
+ * the context to the loop (gm_inbox.h). The request handler and
+ * gm_server_reply run on the loop thread. A context takes no new request
+ * until its reply is handed over, so at most `contexts` requests are in
+ * the daemon at once; beyond that nng holds them in the transport.
  *
  * Connections: an ipc:// peer is let in when allow_uids names its uid or
  * allow_gids its gid (both empty: everyone the socket's mode lets
@@ -80,7 +78,7 @@ typedef struct gm_server_count {
 void gm_server_counts(gm_server *s, gm_server_count *out);
 
 /* Closes the socket (pending sends are abandoned) and frees everything.
- * Loop thread; the loop must run afterwards for the async handle to
+ * Loop thread; the loop must run afterwards for the inbox's handle to
  * close. */
 void gm_server_close(gm_server *s);
 

@@ -56,7 +56,8 @@ typedef struct gm_sjob {
 	void *slab;	 /* NULL when the job needs none */
 	double start_us; /* handed to the engine */
 	gm_timings t;
-	struct gm_sjob *qnext;
+	struct gm_sjob *qnext; /* the queue's, while queued */
+	void *link; /* the owner's: to hand the job between threads */
 } gm_sjob;
 
 struct gm_sreq {

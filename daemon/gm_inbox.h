@@ -1,0 +1,69 @@
+/*
+ * gm_inbox.h - the one way from another thread to the loop thread.
+ *
+ * nng completes receives and HTTP requests on its threads, engines
+ * complete jobs on theirs; the loop owns everything they complete. Such
+ * a thread posts the item to an inbox: a locked list and a uv_async
+ * (libuv's wq_async hand-off). uv_async_send coalesces wake-ups, so the
+ * loop drains the whole list at each one and hands every item to the
+ * owner's callback, oldest first.
+ *
+ * Items are the owner's structs, chained through a `void *` member of
+ * theirs (its offset given at open) that belongs to the inbox from post
+ * until the item is handed back; nothing is allocated per item, so a
+ * post cannot fail for memory. An inbox is reference counted because
+ * some posters (nng's HTTP handlers) can outlive the owner's close: a
+ * post after gm_inbox_close is refused and the poster keeps its item.
+ */
+#ifndef GM_INBOX_H
+#define GM_INBOX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <uv.h>
+
+typedef struct gm_inbox gm_inbox;
+
+/* Called on the loop thread with each item drained, oldest first; the
+ * item is the owner's again. */
+typedef void (*gm_inbox_fn)(void *item, void *arg);
+
+/* Called on the loop thread after a drain has handed every item over,
+ * for work that is done once per batch. */
+typedef void (*gm_inbox_drained_fn)(void *arg);
+
+/*
+ * Makes an inbox on loop for items chained through the `void *` member
+ * at link_off, handed to fn (drained, which may be NULL, after each
+ * drain) with arg. Returns GM_OK, GM_ENOMEM, or GM_EINTERNAL when libuv
+ * or pthreads refuse (msg says which). Loop thread.
+ */
+int gm_inbox_open(uv_loop_t *loop, size_t link_off, gm_inbox_fn fn,
+		  gm_inbox_drained_fn drained, void *arg, gm_inbox **out,
+		  char *msg, size_t msglen);
+
+/* Appends item and wakes the loop. Returns false, keeping nothing, once
+ * the inbox is closed. Any thread. */
+bool gm_inbox_post(gm_inbox *b, void *item);
+
+/* Takes back the oldest item posted and not yet drained for which
+ * match(item, key) is true, and returns it; NULL when there is none (it
+ * may have been drained already). Any thread. */
+void *gm_inbox_cancel(gm_inbox *b, bool (*match)(void *item, void *key),
+		      void *key);
+
+/* A reference for a poster that may run after the owner's close; drop
+ * it with gm_inbox_release. Any thread. */
+void gm_inbox_hold(gm_inbox *b);
+void gm_inbox_release(gm_inbox *b);
+
+/*
+ * Refuses posts from now on and closes the async handle. Items posted
+ * but never drained go to left (with arg), oldest first, or are dropped
+ * when left is NULL; the callbacks are not called again. The inbox is
+ * freed once the loop has closed the handle and the last holder let go.
+ * Loop thread; the loop must run afterwards.
+ */
+void gm_inbox_close(gm_inbox *b, gm_inbox_fn left, void *arg);
+
+#endif
