@@ -4,6 +4,8 @@
  * answered with a small JSON document; and the same live view of the
  * daemon for the HTTP endpoints (metrics, readiness).
  */
+#include "gm_ctrl.h"
+
 #include <cjson/cJSON.h>
 #include <inttypes.h>
 #include <math.h>
@@ -12,55 +14,55 @@
 #include <string.h>
 
 #include "gm_build.h"
-#include "gm_daemon_impl.h"
-#include "gm_log.h"
+#include "gm_clock.h"
 #include "gm_metrics.h"
+#include "gm_reply.h"
 
-static void live_stats(gm_daemon *d, gm_stats_live *l)
+static void live_stats(gm_loop *l, gm_stats_live *live)
 {
 	gm_server_count sc;
 
-	gm_server_counts(d->srv, &sc);
-	l->contexts = sc.contexts;
-	l->contexts_busy = sc.busy;
-	l->conn_open = sc.open;
-	l->conn_refused = sc.refused;
-	l->engine = gm_engine_name(d->eng);
-	l->queue_depth = gm_sched_queued(d->sched);
-	l->queue_limit = d->cfg->queue_depth;
-	l->inflight = gm_sched_inflight(d->sched);
-	l->pool_used = gm_pool_used(d->pool);
-	l->pool_size = gm_pool_size(d->pool);
-	l->pool_slabs = gm_pool_slabs(d->pool);
+	gm_server_counts(l->srv, &sc);
+	live->contexts = sc.contexts;
+	live->contexts_busy = sc.busy;
+	live->conn_open = sc.open;
+	live->conn_refused = sc.refused;
+	live->engine = gm_engine_name(l->eng);
+	live->queue_depth = gm_sched_queued(l->sched);
+	live->queue_limit = l->cfg->queue_depth;
+	live->inflight = gm_sched_inflight(l->sched);
+	live->pool_used = gm_pool_used(l->pool);
+	live->pool_size = gm_pool_size(l->pool);
+	live->pool_slabs = gm_pool_slabs(l->pool);
 	for (unsigned p = 0; p <= GM_BATCH_PRIO_MAX; p++) {
-		l->queued_prio[p] = gm_sched_queued_prio(d->sched, p);
-		l->limit_prio[p] = d->cfg->queue_depth_prio[p];
+		live->queued_prio[p] = gm_sched_queued_prio(l->sched, p);
+		live->limit_prio[p] = l->cfg->queue_depth_prio[p];
 	}
-	gm_detach_counts(d->detach, &l->detached);
-	gm_regions_counts(d->regions, &l->regions);
-	l->regions.connections = gm_region_srv_conns(d->rsrv);
-	l->draining = d->draining || d->stopping;
-	l->stopping = d->stopping;
-	l->eng = d->eng;
+	gm_detach_counts(l->detach, &live->detached);
+	gm_regions_counts(l->regions, &live->regions);
+	live->regions.connections = gm_region_srv_conns(l->region_srv);
+	live->draining = l->draining || l->stopping;
+	live->stopping = l->stopping;
+	live->eng = l->eng;
 }
 
-/* The HTTP endpoints' view of the daemon (gm_http.h); loop thread. */
+/* The HTTP endpoints' view of the daemon; loop thread. */
 static char *metrics_text(void *arg)
 {
-	gm_daemon *d = arg;
-	gm_stats_live l;
+	gm_loop *l = arg;
+	gm_stats_live live;
 
-	live_stats(d, &l);
-	return gm_metrics_render(&d->stats, &l);
+	live_stats(l, &live);
+	return gm_metrics_render(&l->stats, &live);
 }
 
 static int is_ready(void *arg, const char **why)
 {
-	gm_daemon *d = arg;
+	gm_loop *l = arg;
 
-	if (gm_engine_faulted(d->eng))
+	if (gm_engine_faulted(l->eng))
 		*why = "GPU fault";
-	else if (d->stopping || d->draining)
+	else if (l->stopping || l->draining)
 		*why = "draining";
 	else
 		return 1;
@@ -70,40 +72,32 @@ static int is_ready(void *arg, const char **why)
 const gm_http_ops gm_ctrl_http_ops = {.metrics = metrics_text,
 				      .ready = is_ready};
 
-static char *ctrl_answer(gm_daemon *d, const char *op)
+static char *ctrl_answer(gm_loop *l, const char *op)
 {
 	char head[256];
-	gm_stats_live l;
+	gm_stats_live live;
 	char *doc, *out;
 
 	if (strcmp(op, "ping") == 0) {
 		snprintf(head, sizeof(head),
 			 "{\"ok\":true,\"version\":\"%s\",\"engine\":\"%s\","
 			 "\"devices\":%u,\"uptime_s\":%.3f,\"draining\":%s}",
-			 GEMMD_VERSION, gm_engine_name(d->eng),
-			 gm_engine_devices(d->eng),
-			 (gm_now_us() - d->stats.start_us) / 1e6,
-			 d->draining || d->stopping ? "true" : "false");
+			 GEMMD_VERSION, gm_engine_name(l->eng),
+			 gm_engine_devices(l->eng),
+			 (gm_clock_now_us() - l->stats.start_us) / 1e6,
+			 l->draining || l->stopping ? "true" : "false");
 		return strdup(head);
 	}
 	if (strcmp(op, "stats") != 0)
 		return NULL;
-	live_stats(d, &l);
-	if ((doc = gm_stats_render(&d->stats, &l)) == NULL)
+	live_stats(l, &live);
+	if ((doc = gm_stats_render(&l->stats, &live)) == NULL)
 		return NULL;
 	out = malloc(strlen(doc) + 32);
 	if (out != NULL)
 		sprintf(out, "{\"ok\":true,\"stats\":%s}", doc);
 	cJSON_free(doc);
 	return out;
-}
-
-static void ctrl_fail(char *buf, size_t len, int code, const char *text)
-{
-	snprintf(
-	    buf, len,
-	    "{\"ok\":false,\"code\":%d,\"error\":\"%s\",\"message\":\"%s\"}",
-	    code, gm_errname(code), text);
 }
 
 /* The "job" member of a control request: an id as gm_detach gives them,
@@ -141,7 +135,7 @@ static int timeout_member(const cJSON *req, int64_t *ms, char *text, size_t len)
 /* status, wait and cancel of a detached job: GM_OK with the reply in
  * *ans, -1 when the wait answers on its own (now or later), or a
  * refusal with text for it. */
-static int job_answer(gm_daemon *d, gm_work *w, uint64_t id, const cJSON *req,
+static int job_answer(gm_loop *l, gm_work *w, uint64_t id, const cJSON *req,
 		      const char *op, char **ans, char *text, size_t len)
 {
 	uint64_t job;
@@ -153,12 +147,12 @@ static int job_answer(gm_daemon *d, gm_work *w, uint64_t id, const cJSON *req,
 	if (strcmp(op, "wait") == 0) {
 		if ((rv = timeout_member(req, &ms, text, len)) != 0)
 			return rv;
-		rv = gm_detach_wait(d->detach, job, ms, w, id, text, len);
+		rv = gm_detach_wait(l->detach, job, ms, w, id, text, len);
 		return rv == GM_OK ? -1 : rv;
 	}
 	if (strcmp(op, "status") == 0)
-		rv = gm_detach_status(d->detach, job, ans);
-	else if ((rv = gm_detach_cancel(d->detach, job, &state)) == 0 &&
+		rv = gm_detach_status(l->detach, job, ans);
+	else if ((rv = gm_detach_cancel(l->detach, job, &state)) == 0 &&
 		 (*ans = malloc(96)) != NULL)
 		snprintf(*ans, 96,
 			 "{\"ok\":true,\"job\":%" PRIu64 ",\"state\":\"%s\"}",
@@ -172,111 +166,86 @@ static int job_answer(gm_daemon *d, gm_work *w, uint64_t id, const cJSON *req,
 	return rv;
 }
 
-static void job_op(gm_daemon *d, gm_work *w, uint64_t id, const cJSON *req,
+static void job_op(gm_loop *l, gm_work *w, uint64_t id, const cJSON *req,
 		   const char *op)
 {
-	char text[160], err[256], *ans = NULL;
-	int rv = job_answer(d, w, id, req, op, &ans, text, sizeof(text));
+	char text[160], *ans = NULL;
+	int rv = job_answer(l, w, id, req, op, &ans, text, sizeof(text));
 
-	if (rv > 0) {
-		ctrl_fail(err, sizeof(err), rv, text);
-		gm_request_reply_ctrl(d, w, id, err);
-	} else if (rv == 0) {
-		gm_request_reply_ctrl(d, w, id, ans);
-	}
+	if (rv > 0)
+		gm_reply_refusal(l, w, id, rv, text);
+	else if (rv == 0)
+		gm_reply_json(l, w, id, ans);
 	free(ans);
-	gm_daemon_arm_tick(d);
-}
-
-void gm_ctrl_set_draining(gm_daemon *d, int on, const char *why)
-{
-	if (d->draining == on)
-		return;
-	d->draining = on;
-	if (on)
-		GM_LOG(GM_LOG_INFO,
-		       "draining (%s): refusing new jobs, finishing %" PRIu64
-		       " queued and %" PRIu64 " running",
-		       why, gm_sched_queued(d->sched),
-		       gm_sched_inflight(d->sched));
-	else
-		GM_LOG(GM_LOG_INFO, "resumed (%s): accepting jobs", why);
+	gm_loop_arm_tick(l);
 }
 
 /* drain and resume; answers on w. */
-static void drain_op(gm_daemon *d, gm_work *w, uint64_t id, int on)
+static void drain_op(gm_loop *l, gm_work *w, uint64_t id, int on)
 {
 	char ans[160];
 
-	if (!on && d->stopping) {
-		ctrl_fail(ans, sizeof(ans), GM_ESHUTDOWN,
-			  "gemmd is stopping; it cannot resume");
-	} else {
-		gm_ctrl_set_draining(d, on,
-				     on ? "drain request" : "resume request");
-		snprintf(ans, sizeof(ans),
-			 "{\"ok\":true,\"draining\":%s,\"queued\":%" PRIu64
-			 ",\"running\":%" PRIu64 "}",
-			 on ? "true" : "false", gm_sched_queued(d->sched),
-			 gm_sched_inflight(d->sched));
+	if (!on && l->stopping) {
+		gm_reply_refusal(l, w, id, GM_ESHUTDOWN,
+				 "gemmd is stopping; it cannot resume");
+		return;
 	}
-	gm_request_reply_ctrl(d, w, id, ans);
+	gm_loop_set_draining(l, on, on ? "drain request" : "resume request");
+	snprintf(ans, sizeof(ans),
+		 "{\"ok\":true,\"draining\":%s,\"queued\":%" PRIu64
+		 ",\"running\":%" PRIu64 "}",
+		 on ? "true" : "false", gm_sched_queued(l->sched),
+		 gm_sched_inflight(l->sched));
+	gm_reply_json(l, w, id, ans);
 }
 
 /* The ops that answer on w themselves (a wait perhaps later); returns 1
  * when op is one of them. */
-static int reply_op(gm_daemon *d, gm_work *w, uint64_t id, const cJSON *req,
+static int reply_op(gm_loop *l, gm_work *w, uint64_t id, const cJSON *req,
 		    const char *op)
 {
 	if (strcmp(op, "status") == 0 || strcmp(op, "wait") == 0 ||
 	    strcmp(op, "cancel") == 0)
-		job_op(d, w, id, req, op);
+		job_op(l, w, id, req, op);
 	else if (strcmp(op, "drain") == 0 || strcmp(op, "resume") == 0)
-		drain_op(d, w, id, op[0] == 'd');
+		drain_op(l, w, id, op[0] == 'd');
 	else
 		return 0;
 	return 1;
 }
 
-void gm_ctrl_handle(gm_daemon *d, gm_work *w, const gm_hdr *h,
+void gm_ctrl_handle(gm_loop *l, gm_work *w, const gm_hdr *h,
 		    const uint8_t *body)
 {
 	cJSON *req = cJSON_ParseWithLength((const char *)body, h->count);
 	const cJSON *op = cJSON_GetObjectItemCaseSensitive(req, "op");
-	char err[256];
 	char *ans = NULL;
 
-	d->stats.ctrl_requests++;
-	if (cJSON_IsString(op) && reply_op(d, w, h->id, req, op->valuestring)) {
-		cJSON_Delete(req);
-		return;
-	}
+	l->stats.ctrl_requests++;
 	if (req == NULL)
-		ctrl_fail(err, sizeof(err), GM_EJSON, "body is not JSON");
+		gm_reply_refusal(l, w, h->id, GM_EJSON, "body is not JSON");
 	else if (!cJSON_IsString(op))
-		ctrl_fail(err, sizeof(err), GM_EINVAL,
-			  "missing string member \\\"op\\\"");
-	else if ((ans = ctrl_answer(d, op->valuestring)) == NULL)
-		ctrl_fail(err, sizeof(err), GM_EINVAL,
-			  "unknown op; known: ping, stats, status, wait, "
-			  "cancel, drain, resume");
-	gm_request_reply_ctrl(d, w, h->id, ans ? ans : err);
+		gm_reply_refusal(l, w, h->id, GM_EINVAL,
+				 "missing string member \\\"op\\\"");
+	else if (reply_op(l, w, h->id, req, op->valuestring))
+		; /* answered, or a wait parked */
+	else if ((ans = ctrl_answer(l, op->valuestring)) != NULL)
+		gm_reply_json(l, w, h->id, ans);
+	else
+		gm_reply_refusal(l, w, h->id, GM_EINVAL,
+				 "unknown op; known: ping, stats, status, "
+				 "wait, cancel, drain, resume");
 	free(ans);
 	cJSON_Delete(req);
 }
 
-/* gm_detach: a parked wait's answer, the result or a refusal. */
 void gm_ctrl_answer_wait(void *w, uint64_t id, nng_msg *result, int code,
 			 const char *text, void *arg)
 {
-	gm_daemon *d = arg;
-	char err[256];
+	gm_loop *l = arg;
 
-	if (result != NULL) {
-		d->stats.bytes_out += nng_msg_len(result);
-		gm_server_reply(w, result);
-		return;
-	}
-	ctrl_fail(err, sizeof(err), code, text);
-	gm_request_reply_ctrl(d, w, id, err);
+	if (result != NULL)
+		gm_reply_send(l, w, result);
+	else
+		gm_reply_refusal(l, w, id, code, text);
 }

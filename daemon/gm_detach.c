@@ -24,12 +24,12 @@
 
 typedef struct entry {
 	uint64_t id;
-	int state;     /* enum gm_detach_state; GM_DETACH_QUEUED also while
-			  running: job says which */
-	int cancel;    /* canceled while running: drop its result */
-	int taken;     /* a wait took the result */
-	gm_sjob *job;  /* while queued or running */
-	gm_job_desc d; /* the shape, for status */
+	int state;	   /* enum gm_detach_state; GM_DETACH_QUEUED also while
+			      running: job says which */
+	int cancel;	   /* canceled while running: drop its result */
+	int taken;	   /* a wait took the result */
+	gm_sched_job *job; /* while queued or running */
+	gm_job_desc d;	   /* the shape, for status */
 	uint8_t priority;
 	int status;
 	char msg[GM_MSG_TEXT + 1];
@@ -218,7 +218,7 @@ static nng_msg *take_result(gm_detach *t, entry *e)
 	e->result = NULL;
 	t->bytes -= e->bytes - sizeof(entry);
 	e->bytes = sizeof(entry);
-	e->since_us = gm_now_us();
+	e->since_us = gm_clock_now_us();
 	list_add(&t->records, e);
 	return m;
 }
@@ -262,7 +262,7 @@ int gm_detach_room(gm_detach *t, uint32_t njobs, uint64_t bytes)
 	return GM_OK;
 }
 
-uint64_t gm_detach_add(gm_detach *t, gm_sreq *r, uint64_t reply_bytes)
+uint64_t gm_detach_add(gm_detach *t, gm_sched_request *r, uint64_t reply_bytes)
 {
 	entry *e = t->spare;
 	entry **s;
@@ -329,7 +329,7 @@ void gm_detach_done(gm_detach *t, uint64_t id, nng_msg *reply)
 	}
 	read_reply(e, reply);
 	e->job = NULL;
-	e->since_us = gm_now_us();
+	e->since_us = gm_clock_now_us();
 	t->pending--;
 	t->bytes -= e->bytes;
 	t->live_bytes -= e->bytes;
@@ -362,7 +362,7 @@ void gm_detach_done(gm_detach *t, uint64_t id, nng_msg *reply)
 static int state_of(const entry *e)
 {
 	if (e->state == GM_DETACH_QUEUED && e->job != NULL &&
-	    e->job->state == GM_SJOB_RUNNING)
+	    e->job->state == GM_SCHED_JOB_RUNNING)
 		return GM_DETACH_RUNNING;
 	return e->state;
 }
@@ -463,7 +463,7 @@ int gm_detach_wait(gm_detach *t, uint64_t id, int64_t timeout_ms, void *w,
 	e->waiter = w;
 	e->wait_req = req_id;
 	e->wait_until_us =
-	    timeout_ms < 0 ? 0.0 : gm_now_us() + (double)timeout_ms * 1e3;
+	    timeout_ms < 0 ? 0.0 : gm_clock_now_us() + (double)timeout_ms * 1e3;
 	list_add(&t->waits, e);
 	return GM_OK;
 }
@@ -492,7 +492,7 @@ int gm_detach_cancel(gm_detach *t, uint64_t id, int *state)
 
 void gm_detach_sweep(gm_detach *t)
 {
-	double now = gm_now_us();
+	double now = gm_clock_now_us();
 	char text[96];
 	entry *e, *next;
 

@@ -78,7 +78,7 @@ int gm_detach_room(gm_detach *t, uint32_t njobs, uint64_t bytes);
 /* Records the one job of request r, about to be submitted, its reply
  * to take reply_bytes, and returns the job's new id. Cannot fail:
  * gm_detach_room made room for it. */
-uint64_t gm_detach_add(gm_detach *t, gm_sreq *r, uint64_t reply_bytes);
+uint64_t gm_detach_add(gm_detach *t, gm_sched_request *r, uint64_t reply_bytes);
 
 /* Job id is back: reply is its one-job GEMM_REPLY (ownership passes).
  * Hands it to a parked wait, drops it if the job was canceled, or keeps
@@ -112,7 +112,7 @@ int gm_detach_cancel(gm_detach *t, uint64_t id, int *state);
  * whose timeout passed. */
 void gm_detach_sweep(gm_detach *t);
 
-/* When gm_detach_sweep next has work (gm_now_us clock); 0: none. */
+/* When gm_detach_sweep next has work (gm_clock_now_us clock); 0: none. */
 double gm_detach_next_due(const gm_detach *t);
 
 /* Fills the stats document's view of the table. */

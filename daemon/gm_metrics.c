@@ -54,7 +54,7 @@ static void put_info(FILE *f, const gm_stats *s, const gm_stats_live *l)
 	fprintf(f, "\"} 1\n");
 	single(f, "gemmd_uptime_seconds", "gauge",
 	       "Seconds since gemmd started.",
-	       (gm_now_us() - s->start_us) / 1e6);
+	       (gm_clock_now_us() - s->start_us) / 1e6);
 	single(f, "gemmd_draining", "gauge",
 	       "1 while gemmd refuses new jobs (drained, or stopping), else 0.",
 	       l->draining ? 1 : 0);

@@ -68,7 +68,7 @@ static void retire_work(uv_work_t *w)
 {
 	struct retire *t = w->data;
 
-	gm_region_unmap(gm_regions_engine(t->rs), t->r);
+	gm_regions_unmap(gm_regions_engine(t->rs), t->r);
 }
 
 static void retire_done(uv_work_t *w, int status)
@@ -93,7 +93,7 @@ static void retire(gm_regions *rs, gm_region *r, void *arg)
 			return;
 		free(t);
 	}
-	gm_region_unmap(gm_regions_engine(rs), r);
+	gm_regions_unmap(gm_regions_engine(rs), r);
 	gm_regions_retired(rs, r);
 }
 
@@ -203,7 +203,7 @@ static void register_done(uv_work_t *w, int status)
 		       "region 0x%016" PRIx64 " of uid %" PRIu32
 		       ": %.1f MiB mapped and registered in %.1f ms",
 		       r->id, r->uid, (double)r->size / (1 << 20),
-		       (gm_now_us() - c->reg_start_us) / 1e3);
+		       (gm_clock_now_us() - c->reg_start_us) / 1e3);
 		reply(c, GM_HANDOFF_REGISTER, GM_OK, r, NULL);
 	} else {
 		if (!c->closing)
@@ -271,7 +271,7 @@ static void do_register(struct conn *c, const gm_handoff_req *req, int fd)
 		return;
 	}
 	c->busy = true;
-	c->reg_start_us = gm_now_us();
+	c->reg_start_us = gm_clock_now_us();
 	c->work.data = c;
 	uv_poll_stop(&c->poll);
 	if (uv_queue_work(c->srv->loop, &c->work, register_work,

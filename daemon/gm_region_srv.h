@@ -25,7 +25,7 @@
 #include <uv.h>
 
 #include "gm_config.h"
-#include "gm_region.h"
+#include "gm_regions.h"
 
 typedef struct gm_region_srv gm_region_srv;
 

@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
+#include "gm_clock.h"
 #include "gm_error.h"
 #include "gm_inbox.h"
 #include "gm_log.h"
@@ -102,14 +102,6 @@ static void on_received(void *item, void *arg)
 	s->fn(w, m, s->arg);
 }
 
-static double now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
 /* A rate the transports beat with room to spare (nng ipc:// moves about
  * 2 GB/s), for how long queued replies may still be in flight. */
 #define FLUSH_BYTES_PER_US 200.0
@@ -117,7 +109,7 @@ static double now_us(void)
 void gm_server_reply(gm_work *w, nng_msg *reply)
 {
 	gm_server *s = w->srv;
-	double now = now_us();
+	double now = gm_clock_now_us();
 
 	/* Replies leave one after another, so each one's bytes extend the
 	 * time by which all of them should be written. */
@@ -145,7 +137,7 @@ int gm_server_flushed(gm_server *s)
 	if (atomic_load(&s->sending) != 0)
 		return 0;
 	gm_server_counts(s, &c);
-	return c.open == 0 || now_us() >= s->flush_eta_us;
+	return c.open == 0 || gm_clock_now_us() >= s->flush_eta_us;
 }
 
 unsigned gm_server_sending(gm_server *s)

@@ -14,7 +14,7 @@
 typedef struct flow {
 	uint32_t conn;
 	unsigned prio;
-	gm_sjob *head, *tail;
+	gm_sched_job *head, *tail;
 	struct flow *next, *prev; /* the priority's ring; next: free list */
 	struct flow *hnext;	  /* hash chain */
 } flow;
@@ -134,7 +134,7 @@ static void drop_flow(gm_fairq *q, flow *f)
 	q->free = f;
 }
 
-void gm_fairq_push(gm_fairq *q, gm_sjob *j)
+void gm_fairq_push(gm_fairq *q, gm_sched_job *j)
 {
 	unsigned prio = j->req->batch.priority;
 	flow *f = get_flow(q, j->req->conn, prio);
@@ -149,7 +149,7 @@ void gm_fairq_push(gm_fairq *q, gm_sjob *j)
 	q->total++;
 }
 
-gm_sjob *gm_fairq_peek(const gm_fairq *q, unsigned prio)
+gm_sched_job *gm_fairq_peek(const gm_fairq *q, unsigned prio)
 {
 	const flow *f = q->lv[prio].turn;
 
@@ -157,7 +157,8 @@ gm_sjob *gm_fairq_peek(const gm_fairq *q, unsigned prio)
 }
 
 /* Unlinks j, which follows prev in f (prev NULL: j is the head). */
-static void unlink_job(gm_fairq *q, flow *f, gm_sjob *prev, gm_sjob *j)
+static void unlink_job(gm_fairq *q, flow *f, gm_sched_job *prev,
+		       gm_sched_job *j)
 {
 	if (prev != NULL)
 		prev->qnext = j->qnext;
@@ -170,11 +171,11 @@ static void unlink_job(gm_fairq *q, flow *f, gm_sjob *prev, gm_sjob *j)
 	q->total--;
 }
 
-gm_sjob *gm_fairq_take(gm_fairq *q, unsigned prio)
+gm_sched_job *gm_fairq_take(gm_fairq *q, unsigned prio)
 {
 	level *lv = &q->lv[prio];
 	flow *f = lv->turn;
-	gm_sjob *j = f->head;
+	gm_sched_job *j = f->head;
 
 	unlink_job(q, f, NULL, j);
 	lv->turn = f->next;
@@ -183,10 +184,10 @@ gm_sjob *gm_fairq_take(gm_fairq *q, unsigned prio)
 	return j;
 }
 
-void gm_fairq_remove(gm_fairq *q, gm_sjob *j)
+void gm_fairq_remove(gm_fairq *q, gm_sched_job *j)
 {
 	flow *f = find(q, j->req->conn, j->req->batch.priority);
-	gm_sjob *prev = NULL, *at = f->head;
+	gm_sched_job *prev = NULL, *at = f->head;
 
 	while (at != j) {
 		prev = at;
@@ -198,10 +199,11 @@ void gm_fairq_remove(gm_fairq *q, gm_sjob *j)
 }
 
 /* remove_if over one flow; appends what it removes at *tail. */
-static void sweep_flow(gm_fairq *q, flow *f, int (*drop)(gm_sjob *, void *),
-		       void *arg, gm_sjob ***tail)
+static void sweep_flow(gm_fairq *q, flow *f,
+		       int (*drop)(gm_sched_job *, void *), void *arg,
+		       gm_sched_job ***tail)
 {
-	gm_sjob *prev = NULL, *j = f->head, *next;
+	gm_sched_job *prev = NULL, *j = f->head, *next;
 
 	for (; j != NULL; j = next) {
 		next = j->qnext;
@@ -215,10 +217,11 @@ static void sweep_flow(gm_fairq *q, flow *f, int (*drop)(gm_sjob *, void *),
 	}
 }
 
-gm_sjob *gm_fairq_remove_if(gm_fairq *q, int (*drop)(gm_sjob *j, void *arg),
-			    void *arg)
+gm_sched_job *gm_fairq_remove_if(gm_fairq *q,
+				 int (*drop)(gm_sched_job *j, void *arg),
+				 void *arg)
 {
-	gm_sjob *out = NULL, **tail = &out;
+	gm_sched_job *out = NULL, **tail = &out;
 
 	for (unsigned p = 0; p < NPRIO; p++) {
 		flow *f = q->lv[p].turn, *last, *next;

@@ -11,7 +11,7 @@
  * ring gets its turn after those already in it. Flows come from a pool
  * made at creation, one per job the queue may hold (each flow holds a
  * job at least), so nothing here allocates after gm_fairq_create. Jobs
- * are chained through gm_sjob.qnext. Loop thread only, like the
+ * are chained through gm_sched_job.qnext. Loop thread only, like the
  * scheduler that owns it.
  */
 #ifndef GM_FAIRQ_H
@@ -19,7 +19,7 @@
 
 #include <stdint.h>
 
-#include "gm_sched.h"
+#include "gm_sched_job.h"
 
 typedef struct gm_fairq gm_fairq;
 
@@ -29,25 +29,26 @@ void gm_fairq_destroy(gm_fairq *q);
 
 /* Appends j to the flow of (j->req->conn, j->req->batch.priority). The
  * queue must hold fewer than cap jobs. */
-void gm_fairq_push(gm_fairq *q, gm_sjob *j);
+void gm_fairq_push(gm_fairq *q, gm_sched_job *j);
 
 /* The job whose turn it is at priority prio, or NULL when none waits. */
-gm_sjob *gm_fairq_peek(const gm_fairq *q, unsigned prio);
+gm_sched_job *gm_fairq_peek(const gm_fairq *q, unsigned prio);
 
 /* Removes the job gm_fairq_peek(q, prio) returned and passes the turn
  * to the next flow; returns it. */
-gm_sjob *gm_fairq_take(gm_fairq *q, unsigned prio);
+gm_sched_job *gm_fairq_take(gm_fairq *q, unsigned prio);
 
 /* Removes j from wherever it waits, leaving the turn where it is (on
  * the next flow if j's flow had it and is now empty). Takes time in the
  * length of j's flow. */
-void gm_fairq_remove(gm_fairq *q, gm_sjob *j);
+void gm_fairq_remove(gm_fairq *q, gm_sched_job *j);
 
 /* Removes every job for which drop(j, arg) is true, keeping the order of
  * the others and the turns, and returns them chained through qnext
  * (NULL: none). drop must not touch the queue. */
-gm_sjob *gm_fairq_remove_if(gm_fairq *q, int (*drop)(gm_sjob *j, void *arg),
-			    void *arg);
+gm_sched_job *gm_fairq_remove_if(gm_fairq *q,
+				 int (*drop)(gm_sched_job *j, void *arg),
+				 void *arg);
 
 /* Jobs waiting at priority prio, and in all. */
 uint64_t gm_fairq_count(const gm_fairq *q, unsigned prio);

@@ -82,45 +82,44 @@ int gm_sched_room(const gm_sched *s, unsigned prio, uint64_t njobs)
 	return GM_OK;
 }
 
-gm_sreq *gm_sched_new_req(uint32_t njobs)
+gm_sched_request *gm_sched_alloc_request(uint32_t njobs)
 {
 	/* One block: the request, then its jobs. */
-	gm_sreq *r = calloc(1, sizeof(*r) + (size_t)njobs * sizeof(gm_sjob));
+	gm_sched_request *r =
+	    calloc(1, sizeof(*r) + (size_t)njobs * sizeof(gm_sched_job));
 
 	if (r == NULL)
 		return NULL;
 	r->njobs = njobs;
-	r->jobs = (gm_sjob *)(r + 1);
+	r->jobs = (gm_sched_job *)(r + 1);
 	return r;
 }
 
-void gm_sched_free_req(gm_sreq *r)
+void gm_sched_free_request(gm_sched_request *r)
 {
 	free(r);
 }
 
-/* Bytes of the slab a job needs: its payload, plus room for the result
- * when there is no C to compute in place. */
 /* Bytes of the slab a job needs (gm_slab.h): its inline payload, plus
  * room for the result when there is no inline C to compute in place;
  * 0 when every operand is in a region. */
-static uint64_t slab_bytes(const gm_sjob *j)
+static uint64_t slab_bytes(const gm_sched_job *j)
 {
 	return gm_slab_bytes(&j->job.d, j->placed);
 }
 
-static void place_in_slab(gm_sjob *j, void *slab)
+static void place_in_slab(gm_sched_job *j, void *slab)
 {
 	j->slab = slab;
 	gm_slab_place(&j->job, j->placed, slab);
 }
 
-static void finish_request(gm_sched *s, gm_sreq *r)
+static void finish_request(gm_sched *s, gm_sched_request *r)
 {
-	double now = gm_now_us();
+	double now = gm_clock_now_us();
 
 	for (uint32_t i = 0; i < r->njobs; i++) {
-		gm_sjob *j = &r->jobs[i];
+		gm_sched_job *j = &r->jobs[i];
 
 		j->t.total_us = now - r->recv_us;
 		gm_stats_job(s->st, &j->job.d, j->job.status, &j->t);
@@ -129,29 +128,29 @@ static void finish_request(gm_sched *s, gm_sreq *r)
 	s->done(r, s->arg);
 }
 
-static void finish_job(gm_sched *s, gm_sjob *j)
+static void finish_job(gm_sched *s, gm_sched_job *j)
 {
 	if (--j->req->left == 0)
 		finish_request(s, j->req);
 }
 
-static void fail_job(gm_sched *s, gm_sjob *j, int code, const char *msg)
+static void fail_job(gm_sched *s, gm_sched_job *j, int code, const char *msg)
 {
-	j->state = GM_SJOB_DONE;
+	j->state = GM_SCHED_JOB_DONE;
 	j->job.status = code;
 	snprintf(j->job.msg, sizeof(j->job.msg), "%s", msg);
 	finish_job(s, j);
 }
 
 /* When r's jobs stop being worth starting; 0: never. */
-static double deadline_of(const gm_sreq *r)
+static double deadline_of(const gm_sched_request *r)
 {
 	uint32_t dl = r->batch.deadline_ms;
 
 	return dl != 0 ? r->recv_us + (double)dl * 1000.0 : 0.0;
 }
 
-static int expired(const gm_sjob *j, double now)
+static int expired(const gm_sched_job *j, double now)
 {
 	double due = deadline_of(j->req);
 
@@ -159,7 +158,7 @@ static int expired(const gm_sjob *j, double now)
 }
 
 /* Checks what can be known before queueing; returns 0 to queue. */
-static int precheck(gm_sched *s, gm_sjob *j, char *msg, size_t len)
+static int precheck(gm_sched *s, gm_sched_job *j, char *msg, size_t len)
 {
 	uint64_t need = slab_bytes(j);
 	int rv;
@@ -176,7 +175,7 @@ static int precheck(gm_sched *s, gm_sjob *j, char *msg, size_t len)
 	return 0;
 }
 
-int gm_sched_submit(gm_sched *s, gm_sreq *r)
+int gm_sched_submit(gm_sched *s, gm_sched_request *r)
 {
 	double due = deadline_of(r);
 	char msg[GM_MSG_TEXT + 1];
@@ -193,7 +192,7 @@ int gm_sched_submit(gm_sched *s, gm_sreq *r)
 	 * finished only after the loop, not in the middle of it. */
 	r->left = r->njobs + 1;
 	for (uint32_t i = 0; i < r->njobs; i++) {
-		gm_sjob *j = &r->jobs[i];
+		gm_sched_job *j = &r->jobs[i];
 
 		j->req = r;
 		j->idx = i;
@@ -202,7 +201,7 @@ int gm_sched_submit(gm_sched *s, gm_sreq *r)
 		if ((rv = precheck(s, j, msg, sizeof(msg))) != 0) {
 			fail_job(s, j, rv, msg);
 		} else {
-			j->state = GM_SJOB_QUEUED;
+			j->state = GM_SCHED_JOB_QUEUED;
 			gm_fairq_push(s->q, j);
 		}
 	}
@@ -217,7 +216,7 @@ int gm_sched_submit(gm_sched *s, gm_sreq *r)
 static size_t fill_wave(gm_sched *s, double now)
 {
 	size_t n = 0;
-	gm_sjob *j;
+	gm_sched_job *j;
 	void *slab;
 
 	for (int p = GM_BATCH_PRIO_MAX; p >= 0; p--) {
@@ -233,7 +232,7 @@ static size_t fill_wave(gm_sched *s, double now)
 				return n;
 			gm_fairq_take(s->q, (unsigned)p);
 			place_in_slab(j, slab);
-			j->state = GM_SJOB_RUNNING;
+			j->state = GM_SCHED_JOB_RUNNING;
 			j->start_us = now;
 			s->wave[n++] = &j->job;
 			s->inflight++;
@@ -242,9 +241,9 @@ static size_t fill_wave(gm_sched *s, double now)
 	return n;
 }
 
-int gm_sched_cancel(gm_sched *s, gm_sjob *j)
+int gm_sched_cancel(gm_sched *s, gm_sched_job *j)
 {
-	if (j->state != GM_SJOB_QUEUED)
+	if (j->state != GM_SCHED_JOB_QUEUED)
 		return GM_ENOTFOUND;
 	gm_fairq_remove(s->q, j);
 	fail_job(s, j, GM_ECANCELED, "canceled before it started");
@@ -258,7 +257,7 @@ struct sweep {
 	double now, next;
 };
 
-static int sweep_one(gm_sjob *j, void *arg)
+static int sweep_one(gm_sched_job *j, void *arg)
 {
 	struct sweep *w = arg;
 	double due = deadline_of(j->req);
@@ -272,8 +271,8 @@ static int sweep_one(gm_sjob *j, void *arg)
 
 unsigned gm_sched_expire(gm_sched *s)
 {
-	struct sweep w = {gm_now_us(), 0.0};
-	gm_sjob *gone = gm_fairq_remove_if(s->q, sweep_one, &w), *next;
+	struct sweep w = {gm_clock_now_us(), 0.0};
+	gm_sched_job *gone = gm_fairq_remove_if(s->q, sweep_one, &w), *next;
 	unsigned n = 0;
 
 	s->next_dl_us = w.next;
@@ -299,13 +298,13 @@ void gm_sched_pump(gm_sched *s)
 
 	/* A refused wave frees its slabs, so what waited behind it may fit
 	 * now: go on until the engine takes a wave or nothing fits. */
-	while ((n = fill_wave(s, gm_now_us())) != 0) {
+	while ((n = fill_wave(s, gm_clock_now_us())) != 0) {
 		if ((rv = gm_engine_submit(s->eng, s->wave, n)) == 0)
 			return;
 		/* The engine refused the whole wave (a sticky fault): every
 		 * job of it still gets its one reply. */
 		for (size_t i = 0; i < n; i++) {
-			gm_sjob *j = s->wave[i]->user;
+			gm_sched_job *j = s->wave[i]->user;
 
 			gm_pool_free(s->pool, j->slab);
 			j->slab = NULL;
@@ -317,11 +316,11 @@ void gm_sched_pump(gm_sched *s)
 
 void gm_sched_complete(gm_sched *s, gm_job *job)
 {
-	gm_sjob *j = job->user;
+	gm_sched_job *j = job->user;
 
 	gm_pool_free(s->pool, j->slab);
 	j->slab = NULL;
-	j->state = GM_SJOB_DONE;
+	j->state = GM_SCHED_JOB_DONE;
 	s->inflight--;
 	j->t.queue_us = j->start_us - j->req->recv_us;
 	j->t.h2d_us = job->h2d_us;

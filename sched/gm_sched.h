@@ -29,52 +29,13 @@
 
 #include "gm_engine.h"
 #include "gm_pool.h"
+#include "gm_sched_job.h"
 #include "gm_stats.h"
 
 typedef struct gm_sched gm_sched;
-typedef struct gm_sreq gm_sreq;
-
-/* One job of a request. The caller fills job.d, job.copy_in (the wire
- * payload: A, B, C back to back) and job.copy_out (where the result must
- * land); the scheduler fills the rest. */
-/* Where a job is. */
-enum gm_sjob_state {
-	GM_SJOB_NEW,	 /* not submitted */
-	GM_SJOB_QUEUED,	 /* waiting for the engine */
-	GM_SJOB_RUNNING, /* on the engine */
-	GM_SJOB_DONE,	 /* back, or failed without running */
-};
-
-typedef struct gm_sjob {
-	gm_job job;
-	gm_sreq *req;
-	uint32_t idx;
-	int state; /* enum gm_sjob_state */
-	/* Set by the caller: operands it pointed into registered regions
-	 * (GM_PLACED bits of gm_slab.h); the slab holds the others. */
-	unsigned placed;
-	void *slab;	 /* NULL when the job needs none */
-	double start_us; /* handed to the engine */
-	gm_timings t;
-	struct gm_sjob *qnext; /* the queue's, while queued */
-	void *link; /* the owner's: to hand the job between threads */
-} gm_sjob;
-
-struct gm_sreq {
-	uint64_t id;
-	gm_batch batch;
-	uint32_t conn; /* the connection it came on; turns are taken
-			  between these */
-	uint32_t njobs;
-	uint32_t left; /* jobs not yet back */
-	double recv_us;
-	void *user; /* the caller's */
-	gm_sjob *jobs;
-};
-
 /* Called once per request when its last job is back. The request and
  * its jobs belong to the caller again. */
-typedef void (*gm_sched_done_fn)(gm_sreq *r, void *arg);
+typedef void (*gm_sched_done_fn)(gm_sched_request *r, void *arg);
 
 /* Creates a scheduler over engine e and pool p (both stay the caller's)
  * holding at most depth queued jobs. Its memory is allocated here, sized
@@ -95,10 +56,10 @@ int gm_sched_room(const gm_sched *s, unsigned prio, uint64_t njobs);
 
 /*
  * Allocates a request with njobs zeroed jobs (one allocation). The
- * caller fills it and passes it to gm_sched_submit or gm_sched_free_req.
+ * caller fills it and passes it to gm_sched_submit or gm_sched_free_request.
  */
-gm_sreq *gm_sched_new_req(uint32_t njobs);
-void gm_sched_free_req(gm_sreq *r);
+gm_sched_request *gm_sched_alloc_request(uint32_t njobs);
+void gm_sched_free_request(gm_sched_request *r);
 
 /*
  * Queues every job of r at the back of its connection's FIFO at its
@@ -108,19 +69,19 @@ void gm_sched_free_req(gm_sreq *r);
  * at once (they still come back through done, perhaps before this
  * returns). Calls gm_sched_pump.
  */
-int gm_sched_submit(gm_sched *s, gm_sreq *r);
+int gm_sched_submit(gm_sched *s, gm_sched_request *r);
 
 /* Takes a queued job out of the queue and fails it with GM_ECANCELED;
  * its request's done callback runs before this returns if it was the
  * last job out. GM_ENOTFOUND when j is not queued (it is running or
  * back). Pumps: what waited behind j may start. */
-int gm_sched_cancel(gm_sched *s, gm_sjob *j);
+int gm_sched_cancel(gm_sched *s, gm_sched_job *j);
 
 /* Fails every queued job whose deadline has passed with GM_ETIMEDOUT,
  * then pumps; returns how many. */
 unsigned gm_sched_expire(gm_sched *s);
 
-/* A time (gm_now_us clock) at or before the earliest deadline of a
+/* A time (gm_clock_now_us clock) at or before the earliest deadline of a
  * queued job, when to call gm_sched_expire; 0 when no queued job has a
  * deadline. It may be early (a job it stood for started meanwhile): the
  * call then finds nothing and this moves on. */

@@ -7,27 +7,18 @@
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "gm_build.h"
 
 static const char *const phase_names[GM_PHASE_COUNT] = {
     "queue", "h2d", "kernel", "d2h", "total"};
 
-double gm_now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
 void gm_stats_init(gm_stats *s)
 {
 	memset(s, 0, sizeof(*s));
 	for (int i = 0; i < GM_PHASE_COUNT; i++)
 		gm_hist_init(&s->phase[i]);
-	s->start_us = gm_now_us();
+	s->start_us = gm_clock_now_us();
 	gm_rate_init(&s->rate, s->start_us);
 }
 
@@ -62,7 +53,7 @@ void gm_stats_job(gm_stats *s, const gm_job_desc *d, int status,
 	}
 	if (status == 0)
 		count_ok(s, d, v);
-	gm_rate_add(&s->rate, gm_now_us(), v);
+	gm_rate_add(&s->rate, gm_clock_now_us(), v);
 	if (status != 0) {
 		s->jobs_failed++;
 		return;
@@ -261,7 +252,7 @@ char *gm_stats_render(const gm_stats *s, const gm_stats_live *l)
 {
 	cJSON *o = cJSON_CreateObject();
 	cJSON *lat, *err, *req;
-	double now = gm_now_us(), up = (now - s->start_us) / 1e6;
+	double now = gm_clock_now_us(), up = (now - s->start_us) / 1e6;
 	double prio[GM_BATCH_PRIO_MAX + 1];
 	char *text;
 

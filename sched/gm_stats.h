@@ -10,6 +10,7 @@
 
 #include <stdint.h>
 
+#include "gm_clock.h"
 #include "gm_engine.h"
 #include "gm_hist.h"
 #include "gm_proto.h"
@@ -58,9 +59,6 @@ void gm_stats_init(gm_stats *s);
 void gm_stats_job(gm_stats *s, const gm_job_desc *d, int status,
 		  const gm_timings *t);
 
-/* Monotonic clock in microseconds. Any thread. */
-double gm_now_us(void);
-
 /* Detached jobs (gm_detach.h), as the stats document shows them. */
 typedef struct gm_stats_detach {
 	uint64_t jobs;	  /* recorded since start */
@@ -73,7 +71,7 @@ typedef struct gm_stats_detach {
 	uint64_t limit;	  /* detach_max_bytes */
 } gm_stats_detach;
 
-/* Shared-memory regions (gm_region.h), as the stats document shows
+/* Shared-memory regions (gm_regions.h), as the stats document shows
  * them. */
 typedef struct gm_stats_regions {
 	uint64_t count;		   /* mapped now, released ones in use too */

@@ -37,7 +37,7 @@ static struct answer {
 	char text[160];
 } ans;
 
-static gm_sreq *reqs[MAXREQ];
+static gm_sched_request *reqs[MAXREQ];
 static int nreqs;
 
 static void on_answer(void *w, uint64_t id, nng_msg *result, int code,
@@ -72,21 +72,21 @@ static void close_t(gm_detach *t)
 		nng_msg_free(ans.result);
 	ans.result = NULL;
 	for (int i = 0; i < nreqs; i++)
-		gm_sched_free_req(reqs[i]);
+		gm_sched_free_request(reqs[i]);
 	nreqs = 0;
 }
 
 /* A one-job fp64 m x m x m request, its job queued. */
-static gm_sreq *req(uint32_t m)
+static gm_sched_request *req(uint32_t m)
 {
-	gm_sreq *r = gm_sched_new_req(1);
+	gm_sched_request *r = gm_sched_alloc_request(1);
 
 	assert_non_null(r);
 	assert_true(nreqs < MAXREQ);
 	reqs[nreqs++] = r;
 	r->batch.priority = 2;
 	r->jobs[0].req = r;
-	r->jobs[0].state = GM_SJOB_QUEUED;
+	r->jobs[0].state = GM_SCHED_JOB_QUEUED;
 	r->jobs[0].job.d = (gm_job_desc){
 	    .dtype = GM_FP64, .m = m, .n = m, .k = m, .alpha = 1.0};
 	return r;
@@ -98,7 +98,7 @@ static uint64_t reply_bytes(uint32_t m)
 }
 
 /* Records r's job after making room for it. */
-static uint64_t add(gm_detach *t, gm_sreq *r)
+static uint64_t add(gm_detach *t, gm_sched_request *r)
 {
 	uint32_t m = r->jobs[0].job.d.m;
 
@@ -108,7 +108,7 @@ static uint64_t add(gm_detach *t, gm_sreq *r)
 }
 
 /* r's reply: its result (every byte 0x5a) when status is 0. */
-static nng_msg *reply(const gm_sreq *r, int status)
+static nng_msg *reply(const gm_sched_request *r, int status)
 {
 	const gm_job_desc *d = &r->jobs[0].job.d;
 	uint64_t out = status == 0 ? (uint64_t)d->m * d->n * 8 : 0;
@@ -133,9 +133,9 @@ static nng_msg *reply(const gm_sreq *r, int status)
 }
 
 /* Finishes r's job (id) with status. */
-static void finish(gm_detach *t, gm_sreq *r, uint64_t id, int status)
+static void finish(gm_detach *t, gm_sched_request *r, uint64_t id, int status)
 {
-	r->jobs[0].state = GM_SJOB_DONE;
+	r->jobs[0].state = GM_SCHED_JOB_DONE;
 	gm_detach_done(t, id, reply(r, status));
 }
 
@@ -208,7 +208,7 @@ static void sleep_ms(long ms)
 static void test_ids_and_status(void **state)
 {
 	gm_detach *t = open_t(300, BIG);
-	gm_sreq *r1 = req(4), *r2 = req(8);
+	gm_sched_request *r1 = req(4), *r2 = req(8);
 	uint64_t id1 = add(t, r1), id2 = add(t, r2);
 	uint64_t now_ids = (uint64_t)time(NULL) << 20;
 	const cJSON *tm;
@@ -220,7 +220,7 @@ static void test_ids_and_status(void **state)
 	assert_true(id1 <= now_ids && id1 + (UINT64_C(10) << 20) > now_ids);
 	assert_true(id2 < (UINT64_C(1) << 53));
 	assert_string_equal(state_of(t, id1), "queued");
-	r1->jobs[0].state = GM_SJOB_RUNNING;
+	r1->jobs[0].state = GM_SCHED_JOB_RUNNING;
 	assert_string_equal(state_of(t, id1), "running");
 	assert_int_equal(counts(t).pending, 2);
 	finish(t, r1, id1, GM_OK);
@@ -256,7 +256,7 @@ static void test_ids_and_status(void **state)
 static void test_wait(void **state)
 {
 	gm_detach *t = open_t(300, BIG);
-	gm_sreq *r1 = req(4), *r2 = req(4), *r3 = req(4);
+	gm_sched_request *r1 = req(4), *r2 = req(4), *r3 = req(4);
 	uint64_t id1 = add(t, r1), id2 = add(t, r2), id3 = add(t, r3);
 	int w1, w2;
 	char text[128];
@@ -305,9 +305,9 @@ static void test_wait(void **state)
 static void test_wait_timeout(void **state)
 {
 	gm_detach *t = open_t(300, BIG);
-	gm_sreq *r = req(4);
+	gm_sched_request *r = req(4);
 	uint64_t id = add(t, r);
-	double before = gm_now_us();
+	double before = gm_clock_now_us();
 	int w;
 	char text[128];
 
@@ -337,13 +337,13 @@ static void test_wait_timeout(void **state)
 static void test_cancel(void **state)
 {
 	gm_detach *t = open_t(300, BIG);
-	gm_sreq *r1 = req(4), *r2 = req(4);
+	gm_sched_request *r1 = req(4), *r2 = req(4);
 	uint64_t id1 = add(t, r1), id2 = add(t, r2);
 	int w, st;
 	char text[128];
 
 	(void)state;
-	r1->jobs[0].state = GM_SJOB_RUNNING;
+	r1->jobs[0].state = GM_SCHED_JOB_RUNNING;
 	assert_int_equal(gm_detach_cancel(t, id1, &st), GM_OK);
 	assert_int_equal(st, GM_DETACH_RUNNING);
 	assert_int_equal(gm_detach_wait(t, id1, -1, &w, 3, text, sizeof(text)),
@@ -375,7 +375,7 @@ static void test_room(void **state)
 	uint64_t one = gm_detach_cost(reply_bytes(64)); /* about 32 KiB */
 	uint64_t rec = gm_detach_cost(0);		/* a record alone */
 	gm_detach *t = open_t(300, 3 * one + rec + 10);
-	gm_sreq *r[5];
+	gm_sched_request *r[5];
 	uint64_t id[5];
 	gm_stats_detach c;
 	char *json;
@@ -420,14 +420,14 @@ static void test_room(void **state)
 static void test_expiry(void **state)
 {
 	gm_detach *t = open_t(1, BIG);
-	gm_sreq *r = req(4);
+	gm_sched_request *r = req(4);
 	uint64_t id = add(t, r);
 	double done;
 	char *json;
 
 	(void)state;
 	finish(t, r, id, GM_OK);
-	done = gm_now_us();
+	done = gm_clock_now_us();
 	assert_true(gm_detach_next_due(t) > done + 0.9e6 &&
 		    gm_detach_next_due(t) <= done + 1e6);
 	gm_detach_sweep(t);

@@ -4,7 +4,7 @@
  * served after those already waiting, a job that is peeked but not taken
  * keeping its connection's turn, removal from anywhere, removal by a
  * predicate, and the counts, on a queue filled to its capacity. Jobs
- * here are bare gm_sjob records: nothing runs.
+ * here are bare gm_sched_job records: nothing runs.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,15 +19,15 @@
 
 #define CAP 64
 
-static gm_sreq reqs[CAP];
-static gm_sjob jobs[CAP];
+static gm_sched_request reqs[CAP];
+static gm_sched_job jobs[CAP];
 static unsigned used;
 
 /* A one-job request of connection conn at priority prio. */
-static gm_sjob *job(uint32_t conn, uint8_t prio)
+static gm_sched_job *job(uint32_t conn, uint8_t prio)
 {
-	gm_sreq *r = &reqs[used];
-	gm_sjob *j = &jobs[used++];
+	gm_sched_request *r = &reqs[used];
+	gm_sched_job *j = &jobs[used++];
 
 	assert_true(used <= CAP);
 	memset(r, 0, sizeof(*r));
@@ -50,7 +50,7 @@ static gm_fairq *open_q(void)
 }
 
 /* Takes every job at priority p and checks they come as want[]. */
-static void expect_order(gm_fairq *q, unsigned p, gm_sjob *const *want,
+static void expect_order(gm_fairq *q, unsigned p, gm_sched_job *const *want,
 			 size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
@@ -66,8 +66,8 @@ static void expect_order(gm_fairq *q, unsigned p, gm_sjob *const *want,
 static void test_round_robin(void **state)
 {
 	gm_fairq *q = open_q();
-	gm_sjob *a1 = job(1, 1), *a2 = job(1, 1), *a3 = job(1, 1);
-	gm_sjob *b1 = job(2, 1), *b2 = job(2, 1), *c1 = job(3, 1);
+	gm_sched_job *a1 = job(1, 1), *a2 = job(1, 1), *a3 = job(1, 1);
+	gm_sched_job *b1 = job(2, 1), *b2 = job(2, 1), *c1 = job(3, 1);
 
 	(void)state;
 	gm_fairq_push(q, a1);
@@ -78,7 +78,7 @@ static void test_round_robin(void **state)
 	gm_fairq_push(q, c1);
 	assert_int_equal(gm_fairq_count(q, 1), 6);
 	assert_int_equal(gm_fairq_total(q), 6);
-	expect_order(q, 1, (gm_sjob *[]){a1, b1, c1, a2, b2, a3}, 6);
+	expect_order(q, 1, (gm_sched_job *[]){a1, b1, c1, a2, b2, a3}, 6);
 	assert_int_equal(gm_fairq_total(q), 0);
 	gm_fairq_destroy(q);
 }
@@ -88,7 +88,7 @@ static void test_round_robin(void **state)
 static void test_priorities_apart(void **state)
 {
 	gm_fairq *q = open_q();
-	gm_sjob *lo = job(1, 0), *hi = job(1, 3), *hi2 = job(2, 3);
+	gm_sched_job *lo = job(1, 0), *hi = job(1, 3), *hi2 = job(2, 3);
 
 	(void)state;
 	gm_fairq_push(q, lo);
@@ -98,8 +98,8 @@ static void test_priorities_apart(void **state)
 	assert_int_equal(gm_fairq_count(q, 3), 2);
 	assert_int_equal(gm_fairq_count(q, 1), 0);
 	assert_int_equal(gm_fairq_count(q, 9), 0);
-	expect_order(q, 3, (gm_sjob *[]){hi, hi2}, 2);
-	expect_order(q, 0, (gm_sjob *[]){lo}, 1);
+	expect_order(q, 3, (gm_sched_job *[]){hi, hi2}, 2);
+	expect_order(q, 0, (gm_sched_job *[]){lo}, 1);
 	gm_fairq_destroy(q);
 }
 
@@ -109,8 +109,8 @@ static void test_priorities_apart(void **state)
 static void test_newcomer_last(void **state)
 {
 	gm_fairq *q = open_q();
-	gm_sjob *a1 = job(1, 2), *a2 = job(1, 2), *b1 = job(2, 2);
-	gm_sjob *b2 = job(2, 2), *c1 = job(3, 2), *a3 = job(1, 2);
+	gm_sched_job *a1 = job(1, 2), *a2 = job(1, 2), *b1 = job(2, 2);
+	gm_sched_job *b2 = job(2, 2), *c1 = job(3, 2), *a3 = job(1, 2);
 
 	(void)state;
 	gm_fairq_push(q, a1);
@@ -120,9 +120,9 @@ static void test_newcomer_last(void **state)
 	assert_ptr_equal(gm_fairq_take(q, 2), a1);
 	/* The turn is b's: c joins the ring behind a. */
 	gm_fairq_push(q, c1);
-	expect_order(q, 2, (gm_sjob *[]){b1, a2, c1, b2}, 4);
+	expect_order(q, 2, (gm_sched_job *[]){b1, a2, c1, b2}, 4);
 	gm_fairq_push(q, a3);
-	expect_order(q, 2, (gm_sjob *[]){a3}, 1);
+	expect_order(q, 2, (gm_sched_job *[]){a3}, 1);
 	gm_fairq_destroy(q);
 }
 
@@ -132,8 +132,8 @@ static void test_newcomer_last(void **state)
 static void test_remove(void **state)
 {
 	gm_fairq *q = open_q();
-	gm_sjob *a1 = job(1, 1), *a2 = job(1, 1), *a3 = job(1, 1);
-	gm_sjob *b1 = job(2, 1), *c1 = job(3, 1);
+	gm_sched_job *a1 = job(1, 1), *a2 = job(1, 1), *a3 = job(1, 1);
+	gm_sched_job *b1 = job(2, 1), *c1 = job(3, 1);
 
 	(void)state;
 	gm_fairq_push(q, a1);
@@ -150,11 +150,11 @@ static void test_remove(void **state)
 	assert_ptr_equal(gm_fairq_peek(q, 1), b1);
 	gm_fairq_remove(q, c1);
 	assert_int_equal(gm_fairq_total(q), 1);
-	expect_order(q, 1, (gm_sjob *[]){b1}, 1);
+	expect_order(q, 1, (gm_sched_job *[]){b1}, 1);
 	gm_fairq_destroy(q);
 }
 
-static int odd_conn(gm_sjob *j, void *arg)
+static int odd_conn(gm_sched_job *j, void *arg)
 {
 	(*(int *)arg)++;
 	return j->req->conn % 2 == 1;
@@ -165,9 +165,9 @@ static int odd_conn(gm_sjob *j, void *arg)
 static void test_remove_if(void **state)
 {
 	gm_fairq *q = open_q();
-	gm_sjob *a1 = job(1, 1), *b1 = job(2, 1), *a2 = job(1, 1);
-	gm_sjob *b2 = job(2, 1), *c1 = job(3, 0), *d1 = job(4, 0);
-	gm_sjob *got;
+	gm_sched_job *a1 = job(1, 1), *b1 = job(2, 1), *a2 = job(1, 1);
+	gm_sched_job *b2 = job(2, 1), *c1 = job(3, 0), *d1 = job(4, 0);
+	gm_sched_job *got;
 	int seen = 0, n = 0;
 
 	(void)state;
@@ -183,8 +183,8 @@ static void test_remove_if(void **state)
 		assert_int_equal(got->req->conn % 2, 1);
 	assert_int_equal(n, 3);
 	assert_int_equal(gm_fairq_total(q), 3);
-	expect_order(q, 1, (gm_sjob *[]){b1, b2}, 2);
-	expect_order(q, 0, (gm_sjob *[]){d1}, 1);
+	expect_order(q, 1, (gm_sched_job *[]){b1, b2}, 2);
+	expect_order(q, 0, (gm_sched_job *[]){d1}, 1);
 	assert_null(gm_fairq_remove_if(q, odd_conn, &seen));
 	gm_fairq_destroy(q);
 }
@@ -195,7 +195,7 @@ static void test_remove_if(void **state)
 static void test_full(void **state)
 {
 	gm_fairq *q = open_q();
-	gm_sjob *all[CAP];
+	gm_sched_job *all[CAP];
 
 	(void)state;
 	for (int round = 0; round < 2; round++) {

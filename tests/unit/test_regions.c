@@ -25,7 +25,7 @@
 #include <cmocka.h>
 
 #include "gm_config.h"
-#include "gm_region.h"
+#include "gm_regions.h"
 #include "gm_region_fd.h"
 #include "gm_slab.h"
 
@@ -157,7 +157,7 @@ static void test_table(void **state)
 	/* A job holds r: released by its owner, r stays mapped. */
 	ops.ref[GM_OPND_A] = (gm_region_ref){r->id, 64};
 	ops.ref[GM_OPND_OUT] = (gm_region_ref){r->id, 1024};
-	h = gm_region_holds_new(2);
+	h = gm_regions_holds_new(2);
 	assert_int_equal(gm_regions_bind(rs, &ops, &j, h),
 			 GM_PLACED(GM_OPND_A) | GM_PLACED(GM_OPND_OUT));
 	assert_ptr_equal(j.a, r->base + 64);
@@ -169,10 +169,10 @@ static void test_table(void **state)
 	assert_int_equal(n.count, 2);
 	assert_int_equal(n.jobs, 1);
 	/* The job is back: now r retires. */
-	gm_region_holds_drop(rs, h);
+	gm_regions_holds_drop(rs, h);
 	assert_int_equal(nretiring, 1);
 	assert_ptr_equal(retiring[0], r);
-	gm_region_unmap(NULL, r);
+	gm_regions_unmap(NULL, r);
 	gm_regions_retired(rs, r);
 	gm_regions_counts(rs, &n);
 	assert_int_equal(n.count, 1);

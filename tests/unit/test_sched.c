@@ -53,7 +53,7 @@ struct shape {
 /* A request and the buffers its jobs point at. in[i] holds the payload
  * (A, B, C back to back) followed by a pristine copy of it. */
 struct treq {
-	gm_sreq *r;
+	gm_sched_request *r;
 	int accepted;
 	unsigned done;		/* request done callbacks seen */
 	unsigned back[MAXJOBS]; /* engine returns seen, per job */
@@ -96,7 +96,7 @@ static void on_engine_done(gm_job *job, void *arg)
 }
 
 /* Test thread, from the scheduler: every job of r is back. */
-static void on_request_done(gm_sreq *r, void *arg)
+static void on_request_done(gm_sched_request *r, void *arg)
 {
 	struct harness *hs = arg;
 	struct treq *tr = r->user;
@@ -182,7 +182,7 @@ static struct treq *new_req(uint32_t njobs, uint8_t prio, uint32_t deadline_ms,
 
 	assert_non_null(tr);
 	assert_true(njobs <= MAXJOBS && h.nreqs < MAXREQS);
-	tr->r = gm_sched_new_req(njobs);
+	tr->r = gm_sched_alloc_request(njobs);
 	assert_non_null(tr->r);
 	tr->r->id = ++next_id;
 	tr->r->batch.priority = prio;
@@ -235,7 +235,7 @@ static int submit(struct treq *tr)
 {
 	int rv;
 
-	tr->r->recv_us = gm_now_us();
+	tr->r->recv_us = gm_clock_now_us();
 	rv = gm_sched_submit(h.sched, tr->r);
 	tr->accepted = rv == GM_OK;
 	check_books();
@@ -264,7 +264,7 @@ static void wait_back(size_t n)
 /* Completes the next job the engine returned, as the loop would. */
 static void take_one(void)
 {
-	gm_sjob *j;
+	gm_sched_job *j;
 
 	assert_true(gm_sched_inflight(h.sched) > 0);
 	wait_back(h.ntaken + 1);
@@ -286,7 +286,7 @@ static void wait_past(double t_us)
 {
 	struct timespec ts = {0, 200000};
 
-	while (gm_now_us() <= t_us)
+	while (gm_clock_now_us() <= t_us)
 		nanosleep(&ts, NULL);
 }
 
@@ -363,7 +363,7 @@ static int h_free(void **state)
 			free(tr->in[i]);
 			free(tr->out[i]);
 		}
-		gm_sched_free_req(tr->r);
+		gm_sched_free_request(tr->r);
 		free(tr);
 	}
 	pthread_cond_destroy(&h.cv);
@@ -385,7 +385,7 @@ static void h_close(void)
  */
 static void check_result(const struct treq *tr, uint32_t i)
 {
-	const gm_sjob *j = &tr->r->jobs[i];
+	const gm_sched_job *j = &tr->r->jobs[i];
 	const gm_job_desc *d = &j->job.d;
 	const uint8_t *a = tr->in[i];
 	gm_job_sizes z;
@@ -874,13 +874,13 @@ static void test_cancel(void **state)
 	assert_int_equal(submit(two), GM_OK);
 	one = new_req_of(1, &SMALL);
 	assert_int_equal(submit(one), GM_OK);
-	assert_int_equal(blk->r->jobs[0].state, GM_SJOB_RUNNING);
-	assert_int_equal(two->r->jobs[1].state, GM_SJOB_QUEUED);
+	assert_int_equal(blk->r->jobs[0].state, GM_SCHED_JOB_RUNNING);
+	assert_int_equal(two->r->jobs[1].state, GM_SCHED_JOB_QUEUED);
 	assert_int_equal(gm_sched_cancel(h.sched, &blk->r->jobs[0]),
 			 GM_ENOTFOUND);
 	assert_int_equal(gm_sched_cancel(h.sched, &two->r->jobs[1]), GM_OK);
 	assert_int_equal(two->r->jobs[1].job.status, GM_ECANCELED);
-	assert_int_equal(two->r->jobs[1].state, GM_SJOB_DONE);
+	assert_int_equal(two->r->jobs[1].state, GM_SCHED_JOB_DONE);
 	assert_int_equal(two->done, 0);
 	assert_int_equal(gm_sched_cancel(h.sched, &two->r->jobs[0]), GM_OK);
 	assert_int_equal(two->done, 1);

@@ -1,12 +1,12 @@
 /*
- * gm_region.c - the table of mapped regions, and the checking and
- * binding of the jobs that name them; see gm_region.h.
+ * gm_regions.c - the table of mapped regions, and the checking and
+ * binding of the jobs that name them; see gm_regions.h.
  *
  * Regions are few (a quota per uid), but a request may name one per
  * operand of thousands of jobs, so published regions are also hashed by
  * id; the ids are random, so their low bits are a fine hash.
  */
-#include "gm_region.h"
+#include "gm_regions.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -51,7 +51,7 @@ void gm_regions_set_retire(gm_regions *rs, gm_region_retire_fn fn, void *arg)
 	rs->retire_arg = arg;
 }
 
-void gm_region_unmap(gm_engine *e, gm_region *r)
+void gm_regions_unmap(gm_engine *e, gm_region *r)
 {
 	if (r->registered)
 		gm_engine_unregister(e, r->base);
@@ -78,7 +78,7 @@ void gm_regions_destroy(gm_regions *rs)
 		return;
 	for (r = rs->all; r != NULL; r = next) {
 		next = r->next;
-		gm_region_unmap(rs->eng, r);
+		gm_regions_unmap(rs->eng, r);
 		gm_regions_retired(rs, r);
 	}
 	free(rs);
@@ -192,7 +192,7 @@ static void drop(gm_regions *rs, gm_region *r)
 		rs->retire(rs, r, rs->retire_arg);
 		return;
 	}
-	gm_region_unmap(rs->eng, r);
+	gm_regions_unmap(rs->eng, r);
 	gm_regions_retired(rs, r);
 }
 
@@ -319,7 +319,7 @@ int gm_regions_check_req(gm_regions *rs, nng_msg *req, uint32_t *nrefs,
 	return GM_OK;
 }
 
-gm_region_holds *gm_region_holds_new(uint32_t cap)
+gm_region_holds *gm_regions_holds_new(uint32_t cap)
 {
 	gm_region_holds *h = malloc(sizeof(*h) + (size_t)cap * sizeof(h->r[0]));
 
@@ -352,7 +352,7 @@ unsigned gm_regions_bind(gm_regions *rs, const gm_job_operands *ops, gm_job *j,
 	return placed;
 }
 
-void gm_region_holds_drop(gm_regions *rs, gm_region_holds *h)
+void gm_regions_holds_drop(gm_regions *rs, gm_region_holds *h)
 {
 	if (h == NULL)
 		return;

@@ -1,5 +1,5 @@
 /*
- * gm_region.h - the shared-memory regions gemmd has mapped, and the
+ * gm_regions.h - the shared-memory regions gemmd has mapped, and the
  * checking and binding of the jobs that name them.
  *
  * A region is a sealed memfd a local client handed over through the
@@ -13,10 +13,10 @@
  * (unregistered and unmapped), by a hook that does it off the loop
  * thread, or here when none is set.
  *
- * Everything here runs on the loop thread, except gm_region_unmap.
+ * Everything here runs on the loop thread, except gm_regions_unmap.
  */
-#ifndef GM_REGION_H
-#define GM_REGION_H
+#ifndef GM_REGIONS_H
+#define GM_REGIONS_H
 
 #include <nng/nng.h>
 #include <stddef.h>
@@ -88,7 +88,7 @@ void gm_regions_release_owner(gm_regions *rs, void *owner);
 void gm_regions_retired(gm_regions *rs, gm_region *r);
 
 /* Unregisters r from e (when registered) and unmaps it. Any thread. */
-void gm_region_unmap(gm_engine *e, gm_region *r);
+void gm_regions_unmap(gm_engine *e, gm_region *r);
 
 /* Counts for the stats document (connections and refused are the
  * hand-off socket's, left 0 here). */
@@ -129,7 +129,7 @@ typedef struct gm_region_holds {
 } gm_region_holds;
 
 /* Room for cap references; NULL when out of memory. */
-gm_region_holds *gm_region_holds_new(uint32_t cap);
+gm_region_holds *gm_regions_holds_new(uint32_t cap);
 
 /* Points the operands of j that ops names in regions (all checked by
  * gm_regions_check_req, with nothing run on the loop in between) into
@@ -141,6 +141,6 @@ unsigned gm_regions_bind(gm_regions *rs, const gm_job_operands *ops, gm_job *j,
 
 /* Drops every reference in h and frees h (NULL is fine); regions no
  * longer held by anyone are retired. */
-void gm_region_holds_drop(gm_regions *rs, gm_region_holds *h);
+void gm_regions_holds_drop(gm_regions *rs, gm_region_holds *h);
 
 #endif

@@ -1,0 +1,29 @@
+/*
+ * gm_ctrl.h - control requests, on the loop thread: ping and stats, the
+ * status, wait and cancel of a detached job, drain and resume, each
+ * answered with a small JSON document; and the same live view of the
+ * daemon for the HTTP endpoints.
+ */
+#ifndef GM_CTRL_H
+#define GM_CTRL_H
+
+#include <nng/nng.h>
+#include <stdint.h>
+
+#include "gm_http.h"
+#include "gm_loop.h"
+
+/* The HTTP endpoints' view of the daemon (gm_http.h); arg the gm_loop. */
+extern const gm_http_ops gm_ctrl_http_ops;
+
+/* A control request (header h, JSON body) on w: answers it, a wait
+ * perhaps later. */
+void gm_ctrl_handle(gm_loop *l, gm_work *w, const gm_hdr *h,
+		    const uint8_t *body);
+
+/* gm_detach's callback (arg the gm_loop): a parked wait's answer, the
+ * result or a refusal. */
+void gm_ctrl_answer_wait(void *w, uint64_t id, nng_msg *result, int code,
+			 const char *text, void *arg);
+
+#endif

@@ -1,0 +1,75 @@
+/*
+ * gm_loop.c - the tick that fails queued jobs at their deadlines and
+ * drops detached results when they come due, and draining; see
+ * gm_loop.h.
+ */
+#include "gm_loop.h"
+
+#include <inttypes.h>
+#include <math.h>
+
+#include "gm_clock.h"
+#include "gm_log.h"
+
+static double earliest(double a, double b)
+{
+	return a == 0.0 || (b != 0.0 && b < a) ? b : a;
+}
+
+static void tick_cb(uv_timer_t *t)
+{
+	gm_loop *l = t->data;
+
+	l->tick_due = 0.0;
+	gm_sched_expire(l->sched);
+	gm_detach_sweep(l->detach);
+	gm_loop_arm_tick(l);
+}
+
+int gm_loop_open_tick(gm_loop *l)
+{
+	int rv;
+
+	l->tick.data = l;
+	if ((rv = uv_timer_init(&l->uv, &l->tick)) != 0) {
+		GM_LOG(GM_LOG_ERROR, "tick timer: %s", uv_strerror(rv));
+		return GM_EINTERNAL;
+	}
+	return GM_OK;
+}
+
+/* A queued job's deadline is among the times, so that a job that waits
+ * behind a long one fails near its deadline, not when the queue next
+ * moves. */
+void gm_loop_arm_tick(gm_loop *l)
+{
+	double due = earliest(gm_sched_next_deadline(l->sched),
+			      gm_detach_next_due(l->detach));
+	double ms;
+
+	if (due == l->tick_due)
+		return;
+	l->tick_due = due;
+	if (due == 0.0) {
+		uv_timer_stop(&l->tick);
+		return;
+	}
+	uv_update_time(&l->uv);
+	ms = ceil((due - gm_clock_now_us()) / 1000.0);
+	uv_timer_start(&l->tick, tick_cb, ms > 0 ? (uint64_t)ms : 0, 0);
+}
+
+void gm_loop_set_draining(gm_loop *l, int on, const char *why)
+{
+	if (l->draining == on)
+		return;
+	l->draining = on;
+	if (on)
+		GM_LOG(GM_LOG_INFO,
+		       "draining (%s): refusing new jobs, finishing %" PRIu64
+		       " queued and %" PRIu64 " running",
+		       why, gm_sched_queued(l->sched),
+		       gm_sched_inflight(l->sched));
+	else
+		GM_LOG(GM_LOG_INFO, "resumed (%s): accepting jobs", why);
+}
