@@ -28,6 +28,7 @@
 
 #include "gm_client.h"
 #include "gm_creg.h"
+#include "gm_error_nng.h"
 #include "gm_proto.h"
 
 _Static_assert((int)GEMMD_FP64 == GM_FP64 && (int)GEMMD_FP32 == GM_FP32 &&
@@ -49,26 +50,6 @@ _Static_assert(GEMMD_MSG_TEXT == GM_MSG_TEXT + 1 &&
 #define ERRLEN 256
 
 static _Thread_local char last_error[ERRLEN];
-
-/* nng's codes folded into ours; the nng text goes into the message. */
-static int from_nng(int nrv)
-{
-	switch (nrv) {
-	case NNG_ETIMEDOUT:
-		return GM_ETIMEDOUT;
-	case NNG_ECANCELED:
-	case NNG_ECLOSED:
-		return GM_ECANCELED;
-	case NNG_ENOMEM:
-		return GM_ENOMEM;
-	case NNG_EINVAL:
-	case NNG_EADDRINVAL:
-	case NNG_ENOTSUP:
-		return GM_EINVAL;
-	default:
-		return GM_ETRANSPORT;
-	}
-}
 
 /* ---- calls ---- */
 
@@ -131,13 +112,13 @@ static int call_new(gemmd_client *cl, struct call **out)
 	k->cl = cl;
 	if ((nrv = nng_aio_alloc(&k->aio, call_cb, k)) != 0) {
 		free(k);
-		return gm_client_seterr(from_nng(nrv), "aio: %s",
+		return gm_client_seterr(gm_error_nng(nrv), "aio: %s",
 					nng_strerror(nrv));
 	}
 	if ((nrv = nng_ctx_open(&k->ctx, cl->sock)) != 0) {
 		nng_aio_free(k->aio);
 		free(k);
-		return gm_client_seterr(from_nng(nrv), "context: %s",
+		return gm_client_seterr(gm_error_nng(nrv), "context: %s",
 					nng_strerror(nrv));
 	}
 	pthread_mutex_lock(&cl->mu);
@@ -253,7 +234,7 @@ static int call_transport(struct call *k, int nrv)
 		return call_error(k, GM_ETRANSPORT,
 				  "connection lost before the reply; the "
 				  "request was not resent");
-	return call_error(k, from_nng(nrv), "%s: %s",
+	return call_error(k, gm_error_nng(nrv), "%s: %s",
 			  k->state == CALL_SEND ? "send" : "receive",
 			  nng_strerror(nrv));
 }
@@ -618,7 +599,7 @@ static int build_gemm(const gemmd_job *jobs, const gm_job_desc *d, uint32_t n,
 	if (request_size(jobs, d, n, &size) != 0 || size > SIZE_MAX)
 		return gm_client_seterr(GM_EOVERFLOW, "request size overflows");
 	if ((nrv = nng_msg_alloc(out, (size_t)size)) != 0)
-		return gm_client_seterr(from_nng(nrv),
+		return gm_client_seterr(gm_error_nng(nrv),
 					"%" PRIu64 "-byte request: %s", size,
 					nng_strerror(nrv));
 	fill_gemm(nng_msg_body(*out), jobs, d, n, b, id);
@@ -766,7 +747,8 @@ static int ctrl_start(gemmd_client *c, const char *request, int timeout_ms,
 		return rv;
 	if ((nrv = nng_msg_alloc(&msg, GM_HDR_SIZE + len)) != 0) {
 		call_put(k);
-		return gm_client_seterr(from_nng(nrv), "%s", nng_strerror(nrv));
+		return gm_client_seterr(gm_error_nng(nrv), "%s",
+					nng_strerror(nrv));
 	}
 	gm_proto_put_hdr(nng_msg_body(msg), GM_MSG_CTRL, k->id, (uint32_t)len);
 	memcpy((uint8_t *)nng_msg_body(msg) + GM_HDR_SIZE, request, len);
@@ -934,8 +916,9 @@ static int tls_setup(nng_tls_config *cfg, const char *url,
 	nrv = nng_tls_config_server_name(cfg, name != NULL ? name : "");
 	nng_url_free(u);
 	if (nrv != 0)
-		return gm_client_seterr(from_nng(nrv), "%s: server name: %s",
-					url, nng_strerror(nrv));
+		return gm_client_seterr(gm_error_nng(nrv),
+					"%s: server name: %s", url,
+					nng_strerror(nrv));
 	return GM_OK;
 }
 
@@ -945,11 +928,11 @@ static int tls_dialer(nng_dialer d, const char *url, const gemmd_open_opts *o)
 	int rv, nrv;
 
 	if ((nrv = nng_tls_config_alloc(&cfg, NNG_TLS_MODE_CLIENT)) != 0)
-		return gm_client_seterr(from_nng(nrv), "%s: TLS: %s", url,
+		return gm_client_seterr(gm_error_nng(nrv), "%s: TLS: %s", url,
 					nng_strerror(nrv));
 	if ((rv = tls_setup(cfg, url, o)) == 0 &&
 	    (nrv = nng_dialer_set_ptr(d, NNG_OPT_TLS_CONFIG, cfg)) != 0)
-		rv = gm_client_seterr(from_nng(nrv), "%s: TLS: %s", url,
+		rv = gm_client_seterr(gm_error_nng(nrv), "%s: TLS: %s", url,
 				      nng_strerror(nrv));
 	nng_tls_config_free(cfg); /* the dialer keeps its own hold */
 	return rv;
@@ -965,14 +948,14 @@ static int dial(gemmd_client *cl, const char *url, const gemmd_open_opts *o)
 		return gm_client_seterr(
 		    GM_EINVAL, "%s: TLS options need a tls+tcp:// URL", url);
 	if ((nrv = nng_dialer_create(&d, cl->sock, url)) != 0)
-		return gm_client_seterr(from_nng(nrv), "%s: %s", url,
+		return gm_client_seterr(gm_error_nng(nrv), "%s: %s", url,
 					nng_strerror(nrv));
 	if (tls && (rv = tls_dialer(d, url, o)) != 0)
 		return rv;
 	nrv = nng_dialer_start(
 	    d, (o->flags & GEMMD_OPEN_LAZY) ? NNG_FLAG_NONBLOCK : 0);
 	if (nrv != 0) {
-		rv = from_nng(nrv);
+		rv = gm_error_nng(nrv);
 		return gm_client_seterr(rv == GM_EINVAL ? rv : GM_ETRANSPORT,
 					"%s: %s", url, nng_strerror(nrv));
 	}
@@ -989,7 +972,7 @@ static int open_socket(gemmd_client *cl)
 	    (nrv = nng_socket_set_size(cl->sock, NNG_OPT_RECVMAXSZ, 0)) != 0 ||
 	    (nrv = nng_socket_set_ms(cl->sock, NNG_OPT_REQ_RESENDTIME,
 				     NNG_DURATION_INFINITE)) != 0)
-		return gm_client_seterr(from_nng(nrv), "socket: %s",
+		return gm_client_seterr(gm_error_nng(nrv), "socket: %s",
 					nng_strerror(nrv));
 	return GM_OK;
 }

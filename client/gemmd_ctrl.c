@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "gm_client.h"
+#include "gm_jobstate.h"
 #include "gm_proto.h"
 
 int gemmd_ping(gemmd_client *c, char **reply, int timeout_ms)
@@ -28,25 +29,18 @@ int gemmd_stats(gemmd_client *c, char **reply, int timeout_ms)
 
 /* ---- detached jobs ---- */
 
-static const char *const state_names[] = {
-    [GEMMD_JOB_QUEUED] = "queued",     [GEMMD_JOB_RUNNING] = "running",
-    [GEMMD_JOB_DONE] = "done",	       [GEMMD_JOB_FAILED] = "failed",
-    [GEMMD_JOB_CANCELED] = "canceled", [GEMMD_JOB_EXPIRED] = "expired",
-};
+/* The public states are the wire's, one for one. */
+#define SAME_STATE(name, val, wire)                                 \
+	_Static_assert((int)GEMMD_JOB_##name == GM_JOBSTATE_##name, \
+		       "GEMMD_JOB_" #name " is GM_JOBSTATE_" #name);
+GM_JOBSTATE_MAP(SAME_STATE)
+#undef SAME_STATE
+_Static_assert(GEMMD_JOB_EXPIRED + 1 == GM_JOBSTATE_COUNT,
+	       "every wire state is public");
 
 const char *gemmd_job_state_name(int state)
 {
-	if (state < 0 || state > GEMMD_JOB_EXPIRED)
-		return NULL;
-	return state_names[state];
-}
-
-static int state_parse(const char *name)
-{
-	for (int i = 0; name != NULL && i <= GEMMD_JOB_EXPIRED; i++)
-		if (strcmp(state_names[i], name) == 0)
-			return i;
-	return -1;
+	return gm_jobstate_name(state);
 }
 
 /* gemmd_ctrl whose reply is parsed; *doc is the caller's to delete. */
@@ -85,7 +79,7 @@ static void read_info(const cJSON *doc, gemmd_job_info *info)
 
 	memset(info, 0, sizeof(*info));
 	info->id = (uint64_t)num(doc, "job");
-	info->state = state_parse(str(doc, "state"));
+	info->state = gm_jobstate_parse(str(doc, "state"));
 	info->status = (int)num(doc, "status");
 	snprintf(info->message, sizeof(info->message), "%s",
 		 str(doc, "message"));
@@ -136,7 +130,7 @@ int gemmd_cancel(gemmd_client *c, uint64_t id, int *state, int timeout_ms)
 		 id);
 	if ((rv = ctrl_doc(c, req, &doc, timeout_ms)) != GM_OK)
 		return rv;
-	st = state_parse(str(doc, "state"));
+	st = gm_jobstate_parse(str(doc, "state"));
 	cJSON_Delete(doc);
 	if (st < 0)
 		return gm_client_seterr(GM_EJSON,

@@ -156,7 +156,7 @@ static int job_answer(gm_loop *l, gm_work *w, uint64_t id, const cJSON *req,
 		 (*ans = malloc(96)) != NULL)
 		snprintf(*ans, 96,
 			 "{\"ok\":true,\"job\":%" PRIu64 ",\"state\":\"%s\"}",
-			 job, gm_detach_state_name(state));
+			 job, gm_jobstate_name(state));
 	if (rv == GM_ENOTFOUND)
 		snprintf(text, len, "no detached job %" PRIu64, job);
 	if (rv == GM_OK && *ans == NULL) {

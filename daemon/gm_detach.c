@@ -24,7 +24,7 @@
 
 typedef struct entry {
 	uint64_t id;
-	int state;	   /* enum gm_detach_state; GM_DETACH_QUEUED also while
+	int state;	   /* enum gm_jobstate; GM_JOBSTATE_QUEUED also while
 			      running: job says which */
 	int cancel;	   /* canceled while running: drop its result */
 	int taken;	   /* a wait took the result */
@@ -63,19 +63,6 @@ struct gm_detach {
 	gm_detach_answer_fn answer;
 	void *arg;
 };
-
-static const char *const state_names[] = {
-    [GM_DETACH_QUEUED] = "queued",     [GM_DETACH_RUNNING] = "running",
-    [GM_DETACH_DONE] = "done",	       [GM_DETACH_FAILED] = "failed",
-    [GM_DETACH_CANCELED] = "canceled", [GM_DETACH_EXPIRED] = "expired",
-};
-
-const char *gm_detach_state_name(int state)
-{
-	if (state < 0 || state > GM_DETACH_EXPIRED)
-		return NULL;
-	return state_names[state];
-}
 
 /* ---- lists ---- */
 
@@ -254,7 +241,7 @@ int gm_detach_room(gm_detach *t, uint32_t njobs, uint64_t bytes)
 			       "(detach_max_bytes %" PRIu64 ")",
 			       e->id, e->bytes, t->max_bytes);
 			t->dropped++;
-			drop_result(t, e, GM_DETACH_EXPIRED);
+			drop_result(t, e, GM_JOBSTATE_EXPIRED);
 		} else {
 			return GM_EBUSY;
 		}
@@ -271,7 +258,7 @@ uint64_t gm_detach_add(gm_detach *t, gm_sched_request *r, uint64_t reply_bytes)
 	t->nspare--;
 	memset(e, 0, sizeof(*e));
 	e->id = t->next_id++;
-	e->state = GM_DETACH_QUEUED;
+	e->state = GM_JOBSTATE_QUEUED;
 	e->job = &r->jobs[0];
 	e->d = r->jobs[0].job.d;
 	e->priority = r->batch.priority;
@@ -333,13 +320,13 @@ void gm_detach_done(gm_detach *t, uint64_t id, nng_msg *reply)
 	t->pending--;
 	t->bytes -= e->bytes;
 	t->live_bytes -= e->bytes;
-	e->state = e->status == GM_OK ? GM_DETACH_DONE : GM_DETACH_FAILED;
+	e->state = e->status == GM_OK ? GM_JOBSTATE_DONE : GM_JOBSTATE_FAILED;
 	if (e->cancel || e->status == GM_ECANCELED)
-		e->state = GM_DETACH_CANCELED;
-	if (e->state == GM_DETACH_CANCELED || e->waiter != NULL) {
+		e->state = GM_JOBSTATE_CANCELED;
+	if (e->state == GM_JOBSTATE_CANCELED || e->waiter != NULL) {
 		/* Nothing to keep: a record from now on, once off the
 		 * waits list, whose links it shares. */
-		if (e->state == GM_DETACH_CANCELED) {
+		if (e->state == GM_JOBSTATE_CANCELED) {
 			nng_msg_free(reply);
 			answer(t, e, NULL, GM_ECANCELED,
 			       "the job was canceled");
@@ -361,9 +348,9 @@ void gm_detach_done(gm_detach *t, uint64_t id, nng_msg *reply)
 /* The state a client sees: a queued entry may have started. */
 static int state_of(const entry *e)
 {
-	if (e->state == GM_DETACH_QUEUED && e->job != NULL &&
+	if (e->state == GM_JOBSTATE_QUEUED && e->job != NULL &&
 	    e->job->state == GM_SCHED_JOB_RUNNING)
-		return GM_DETACH_RUNNING;
+		return GM_JOBSTATE_RUNNING;
 	return e->state;
 }
 
@@ -393,7 +380,7 @@ int gm_detach_status(gm_detach *t, uint64_t id, char **json)
 	snprintf(num, sizeof(num), "%" PRIu64, e->id);
 	cJSON_AddTrueToObject(o, "ok");
 	cJSON_AddRawToObject(o, "job", num);
-	cJSON_AddStringToObject(o, "state", gm_detach_state_name(state_of(e)));
+	cJSON_AddStringToObject(o, "state", gm_jobstate_name(state_of(e)));
 	cJSON_AddNumberToObject(o, "status", e->status);
 	cJSON_AddStringToObject(o, "error", gm_errname(e->status));
 	cJSON_AddStringToObject(o, "message", e->msg);
@@ -414,7 +401,7 @@ int gm_detach_status(gm_detach *t, uint64_t id, char **json)
 /* Why a finished entry has no result to give. */
 static int gone(const entry *e, char *text, size_t len)
 {
-	if (e->state == GM_DETACH_CANCELED) {
+	if (e->state == GM_JOBSTATE_CANCELED) {
 		snprintf(text, len, "job %" PRIu64 " was canceled", e->id);
 		return GM_ECANCELED;
 	}
@@ -484,7 +471,7 @@ int gm_detach_cancel(gm_detach *t, uint64_t id, int *state)
 			       "running; its result will be dropped",
 			       id);
 	} else if (e->result != NULL) {
-		drop_result(t, e, GM_DETACH_CANCELED);
+		drop_result(t, e, GM_JOBSTATE_CANCELED);
 	}
 	*state = state_of(e);
 	return GM_OK;
@@ -502,7 +489,7 @@ void gm_detach_sweep(gm_detach *t)
 		       " bytes dropped, unclaimed for detach_keep_s=%.0f s",
 		       e->id, e->bytes, t->keep_us / 1e6);
 		t->dropped++;
-		drop_result(t, e, GM_DETACH_EXPIRED);
+		drop_result(t, e, GM_JOBSTATE_EXPIRED);
 	}
 	while ((e = t->records.head) != NULL &&
 	       e->since_us + t->keep_us <= now) {

@@ -31,22 +31,10 @@
 #include <nng/nng.h>
 #include <stdint.h>
 
+#include "gm_jobstate.h"
 #include "gm_sched.h"
 
 typedef struct gm_detach gm_detach;
-
-enum gm_detach_state {
-	GM_DETACH_QUEUED,
-	GM_DETACH_RUNNING,
-	GM_DETACH_DONE,	    /* finished with status 0 */
-	GM_DETACH_FAILED,   /* finished with an error status */
-	GM_DETACH_CANCELED, /* canceled: it did not run, or its result
-			       was dropped */
-	GM_DETACH_EXPIRED,  /* its result was dropped unclaimed */
-};
-
-/* "queued", "running", ...; NULL for another value. */
-const char *gm_detach_state_name(int state);
 
 /*
  * Answers a parked wait on context w for request req_id: with result,
@@ -105,7 +93,7 @@ int gm_detach_wait(gm_detach *t, uint64_t id, int64_t timeout_ms, void *w,
 /* Cancels job id: a queued job is taken out of the queue and never
  * runs, a running one runs to its end but its result is dropped, a kept
  * result is dropped. *state is the state after (a running job reads
- * GM_DETACH_RUNNING). GM_ENOTFOUND. */
+ * GM_JOBSTATE_RUNNING). GM_ENOTFOUND. */
 int gm_detach_cancel(gm_detach *t, uint64_t id, int *state);
 
 /* Drops results and records whose time is up, and answers the waits

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gm_error.h"
+#include "gm_error_nng.h"
 #include "gm_inbox.h"
 #include "gm_metrics.h"
 
@@ -216,7 +216,7 @@ static int start_server(gm_http *h, const char *addr, char *msg, size_t len)
 		return 0;
 	snprintf(msg, len, "metrics_listen \"%.200s\": %s", addr,
 		 nng_strerror(rv));
-	return rv == NNG_ENOMEM ? GM_ENOMEM : GM_ETRANSPORT;
+	return gm_error_nng(rv);
 }
 
 int gm_http_open(uv_loop_t *loop, const char *addr, const gm_http_ops *ops,

@@ -19,7 +19,7 @@
 #include <sys/stat.h>
 
 #include "gm_clock.h"
-#include "gm_error.h"
+#include "gm_error_nng.h"
 #include "gm_inbox.h"
 #include "gm_log.h"
 
@@ -225,7 +225,7 @@ static int nng_fail(int rv, const char *what, const char *url, char *msg,
 		    size_t len)
 {
 	snprintf(msg, len, "%s %s: %s", what, url, nng_strerror(rv));
-	return GM_ETRANSPORT;
+	return gm_error_nng(rv);
 }
 
 /* Reads a whole PEM file into a NUL-terminated malloc'd string and

@@ -345,7 +345,7 @@ static void test_cancel(void **state)
 	(void)state;
 	r1->jobs[0].state = GM_SCHED_JOB_RUNNING;
 	assert_int_equal(gm_detach_cancel(t, id1, &st), GM_OK);
-	assert_int_equal(st, GM_DETACH_RUNNING);
+	assert_int_equal(st, GM_JOBSTATE_RUNNING);
 	assert_int_equal(gm_detach_wait(t, id1, -1, &w, 3, text, sizeof(text)),
 			 GM_OK);
 	finish(t, r1, id1, GM_OK);
@@ -359,10 +359,10 @@ static void test_cancel(void **state)
 	finish(t, r2, id2, GM_OK);
 	assert_int_equal(counts(t).results, 1);
 	assert_int_equal(gm_detach_cancel(t, id2, &st), GM_OK);
-	assert_int_equal(st, GM_DETACH_CANCELED);
+	assert_int_equal(st, GM_JOBSTATE_CANCELED);
 	assert_int_equal(counts(t).results, 0);
 	assert_int_equal(gm_detach_cancel(t, id2, &st), GM_OK);
-	assert_int_equal(st, GM_DETACH_CANCELED);
+	assert_int_equal(st, GM_JOBSTATE_CANCELED);
 	assert_int_equal(gm_detach_cancel(t, 999, &st), GM_ENOTFOUND);
 	close_t(t);
 }

@@ -2,7 +2,8 @@
  * test_error.c - unit tests for proto/gm_error: every code of
  * GM_ERRNO_MAP has its own text and name, the enum values are the ones
  * the map lists (they travel on the wire), and values outside the map
- * read as unknown rather than crashing or aliasing a real code.
+ * read as unknown rather than crashing or aliasing a real code; and
+ * nng's codes fold into ours as gm_error_nng.h lists them.
  */
 #include <limits.h>
 #include <setjmp.h>
@@ -13,6 +14,7 @@
 #include <cmocka.h>
 
 #include "gm_error.h"
+#include "gm_error_nng.h"
 
 struct code {
 	int value;
@@ -93,6 +95,34 @@ static void test_out_of_range(void **state)
 	}
 }
 
+/* nng's codes with a meaning of ours map to it, every other one to a
+ * transport error. */
+static void test_from_nng(void **state)
+{
+	static const struct {
+		int nng, gm;
+	} map[] = {
+	    {0, GM_OK},
+	    {NNG_ETIMEDOUT, GM_ETIMEDOUT},
+	    {NNG_ECANCELED, GM_ECANCELED},
+	    {NNG_ECLOSED, GM_ECANCELED},
+	    {NNG_ENOMEM, GM_ENOMEM},
+	    {NNG_EINVAL, GM_EINVAL},
+	    {NNG_EADDRINVAL, GM_EINVAL},
+	    {NNG_ENOTSUP, GM_EINVAL},
+	    {NNG_ECONNREFUSED, GM_ETRANSPORT},
+	    {NNG_ECONNRESET, GM_ETRANSPORT},
+	    {NNG_ECONNSHUT, GM_ETRANSPORT},
+	    {NNG_EADDRINUSE, GM_ETRANSPORT},
+	    {NNG_EPROTO, GM_ETRANSPORT},
+	    {NNG_ECRYPTO, GM_ETRANSPORT},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+		assert_int_equal(gm_error_nng(map[i].nng), map[i].gm);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -101,6 +131,7 @@ int main(void)
 	    cmocka_unit_test(test_texts_and_names_distinct),
 	    cmocka_unit_test(test_wire_values_pinned),
 	    cmocka_unit_test(test_out_of_range),
+	    cmocka_unit_test(test_from_nng),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
