@@ -3,7 +3,7 @@
  * and a parsed reply on top of gemmd_ctrl: ping, stats, a detached job's
  * status and its cancel, drain and resume, and the job state names.
  * gemmd_ctrl itself, and gemmd_wait (a control request that a GEMM reply
- * answers), are in gemmd.c with the rest of the request machinery.
+ * answers), are in gemmd.c with the other calls that make a request.
  */
 #include "gemmd.h"
 

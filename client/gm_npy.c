@@ -5,10 +5,10 @@
  * major and minor version byte, the header length (2 bytes little-endian
  * in 1.0, 4 bytes in 2.0 and 3.0), a header holding a Python dict
  * literal with exactly the keys 'descr', 'fortran_order' and 'shape',
- * then the raw array data to the end of the file. The reader parses the
- * subset of Python literal syntax that NumPy writes, refuses anything
- * else with a message naming it, and compares the size the header
- * implies with the size of the file before allocating the data.
+ * then the raw array data to the end of the file. The reader checks the
+ * prefix, has the dictionary parsed (gm_npy_header.c), and compares the
+ * size the header implies with the size of the file before allocating
+ * the data.
  */
 #include "gm_npy.h"
 
@@ -16,12 +16,12 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "gm_npy_header.h"
 #include "gm_proto.h"
 
 /* '<' data is used in place, and the wire format is little-endian too. */
@@ -65,241 +65,12 @@ static size_t npy_elem_size(int dtype)
 	return dtype == GM_FP64 ? 8 : dtype == GM_FP32 ? 4 : 0;
 }
 
-/* ---- header dictionary ---- */
-
-#define KEY_DESCR   0x1
-#define KEY_FORTRAN 0x2
-#define KEY_SHAPE   0x4
-#define MAX_NDIM    32 /* NumPy's own limit */
-
-/* What a header says; data_off is where the array data starts. */
-struct hdr {
-	int dtype, fortran, ndim;
-	uint64_t dims[MAX_NDIM];
-	uint64_t data_off;
-};
-
-/* A cursor over the header text, which is NUL-terminated. */
-struct cur {
-	const char *start, *p;
-	const struct err *e;
-};
-
-static void skip_ws(struct cur *c)
-{
-	while (*c->p == ' ' || *c->p == '\t' || *c->p == '\n' || *c->p == '\r')
-		c->p++;
-}
-
-static int syntax(struct cur *c, const char *expected)
-{
-	if (*c->p == '\0')
-		return fail(c->e, GM_ENPY,
-			    "header: expected %s, found the end at byte %td",
-			    expected, c->p - c->start);
-	return fail(c->e, GM_ENPY,
-		    "header: expected %s at byte %td, found '%c'", expected,
-		    c->p - c->start, *c->p);
-}
-
-static int expect(struct cur *c, char ch, const char *expected)
-{
-	skip_ws(c);
-	if (*c->p != ch)
-		return syntax(c, expected);
-	c->p++;
-	return GM_OK;
-}
-
-/* A quoted string without escapes: all that NumPy writes for keys and
- * simple dtypes. */
-static int parse_string(struct cur *c, char *out, size_t outlen)
-{
-	const char *q;
-	char quote;
-	size_t n;
-
-	skip_ws(c);
-	quote = *c->p;
-	if (quote != '\'' && quote != '"')
-		return syntax(c, "a quoted string");
-	q = strchr(c->p + 1, quote);
-	if (q == NULL)
-		return fail(c->e, GM_ENPY,
-			    "header: unterminated string at byte %td",
-			    c->p - c->start);
-	n = (size_t)(q - c->p - 1);
-	if (memchr(c->p + 1, '\\', n) != NULL || n >= outlen)
-		return fail(
-		    c->e, GM_ENPY,
-		    "header: string at byte %td is too long or has escapes",
-		    c->p - c->start);
-	memcpy(out, c->p + 1, n);
-	out[n] = '\0';
-	c->p = q + 1;
-	return GM_OK;
-}
-
-static int parse_descr(struct cur *c, struct hdr *h)
-{
-	char d[32];
-	int rv;
-
-	if ((rv = parse_string(c, d, sizeof(d))) != 0)
-		return rv;
-	if (strcmp(d, "<f8") == 0)
-		h->dtype = GM_FP64;
-	else if (strcmp(d, "<f4") == 0)
-		h->dtype = GM_FP32;
-	else if (strcmp(d, ">f8") == 0 || strcmp(d, ">f4") == 0)
-		return fail(c->e, GM_ENPY,
-			    "dtype '%s' unsupported: big-endian; only "
-			    "little-endian float64 ('<f8') and float32 ('<f4')",
-			    d);
-	else
-		return fail(c->e, GM_ENPY,
-			    "dtype '%s' unsupported: only float64 ('<f8') and "
-			    "float32 ('<f4')",
-			    d);
-	return GM_OK;
-}
-
-static int parse_bool(struct cur *c, int *out)
-{
-	skip_ws(c);
-	if (strncmp(c->p, "True", 4) == 0) {
-		*out = 1;
-		c->p += 4;
-	} else if (strncmp(c->p, "False", 5) == 0) {
-		*out = 0;
-		c->p += 5;
-	} else {
-		return syntax(c, "True or False for 'fortran_order'");
-	}
-	return GM_OK;
-}
-
-/* A non-negative integer below 2^63; Python 2 NumPy wrote "3L". */
-static int parse_dim(struct cur *c, uint64_t *out)
-{
-	uint64_t v = 0;
-
-	skip_ws(c);
-	if (*c->p < '0' || *c->p > '9')
-		return syntax(c, "a dimension");
-	while (*c->p >= '0' && *c->p <= '9') {
-		if (v > (INT64_MAX - 9) / 10)
-			return fail(
-			    c->e, GM_ENPY,
-			    "header: dimension at byte %td is too large",
-			    c->p - c->start);
-		v = v * 10 + (uint64_t)(*c->p++ - '0');
-	}
-	if (*c->p == 'L')
-		c->p++;
-	*out = v;
-	return GM_OK;
-}
-
-/* "(r, c)", "(r, c,)", "(n,)", "()". One element needs its comma, as in
- * Python, else it is a parenthesised integer and not a tuple. */
-static int parse_shape(struct cur *c, struct hdr *h)
-{
-	bool comma = false;
-	int rv;
-
-	if ((rv = expect(c, '(', "'(' starting 'shape'")) != 0)
-		return rv;
-	h->ndim = 0;
-	for (;;) {
-		skip_ws(c);
-		if (*c->p == ')')
-			break;
-		if (h->ndim == MAX_NDIM)
-			return fail(c->e, GM_ENPY,
-				    "shape has over %d dimensions", MAX_NDIM);
-		if ((rv = parse_dim(c, &h->dims[h->ndim++])) != 0)
-			return rv;
-		skip_ws(c);
-		comma = *c->p == ',';
-		if (!comma)
-			break;
-		c->p++;
-	}
-	if (h->ndim == 1 && !comma)
-		return syntax(c, "',' after the only dimension");
-	return expect(c, ')', "')' ending 'shape'");
-}
-
-static int parse_item(struct cur *c, struct hdr *h, unsigned *seen)
-{
-	char key[32];
-	unsigned bit;
-	int rv;
-
-	if ((rv = parse_string(c, key, sizeof(key))) != 0)
-		return rv;
-	if ((rv = expect(c, ':', "':' after a key")) != 0)
-		return rv;
-	if (strcmp(key, "descr") == 0)
-		bit = KEY_DESCR;
-	else if (strcmp(key, "fortran_order") == 0)
-		bit = KEY_FORTRAN;
-	else if (strcmp(key, "shape") == 0)
-		bit = KEY_SHAPE;
-	else
-		return fail(c->e, GM_ENPY,
-			    "header: unknown key '%s' (only 'descr', "
-			    "'fortran_order', 'shape')",
-			    key);
-	if (*seen & bit)
-		return fail(c->e, GM_ENPY, "header: key '%s' appears twice",
-			    key);
-	*seen |= bit;
-	if (bit == KEY_DESCR)
-		return parse_descr(c, h);
-	if (bit == KEY_FORTRAN)
-		return parse_bool(c, &h->fortran);
-	return parse_shape(c, h);
-}
-
-static int parse_dict(struct cur *c, struct hdr *h)
-{
-	unsigned seen = 0;
-	int rv;
-
-	if ((rv = expect(c, '{', "'{' starting the header")) != 0)
-		return rv;
-	for (;;) {
-		skip_ws(c);
-		if (*c->p == '}')
-			break;
-		if ((rv = parse_item(c, h, &seen)) != 0)
-			return rv;
-		skip_ws(c);
-		if (*c->p != ',')
-			break;
-		c->p++;
-	}
-	if ((rv = expect(c, '}', "',' or '}' in the header")) != 0)
-		return rv;
-	skip_ws(c);
-	if (*c->p != '\0')
-		return syntax(c, "only padding after the header dictionary");
-	if (seen != (KEY_DESCR | KEY_FORTRAN | KEY_SHAPE))
-		return fail(c->e, GM_ENPY, "header: no '%s' key",
-			    !(seen & KEY_DESCR)	    ? "descr"
-			    : !(seen & KEY_FORTRAN) ? "fortran_order"
-						    : "shape");
-	return GM_OK;
-}
-
 /* ---- reading ---- */
 
 /* Checks magic, version and header length against the file size; sets
  * h->data_off and *hlen. p holds the first min(size, 12) bytes. */
 static int parse_prefix(const struct err *e, const uint8_t *p, uint64_t size,
-			uint32_t *hlen, struct hdr *h)
+			uint32_t *hlen, gm_npy_header *h)
 {
 	uint64_t pre;
 
@@ -346,8 +117,8 @@ static int parse_prefix(const struct err *e, const uint8_t *p, uint64_t size,
 }
 
 /* Shape, then data size against the file's size. */
-static int check_shape(const struct err *e, const struct hdr *h, uint64_t size,
-		       uint64_t *bytes)
+static int check_shape(const struct err *e, const gm_npy_header *h,
+		       uint64_t size, uint64_t *bytes)
 {
 	uint64_t es = npy_elem_size(h->dtype);
 
@@ -384,11 +155,11 @@ static int read_exact(const struct err *e, FILE *f, void *buf, size_t n)
 
 /* Everything before the data: prefix and header, checked. */
 static int read_header(const struct err *e, FILE *f, uint64_t size,
-		       struct hdr *h)
+		       gm_npy_header *h)
 {
 	char text[GM_NPY_MAX_HEADER + 1];
 	uint8_t pre[12];
-	struct cur c = {text, text, e};
+	char why[256];
 	uint32_t hlen = 0;
 	int rv;
 
@@ -403,12 +174,14 @@ static int read_header(const struct err *e, FILE *f, uint64_t size,
 	text[hlen] = '\0';
 	if (strlen(text) != hlen)
 		return fail(e, GM_ENPY, "header holds a NUL byte");
-	return parse_dict(&c, h);
+	if ((rv = gm_npy_header_parse(text, h, why, sizeof(why))) != 0)
+		return fail(e, rv, "%s", why);
+	return GM_OK;
 }
 
 static int read_file(const struct err *e, FILE *f, gm_npy *m)
 {
-	struct hdr h = {0};
+	gm_npy_header h = {0};
 	struct stat st;
 	uint64_t bytes = 0;
 	int rv;

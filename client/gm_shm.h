@@ -1,0 +1,58 @@
+/*
+ * gm_shm.h - private to the client library: a client's shared-memory
+ * regions. Each is a sealed memfd mapped here and handed to the daemon
+ * over the hand-off socket (PROTOCOL.md, "Regions"), which maps and
+ * registers it and answers with the region's id.
+ *
+ * A client opens one hand-off connection, at its first region, and
+ * keeps it: the daemon ties the client's regions to it, so that a
+ * process that dies without a word still gets its regions released. One
+ * record is in flight on it at a time, under the set's lock. Any thread.
+ */
+#ifndef GM_SHM_H
+#define GM_SHM_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gemmd.h"
+
+typedef struct gm_shm gm_shm;
+
+/* A block of a region handed out by gemmd_region_alloc. */
+typedef struct gm_shm_block {
+	uint64_t off, len;
+} gm_shm_block;
+
+/* A region: made and released here, allocated from in gemmd_region.c. */
+struct gemmd_region {
+	gm_shm *g;
+	uint64_t id, size;
+	void *base;
+	pthread_mutex_t mu; /* the blocks */
+	gm_shm_block *used; /* sorted by offset */
+	size_t nused, cap;
+	gemmd_region *next; /* the set's, under its lock */
+};
+
+/* The regions of a client that dials url, and opts->region_socket
+ * (socket; NULL: beside url's socket when url is ipc://, else none).
+ * GM_ENOMEM. */
+int gm_shm_new(const char *url, const char *socket, gm_shm **out);
+
+/* Closes the hand-off connection (the daemon then releases every region
+ * of it), unmaps and frees every region, and frees g. NULL is fine. */
+void gm_shm_free(gm_shm *g);
+
+/* Makes a region of bytes, hands it to the daemon and adds it to g.
+ * GM_OK, or an error with gemmd_last_error() set (the daemon's refusal,
+ * GM_ETRANSPORT when the hand-off connection fails, GM_ENOMEM). */
+int gm_shm_create(gm_shm *g, uint64_t bytes, gemmd_region **out);
+
+/* Takes r out of its set, tells the daemon (GM_ETRANSPORT when the
+ * connection is gone; the region is released there already) and unmaps
+ * and frees r in any case. */
+int gm_shm_release(gemmd_region *r);
+
+#endif
