@@ -16,6 +16,7 @@ import numpy as np
 from ._errors import Error, codes, errname, error, last_error
 from ._ffi import (DTYPES, FOREVER, OPEN_LAZY, PRIORITY_DEFAULT, ffi, lib,
                    libc, text)
+from . import _handle
 from ._handle import Handle, in_callback
 from ._plan import Plan, finish, plan
 from ._region import Region, _Memory
@@ -142,6 +143,13 @@ class Client:
                  tls_server_name: Optional[str] = None,
                  region_socket: Optional[str] = None):
         self.timeout = timeout
+        self._closed = True
+        if _handle.forked:
+            raise Error(codes["EINVAL"],
+                        "gemmd cannot be used in a fork()ed child of a "
+                        "process that loaded it (nng does not survive "
+                        "fork): start workers with the 'spawn' or "
+                        "'forkserver' method")
         keep = []
 
         def cstr(s):
@@ -186,8 +194,10 @@ class Client:
             self.close()
 
     def _ptr(self):
-        if self._closed:
-            raise Error(codes["EINVAL"], "the client is closed")
+        if self._closed or self._handle.ptr is None:
+            raise Error(codes["EINVAL"], "the client is closed" if
+                        self._closed else "the client is its parent's: "
+                        "this is a fork()ed child")
         return self._handle.ptr
 
     def _timeout(self, timeout, zero_ok=False) -> int:

@@ -7,11 +7,17 @@ released once it was closed and no array lives in it. The last of these
 may be dropped by a completion callback, which runs on a thread of the
 library where ``gemmd_close`` must not be called; such work is moved to
 a thread of its own. At exit, what is still open is closed.
+
+nng does not survive fork(): a child process can use neither its
+parent's connections nor a new one (nng panics). In a fork()ed child
+every handle is dropped without a call into the library, and opening a
+client raises an Error instead of aborting the process.
 """
 
 from __future__ import annotations
 
 import atexit
+import os
 import threading
 import weakref
 from typing import Callable
@@ -81,6 +87,21 @@ class Handle(Counted):
         _open.discard(self)
         if ptr is not None:
             lib.gemmd_close(ptr)
+
+
+#: Whether this process is a fork()ed child of one that loaded gemmd.
+forked = False
+
+
+def _after_fork_in_child() -> None:
+    global forked
+    forked = True
+    for h in list(_open):
+        h.ptr = None
+    _open.clear()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 @atexit.register

@@ -76,3 +76,28 @@ def test_closed_client(daemon):
     c.close()
     with pytest.raises(gemmd.Error, match="closed"):
         c.stats()
+
+
+def test_forked_child_gets_an_error_not_a_panic(client, daemon, rng):
+    """nng panics when used again after fork(): in a child the package
+    raises instead, and the parent's client goes on."""
+    a = rand(rng, (4, 4))
+    client.gemm(a, a)
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            try:
+                client.gemm(a, a)
+            except gemmd.Error as e:
+                assert "fork()ed child" in e.message
+            try:
+                gemmd.Client(daemon.ipc)
+            except gemmd.Error as e:
+                assert "spawn" in e.message
+                code = 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert status == 0
+    client.gemm(a, a)
