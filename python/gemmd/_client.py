@@ -3,6 +3,7 @@ in flight on it, from any thread."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import threading
@@ -172,6 +173,7 @@ class Client:
         self._handle = Handle(out[0])
         self._closed = False
         self._memories: "weakref.WeakSet[_Memory]" = weakref.WeakSet()
+        self._memories_lock = threading.Lock()
 
     # ---- lifetime ----
 
@@ -193,12 +195,28 @@ class Client:
         if not getattr(self, "_closed", True):
             self.close()
 
-    def _ptr(self):
-        if self._closed or self._handle.ptr is None:
-            raise Error(codes["EINVAL"], "the client is closed" if
-                        self._closed else "the client is its parent's: "
-                        "this is a fork()ed child")
-        return self._handle.ptr
+    @contextlib.contextmanager
+    def _use(self):
+        """The gemmd_client, held for a call: a close() from another
+        thread meanwhile closes it only once the call has returned."""
+        try:
+            if self._closed:
+                raise RuntimeError
+            self._handle.hold()
+        except RuntimeError:
+            raise Error(codes["EINVAL"], "the client is closed") from None
+        try:
+            if self._handle.ptr is None:
+                raise Error(codes["EINVAL"], "the client is its parent's: "
+                            "this is a fork()ed child")
+            yield self._handle.ptr
+        finally:
+            self._handle.drop()
+
+    def _call(self, fn, *args) -> int:
+        """fn(the gemmd_client, *args), the client held meanwhile."""
+        with self._use() as ptr:
+            return fn(ptr, *args)
 
     def _timeout(self, timeout, zero_ok=False) -> int:
         return _ms(self.timeout if timeout is _UNSET else timeout, zero_ok)
@@ -267,7 +285,7 @@ class Client:
         call.future = fut
         call.arg = ffi.new_handle(call)
         _inflight.add(call)
-        rv = lib.gemmd_submit_async(self._ptr(), call.jobs, len(call.plans),
+        rv = self._call(lib.gemmd_submit_async, call.jobs, len(call.plans),
                                     call.opts, self._timeout(timeout),
                                     _done, call.arg)
         if rv != 0:
@@ -278,7 +296,7 @@ class Client:
     def _run(self, plans: list[Plan], priority, deadline, timeout):
         call = _Call(self, plans, priority, deadline)
         if call.sent:
-            rv = lib.gemmd_submit(self._ptr(), call.jobs, len(call.sent),
+            rv = self._call(lib.gemmd_submit, call.jobs, len(call.sent),
                                   call.opts, self._timeout(timeout))
             if rv != 0:
                 raise last_error(rv)
@@ -301,7 +319,7 @@ class Client:
             raise ValueError("a detached job needs m, n and k > 0")
         call = _Call(self, [p], priority, deadline, result=False)
         ids = ffi.new("uint64_t[1]")
-        rv = lib.gemmd_submit_detached(self._ptr(), call.jobs, 1, call.opts,
+        rv = self._call(lib.gemmd_submit_detached, call.jobs, 1, call.opts,
                                        ids, self._timeout(timeout))
         if rv != 0:
             raise last_error(rv)
@@ -312,7 +330,7 @@ class Client:
         """The state of detached job ``job_id``; Error ENOTFOUND when the
         daemon does not know it (never, or no longer)."""
         info = ffi.new("gemmd_job_info *")
-        rv = lib.gemmd_job_status(self._ptr(), job_id, info,
+        rv = self._call(lib.gemmd_job_status, job_id, info,
                                   self._timeout(timeout))
         if rv != 0:
             raise last_error(rv)
@@ -332,7 +350,7 @@ class Client:
         again), Error when it failed, was canceled, or its result expired
         or was taken."""
         job = ffi.new("gemmd_job *")
-        rv = lib.gemmd_wait(self._ptr(), job_id, job,
+        rv = self._call(lib.gemmd_wait, job_id, job,
                             self._timeout(timeout, zero_ok=True))
         try:
             if rv != 0:
@@ -355,7 +373,7 @@ class Client:
         "canceled", or "running" for one that runs to its end (its result
         is dropped)."""
         state = ffi.new("int *")
-        rv = lib.gemmd_cancel(self._ptr(), job_id, state,
+        rv = self._call(lib.gemmd_cancel, job_id, state,
                               self._timeout(timeout))
         if rv != 0:
             raise last_error(rv)
@@ -369,7 +387,7 @@ class Client:
         daemon's reply document; Error with the daemon's code when it
         refuses."""
         reply = ffi.new("char **")
-        rv = lib.gemmd_ctrl(self._ptr(), json.dumps(request).encode(), reply,
+        rv = self._call(lib.gemmd_ctrl, json.dumps(request).encode(), reply,
                             self._timeout(timeout))
         if rv != 0:
             raise last_error(rv)
@@ -389,13 +407,13 @@ class Client:
     def drain(self, *, timeout: Optional[float] = _UNSET) -> None:
         """New jobs are refused (BusyError, EDRAINING) while queued ones
         finish; :meth:`resume` undoes it."""
-        rv = lib.gemmd_drain(self._ptr(), self._timeout(timeout))
+        rv = self._call(lib.gemmd_drain, self._timeout(timeout))
         if rv != 0:
             raise last_error(rv)
 
     def resume(self, *, timeout: Optional[float] = _UNSET) -> None:
         """Accept jobs again after :meth:`drain`."""
-        rv = lib.gemmd_resume(self._ptr(), self._timeout(timeout))
+        rv = self._call(lib.gemmd_resume, self._timeout(timeout))
         if rv != 0:
             raise last_error(rv)
 
@@ -404,15 +422,18 @@ class Client:
     def region(self, nbytes: int) -> Region:
         """A shared-memory region of nbytes (``ipc://`` only): arrays
         made in it are read and written by the daemon in place."""
-        self._ptr()
-        r = Region(self._handle, nbytes)
-        self._memories.add(r._memory)
+        with self._use():
+            r = Region(self._handle, nbytes)
+        with self._memories_lock:
+            self._memories.add(r._memory)
         return r
 
     def _ref(self, x: np.ndarray):
         """(region memory, offset) of x when it lies in a region of this
         client, which may be closed but still holds arrays."""
-        for mem in list(self._memories):
+        with self._memories_lock:
+            memories = list(self._memories)
+        for mem in memories:
             at = mem.offset_of(x)
             if at is not None:
                 return mem, at

@@ -72,3 +72,28 @@ def test_threads_share_a_client(client, rng):
     for t in threads:
         t.join()
     assert errors == []
+
+
+def test_close_while_a_call_runs(daemon, rng):
+    """close() from another thread waits for the call in progress to
+    return before the connection goes; later calls raise."""
+    c = gemmd.Client(daemon.ipc)
+    a = rand(rng, (700, 700))
+    got = concurrent.futures.Future()
+
+    def call():
+        try:
+            got.set_result(c.gemm(a, a))
+        except Exception as e:  # reported below
+            got.set_exception(e)
+
+    t = threading.Thread(target=call)
+    t.start()
+    while c.stats()["jobs"]["queued"] + c.stats()["jobs"]["inflight"] == 0 \
+            and not got.done():
+        pass
+    c.close()
+    t.join()
+    check(got.result(), a @ a, k=700)
+    with pytest.raises(gemmd.Error, match="closed"):
+        c.ping()
