@@ -137,10 +137,10 @@ static void call(const struct gemm_case *g, const struct mat *a,
 static int run(int index, const struct gemm_case *g)
 {
 	int rm = g->api == CBLAS && g->row_major;
-	struct mat a = make(g->ta ? g->k : g->m, g->ta ? g->m : g->k, g->pad,
-			    rm, g->fp64);
-	struct mat b = make(g->tb ? g->n : g->k, g->tb ? g->k : g->n, g->pad,
-			    rm, g->fp64);
+	struct mat a =
+	    make(g->ta ? g->k : g->m, g->ta ? g->m : g->k, g->pad, rm, g->fp64);
+	struct mat b =
+	    make(g->tb ? g->n : g->k, g->tb ? g->k : g->n, g->pad, rm, g->fp64);
 	struct mat c = make(g->m, g->n, g->pad, rm, g->fp64);
 	double *c0 = malloc(count(&c) * sizeof(double));
 	double eps = g->fp64 ? 0x1p-52 : 0x1p-23, worst = 0;
