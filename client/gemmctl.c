@@ -34,6 +34,8 @@ static const char main_help[] =
     "'gemmctl COMMAND --help' describes each one.\n"
     "\n"
     "The daemon is at --url, else $GEMMD_URL, else\n" GEMMD_DEFAULT_URL ".\n"
+    "A .npy argument of '-' is stdin (an input) or stdout (-o -); every\n"
+    "command that talks to the daemon takes --json.\n"
     "\n"
     "Exit status:\n"
     "  0  success\n"
@@ -60,6 +62,7 @@ int main(int argc, char **argv)
 	static char name[64];
 	size_t i;
 
+	gm_ctl_out = stdout;
 	if (argc < 2) {
 		fputs(main_help, stderr);
 		return EXIT_USAGE;

@@ -26,6 +26,7 @@
 #include <stdint.h>
 
 #include "gm_error.h"
+#include "gemmd_version.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -375,6 +376,30 @@ const char *gemmd_strerror(int code);
  * Connection refused"; "" when there was none. Valid until this thread's
  * next call into the library. */
 const char *gemmd_last_error(void);
+
+/* ---- version and error codes ----
+ *
+ * The codes every call returns, as GEMMD_OK, GEMMD_EINVAL, GEMMD_EBUSY,
+ * ...: the same values as gm_error.h's GM_ names and the wire's,
+ * generated from its one list (GM_ERRNO_MAP), so they cannot drift.
+ * Callers use these and the two functions below: gm_error.h's own
+ * gm_strerror() and gm_errname() are internal, not exported by
+ * libgemmd.so. */
+enum gemmd_errno {
+#define GEMMD_ERRNO_ENUM(name, val, text) GEMMD_##name = val,
+	GM_ERRNO_MAP(GEMMD_ERRNO_ENUM)
+#undef GEMMD_ERRNO_ENUM
+};
+
+/* Symbolic name of a code without its prefix ("OK", "EBUSY"), as
+ * `gemmctl` prints it and the daemon's stats key it; "E?" for other
+ * values. Static text. Any thread. */
+const char *gemmd_errname(int code);
+
+/* The library's version, "MAJOR.MINOR.PATCH": the one loaded at run time,
+ * which may be newer than GEMMD_VERSION_STRING of the headers a program
+ * was compiled with (same major: same ABI). Static text. Any thread. */
+const char *gemmd_version(void);
 
 #ifdef __cplusplus
 }

@@ -1,22 +1,27 @@
 /*
  * gm_ctl.c - what gemmctl's subcommands share: error messages and
- * usage errors, option values, the connection options, and the report
- * of a finished job (its timings and its result as .npy).
+ * usage errors, option values, the connection options, .npy files and
+ * stdin/stdout, and the report of a finished job (its timings, as text
+ * or JSON, and its result as .npy).
  */
 #include "gm_ctl.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+#include <unistd.h>
 
-#include "gm_npy.h"
 #include "gm_proto.h"
 
 const char *gm_ctl_cmd = "gemmctl"; /* "gemmctl submit" once known */
+bool gm_ctl_json;
+FILE *gm_ctl_out;
 
 void gm_ctl_err(const char *fmt, ...)
 {
@@ -80,6 +85,8 @@ bool gm_ctl_conn_opt(struct gm_ctl_conn *c, int opt, int *rc)
 		c->tls.tls_key_file = optarg;
 	} else if (opt == 'N') {
 		c->tls.tls_server_name = optarg;
+	} else if (opt == 'j') {
+		gm_ctl_json = true;
 	} else if (opt == 'T') {
 		if (gm_ctl_parse_long(optarg, 1, INT32_MAX, &v))
 			c->timeout_ms = (int)v;
@@ -110,6 +117,23 @@ int gm_ctl_daemon_status(int rv)
 		   : EXIT_JOB;
 }
 
+/* --json: {"ok":false,"error":"EBUSY","code":14,"message":...}. */
+static void put_failure(const char *what, uint64_t id, int rv,
+			const char *detail)
+{
+	cJSON *doc = cJSON_CreateObject();
+
+	cJSON_AddFalseToObject(doc, "ok");
+	cJSON_AddStringToObject(doc, "error", gm_errname(rv));
+	cJSON_AddNumberToObject(doc, "code", rv);
+	cJSON_AddStringToObject(doc, "message", gemmd_strerror(rv));
+	cJSON_AddStringToObject(doc, "detail", detail);
+	cJSON_AddStringToObject(doc, "call", what);
+	if (id != 0)
+		cJSON_AddNumberToObject(doc, "id", (double)id);
+	gm_ctl_put_json(doc);
+}
+
 int gm_ctl_connect(const struct gm_ctl_conn *c, gemmd_client **cl)
 {
 	int rv = gemmd_open(c->url, &c->tls, cl);
@@ -117,6 +141,8 @@ int gm_ctl_connect(const struct gm_ctl_conn *c, gemmd_client **cl)
 	if (rv == GM_OK)
 		return 0;
 	gm_ctl_err("cannot reach the daemon: %s", gemmd_last_error());
+	if (gm_ctl_json)
+		put_failure("connect", 0, rv, gemmd_last_error());
 	return rv == GM_EINVAL ? EXIT_USAGE : EXIT_DAEMON;
 }
 
@@ -124,6 +150,8 @@ int gm_ctl_failed(const char *what, uint64_t id, int rv, const char *detail)
 {
 	if (detail == NULL || *detail == '\0')
 		detail = gemmd_last_error();
+	if (gm_ctl_json)
+		put_failure(what, id, rv, detail);
 	if (id != 0)
 		gm_ctl_err("%s of job %" PRIu64 " failed: %s (%s)%s%s", what,
 			   id, gemmd_strerror(rv), gm_errname(rv),
@@ -147,7 +175,11 @@ static void put_ms(const char *name, double us)
 {
 	double ms = us / 1000.0;
 
-	printf("  %s %.*f ms", name, ms < 10 ? 3 : ms < 100 ? 1 : 0, ms);
+	fprintf(gm_ctl_out, "  %s %.*f ms", name,
+		ms < 10	   ? 3
+		: ms < 100 ? 1
+			   : 0,
+		ms);
 }
 
 void gm_ctl_put_times(const gemmd_timings *t)
@@ -159,24 +191,123 @@ void gm_ctl_put_times(const gemmd_timings *t)
 	put_ms("total", t->total_us);
 }
 
-void gm_ctl_print_timings(const gemmd_job *j)
+/* The kernel's rate in GFLOP/s; 0 when the daemon timed no kernel. */
+static double kernel_rate(const gemmd_job *j)
 {
 	double flops = 2.0 * j->m * j->n * j->k;
-	double rate = j->t.kernel_us > 0 ? flops / j->t.kernel_us / 1e3 : 0;
 
-	printf("ok  %" PRIu32 "x%" PRIu32 "x%" PRIu32 " %s", j->m, j->n, j->k,
-	       gm_dtype_name(j->dtype));
+	return j->t.kernel_us > 0 ? flops / j->t.kernel_us / 1e3 : 0;
+}
+
+void gm_ctl_print_timings(const gemmd_job *j)
+{
+	double rate = kernel_rate(j);
+
+	fprintf(gm_ctl_out, "ok  %" PRIu32 "x%" PRIu32 "x%" PRIu32 " %s", j->m,
+		j->n, j->k, gm_dtype_name(j->dtype));
 	gm_ctl_put_times(&j->t);
 	if (rate >= 1000)
-		printf("  (%.1f TFLOP/s)", rate / 1000);
+		fprintf(gm_ctl_out, "  (%.1f TFLOP/s)", rate / 1000);
 	else if (rate > 0)
-		printf("  (%.1f GFLOP/s)", rate);
-	putchar('\n');
+		fprintf(gm_ctl_out, "  (%.1f GFLOP/s)", rate);
+	fputc('\n', gm_ctl_out);
+}
+
+cJSON *gm_ctl_job_json(const gemmd_job *j)
+{
+	cJSON *doc = cJSON_CreateObject(), *t;
+
+	cJSON_AddTrueToObject(doc, "ok");
+	cJSON_AddNumberToObject(doc, "m", j->m);
+	cJSON_AddNumberToObject(doc, "n", j->n);
+	cJSON_AddNumberToObject(doc, "k", j->k);
+	cJSON_AddStringToObject(doc, "dtype", gm_dtype_name(j->dtype));
+	cJSON_AddStringToObject(doc, "layout",
+				j->layout == GEMMD_COL_MAJOR ? "col" : "row");
+	t = cJSON_AddObjectToObject(doc, "timings_us");
+	cJSON_AddNumberToObject(t, "queue", j->t.queue_us);
+	cJSON_AddNumberToObject(t, "h2d", j->t.h2d_us);
+	cJSON_AddNumberToObject(t, "kernel", j->t.kernel_us);
+	cJSON_AddNumberToObject(t, "d2h", j->t.d2h_us);
+	cJSON_AddNumberToObject(t, "total", j->t.total_us);
+	cJSON_AddNumberToObject(doc, "gflops_per_s", kernel_rate(j));
+	return doc;
+}
+
+void gm_ctl_put_json(cJSON *doc)
+{
+	char *text = cJSON_PrintUnformatted(doc);
+
+	if (text != NULL)
+		fprintf(gm_ctl_out, "%s\n", text);
+	fflush(gm_ctl_out);
+	free(text);
+	cJSON_Delete(doc);
+}
+
+static bool is_stdio(const char *path)
+{
+	return strcmp(path, GM_CTL_STDIO) == 0;
+}
+
+int gm_ctl_read_npy(const char *path, gm_npy *m)
+{
+	char msg[512];
+	int rv;
+
+	rv = is_stdio(path) ? gm_npy_fread(stdin, "stdin", m, msg, sizeof(msg))
+			    : gm_npy_read(path, m, msg, sizeof(msg));
+	if (rv == 0)
+		return 0;
+	gm_ctl_err("%s", msg);
+	return rv == GM_ENOMEM ? EXIT_JOB : EXIT_FILE;
+}
+
+int gm_ctl_write_npy(const char *path, const gm_npy *m)
+{
+	char msg[512];
+	int rv;
+
+	rv = is_stdio(path)
+		 ? gm_npy_fwrite(stdout, "stdout", m, msg, sizeof(msg))
+		 : gm_npy_write(path, m, msg, sizeof(msg));
+	if (rv == 0)
+		return 0;
+	gm_ctl_err("%s", msg);
+	return EXIT_FILE;
+}
+
+int gm_ctl_check_output(const char *path)
+{
+	int fd;
+
+	if (is_stdio(path)) {
+		if (isatty(STDOUT_FILENO))
+			return gm_ctl_usage_error(
+			    "-o -: stdout is a terminal; redirect it or name "
+			    "a file");
+		gm_ctl_out = stderr;
+		return 0;
+	}
+	/* O_NONBLOCK: a FIFO with no reader yet must not hang the check. */
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NONBLOCK, 0666);
+	if (fd >= 0) {
+		close(fd);
+		unlink(path);
+		return 0;
+	}
+	if (errno == EEXIST && (fd = open(path, O_WRONLY | O_NONBLOCK)) >= 0) {
+		close(fd);
+		return 0;
+	}
+	if (errno == ENXIO) /* a FIFO whose reader comes later */
+		return 0;
+	gm_ctl_err("%s: cannot be written: %s", path, strerror(errno));
+	return EXIT_FILE;
 }
 
 int gm_ctl_write_result(const char *path, const gemmd_job *j)
 {
-	char msg[512];
 	gm_npy r;
 	int rv;
 
@@ -186,11 +317,7 @@ int gm_ctl_write_result(const char *path, const gemmd_job *j)
 		gm_ctl_err("%s: %s", path, gemmd_strerror(rv));
 		return EXIT_JOB;
 	}
-	rv = gm_npy_write(path, &r, msg, sizeof(msg));
+	rv = gm_ctl_write_npy(path, &r);
 	gm_npy_free(&r);
-	if (rv != 0) {
-		gm_ctl_err("%s", msg);
-		return EXIT_FILE;
-	}
-	return 0;
+	return rv;
 }

@@ -11,11 +11,14 @@
 #ifndef GM_CTL_H
 #define GM_CTL_H
 
+#include <cjson/cJSON.h>
 #include <getopt.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "gemmd.h"
+#include "gm_npy.h"
 
 enum {
 	EXIT_JOB = 1,	 /* the job failed or the daemon refused it */
@@ -30,6 +33,14 @@ enum {
 /* The name usage errors go under: "gemmctl", "gemmctl submit" once main
  * knows the subcommand. */
 extern const char *gm_ctl_cmd;
+
+/* --json was given: what the command prints is one JSON document, and a
+ * failed call to the daemon prints one too ({"ok":false,...}). */
+extern bool gm_ctl_json;
+
+/* Where a command's report (text or JSON) goes: stdout, or stderr while
+ * stdout carries a .npy file (gm_ctl_check_output of "-"). */
+extern FILE *gm_ctl_out;
 
 /* Prints "gemmctl: " and the message, a line on stderr. */
 void gm_ctl_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -63,6 +74,7 @@ struct gm_ctl_conn {
 	{"cert", required_argument, NULL, 'E'}, \
 	{"key", required_argument, NULL, 'K'}, \
 	{"server-name", required_argument, NULL, 'N'}, \
+	{"json", no_argument, NULL, 'j'}, \
 	{"help", no_argument, NULL, 'h'}
 
 #define CONN_HELP \
@@ -75,11 +87,14 @@ struct gm_ctl_conn {
 	"      --key FILE      tls+tcp://: PEM key, if not in --cert\n" \
 	"      --server-name N tls+tcp://: name the daemon's certificate must\n" \
 	"                      carry (default: the URL's host)\n" \
+	"      --json          print one JSON document instead of text, also\n" \
+	"                      {\"ok\":false,\"error\":NAME,...} when the call fails\n" \
 	"  -h, --help          show this help and exit\n"
 /* clang-format on */
 
-/* Handles the options of struct gm_ctl_conn, with getopt_long's optarg;
- * false for another option. A bad value sets *rc to the exit status. */
+/* Handles the options of struct gm_ctl_conn and --json, with
+ * getopt_long's optarg; false for another option. A bad value sets *rc to
+ * the exit status. */
 bool gm_ctl_conn_opt(struct gm_ctl_conn *c, int opt, int *rc);
 
 /* The URL gemmd_open will dial, for messages. */
@@ -93,22 +108,50 @@ int gm_ctl_daemon_status(int rv);
 int gm_ctl_connect(const struct gm_ctl_conn *c, gemmd_client **cl);
 
 /* Reports a failed call, what, about job id (0: none), with detail, or
- * the library's last error when detail is NULL or empty; returns the exit
- * status gm_ctl_daemon_status gives. */
+ * the library's last error when detail is NULL or empty, on stderr and
+ * with --json as {"ok":false,"error":NAME,...}; returns the exit status
+ * gm_ctl_daemon_status gives. */
 int gm_ctl_failed(const char *what, uint64_t id, int rv, const char *detail);
 
 /* A monotonic clock, in milliseconds. */
 double gm_ctl_now_ms(void);
 
-/* Prints the timings t, "  queue 1.234 ms  h2d ...", without a newline. */
+/* Prints the timings t, "  queue 1.234 ms  h2d ...", without a newline,
+ * on gm_ctl_out. */
 void gm_ctl_put_times(const gemmd_timings *t);
 
-/* Prints a finished job's line: shape, dtype, timings, kernel rate. */
+/* Prints a finished job's line on gm_ctl_out: shape, dtype, timings,
+ * kernel rate. */
 void gm_ctl_print_timings(const gemmd_job *j);
+
+/* The file name that means stdin (an input) or stdout (the output). */
+#define GM_CTL_STDIO "-"
+
+/* Reads the .npy file at path, or stdin for "-", into m: 0, or the exit
+ * status after saying why not. */
+int gm_ctl_read_npy(const char *path, gm_npy *m);
+
+/* Writes m as .npy to path, or to stdout for "-": 0, or the exit status
+ * after saying why not. */
+int gm_ctl_write_npy(const char *path, const gm_npy *m);
+
+/* Before a job runs: whether its result could be written to path, so
+ * that it is not computed and then lost. A missing file is created and
+ * removed again, an existing one opened without truncating it. For "-":
+ * stdout must not be a terminal, and reports move to stderr (gm_ctl_out).
+ * 0, or the exit status after saying why not. */
+int gm_ctl_check_output(const char *path);
 
 /* Writes j's result to path as .npy (fp32 and narrower as float32): 0,
  * or the exit status after saying why not. */
 int gm_ctl_write_result(const char *path, const gemmd_job *j);
+
+/* Prints doc as one line on gm_ctl_out and frees it. */
+void gm_ctl_put_json(cJSON *doc);
+
+/* A finished job as JSON, {"ok":true,"m":...,"dtype":...,"timings_us":
+ * {...},"gflops_per_s":...}, for the caller to add to and print. */
+cJSON *gm_ctl_job_json(const gemmd_job *j);
 
 /* The subcommands: argv[0] is "gemmctl NAME"; each parses its own
  * options and returns gemmctl's exit status. */

@@ -21,7 +21,8 @@
 static const char ping_help[] =
     "Usage: gemmctl ping [options]\n"
     "Send the daemon a ping; print the round-trip time and the version\n"
-    "and engine it reports.\n"
+    "and engine it reports (--json: the daemon's document, with the URL\n"
+    "and rtt_ms added).\n"
     "\n" CONN_HELP;
 
 static const char stats_help[] =
@@ -30,8 +31,8 @@ static const char stats_help[] =
     "pool; rates over the last 1, 10 and 60 s; latency percentiles per\n"
     "phase; one line per device (busy share, copy/compute overlap, each\n"
     "stream's busy share); jobs per dtype; errors.\n"
+    "--json prints the daemon's document instead, one line per refresh.\n"
     "\n"
-    "      --json          print the raw JSON document instead\n"
     "  -w, --watch [SECONDS]\n"
     "                      refresh every SECONDS (default 2) until\n"
     "                      interrupted, in place on a terminal; device\n"
@@ -41,7 +42,6 @@ static const char stats_help[] =
 
 /* What stats takes beside the connection options. */
 struct stats_opts {
-	bool json;
 	double watch_s; /* 0: print once */
 };
 
@@ -51,15 +51,11 @@ static bool parse_watch(const char *s, double *out)
 	return gm_ctl_parse_double(s, out) && *out >= 0.1 && *out <= 86400;
 }
 
-/* Handles --json and --watch; false for another option. */
+/* Handles --watch; false for another option. */
 static bool stats_opt(struct stats_opts *so, int opt, int *rc)
 {
-	if (so == NULL || (opt != 'j' && opt != 'w'))
+	if (so == NULL || opt != 'w')
 		return false;
-	if (opt == 'j') {
-		so->json = true;
-		return true;
-	}
 	so->watch_s = DEFAULT_WATCH_S;
 	if (optarg != NULL && !parse_watch(optarg, &so->watch_s))
 		*rc = gm_ctl_usage_error("--watch '%s': want seconds >= 0.1",
@@ -72,7 +68,6 @@ static int conn_parse(int argc, char **argv, struct gm_ctl_conn *c,
 		      struct stats_opts *so, const char *help)
 {
 	static const struct option longopts[] = {
-	    {"json", no_argument, NULL, 'j'},
 	    {"watch", optional_argument, NULL, 'w'},
 	    CONN_OPTS,
 	    {NULL, 0, NULL, 0},
@@ -131,11 +126,7 @@ static int ping(const struct gm_ctl_conn *c, char **reply, double *ms)
 	rv = gemmd_ping(cl, reply, c->timeout_ms);
 	*ms = gm_ctl_now_ms() - t0;
 	gemmd_close(cl);
-	if (rv == GM_OK)
-		return 0;
-	gm_ctl_err("ping failed: %s (%s): %s", gemmd_strerror(rv),
-		   gm_errname(rv), gemmd_last_error());
-	return gm_ctl_daemon_status(rv);
+	return rv == GM_OK ? 0 : gm_ctl_failed("ping", 0, rv, NULL);
 }
 
 int gm_ctl_ping(int argc, char **argv)
@@ -151,12 +142,18 @@ int gm_ctl_ping(int argc, char **argv)
 	if ((rc = ping(&c, &reply, &ms)) != 0)
 		return rc;
 	doc = cJSON_Parse(reply);
+	free(reply);
+	if (gm_ctl_json && cJSON_IsObject(doc)) {
+		cJSON_AddStringToObject(doc, "url", gm_ctl_conn_url(&c));
+		cJSON_AddNumberToObject(doc, "rtt_ms", ms);
+		gm_ctl_put_json(doc);
+		return 0;
+	}
 	printf("pong from %s: %.3f ms", gm_ctl_conn_url(&c), ms);
 	print_field(doc, "version");
 	print_field(doc, "engine");
 	putchar('\n');
 	cJSON_Delete(doc);
-	free(reply);
 	return 0;
 }
 
@@ -180,14 +177,14 @@ static void show(const char *reply, const struct stats_opts *so,
 
 	if (f == NULL)
 		return;
-	if (so->json || !cJSON_IsObject(stats))
+	if (gm_ctl_json || !cJSON_IsObject(stats))
 		fprintf(f, "%s\n", reply);
 	else
 		gm_statview_print(f, stats, prev);
 	fclose(f);
-	if (so->watch_s > 0 && tty && !so->json)
+	if (so->watch_s > 0 && tty && !gm_ctl_json)
 		fputs("\033[H\033[2J", stdout); /* home, clear the screen */
-	else if (so->watch_s > 0 && prev != NULL && !so->json)
+	else if (so->watch_s > 0 && prev != NULL && !gm_ctl_json)
 		putchar('\n');
 	fwrite(frame, 1, len, stdout);
 	fflush(stdout);
@@ -206,7 +203,7 @@ static void sleep_s(double s)
 int gm_ctl_stats(int argc, char **argv)
 {
 	struct gm_ctl_conn c = {.timeout_ms = DEFAULT_TIMEOUT_MS};
-	struct stats_opts so = {false, 0};
+	struct stats_opts so = {0};
 	bool tty = isatty(STDOUT_FILENO);
 	cJSON *doc, *prev = NULL;
 	gemmd_client *cl;
@@ -221,10 +218,7 @@ int gm_ctl_stats(int argc, char **argv)
 		signal(SIGINT, on_sigint);
 	for (;;) {
 		if ((rv = gemmd_stats(cl, &reply, c.timeout_ms)) != GM_OK) {
-			gm_ctl_err("stats failed: %s (%s): %s",
-				   gemmd_strerror(rv), gm_errname(rv),
-				   gemmd_last_error());
-			rc = gm_ctl_daemon_status(rv);
+			rc = gm_ctl_failed("stats", 0, rv, NULL);
 			break;
 		}
 		doc = cJSON_Parse(reply);

@@ -21,11 +21,10 @@ struct job_args {
 	struct gm_ctl_conn conn;
 	uint64_t id;
 	const char *out_path; /* wait */
-	bool json;	      /* status */
 	bool idle;	      /* drain --wait */
 };
 
-enum { TAKES_ID = 1, TAKES_OUT = 2, TAKES_JSON = 4, TAKES_WAIT = 8 };
+enum { TAKES_ID = 1, TAKES_OUT = 2, TAKES_WAIT = 4 };
 
 #define DRAIN_POLL_US 100000
 
@@ -34,11 +33,10 @@ static const char status_help[] =
     "Show detached job ID: its state (queued, running, done, failed,\n"
     "canceled, expired), shape, priority, and once it finished its\n"
     "status and timings, and whether its result still waits for\n"
-    "'gemmctl wait'. Exit 0 when the daemon knows the job, whatever its\n"
-    "state; 1 when it does not (never, or no longer).\n"
-    "\n"
-    "      --json          print the daemon's JSON document "
-    "instead\n" CONN_HELP;
+    "'gemmctl wait' (--json: the daemon's document). Exit 0 when the\n"
+    "daemon knows the job, whatever its state; 1 when it does not\n"
+    "(never, or no longer).\n"
+    "\n" CONN_HELP;
 
 static const char wait_help[] =
     "Usage: gemmctl wait ID -o OUT.npy [options]\n"
@@ -47,9 +45,11 @@ static const char wait_help[] =
     "it as .npy; print its timings. Exit 1 when the job failed, was\n"
     "canceled, or its result expired or was already taken; 3 when it\n"
     "did not finish within --timeout (wait again); 4 when OUT.npy cannot\n"
-    "be written (the result is then lost).\n"
+    "be written, checked before the result is taken.\n"
     "\n"
-    "  -o, --output FILE   write the result here (required)\n" CONN_HELP;
+    "  -o, --output FILE   write the result here (required), or to stdout\n"
+    "                      with '-o -' (the report then goes to "
+    "stderr)\n" CONN_HELP;
 
 static const char cancel_help[] =
     "Usage: gemmctl cancel ID [options]\n"
@@ -88,8 +88,6 @@ static bool job_opt(struct job_args *a, unsigned takes, int opt)
 {
 	if (opt == 'o' && (takes & TAKES_OUT))
 		a->out_path = optarg;
-	else if (opt == 'j' && (takes & TAKES_JSON))
-		a->json = true;
 	else if (opt == 'W' && (takes & TAKES_WAIT))
 		a->idle = true;
 	else
@@ -102,7 +100,6 @@ static int job_parse(int argc, char **argv, struct job_args *a, unsigned takes,
 {
 	static const struct option longopts[] = {
 	    {"output", required_argument, NULL, 'o'},
-	    {"json", no_argument, NULL, 'j'},
 	    {"wait", no_argument, NULL, 'W'},
 	    CONN_OPTS,
 	    {NULL, 0, NULL, 0},
@@ -135,6 +132,8 @@ static int job_parse(int argc, char **argv, struct job_args *a, unsigned takes,
 					  argv[optind]);
 	if ((takes & TAKES_OUT) && a->out_path == NULL)
 		return gm_ctl_usage_error("-o OUT.npy is required");
+	if (takes & TAKES_OUT)
+		return gm_ctl_check_output(a->out_path);
 	return 0;
 }
 
@@ -172,19 +171,18 @@ int gm_ctl_status(int argc, char **argv)
 	char req[64], *reply = NULL;
 	int rc, rv;
 
-	if ((rc = job_parse(argc, argv, &a, TAKES_ID | TAKES_JSON,
-			    status_help)) != 0)
+	if ((rc = job_parse(argc, argv, &a, TAKES_ID, status_help)) != 0)
 		return rc < 0 ? 0 : rc;
 	if ((rc = gm_ctl_connect(&a.conn, &cl)) != 0)
 		return rc;
 	snprintf(req, sizeof(req), "{\"op\":\"status\",\"job\":%" PRIu64 "}",
 		 a.id);
-	rv = a.json ? gemmd_ctrl(cl, req, &reply, a.conn.timeout_ms)
-		    : gemmd_job_status(cl, a.id, &info, a.conn.timeout_ms);
+	rv = gm_ctl_json ? gemmd_ctrl(cl, req, &reply, a.conn.timeout_ms)
+			 : gemmd_job_status(cl, a.id, &info, a.conn.timeout_ms);
 	gemmd_close(cl);
 	if (rv != GM_OK)
 		return job_failed("status", a.id, rv, NULL);
-	if (a.json)
+	if (gm_ctl_json)
 		puts(reply);
 	else
 		print_info(&info);
@@ -198,6 +196,7 @@ int gm_ctl_wait(int argc, char **argv)
 	gemmd_job j = {0};
 	gemmd_job_info info;
 	gemmd_client *cl;
+	cJSON *doc;
 	int rc, rv;
 
 	if ((rc = job_parse(argc, argv, &a, TAKES_ID | TAKES_OUT, wait_help)) !=
@@ -215,9 +214,15 @@ int gm_ctl_wait(int argc, char **argv)
 		rv = j.status;
 	if (rv != GM_OK) {
 		rc = job_failed("wait", a.id, rv, j.message);
+	} else if (gm_ctl_json) {
+		rc = gm_ctl_write_result(a.out_path, &j);
+		doc = gm_ctl_job_json(&j);
+		cJSON_ReplaceItemInObject(doc, "ok", cJSON_CreateBool(rc == 0));
+		cJSON_AddNumberToObject(doc, "id", (double)a.id);
+		gm_ctl_put_json(doc);
 	} else {
 		gm_ctl_print_timings(&j);
-		fflush(stdout);
+		fflush(gm_ctl_out);
 		rc = gm_ctl_write_result(a.out_path, &j);
 	}
 	free(j.out);
@@ -238,10 +243,14 @@ int gm_ctl_cancel(int argc, char **argv)
 	gemmd_close(cl);
 	if (rv != GM_OK)
 		return job_failed("cancel", a.id, rv, NULL);
-	printf("%" PRIu64 "  %s%s\n", a.id, gemmd_job_state_name(state),
-	       state == GEMMD_JOB_RUNNING
-		   ? ": it runs to its end, its result is dropped"
-		   : "");
+	if (gm_ctl_json)
+		printf("{\"ok\":true,\"id\":%" PRIu64 ",\"state\":\"%s\"}\n",
+		       a.id, gemmd_job_state_name(state));
+	else
+		printf("%" PRIu64 "  %s%s\n", a.id, gemmd_job_state_name(state),
+		       state == GEMMD_JOB_RUNNING
+			   ? ": it runs to its end, its result is dropped"
+			   : "");
 	return 0;
 }
 
@@ -268,6 +277,18 @@ static double jobs_left(gemmd_client *cl, int timeout_ms)
 	return n;
 }
 
+/* The outcome of drain or resume: text, or with --json whether the
+ * daemon now drains and, for drain --wait, that it is idle. */
+static void say_drain(const char *text, bool draining, bool idle)
+{
+	if (gm_ctl_json)
+		printf("{\"ok\":true,\"draining\":%s%s}\n",
+		       draining ? "true" : "false",
+		       idle ? ",\"idle\":true" : "");
+	else
+		puts(text);
+}
+
 /* drain --wait: polls until nothing is queued or running. */
 static int wait_idle(gemmd_client *cl, int timeout_ms)
 {
@@ -283,7 +304,7 @@ static int wait_idle(gemmd_client *cl, int timeout_ms)
 		}
 		usleep(DRAIN_POLL_US);
 	}
-	puts("drained: no job queued or running");
+	say_drain("drained: no job queued or running", true, true);
 	return 0;
 }
 
@@ -305,11 +326,11 @@ static int drain_cmd(int argc, char **argv, bool on)
 	if (rv != GM_OK)
 		rc = job_failed(on ? "drain" : "resume", 0, rv, NULL);
 	else if (!on)
-		puts("resumed: accepting jobs");
+		say_drain("resumed: accepting jobs", false, false);
 	else if (a.idle)
 		rc = wait_idle(cl, a.conn.timeout_ms);
 	else
-		puts("draining: refusing new jobs");
+		say_drain("draining: refusing new jobs", true, false);
 	gemmd_close(cl);
 	return rc;
 }

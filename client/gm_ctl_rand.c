@@ -1,7 +1,7 @@
 /*
  * gm_ctl_rand.c - gemmctl rand: a .npy matrix of uniform random values
- * in [-1, 1), fp64 or fp32, in C or Fortran order, since a fresh host may
- * have no NumPy to make test inputs with.
+ * in [-1, 1), fp64, fp32 or fp16, in C or Fortran order, to a file or
+ * stdout, since a fresh host may have no NumPy to make test inputs with.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -21,8 +21,8 @@ static const char rand_help[] =
     "Usage: gemmctl rand ROWSxCOLS -o FILE.npy [options]\n"
     "Write a matrix of uniform random values in [-1, 1).\n"
     "\n"
-    "  -o, --output FILE   write it here (required)\n"
-    "      --dtype T       fp64 (default) or fp32\n"
+    "  -o, --output FILE   write it here (required); '-': stdout\n"
+    "      --dtype T       fp64 (default), fp32 or fp16\n"
     "      --fortran       Fortran (column-major) order; default C order\n"
     "      --seed N        seed, for a repeatable matrix (default: from\n"
     "                      the clock and the process id)\n"
@@ -50,9 +50,12 @@ static void fill_random(gm_npy *m, uint64_t seed)
 		if (m->dtype == GM_FP64)
 			((double *)m->data)[i] =
 			    ldexp((double)(r >> 11), -52) - 1;
-		else
+		else if (m->dtype == GM_FP32)
 			((float *)m->data)[i] =
 			    ldexpf((float)(r >> 40), -23) - 1;
+		else /* steps of 2^-10: exact in fp16 all over [-1, 1) */
+			((uint16_t *)m->data)[i] =
+			    gm_npy_to_fp16(ldexp((double)(r >> 53), -10) - 1);
 	}
 }
 
@@ -98,10 +101,10 @@ static int rand_parse(int argc, char **argv, struct rand_args *r)
 			r->m.fortran = 1;
 		} else if (opt == 'd') {
 			r->m.dtype = gm_dtype_parse(optarg);
-			if (r->m.dtype != GM_FP64 && r->m.dtype != GM_FP32)
+			if (r->m.dtype != GM_FP64 && r->m.dtype != GM_FP32 &&
+			    r->m.dtype != GM_FP16)
 				return gm_ctl_usage_error(
-				    "--dtype '%s': want fp64 or "
-				    "fp32",
+				    "--dtype '%s': want fp64, fp32 or fp16",
 				    optarg);
 		} else if (opt == 's') {
 			errno = 0;
@@ -128,7 +131,6 @@ int gm_ctl_rand(int argc, char **argv)
 {
 	struct timespec ts;
 	struct rand_args r = {NULL, {GM_FP64, 0, 0, 0, NULL}, 0};
-	char msg[512];
 	size_t bytes;
 	int rc;
 
@@ -137,20 +139,17 @@ int gm_ctl_rand(int argc, char **argv)
 		 (uint64_t)getpid() << 32;
 	if ((rc = rand_parse(argc, argv, &r)) != 0)
 		return rc < 0 ? 0 : rc;
+	if ((rc = gm_ctl_check_output(r.out_path)) != 0)
+		return rc;
 	if (__builtin_mul_overflow(r.m.rows, r.m.cols, &bytes) ||
-	    __builtin_mul_overflow(bytes, r.m.dtype == GM_FP64 ? 8 : 4,
-				   &bytes) ||
+	    __builtin_mul_overflow(bytes, gm_dtype_size(r.m.dtype), &bytes) ||
 	    (r.m.data = malloc(bytes)) == NULL) {
 		gm_ctl_err("%" PRIu64 "x%" PRIu64 ": out of memory", r.m.rows,
 			   r.m.cols);
 		return EXIT_JOB;
 	}
 	fill_random(&r.m, r.seed);
-	rc = gm_npy_write(r.out_path, &r.m, msg, sizeof(msg));
+	rc = gm_ctl_write_npy(r.out_path, &r.m);
 	gm_npy_free(&r.m);
-	if (rc != 0) {
-		gm_ctl_err("%s", msg);
-		return EXIT_FILE;
-	}
-	return 0;
+	return rc;
 }

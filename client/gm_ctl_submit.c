@@ -1,9 +1,10 @@
 /*
- * gm_ctl_submit.c - gemmctl submit: one job from .npy files. Reads A, B
- * and C, takes M, N and K from their shapes, converts them to A's order
- * and the job's dtype, runs the job (through a shared-memory region over
- * ipc:// when it can) or queues it detached, prints its timings, writes
- * the result and, with --verify, checks it (gm_verify.h).
+ * gm_ctl_submit.c - gemmctl submit: one job from .npy files (or stdin).
+ * Checks that the result can be written, reads A, B and C, takes M, N
+ * and K from their shapes, converts them to A's order and the job's
+ * dtype, runs the job (through a shared-memory region over ipc:// when
+ * it can) or queues it detached, prints its timings (text or JSON),
+ * writes the result and, with --verify, checks it (gm_verify.h).
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -34,11 +35,14 @@ static const char submit_help[] =
     "M and K come from A's shape (K x M with --transa), N from B's (N x K\n"
     "with --transb). A C-order A makes a row-major job, a Fortran-order A\n"
     "a column-major one; B and C are converted to A's order. Inputs are\n"
-    "converted to the job's dtype (fp16, bf16: round to nearest even);\n"
+    "float64, float32 or float16 .npy files, converted to the job's dtype\n"
+    "(fp16, bf16: round to nearest even); one of them may be '-', stdin.\n"
     "fp32, tf32, fp16 and bf16 results are written as float32.\n"
     "Prints the daemon's timings and the rate of the kernel alone.\n"
     "\n"
-    "  -o, --output FILE   write the result here (required)\n"
+    "  -o, --output FILE   write the result here (required), or to stdout\n"
+    "                      with '-o -' (the report then goes to stderr);\n"
+    "                      checked to be writable before the job is sent\n"
     "      --c FILE        C input, M x N\n"
     "      --alpha X       default 1\n"
     "      --beta Y        default 0\n"
@@ -148,6 +152,17 @@ static int submit_opt(struct submit_args *s, int opt)
 	return rc;
 }
 
+/* How many of the inputs are stdin. */
+static int stdin_uses(const struct submit_args *s)
+{
+	const char *in[] = {s->a_path, s->b_path, s->c_path};
+	int i, n = 0;
+
+	for (i = 0; i < 3; i++)
+		n += in[i] != NULL && strcmp(in[i], GM_CTL_STDIO) == 0;
+	return n;
+}
+
 static int submit_parse(int argc, char **argv, struct submit_args *s)
 {
 	static const struct option longopts[] = {
@@ -187,6 +202,8 @@ static int submit_parse(int argc, char **argv, struct submit_args *s)
 		return gm_ctl_usage_error("-o OUT.npy is required");
 	s->a_path = argv[optind];
 	s->b_path = argv[optind + 1];
+	if (stdin_uses(s) > 1)
+		return gm_ctl_usage_error("only one input can be '-', stdin");
 	return 0;
 }
 
@@ -206,17 +223,6 @@ static void operands_free(struct operands *o)
 	free(o->pb);
 	free(o->pc);
 	free(o->out);
-}
-
-static int read_npy(const char *path, gm_npy *m)
-{
-	char msg[512];
-	int rv;
-
-	if ((rv = gm_npy_read(path, m, msg, sizeof(msg))) == 0)
-		return 0;
-	gm_ctl_err("%s", msg);
-	return rv == GM_ENOMEM ? EXIT_JOB : EXIT_FILE;
 }
 
 static int check_dim(const char *what, uint64_t v, uint32_t *out)
@@ -262,8 +268,8 @@ static int job_shape(const struct operands *o, gemmd_job *j)
  * job's dtype (tf32 is fp32 data), else a converted copy in *copy. */
 static int as_sent(const gm_npy *m, int dtype, void **copy, const void **sent)
 {
-	bool same = m->dtype == GM_FP64 ? dtype == GM_FP64
-					: dtype == GM_FP32 || dtype == GM_TF32;
+	bool same =
+	    m->dtype == dtype || (m->dtype == GM_FP32 && dtype == GM_TF32);
 
 	if (same) {
 		*sent = m->data;
@@ -299,9 +305,9 @@ static int load_operands(const struct submit_args *s, struct operands *o,
 {
 	int rc;
 
-	if ((rc = read_npy(s->a_path, &o->a)) ||
-	    (rc = read_npy(s->b_path, &o->b)) ||
-	    (s->c_path && (rc = read_npy(s->c_path, &o->c))))
+	if ((rc = gm_ctl_read_npy(s->a_path, &o->a)) ||
+	    (rc = gm_ctl_read_npy(s->b_path, &o->b)) ||
+	    (s->c_path && (rc = gm_ctl_read_npy(s->c_path, &o->c))))
 		return rc;
 	if (!s->dtype_set)
 		j->dtype = o->a.dtype;
@@ -340,29 +346,58 @@ static int run_detached(const struct submit_args *s, gemmd_job *j)
 		return rc;
 	rv = gemmd_submit_detached(cl, j, 1, &s->opts, &id, s->conn.timeout_ms);
 	gemmd_close(cl);
-	if (rv == GM_OK) {
-		printf("%" PRIu64 "\n", id);
-		return 0;
-	}
-	return gm_ctl_failed("submit", 0, rv, j->message);
+	if (rv != GM_OK)
+		return gm_ctl_failed("submit", 0, rv, j->message);
+	if (gm_ctl_json)
+		fprintf(gm_ctl_out, "{\"ok\":true,\"id\":%" PRIu64 "}\n", id);
+	else
+		fprintf(gm_ctl_out, "%" PRIu64 "\n", id);
+	return 0;
 }
 
-static int verify(const gemmd_job *j)
+/* Checks the result; says how, as a line or into doc (--json). */
+static int verify(const gemmd_job *j, cJSON *doc)
 {
 	double rel, tol;
+	bool ok;
+	cJSON *v;
 
 	if (gm_verify_job(j, &rel, &tol) != GM_OK) {
 		gm_ctl_err("verify: out of memory");
 		return EXIT_VERIFY;
 	}
-	/* Written so that NaN fails. */
-	if (rel <= tol) {
-		printf("verify: rel_err %.1e (tol %.1e) ok\n", rel, tol);
-		return 0;
+	ok = rel <= tol; /* written so that NaN fails */
+	if (doc != NULL) {
+		v = cJSON_AddObjectToObject(doc, "verify");
+		cJSON_AddBoolToObject(v, "ok", ok);
+		cJSON_AddNumberToObject(v, "rel_err", rel);
+		cJSON_AddNumberToObject(v, "tol", tol);
+	} else {
+		fprintf(gm_ctl_out, "verify: rel_err %.1e (tol %.1e) %s\n", rel,
+			tol, ok ? "ok" : "FAILED");
 	}
-	printf("verify: rel_err %.1e (tol %.1e) FAILED\n", rel, tol);
-	return EXIT_VERIFY;
+	return ok ? 0 : EXIT_VERIFY;
 }
+
+/* After the job ran: its report, its result, and the check. */
+static int finish(const struct submit_args *s, const gemmd_job *j)
+{
+	cJSON *doc = gm_ctl_json ? gm_ctl_job_json(j) : NULL;
+	int rc;
+
+	if (doc == NULL) {
+		gm_ctl_print_timings(j);
+		fflush(gm_ctl_out);
+	}
+	if ((rc = gm_ctl_write_result(s->out_path, j)) == 0 && s->verify)
+		rc = verify(j, doc);
+	if (doc != NULL) {
+		cJSON_ReplaceItemInObject(doc, "ok", cJSON_CreateBool(rc == 0));
+		gm_ctl_put_json(doc);
+	}
+	return rc;
+}
+
 int gm_ctl_submit(int argc, char **argv)
 {
 	struct submit_args s = {.conn = {.timeout_ms = DEFAULT_TIMEOUT_MS},
@@ -373,15 +408,12 @@ int gm_ctl_submit(int argc, char **argv)
 	s.job.alpha = 1.0;
 	if ((rc = submit_parse(argc, argv, &s)) != 0)
 		return rc < 0 ? 0 : rc;
-	if ((rc = load_operands(&s, &o, &s.job)) == 0 && s.detach) {
+	if (!s.detach && (rc = gm_ctl_check_output(s.out_path)) != 0)
+		return rc;
+	if ((rc = load_operands(&s, &o, &s.job)) == 0 && s.detach)
 		rc = run_detached(&s, &s.job);
-	} else if (rc == 0 && (rc = run_job(&s, &s.job)) == 0) {
-		gm_ctl_print_timings(&s.job);
-		fflush(stdout);
-		if ((rc = gm_ctl_write_result(s.out_path, &s.job)) == 0 &&
-		    s.verify)
-			rc = verify(&s.job);
-	}
+	else if (rc == 0 && (rc = run_job(&s, &s.job)) == 0)
+		rc = finish(&s, &s.job);
 	operands_free(&o);
 	return rc;
 }

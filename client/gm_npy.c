@@ -8,7 +8,9 @@
  * then the raw array data to the end of the file. The reader checks the
  * prefix, has the dictionary parsed (gm_npy_header.c), and compares the
  * size the header implies with the size of the file before allocating
- * the data.
+ * the data. A stream (a pipe) has no size to compare: it is read front
+ * to back, and a byte after the data the header announces is refused
+ * instead.
  */
 #include "gm_npy.h"
 
@@ -16,6 +18,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,12 +33,17 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 
 static const char magic[6] = {'\x93', 'N', 'U', 'M', 'P', 'Y'};
 
-/* Where a failure message goes, and the path it starts with. */
+/* Where a failure message goes, and the path it starts with; stream:
+ * the input is a pipe, read without knowing its size. */
 struct err {
 	const char *path;
 	char *msg;
 	size_t msglen;
+	bool stream;
 };
+
+/* The size of a stream, where a file's would be. */
+#define UNKNOWN_SIZE UINT64_MAX
 
 __attribute__((format(printf, 3, 4))) static int
 fail(const struct err *e, int code, const char *fmt, ...)
@@ -62,7 +70,9 @@ static void *alloc_bytes(uint64_t n)
 
 static size_t npy_elem_size(int dtype)
 {
-	return dtype == GM_FP64 ? 8 : dtype == GM_FP32 ? 4 : 0;
+	const gm_npy_type *t = gm_npy_type_of(dtype);
+
+	return t != NULL ? t->size : 0;
 }
 
 /* ---- reading ---- */
@@ -134,13 +144,13 @@ static int check_shape(const struct err *e, const gm_npy_header *h,
 			    "shape (%" PRIu64 ", %" PRIu64
 			    ") overflows 64 bits",
 			    h->dims[0], h->dims[1]);
-	if (h->data_off + *bytes != size)
-		return fail(
-		    e, GM_ENPY,
-		    "file is %" PRIu64 " bytes, header says %" PRIu64
-		    " (%" PRIu64 "-byte prefix + %" PRIu64 "x%" PRIu64 " %s)",
-		    size, h->data_off + *bytes, h->data_off, h->dims[0],
-		    h->dims[1], h->dtype == GM_FP64 ? "float64" : "float32");
+	if (size != UNKNOWN_SIZE && h->data_off + *bytes != size)
+		return fail(e, GM_ENPY,
+			    "file is %" PRIu64 " bytes, header says %" PRIu64
+			    " (%" PRIu64 "-byte prefix + %" PRIu64 "x%" PRIu64
+			    " %s)",
+			    size, h->data_off + *bytes, h->data_off, h->dims[0],
+			    h->dims[1], gm_npy_type_of(h->dtype)->name);
 	return GM_OK;
 }
 
@@ -150,25 +160,30 @@ static int read_exact(const struct err *e, FILE *f, void *buf, size_t n)
 		return GM_OK;
 	if (ferror(f))
 		return fail(e, GM_EIO, "read: %s", strerror(errno));
+	if (e->stream)
+		return fail(e, GM_ENPY, "input ends before the array does");
 	return fail(e, GM_EIO, "file shrank while being read");
 }
 
-/* Everything before the data: prefix and header, checked. */
+/* Everything before the data: prefix and header, checked; read front to
+ * back, never seeking, so that a pipe reads as a file does. */
 static int read_header(const struct err *e, FILE *f, uint64_t size,
 		       gm_npy_header *h)
 {
 	char text[GM_NPY_MAX_HEADER + 1];
-	uint8_t pre[12];
+	uint8_t pre[12] = {0};
 	char why[256];
 	uint32_t hlen = 0;
 	int rv;
 
-	if ((rv = read_exact(e, f, pre, size < 12 ? (size_t)size : 12)) != 0)
+	/* 10 bytes, and 2 more for the 4-byte length of versions 2 and 3. */
+	if (size >= 10 && (rv = read_exact(e, f, pre, 10)) != 0)
+		return rv;
+	if (size >= 12 && (pre[6] == 2 || pre[6] == 3) &&
+	    (rv = read_exact(e, f, pre + 10, 2)) != 0)
 		return rv;
 	if ((rv = parse_prefix(e, pre, size, &hlen, h)) != 0)
 		return rv;
-	if (fseek(f, (long)(h->data_off - hlen), SEEK_SET) != 0)
-		return fail(e, GM_EIO, "seek: %s", strerror(errno));
 	if ((rv = read_exact(e, f, text, hlen)) != 0)
 		return rv;
 	text[hlen] = '\0';
@@ -179,26 +194,46 @@ static int read_header(const struct err *e, FILE *f, uint64_t size,
 	return GM_OK;
 }
 
-static int read_file(const struct err *e, FILE *f, gm_npy *m)
+/* The bytes left in f when it is a regular file; UNKNOWN_SIZE for a
+ * stream, with e->stream set. */
+static int input_size(struct err *e, FILE *f, uint64_t *size)
 {
-	gm_npy_header h = {0};
 	struct stat st;
-	uint64_t bytes = 0;
-	int rv;
+	off_t at;
 
 	if (fstat(fileno(f), &st) != 0)
 		return fail(e, GM_EIO, "%s", strerror(errno));
-	if (!S_ISREG(st.st_mode))
-		return fail(e, GM_EIO, "not a regular file");
-	if ((rv = read_header(e, f, (uint64_t)st.st_size, &h)) != 0)
-		return rv;
-	if ((rv = check_shape(e, &h, (uint64_t)st.st_size, &bytes)) != 0)
+	if (S_ISDIR(st.st_mode))
+		return fail(e, GM_EIO, "a directory, not a regular file");
+	e->stream = !S_ISREG(st.st_mode);
+	if (e->stream) {
+		*size = UNKNOWN_SIZE;
+		return GM_OK;
+	}
+	at = ftello(f);
+	*size = (uint64_t)st.st_size - (at > 0 ? (uint64_t)at : 0);
+	return GM_OK;
+}
+
+static int read_file(struct err *e, FILE *f, gm_npy *m)
+{
+	gm_npy_header h = {0};
+	uint64_t size = 0, bytes = 0;
+	int rv;
+
+	if ((rv = input_size(e, f, &size)) != 0 ||
+	    (rv = read_header(e, f, size, &h)) != 0 ||
+	    (rv = check_shape(e, &h, size, &bytes)) != 0)
 		return rv;
 	if ((m->data = alloc_bytes(bytes)) == NULL)
 		return fail(e, GM_ENOMEM, "%" PRIu64 " bytes: out of memory",
 			    bytes);
 	if ((rv = read_exact(e, f, m->data, (size_t)bytes)) != 0)
 		return rv;
+	if (e->stream && fgetc(f) != EOF)
+		return fail(e, GM_ENPY,
+			    "bytes after the %" PRIu64 "x%" PRIu64 " %s array",
+			    h.dims[0], h.dims[1], gm_npy_type_of(h.dtype)->name);
 	m->dtype = h.dtype;
 	m->fortran = h.fortran;
 	m->rows = h.dims[0];
@@ -206,19 +241,28 @@ static int read_file(const struct err *e, FILE *f, gm_npy *m)
 	return GM_OK;
 }
 
+int gm_npy_fread(FILE *f, const char *name, gm_npy *m, char *msg, size_t msglen)
+{
+	struct err e = {name, msg, msglen, false};
+	int rv;
+
+	memset(m, 0, sizeof(*m));
+	if ((rv = read_file(&e, f, m)) != 0)
+		gm_npy_free(m);
+	return rv;
+}
+
 int gm_npy_read(const char *path, gm_npy *m, char *msg, size_t msglen)
 {
-	struct err e = {path, msg, msglen};
+	struct err e = {path, msg, msglen, false};
 	FILE *f;
 	int rv;
 
 	memset(m, 0, sizeof(*m));
 	if ((f = fopen(path, "rb")) == NULL)
 		return fail(&e, GM_EIO, "%s", strerror(errno));
-	rv = read_file(&e, f, m);
+	rv = gm_npy_fread(f, path, m, msg, msglen);
 	fclose(f);
-	if (rv != 0)
-		gm_npy_free(m);
 	return rv;
 }
 
@@ -238,7 +282,7 @@ static size_t make_header(const gm_npy *m, char *buf, size_t buflen)
 	int n = snprintf(buf + 10, buflen - 10,
 			 "{'descr': '%s', 'fortran_order': %s, 'shape': "
 			 "(%" PRIu64 ", %" PRIu64 "), }",
-			 m->dtype == GM_FP64 ? "<f8" : "<f4",
+			 gm_npy_type_of(m->dtype)->descr,
 			 m->fortran ? "True" : "False", m->rows, m->cols);
 	size_t total = 10 + (size_t)n + 1;
 	size_t hlen;
@@ -255,27 +299,58 @@ static size_t make_header(const gm_npy *m, char *buf, size_t buflen)
 	return total;
 }
 
-int gm_npy_write(const char *path, const gm_npy *m, char *msg, size_t msglen)
+/* Checks that m can be written: GM_OK with its data's size in *bytes. */
+static int writable(const struct err *e, const gm_npy *m, uint64_t *bytes)
 {
-	struct err e = {path, msg, msglen};
-	uint64_t es = npy_elem_size(m->dtype), bytes;
-	char head[192];
-	size_t hl;
-	FILE *f;
-	int ok;
+	uint64_t es = npy_elem_size(m->dtype);
 
 	if (es == 0)
-		return fail(&e, GM_ENPY, "cannot write dtype %d", m->dtype);
-	if (__builtin_mul_overflow(m->rows, m->cols, &bytes) ||
-	    __builtin_mul_overflow(bytes, es, &bytes) || bytes > SIZE_MAX)
-		return fail(&e, GM_ENPY,
+		return fail(e, GM_ENPY, "cannot write dtype %d", m->dtype);
+	if (__builtin_mul_overflow(m->rows, m->cols, bytes) ||
+	    __builtin_mul_overflow(*bytes, es, bytes) || *bytes > SIZE_MAX)
+		return fail(e, GM_ENPY,
 			    "shape (%" PRIu64 ", %" PRIu64 ") overflows",
 			    m->rows, m->cols);
-	hl = make_header(m, head, sizeof(head));
+	return GM_OK;
+}
+
+/* Header and data; whether every byte was taken. */
+static bool put_npy(FILE *f, const gm_npy *m, uint64_t bytes)
+{
+	char head[192];
+	size_t hl = make_header(m, head, sizeof(head));
+
+	return fwrite(head, 1, hl, f) == hl &&
+	       fwrite(m->data, 1, (size_t)bytes, f) == bytes;
+}
+
+int gm_npy_fwrite(FILE *f, const char *name, const gm_npy *m, char *msg,
+		  size_t msglen)
+{
+	struct err e = {name, msg, msglen, false};
+	uint64_t bytes;
+	int rv;
+
+	if ((rv = writable(&e, m, &bytes)) != 0)
+		return rv;
+	if (!put_npy(f, m, bytes) || fflush(f) != 0)
+		return fail(&e, GM_EIO, "write: %s", strerror(errno));
+	return GM_OK;
+}
+
+int gm_npy_write(const char *path, const gm_npy *m, char *msg, size_t msglen)
+{
+	struct err e = {path, msg, msglen, false};
+	uint64_t bytes;
+	FILE *f;
+	bool ok;
+	int rv;
+
+	if ((rv = writable(&e, m, &bytes)) != 0)
+		return rv;
 	if ((f = fopen(path, "wb")) == NULL)
 		return fail(&e, GM_EIO, "%s", strerror(errno));
-	ok = fwrite(head, 1, hl, f) == hl &&
-	     fwrite(m->data, 1, (size_t)bytes, f) == bytes;
+	ok = put_npy(f, m, bytes);
 	ok = (fclose(f) == 0) && ok;
 	if (!ok) {
 		fail(&e, GM_EIO, "write: %s", strerror(errno));
@@ -290,29 +365,25 @@ int gm_npy_write(const char *path, const gm_npy *m, char *msg, size_t msglen)
 /* Tiles keep both the reads and the writes of a transpose in cache. */
 #define TILE 32
 
-static void transpose64(uint64_t *dst, const uint64_t *src, uint64_t rows,
-			uint64_t cols)
-{
-	uint64_t i0, j0, i, j;
-
-	for (i0 = 0; i0 < rows; i0 += TILE)
-		for (j0 = 0; j0 < cols; j0 += TILE)
-			for (i = i0; i < rows && i < i0 + TILE; i++)
-				for (j = j0; j < cols && j < j0 + TILE; j++)
-					dst[j * rows + i] = src[i * cols + j];
-}
-
-static void transpose32(uint32_t *dst, const uint32_t *src, uint64_t rows,
-			uint64_t cols)
-{
-	uint64_t i0, j0, i, j;
-
-	for (i0 = 0; i0 < rows; i0 += TILE)
-		for (j0 = 0; j0 < cols; j0 += TILE)
-			for (i = i0; i < rows && i < i0 + TILE; i++)
-				for (j = j0; j < cols && j < j0 + TILE; j++)
-					dst[j * rows + i] = src[i * cols + j];
-}
+/* transposeN: the rows x cols row-major src into dst, column-major, for
+ * N-bit elements. */
+#define DEFINE_TRANSPOSE(name, type)                                         \
+	static void name(type *dst, const type *src, uint64_t rows,          \
+			 uint64_t cols)                                      \
+	{                                                                    \
+		uint64_t i0, j0, i, j;                                       \
+                                                                             \
+		for (i0 = 0; i0 < rows; i0 += TILE)                          \
+			for (j0 = 0; j0 < cols; j0 += TILE)                  \
+				for (i = i0; i < rows && i < i0 + TILE; i++) \
+					for (j = j0;                         \
+					     j < cols && j < j0 + TILE; j++) \
+						dst[j * rows + i] =          \
+						    src[i * cols + j];       \
+	}
+DEFINE_TRANSPOSE(transpose64, uint64_t)
+DEFINE_TRANSPOSE(transpose32, uint32_t)
+DEFINE_TRANSPOSE(transpose16, uint16_t)
 
 int gm_npy_reorder(gm_npy *m, int fortran)
 {
@@ -338,8 +409,10 @@ int gm_npy_reorder(gm_npy *m, int fortran)
 	}
 	if (es == 8)
 		transpose64(dst, m->data, r, c);
-	else
+	else if (es == 4)
 		transpose32(dst, m->data, r, c);
+	else
+		transpose16(dst, m->data, r, c);
 	free(m->data);
 	m->data = dst;
 	m->fortran = !!fortran;
@@ -420,13 +493,6 @@ float gm_npy_from_bf16(uint16_t h)
 
 /* ---- packing ---- */
 
-static double npy_get(const gm_npy *m, uint64_t i)
-{
-	if (m->dtype == GM_FP64)
-		return ((const double *)m->data)[i];
-	return ((const float *)m->data)[i];
-}
-
 double gm_npy_wire_get(const void *buf, int dtype, uint64_t i)
 {
 	switch (dtype) {
@@ -475,7 +541,8 @@ int gm_npy_pack(const gm_npy *m, int dtype, void **out)
 		return GM_OK;
 	}
 	for (i = 0; i < n; i++)
-		pack_elem(*out, dtype, i, npy_get(m, i));
+		pack_elem(*out, dtype, i,
+			  gm_npy_wire_get(m->data, m->dtype, i));
 	return GM_OK;
 }
 

@@ -5,18 +5,19 @@
  * to one, and converts between what a file holds (float64 or float32,
  * C or Fortran order) and what a job sends (any wire dtype, the job's
  * layout). Only what GEMM needs is supported: 2-D arrays of
- * little-endian float64 or float32, format versions 1.0, 2.0 and 3.0.
- * A reader validates the whole header and the file size before it
- * allocates anything. A failure returns GM_ENPY (a bad or unsupported
- * file), GM_EIO (the system said no; strerror kept) or GM_ENOMEM, and
- * writes a message that starts with the path. All functions are
- * reentrant and may be called from any thread.
+ * little-endian float64, float32 or float16, format versions 1.0, 2.0
+ * and 3.0. A reader validates the whole header and the file size before
+ * it allocates anything; a stream (a pipe) is read front to back. A failure
+ * returns GM_ENPY (a bad or unsupported file), GM_EIO (the system said no;
+ * strerror kept) or GM_ENOMEM, and writes a message that starts with the path.
+ * All functions are reentrant and may be called from any thread.
  */
 #ifndef GM_NPY_H
 #define GM_NPY_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* Largest header accepted, as NumPy's own reader (max_header_size):
  * a 2-D float array needs about 80 bytes; more means a hostile file. */
@@ -24,7 +25,7 @@
 
 /* A dense 2-D matrix in host memory. */
 typedef struct gm_npy {
-	int dtype;	     /* GM_FP64 or GM_FP32 */
+	int dtype;	     /* GM_FP64, GM_FP32 or GM_FP16 */
 	int fortran;	     /* 0: C order (row-major), 1: column-major */
 	uint64_t rows, cols; /* shape (rows, cols) */
 	void *data;	     /* rows * cols elements; owned, gm_npy_free */
@@ -32,13 +33,25 @@ typedef struct gm_npy {
 
 /* Reads the .npy file at path into m (m->data malloc'd). On failure m is
  * zeroed and msg says what is wrong, e.g. "A.npy: dtype '<i4'
- * unsupported: only float64 ('<f8') and float32 ('<f4')". Blocks on
- * file I/O. */
+ * unsupported: only little-endian float64 ('<f8'), ...". Blocks on file
+ * I/O. */
 int gm_npy_read(const char *path, gm_npy *m, char *msg, size_t msglen);
+
+/* As gm_npy_read, from f (left open) from its current position, named
+ * name in messages. A regular file is checked as gm_npy_read checks it;
+ * another input (a pipe: stdin) is read up to the end of the array its
+ * header announces, and a byte after it is refused (GM_ENPY). Blocks. */
+int gm_npy_fread(FILE *f, const char *name, gm_npy *m, char *msg,
+		 size_t msglen);
 
 /* Writes m to path as a version 1.0 .npy file, header padded to a
  * multiple of 64 bytes. A partly written file is removed. Blocks. */
 int gm_npy_write(const char *path, const gm_npy *m, char *msg, size_t msglen);
+
+/* As gm_npy_write, to f (left open; flushed), named name in messages.
+ * A failed write leaves what was written. Blocks. */
+int gm_npy_fwrite(FILE *f, const char *name, const gm_npy *m, char *msg,
+		  size_t msglen);
 
 /* Frees m->data and zeroes m. m may be zeroed already. */
 void gm_npy_free(gm_npy *m);

@@ -85,6 +85,20 @@ static int parse_string(struct cur *c, char *out, size_t outlen)
 	return GM_OK;
 }
 
+static const gm_npy_type npy_types[] = {
+    {GM_FP64, "<f8", "float64", 8},
+    {GM_FP32, "<f4", "float32", 4},
+    {GM_FP16, "<f2", "float16", 2},
+};
+
+const gm_npy_type *gm_npy_type_of(int dtype)
+{
+	for (size_t i = 0; i < sizeof(npy_types) / sizeof(npy_types[0]); i++)
+		if (npy_types[i].dtype == dtype)
+			return &npy_types[i];
+	return NULL;
+}
+
 static int parse_descr(struct cur *c, gm_npy_header *h)
 {
 	char d[32];
@@ -92,21 +106,16 @@ static int parse_descr(struct cur *c, gm_npy_header *h)
 
 	if ((rv = parse_string(c, d, sizeof(d))) != 0)
 		return rv;
-	if (strcmp(d, "<f8") == 0)
-		h->dtype = GM_FP64;
-	else if (strcmp(d, "<f4") == 0)
-		h->dtype = GM_FP32;
-	else if (strcmp(d, ">f8") == 0 || strcmp(d, ">f4") == 0)
-		return bad(c,
-			   "dtype '%s' unsupported: big-endian; only "
-			   "little-endian float64 ('<f8') and float32 ('<f4')",
-			   d);
-	else
-		return bad(c,
-			   "dtype '%s' unsupported: only float64 ('<f8') and "
-			   "float32 ('<f4')",
-			   d);
-	return GM_OK;
+	for (size_t i = 0; i < sizeof(npy_types) / sizeof(npy_types[0]); i++) {
+		if (strcmp(d, npy_types[i].descr) == 0) {
+			h->dtype = npy_types[i].dtype;
+			return GM_OK;
+		}
+	}
+	return bad(c,
+		   "dtype '%s' unsupported%s: only little-endian float64 "
+		   "('<f8'), float32 ('<f4') and float16 ('<f2')",
+		   d, d[0] == '>' ? ": big-endian" : "");
 }
 
 static int parse_bool(struct cur *c, int *out)

@@ -13,9 +13,19 @@
 
 #define GM_NPY_MAX_NDIM 32 /* NumPy's own limit */
 
+/* An element type a .npy file may hold: its descr, NumPy's name, size. */
+typedef struct gm_npy_type {
+	int dtype; /* GM_FP64, GM_FP32 or GM_FP16 */
+	const char *descr, *name;
+	size_t size;
+} gm_npy_type;
+
+/* The type of dtype; NULL when .npy files of it are not read. */
+const gm_npy_type *gm_npy_type_of(int dtype);
+
 /* What a header says. */
 typedef struct gm_npy_header {
-	int dtype;   /* GM_FP64 ('<f8') or GM_FP32 ('<f4') */
+	int dtype;   /* GM_FP64 ('<f8'), GM_FP32 ('<f4'), GM_FP16 ('<f2') */
 	int fortran; /* 'fortran_order' */
 	int ndim;
 	uint64_t dims[GM_NPY_MAX_NDIM]; /* 'shape' */

@@ -2,8 +2,8 @@
  * test_npy.c - unit tests of client/gm_npy: .npy round trips in both
  * dtypes and orders, files written in versions 2.0 and 3.0 and in the
  * spellings older NumPy used, a table of malformed files each with the
- * exact code and the words its message must contain, order changes,
- * and fp16 / bf16 rounding.
+ * exact code and the words its message must contain, streams (pipes)
+ * read and written, order changes, and fp16 / bf16 rounding.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "gm_error.h"
@@ -93,6 +94,8 @@ static void fill(gm_npy *m)
 
 		if (m->dtype == GM_FP64)
 			((double *)m->data)[i] = v;
+		else if (m->dtype == GM_FP16)
+			((uint16_t *)m->data)[i] = gm_npy_to_fp16(v);
 		else
 			((float *)m->data)[i] = (float)v;
 	}
@@ -100,7 +103,7 @@ static void fill(gm_npy *m)
 
 static void round_trip(int dtype, int fortran)
 {
-	size_t es = dtype == GM_FP64 ? 8 : 4;
+	size_t es = gm_dtype_size(dtype);
 	gm_npy m = {dtype, fortran, 3, 5, malloc(15 * es)}, r;
 	const char *path = path_of("rt.npy");
 	char msg[256];
@@ -139,6 +142,96 @@ static void test_round_trip_f4_c(void **state)
 static void test_round_trip_f4_fortran(void **state)
 {
 	round_trip(GM_FP32, 1);
+}
+
+static void test_round_trip_f2(void **state)
+{
+	round_trip(GM_FP16, 0);
+	round_trip(GM_FP16, 1);
+}
+
+/* ---- streams ---- */
+
+/* Writes len bytes of buf into a pipe from a child and reads them with
+ * gm_npy_fread; returns its code, m and msg as it left them. */
+static int read_piped(const void *buf, size_t len, gm_npy *m, char *msg,
+		      size_t msglen)
+{
+	int fds[2], rv, status;
+	pid_t pid;
+	FILE *f;
+
+	assert_int_equal(pipe(fds), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(fds[0]);
+		_exit(write(fds[1], buf, len) == (ssize_t)len ? 0 : 1);
+	}
+	close(fds[1]);
+	f = fdopen(fds[0], "rb");
+	assert_non_null(f);
+	rv = gm_npy_fread(f, "stdin", m, msg, msglen);
+	fclose(f);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	return rv;
+}
+
+static void test_stream(void **state)
+{
+	static const char text[] = "{'descr': '<f2', 'fortran_order': True, "
+				   "'shape': (2, 3), }";
+	uint8_t buf[256];
+	size_t len = make_npy(buf, 2, text, 12);
+	char msg[256] = "";
+	gm_npy m;
+
+	buf[len - 12] = 0x00, buf[len - 11] = 0x3C; /* 1.0 */
+	assert_int_equal(read_piped(buf, len, &m, msg, sizeof(msg)), GM_OK);
+	assert_int_equal(m.dtype, GM_FP16);
+	assert_int_equal(m.fortran, 1);
+	assert_int_equal(m.rows, 2);
+	assert_int_equal(m.cols, 3);
+	assert_true(gm_npy_wire_get(m.data, GM_FP16, 0) == 1.0);
+	gm_npy_free(&m);
+
+	/* A byte after the array, or one missing, is refused. */
+	buf[len] = 0;
+	assert_int_equal(read_piped(buf, len + 1, &m, msg, sizeof(msg)),
+			 GM_ENPY);
+	assert_non_null(strstr(msg, "stdin: bytes after the 2x3 float16"));
+	assert_null(m.data);
+	assert_int_equal(read_piped(buf, len - 1, &m, msg, sizeof(msg)),
+			 GM_ENPY);
+	assert_non_null(strstr(msg, "stdin: input ends before the array"));
+	assert_int_equal(read_piped(buf, 11, &m, msg, sizeof(msg)), GM_ENPY);
+	assert_non_null(strstr(msg, "input ends before the array"));
+}
+
+/* gm_npy_fwrite's bytes are gm_npy_write's. */
+static void test_fwrite(void **state)
+{
+	gm_npy m = {GM_FP32, 1, 4, 3, malloc(12 * 4)};
+	char msg[256], *a = NULL, *b = NULL;
+	size_t la = 0, lb = 0;
+	FILE *f = open_memstream(&a, &la), *g;
+
+	fill(&m);
+	assert_int_equal(gm_npy_fwrite(f, "stdout", &m, msg, sizeof(msg)),
+			 GM_OK);
+	fclose(f);
+	assert_int_equal(gm_npy_write(path_of("w.npy"), &m, msg, sizeof(msg)),
+			 GM_OK);
+	g = fopen(path_of("w.npy"), "rb");
+	assert_non_null(g);
+	b = malloc(la + 1);
+	lb = fread(b, 1, la + 1, g);
+	fclose(g);
+	assert_int_equal(lb, la);
+	assert_memory_equal(a, b, la);
+	free(a);
+	free(b);
+	gm_npy_free(&m);
 }
 
 /* The exact header NumPy 1.x writes for np.zeros((2, 3)). */
@@ -229,7 +322,8 @@ static const struct bad_case bad_cases[] = {
      "header length 65536 not in 1..10000"},
     {"int dtype", 1,
      "{'descr': '<i4', 'fortran_order': False, 'shape': (2, 2), }", 16, GM_ENPY,
-     "dtype '<i4' unsupported: only float64 ('<f8') and float32"},
+     "dtype '<i4' unsupported: only little-endian float64 ('<f8'), float32 "
+     "('<f4') and float16 ('<f2')"},
     {"big-endian", 1,
      "{'descr': '>f8', 'fortran_order': False, 'shape': (2, 2), }", 32, GM_ENPY,
      "dtype '>f8' unsupported: big-endian"},
@@ -319,7 +413,7 @@ static void test_io_errors(void **state)
 	    gm_npy_write(path_of("no/such/dir.npy"), &m, msg, sizeof(msg)),
 	    GM_EIO);
 	assert_non_null(strstr(msg, "No such file or directory"));
-	m.dtype = GM_FP16;
+	m.dtype = GM_BF16; /* NumPy has no bfloat16 */
 	assert_int_equal(gm_npy_write(path_of("h.npy"), &m, msg, sizeof(msg)),
 			 GM_ENPY);
 	m.dtype = GM_FP64;
@@ -361,6 +455,18 @@ static void test_reorder_f4_large(void **state)
 	for (i = 0; i < r; i++)
 		for (j = 0; j < c; j++)
 			assert_true(f[i * c + j] == (float)(i * 1000 + j));
+	gm_npy_free(&m);
+}
+
+static void test_reorder_f2(void **state)
+{
+	uint16_t c_order[6] = {1, 2, 3, 4, 5, 6};
+	uint16_t f_order[6] = {1, 4, 2, 5, 3, 6};
+	gm_npy m = {GM_FP16, 0, 2, 3, malloc(sizeof(c_order))};
+
+	memcpy(m.data, c_order, sizeof(c_order));
+	assert_int_equal(gm_npy_reorder(&m, 1), GM_OK);
+	assert_memory_equal(m.data, f_order, sizeof(f_order));
 	gm_npy_free(&m);
 }
 
@@ -450,6 +556,25 @@ static void test_pack_unpack(void **state)
 	assert_null(p);
 }
 
+/* A float16 file's values, widened exactly or kept as they are. */
+static void test_pack_from_f2(void **state)
+{
+	uint16_t h[2] = {0x3C01, 0xFBFF}; /* 1 + 2^-10, -65504 */
+	gm_npy m = {GM_FP16, 0, 1, 2, h};
+	void *p;
+
+	assert_int_equal(gm_npy_pack(&m, GM_FP64, &p), GM_OK);
+	assert_true(((double *)p)[0] == 1.0 + 0x1p-10);
+	assert_true(((double *)p)[1] == -65504.0);
+	free(p);
+	assert_int_equal(gm_npy_pack(&m, GM_FP16, &p), GM_OK);
+	assert_memory_equal(p, h, sizeof(h));
+	free(p);
+	assert_int_equal(gm_npy_pack(&m, GM_BF16, &p), GM_OK);
+	assert_int_equal(((uint16_t *)p)[0], 0x3F80); /* rounds to 1 */
+	free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -457,6 +582,9 @@ int main(void)
 	    cmocka_unit_test(test_round_trip_f8_fortran),
 	    cmocka_unit_test(test_round_trip_f4_c),
 	    cmocka_unit_test(test_round_trip_f4_fortran),
+	    cmocka_unit_test(test_round_trip_f2),
+	    cmocka_unit_test(test_stream),
+	    cmocka_unit_test(test_fwrite),
 	    cmocka_unit_test(test_header_text),
 	    cmocka_unit_test(test_read_variants),
 	    cmocka_unit_test(test_malformed),
@@ -467,6 +595,8 @@ int main(void)
 	    cmocka_unit_test(test_half),
 	    cmocka_unit_test(test_fp16_exhaustive),
 	    cmocka_unit_test(test_pack_unpack),
+	    cmocka_unit_test(test_pack_from_f2),
+	    cmocka_unit_test(test_reorder_f2),
 	};
 
 	return cmocka_run_group_tests(tests, make_dir, remove_dir);
