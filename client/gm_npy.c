@@ -233,7 +233,8 @@ static int read_file(struct err *e, FILE *f, gm_npy *m)
 	if (e->stream && fgetc(f) != EOF)
 		return fail(e, GM_ENPY,
 			    "bytes after the %" PRIu64 "x%" PRIu64 " %s array",
-			    h.dims[0], h.dims[1], gm_npy_type_of(h.dtype)->name);
+			    h.dims[0], h.dims[1],
+			    gm_npy_type_of(h.dtype)->name);
 	m->dtype = h.dtype;
 	m->fortran = h.fortran;
 	m->rows = h.dims[0];
