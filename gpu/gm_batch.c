@@ -4,7 +4,10 @@
  */
 #include "gm_batch.h"
 
+#include <stdlib.h>
 #include <string.h>
+
+#include "gm_error.h"
 
 #define ALIGN_UP(x) \
 	(((x) + GM_BATCH_ALIGN - 1) & ~(uint64_t)(GM_BATCH_ALIGN - 1))
@@ -221,4 +224,163 @@ void gm_batch_plan(gm_job *first, uint32_t count, const gm_batch_slot *s,
 	find_strides(&o, first, count);
 	emit_strided(&o, s, dev, count, emit, arg);
 	emit_pieces(&o, s, dev, first, count, emit, arg);
+}
+
+/* ---- groups --------------------------------------------------------- */
+
+struct group {
+	gm_job_desc key;
+	gm_job *head, *tail;
+	uint32_t count;
+	uint64_t bytes, slot_bytes;
+};
+
+struct gm_batch_groups {
+	uint32_t max, n;      /* groups available, in use */
+	uint32_t cursor;      /* the first group not yet empty */
+	uint32_t table_size;  /* a power of two, at least 2 max */
+	int32_t *table;	      /* group index + 1, 0 empty */
+	struct group *groups; /* in order of their first job */
+};
+
+int gm_batch_groups_create(uint32_t max_groups, gm_batch_groups **out)
+{
+	gm_batch_groups *g;
+
+	*out = NULL;
+	if ((g = calloc(1, sizeof(*g))) == NULL)
+		return GM_ENOMEM;
+	g->max = max_groups ? max_groups : 1;
+	for (g->table_size = 16; g->table_size < 2 * g->max;)
+		g->table_size *= 2;
+	g->table = calloc(g->table_size, sizeof(*g->table));
+	g->groups = calloc(g->max, sizeof(*g->groups));
+	if (g->table == NULL || g->groups == NULL) {
+		gm_batch_groups_destroy(g);
+		return GM_ENOMEM;
+	}
+	*out = g;
+	return GM_OK;
+}
+
+void gm_batch_groups_destroy(gm_batch_groups *g)
+{
+	if (g == NULL)
+		return;
+	free(g->table);
+	free(g->groups);
+	free(g);
+}
+
+int gm_batch_groups_add(gm_batch_groups *g, gm_job *job, uint64_t bytes,
+			uint64_t slot_bytes)
+{
+	uint32_t mask = g->table_size - 1;
+	uint32_t i = (uint32_t)gm_batch_hash(&job->d) & mask;
+	struct group *gr;
+
+	for (; g->table[i] != 0; i = (i + 1) & mask)
+		if (gm_batch_same(&g->groups[g->table[i] - 1].key, &job->d))
+			break;
+	if (g->table[i] == 0) {
+		if (g->n == g->max)
+			return GM_ENOMEM;
+		gr = &g->groups[g->n];
+		memset(gr, 0, sizeof(*gr));
+		gr->key = job->d;
+		gr->slot_bytes = slot_bytes;
+		g->table[i] = (int32_t)++g->n;
+	}
+	gr = &g->groups[g->table[i] - 1];
+	job->next = NULL;
+	if (gr->tail != NULL)
+		gr->tail->next = job;
+	else
+		gr->head = job;
+	gr->tail = job;
+	gr->count++;
+	gr->bytes += bytes;
+	return GM_OK;
+}
+
+/* Takes the first n jobs off gr onto the batch being cut. */
+static void take(struct group *gr, uint32_t n, gm_job **head, gm_job **tail,
+		 uint64_t *dev_bytes)
+{
+	gm_job *last = gr->head;
+	uint32_t i;
+
+	for (i = 1; i < n; i++)
+		last = last->next;
+	if (*tail != NULL)
+		(*tail)->next = gr->head;
+	else
+		*head = gr->head;
+	*tail = last;
+	*dev_bytes += n * gr->slot_bytes;
+	/* Bytes leave a group in proportion: its jobs are all one size. */
+	gr->bytes -= gr->bytes / gr->count * n;
+	gr->count -= n;
+	gr->head = last->next;
+	if (gr->count == 0)
+		gr->tail = NULL;
+	last->next = NULL;
+}
+
+static void reset(gm_batch_groups *g)
+{
+	memset(g->table, 0, g->table_size * sizeof(*g->table));
+	g->n = 0;
+	g->cursor = 0;
+}
+
+/* A group that fills half a batch, by bytes or by jobs. */
+static int large(const struct group *gr, uint64_t max_bytes, uint32_t max_jobs)
+{
+	return gr->bytes >= max_bytes / 2 || gr->count >= max_jobs / 2;
+}
+
+uint32_t gm_batch_groups_cut(gm_batch_groups *g, uint64_t max_bytes,
+			     uint32_t max_jobs, gm_job **head,
+			     uint64_t *dev_bytes)
+{
+	gm_job *tail = NULL;
+	uint32_t jobs = 0;
+	uint64_t bytes = 0;
+	struct group *gr;
+
+	*head = NULL;
+	*dev_bytes = 0;
+	while (g->cursor < g->n && g->groups[g->cursor].count == 0)
+		g->cursor++;
+	if (g->cursor == g->n) {
+		reset(g);
+		return 0;
+	}
+	gr = &g->groups[g->cursor];
+	if (large(gr, max_bytes, max_jobs)) {
+		/* Its own batches, as even as the bounds allow. */
+		uint64_t parts = (gr->bytes + max_bytes - 1) / max_bytes;
+		uint64_t by_jobs = (gr->count + max_jobs - 1) / max_jobs;
+		uint64_t n;
+
+		parts = parts > by_jobs ? parts : by_jobs;
+		n = (gr->count + parts - 1) / parts;
+		take(gr, (uint32_t)n, head, &tail, dev_bytes);
+		return (uint32_t)n;
+	}
+	/* Whole small groups, as many as fit. */
+	for (; g->cursor < g->n; g->cursor++) {
+		gr = &g->groups[g->cursor];
+		if (gr->count == 0)
+			continue;
+		if (jobs > 0 && (large(gr, max_bytes, max_jobs) ||
+				 bytes + gr->bytes > max_bytes ||
+				 jobs + gr->count > max_jobs))
+			break;
+		bytes += gr->bytes;
+		jobs += gr->count;
+		take(gr, gr->count, head, &tail, dev_bytes);
+	}
+	return jobs;
 }

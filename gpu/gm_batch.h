@@ -80,6 +80,36 @@ void gm_batch_plan(gm_job *first, uint32_t count, const gm_batch_slot *s,
 		   uint64_t dev, int dir, int with_c, gm_batch_emit_fn emit,
 		   void *arg);
 
+/*
+ * The small jobs of a wave sorted by key: one group per key, each in
+ * wave order, the groups in the order their first job came. Batches are
+ * then cut from them: a group that fills half a batch or more gets
+ * batches of its own, cut evenly; smaller groups, one after another,
+ * share a batch as its runs. Jobs are linked through gm_job.next. Used
+ * by one thread; allocates only at create.
+ */
+typedef struct gm_batch_groups gm_batch_groups;
+
+/* Room for max_groups keys at once. GM_OK or GM_ENOMEM. */
+int gm_batch_groups_create(uint32_t max_groups, gm_batch_groups **out);
+void gm_batch_groups_destroy(gm_batch_groups *g);
+
+/* Adds job, of bytes host bytes and a slot of slot_bytes, to its key's
+ * group. GM_OK, or GM_ENOMEM (job not taken) when a new key finds every
+ * group in use: cut what is there first. */
+int gm_batch_groups_add(gm_batch_groups *g, gm_job *job, uint64_t bytes,
+			uint64_t slot_bytes);
+
+/*
+ * Cuts the next batch, of at most max_bytes host bytes (a single job may
+ * be larger) and max_jobs jobs: *head gets its jobs, linked in run order
+ * and ending in NULL, *dev_bytes the slab it needs. Returns its number
+ * of jobs, 0 when no job is left (the groups are then empty and reusable).
+ */
+uint32_t gm_batch_groups_cut(gm_batch_groups *g, uint64_t max_bytes,
+			     uint32_t max_jobs, gm_job **head,
+			     uint64_t *dev_bytes);
+
 #ifdef __cplusplus
 }
 #endif

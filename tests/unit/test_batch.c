@@ -377,6 +377,119 @@ static void test_plan_random(void **state)
 	}
 }
 
+/* ---- groups -------------------------------------------------------------- */
+
+/* Cuts every batch of g; checks each is linked, NULL-ended, within the
+ * bounds (or a single job) and made of whole runs; returns how many. */
+static int cut_all(gm_batch_groups *g, uint64_t max_bytes, uint32_t max_jobs,
+		   uint32_t *sizes, gm_job **order)
+{
+	uint32_t n, total = 0;
+	uint64_t dev;
+	gm_job *head;
+	int batches = 0;
+
+	while ((n = gm_batch_groups_cut(g, max_bytes, max_jobs, &head,
+					&dev)) != 0) {
+		uint32_t i = 0;
+
+		assert_true(n <= max_jobs);
+		for (gm_job *j = head; j != NULL; j = j->next)
+			order[total + i++] = j;
+		assert_int_equal(i, n);
+		assert_true(dev > 0);
+		sizes[batches++] = n;
+		total += n;
+	}
+	assert_null(head);
+	return batches;
+}
+
+static void test_groups(void **state)
+{
+	enum { N = 12 };
+	gm_job j[N], *order[N];
+	uint32_t sizes[N];
+	gm_batch_groups *g;
+	int i;
+
+	assert_int_equal(gm_batch_groups_create(8, &g), GM_OK);
+	/* Three keys, interleaved: each group keeps wave order, groups
+	 * come in the order of their first job, all in one batch. */
+	for (i = 0; i < N; i++) {
+		memset(&j[i], 0, sizeof(j[i]));
+		j[i].d = desc(GM_FP32, 4 + (uint32_t)(i % 3), 4, 4, 0);
+		assert_int_equal(gm_batch_groups_add(g, &j[i], 100, 768),
+				 GM_OK);
+	}
+	assert_int_equal(cut_all(g, 1 << 20, 1024, sizes, order), 1);
+	assert_int_equal(sizes[0], N);
+	for (i = 0; i < N; i++)
+		assert_ptr_equal(order[i], &j[(i % 4) * 3 + i / 4]);
+	/* Emptied: usable again, and full at eight keys. */
+	for (i = 0; i < 8; i++) {
+		j[i].d = desc(GM_FP64, 1 + (uint32_t)i, 2, 3, 1);
+		assert_int_equal(gm_batch_groups_add(g, &j[i], 10, 768),
+				 GM_OK);
+	}
+	j[8].d = desc(GM_FP64, 100, 2, 3, 1);
+	assert_int_equal(gm_batch_groups_add(g, &j[8], 10, 768), GM_ENOMEM);
+	j[8].d = j[0].d; /* a known key still goes in */
+	assert_int_equal(gm_batch_groups_add(g, &j[8], 10, 768), GM_OK);
+	/* Small groups share batches up to the byte bound. */
+	assert_int_equal(cut_all(g, 50, 1024, sizes, order), 2);
+	assert_int_equal(sizes[0], 2 + 1 + 1 + 1); /* 20 + 3 * 10 bytes */
+	assert_int_equal(sizes[1], 4);
+	assert_ptr_equal(order[0], &j[0]);
+	assert_ptr_equal(order[1], &j[8]);
+	assert_ptr_equal(order[2], &j[1]);
+	gm_batch_groups_destroy(g);
+}
+
+/* A group of half a batch or more gets batches of its own, as even as
+ * the bounds allow, by bytes and by jobs; small groups before and after
+ * it do not join them. */
+static void test_groups_large(void **state)
+{
+	enum { N = 10000 };
+	static gm_job j[N + 2], *order[N + 2];
+	static uint32_t sizes[N];
+	gm_batch_groups *g;
+	int i, n;
+
+	assert_int_equal(gm_batch_groups_create(4, &g), GM_OK);
+	for (i = 0; i < 100; i++) {
+		j[i].d = desc(GM_FP32, 64, 64, 64, 0);
+		assert_int_equal(gm_batch_groups_add(g, &j[i], 49152, 49152),
+				 GM_OK);
+	}
+	n = cut_all(g, 1 << 20, 8192, sizes, order);
+	assert_int_equal(n, 5); /* 4.7 MiB in 1 MiB batches */
+	for (i = 0; i < n; i++)
+		assert_int_equal(sizes[i], 20);
+	j[0].d = desc(GM_FP64, 2, 2, 2, 0);
+	assert_int_equal(gm_batch_groups_add(g, &j[0], 96, 768), GM_OK);
+	for (i = 1; i <= N; i++) {
+		j[i].d = desc(GM_FP32, 1, 1, 1, 0);
+		assert_int_equal(gm_batch_groups_add(g, &j[i], 12, 768),
+				 GM_OK);
+	}
+	j[N + 1].d = desc(GM_FP64, 3, 3, 3, 0);
+	assert_int_equal(gm_batch_groups_add(g, &j[N + 1], 216, 768), GM_OK);
+	n = cut_all(g, 1 << 20, 4096, sizes, order);
+	assert_int_equal(n, 5);
+	assert_int_equal(sizes[0], 1);
+	assert_int_equal(sizes[1], 3334);
+	assert_int_equal(sizes[2], 3333);
+	assert_int_equal(sizes[3], 3333);
+	assert_int_equal(sizes[4], 1);
+	assert_ptr_equal(order[0], &j[0]);
+	assert_ptr_equal(order[1], &j[1]);
+	assert_ptr_equal(order[N], &j[N]);
+	assert_ptr_equal(order[N + 1], &j[N + 1]);
+	gm_batch_groups_destroy(g);
+}
+
 static int setup(void **state)
 {
 	rs = gm_testref_seed();
@@ -393,6 +506,8 @@ int main(void)
 	    cmocka_unit_test(test_plan_pieces),
 	    cmocka_unit_test(test_plan_not_strided),
 	    cmocka_unit_test(test_plan_random),
+	    cmocka_unit_test(test_groups),
+	    cmocka_unit_test(test_groups_large),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);
