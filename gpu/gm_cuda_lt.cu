@@ -2,10 +2,11 @@
  * gm_cuda_lt.cu - cuBLASLt with one algorithm per shape; see
  * gm_cuda_lt.h.
  *
- * The table is direct-mapped: a shape goes to the slot its hash names
- * and takes it over from whatever shape was there. Its descriptors are
- * initialised in the slot; only the batch count changes from call to
- * call.
+ * The table is open-addressed over a window of PROBE slots from the one
+ * a shape's hash names: a shape takes the first empty slot of its
+ * window, or, with none, the slot its hash names, from whatever shape
+ * was there. Its descriptors are initialised in the slot; only the batch
+ * count changes from call to call.
  */
 #include "gm_cuda_lt.h"
 
@@ -17,7 +18,8 @@
 
 #include "gm_cuda_err.h"
 
-#define TABLE 1024 /* shapes remembered; a power of two */
+#define TABLE 4096 /* shapes remembered; a power of two */
+#define PROBE 8	   /* slots a shape may take */
 
 /* What the algorithm is chosen for. Built zeroed, so that memcmp sees
  * no stray padding. */
@@ -49,6 +51,7 @@ static int init(struct gm_cuda_lt *lt, size_t ws_bytes, char *msg,
 		size_t msglen)
 {
 	uint64_t ws = ws_bytes;
+	uint32_t no_split = CUBLASLT_REDUCTION_SCHEME_NONE;
 
 	lt->ws_bytes = ws_bytes;
 	lt->table = (struct entry *)calloc(TABLE, sizeof(struct entry));
@@ -61,6 +64,13 @@ static int init(struct gm_cuda_lt *lt, size_t ws_bytes, char *msg,
 	GM_CUBLAS_TRY(cublasLtMatmulPreferenceSetAttribute(
 			  &lt->pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
 			  &ws, sizeof(ws)),
+		      msg, msglen);
+	/* Each result element summed along K by one kernel, never split
+	 * over several and added up after: nothing in the sum's order then
+	 * depends on how many problems share the call. */
+	GM_CUBLAS_TRY(cublasLtMatmulPreferenceSetAttribute(
+			  &lt->pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
+			  &no_split, sizeof(no_split)),
 		      msg, msglen);
 	return GM_OK;
 }
@@ -207,11 +217,30 @@ static int choose(struct gm_cuda_lt *lt, struct entry *e, const struct key *k,
 	return GM_OK;
 }
 
+/* The slot of shape k: where it is, else where it goes. */
+static struct entry *find(struct gm_cuda_lt *lt, const struct key *k)
+{
+	unsigned at = slot_of(k), i;
+	struct entry *empty = NULL;
+
+	for (i = 0; i < PROBE; i++) {
+		struct entry *e = &lt->table[(at + i) & (TABLE - 1)];
+
+		if (e->state == EMPTY) {
+			if (empty == NULL)
+				empty = e;
+		} else if (memcmp(&e->key, k, sizeof(*k)) == 0) {
+			return e;
+		}
+	}
+	return empty != NULL ? empty : &lt->table[at];
+}
+
 int gm_cuda_lt_matmul(struct gm_cuda_lt *lt, cudaStream_t stream, void *ws,
 		      const gm_cuda_lt_problem *p, char *msg, size_t msglen)
 {
 	struct key k = key_of(p);
-	struct entry *e = &lt->table[slot_of(&k)];
+	struct entry *e = find(lt, &k);
 	int rv;
 
 	if (p->count == 0 || p->count > GM_CUDA_LT_COUNT) {

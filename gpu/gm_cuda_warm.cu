@@ -3,14 +3,16 @@
  * it takes the waves queued behind it.
  *
  * CUDA loads a library's kernels when they are first launched, and
- * cuBLAS sets up its handles and heuristics on first use: the first job
- * of each kind after start paid about 120 ms for it. So every stream
- * runs, for every dtype, one job on its own (cublasGemmEx) and one
- * batch (cuBLASLt, gm_cuda_lt.h), and for fp64 and fp32 the tiled
- * kernel in every transpose, alone and batched, on zeros of WARM_N^3;
- * stream 0 also runs a job of WARM_BIG^3 per dtype, as jobs past the
- * small-job bound get kernels of their own. The device memory comes
- * from the pool and goes back to it.
+ * cuBLAS sets up its handles and heuristics on first use: without a
+ * warm-up the first job of each dtype paid 45 to 130 ms for it, and
+ * each kernel from a module not yet loaded some 40 ms more (an H100,
+ * tests/gpu/test_gpu_daemon's first jobs). cuBLAS picks kernels by
+ * shape, so the warm-up runs a ladder of square shapes per dtype, on
+ * zeros: batches (cuBLASLt, gm_cuda_lt.h) of the small shapes on every
+ * stream, single jobs (cublasGemmEx) of the larger ones on stream 0,
+ * and for fp64 and fp32 the tiled kernel in every transpose, alone and
+ * batched. The device memory comes from the pool (as much as the largest
+ * shape that fits in half of it) and goes back to it.
  */
 #include "gm_cuda_dev.h"
 
@@ -19,12 +21,15 @@
 #include "gm_cuda_err.h"
 #include "gm_cuda_gemm.h"
 
-#define WARM_N	    64	/* a small job */
-#define WARM_BIG    512 /* a job past the small-job bound */
-#define BIG_OPERAND (8ull * WARM_BIG * WARM_BIG) /* in fp64 */
-#define SMALL_SLOTS (2 * 3 * 8ull * WARM_N * WARM_N)
-
 static const int dtypes[] = {GM_FP64, GM_FP32, GM_TF32, GM_FP16, GM_BF16};
+/* Small jobs, batched; then jobs of their own. */
+static const uint32_t batched[] = {8, 64, 256};
+static const uint32_t single[] = {512, 1024, 2048};
+
+#define TILED_N	 64
+#define FP64	 8ull
+#define ROOM(n)	 (3 * FP64 * (n) * (n)) /* one job of n^3 in fp64 */
+#define SLOTS(n) (2 * ROOM(n))		/* two slots, for a batch */
 
 /* A row-major job of n^3, no C. */
 static gm_job_desc warm_desc(int dtype, int kernel, uint32_t n, int ta, int tb)
@@ -40,9 +45,9 @@ static gm_job_desc warm_desc(int dtype, int kernel, uint32_t n, int ta, int tb)
 	return d;
 }
 
-/* Runs d alone and as a batch of two at mem, which holds two slots. */
-static int run_both(struct gm_cuda_stream *st, const gm_job_desc *d, char *mem,
-		    char *msg, size_t msglen)
+/* d as a batch of two in mem, and, when alone is set, on its own. */
+static int run_d(struct gm_cuda_stream *st, const gm_job_desc *d, char *mem,
+		 int alone, char *msg, size_t msglen)
 {
 	gm_batch_slot s;
 	gm_job_sizes sz;
@@ -50,7 +55,8 @@ static int run_both(struct gm_cuda_stream *st, const gm_job_desc *d, char *mem,
 
 	gm_job_sizes_of(d, &sz);
 	gm_batch_slot_of(&sz, &s);
-	if ((rv = gm_cuda_gemm(st->blas, st->s, d, d->kernel, mem, mem + s.b,
+	if (alone &&
+	    (rv = gm_cuda_gemm(st->blas, st->s, d, d->kernel, mem, mem + s.b,
 			       mem + s.c, msg, msglen)) != GM_OK)
 		return rv;
 	return gm_cuda_gemm_batch(st->blas, st->dev->lt, st->ws, st->s, d,
@@ -58,28 +64,50 @@ static int run_both(struct gm_cuda_stream *st, const gm_job_desc *d, char *mem,
 				  2, msg, msglen);
 }
 
-static int warm_stream(struct gm_cuda_stream *st, char *mem, int big, char *msg,
-		       size_t msglen)
+/* The large shapes that fit in bytes, one job each. */
+static int warm_single(struct gm_cuda_stream *st, int dtype, char *mem,
+		       uint64_t bytes, char *msg, size_t msglen)
+{
+	for (size_t i = 0; i < sizeof(single) / sizeof(single[0]); i++) {
+		gm_job_desc d =
+		    warm_desc(dtype, GM_KERNEL_CUBLAS, single[i], 0, 0);
+		uint64_t op = ROOM(single[i]) / 3;
+		int rv;
+
+		if (ROOM(single[i]) > bytes)
+			break;
+		rv = gm_cuda_gemm(st->blas, st->s, &d, d.kernel, mem, mem + op,
+				  mem + 2 * op, msg, msglen);
+		if (rv != GM_OK)
+			return rv;
+	}
+	return GM_OK;
+}
+
+static int warm_stream(struct gm_cuda_stream *st, char *mem, uint64_t bytes,
+		       int first, char *msg, size_t msglen)
 {
 	gm_job_desc d;
-	int rv, t;
+	int rv;
 
 	for (size_t i = 0; i < sizeof(dtypes) / sizeof(dtypes[0]); i++) {
-		d = warm_desc(dtypes[i], GM_KERNEL_CUBLAS, WARM_N, 0, 0);
-		if ((rv = run_both(st, &d, mem, msg, msglen)) != GM_OK)
-			return rv;
-		d = warm_desc(dtypes[i], GM_KERNEL_CUBLAS, WARM_BIG, 0, 0);
-		if (big &&
-		    (rv = gm_cuda_gemm(st->blas, st->s, &d, d.kernel, mem,
-				       mem + BIG_OPERAND, mem + 2 * BIG_OPERAND,
-				       msg, msglen)) != GM_OK)
+		for (size_t k = 0; k < sizeof(batched) / sizeof(batched[0]);
+		     k++) {
+			d = warm_desc(dtypes[i], GM_KERNEL_CUBLAS, batched[k],
+				      0, 0);
+			if (SLOTS(batched[k]) <= bytes &&
+			    (rv = run_d(st, &d, mem, 0, msg, msglen)) != GM_OK)
+				return rv;
+		}
+		if (first && (rv = warm_single(st, dtypes[i], mem, bytes, msg,
+					       msglen)) != GM_OK)
 			return rv;
 		if (dtypes[i] != GM_FP64 && dtypes[i] != GM_FP32)
 			continue;
-		for (t = 0; t < 4; t++) {
-			d = warm_desc(dtypes[i], GM_KERNEL_TILED, WARM_N, t & 1,
-				      t >> 1);
-			if ((rv = run_both(st, &d, mem, msg, msglen)) != GM_OK)
+		for (int t = 0; t < 4; t++) {
+			d = warm_desc(dtypes[i], GM_KERNEL_TILED, TILED_N,
+				      t & 1, t >> 1);
+			if ((rv = run_d(st, &d, mem, 1, msg, msglen)) != GM_OK)
 				return rv;
 		}
 	}
@@ -108,12 +136,24 @@ static void give(struct gm_cuda_dev *d, void *p)
 	pthread_mutex_unlock(&d->mu);
 }
 
+/* The room the warm-up takes: its largest shape that fits in half the
+ * pool, and never less than the tiled kernel's batch. */
+static uint64_t room(const struct gm_cuda_dev *d)
+{
+	uint64_t half = gm_pool_size(d->pool) / 2, bytes = SLOTS(TILED_N);
+
+	for (size_t k = 0; k < sizeof(batched) / sizeof(batched[0]); k++)
+		if (SLOTS(batched[k]) <= half && SLOTS(batched[k]) > bytes)
+			bytes = SLOTS(batched[k]);
+	for (size_t i = 0; i < sizeof(single) / sizeof(single[0]); i++)
+		if (ROOM(single[i]) <= half && ROOM(single[i]) > bytes)
+			bytes = ROOM(single[i]);
+	return bytes;
+}
+
 int gm_cuda_warm_run(struct gm_cuda_dev *d, char *msg, size_t msglen)
 {
-	/* Room for the large job, unless that is more than half the pool;
-	 * it also holds two fp64 slots of WARM_N. */
-	uint64_t big = 3 * BIG_OPERAND;
-	uint64_t bytes = big > gm_pool_size(d->pool) / 2 ? SMALL_SLOTS : big;
+	uint64_t bytes = room(d);
 	cudaStream_t s0 = d->streams[0].s;
 	cudaError_t e;
 	char *mem;
@@ -130,8 +170,8 @@ int gm_cuda_warm_run(struct gm_cuda_dev *d, char *msg, size_t msglen)
 		rv = gm_cuda_fail(e, "zeroing the warm-up's memory", __FILE__,
 				  __LINE__, msg, msglen);
 	for (unsigned i = 0; rv == GM_OK && i < d->nstreams; i++)
-		rv = warm_stream(&d->streams[i], mem, i == 0 && bytes == big,
-				 msg, msglen);
+		rv = warm_stream(&d->streams[i], mem, bytes, i == 0, msg,
+				 msglen);
 	if (rv == GM_EGPUFAULT)
 		gm_cuda_dev_fault(d, msg);
 	else
