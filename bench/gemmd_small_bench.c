@@ -37,7 +37,7 @@
 #define STREAMS	     8 /* gemmd's default */
 #define SUBMIT_MS    120000
 #define LAT_REPS     200
-#define FIRST_S	     120 /* a first-job child, at most */
+#define FIRST_S	     60 /* a first-job child, at most */
 #define MIB	     (1024.0 * 1024)
 
 struct opts {
