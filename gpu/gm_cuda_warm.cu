@@ -23,7 +23,7 @@
 
 static const int dtypes[] = {GM_FP64, GM_FP32, GM_TF32, GM_FP16, GM_BF16};
 /* Small jobs, batched; then jobs of their own. */
-static const uint32_t batched[] = {8, 64, 256};
+static const uint32_t batched[] = {8, 64, 256, 512};
 static const uint32_t single[] = {512, 1024, 2048};
 
 #define TILED_N	 64
