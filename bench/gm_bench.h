@@ -33,6 +33,29 @@ uint64_t gm_case_in_bytes(const gm_case *c);
 uint64_t gm_case_out_bytes(const gm_case *c);
 double gm_case_flops(const gm_case *c); /* all jobs: jobs * 2 n^3 */
 
+/* Check a CUDA runtime or cuBLAS call in a function that returns int:
+ * on failure, "expr: text" goes to err (errlen bytes) and the function
+ * returns -1. The caller includes the CUDA headers. */
+#define GM_BENCH_CUDA(expr, err, errlen)                           \
+	do {                                                       \
+		cudaError_t e_ = (expr);                           \
+		if (e_ != cudaSuccess) {                           \
+			snprintf((err), (errlen), "%s: %s", #expr, \
+				 cudaGetErrorString(e_));          \
+			return -1;                                 \
+		}                                                  \
+	} while (0)
+
+#define GM_BENCH_BLAS(expr, err, errlen)                           \
+	do {                                                       \
+		cublasStatus_t s_ = (expr);                        \
+		if (s_ != CUBLAS_STATUS_SUCCESS) {                 \
+			snprintf((err), (errlen), "%s: %s", #expr, \
+				 cublasGetStatusString(s_));       \
+			return -1;                                 \
+		}                                                  \
+	} while (0)
+
 /* Fills n elements of dtype at p with uniform values in [-1, 1). */
 void gm_bench_random(int dtype, void *p, size_t n, uint64_t seed);
 

@@ -34,25 +34,8 @@
 #define STREAMS_MAX 64
 #define REPS_MAX    5
 
-#define CUDA_OK(expr)                                          \
-	do {                                                   \
-		cudaError_t e_ = (expr);                       \
-		if (e_ != cudaSuccess) {                       \
-			snprintf(err, errlen, "%s: %s", #expr, \
-				 cudaGetErrorString(e_));      \
-			return -1;                             \
-		}                                              \
-	} while (0)
-
-#define BLAS_OK(expr)                                                        \
-	do {                                                                 \
-		cublasStatus_t s_ = (expr);                                  \
-		if (s_ != CUBLAS_STATUS_SUCCESS) {                           \
-			snprintf(err, errlen, "%s: cuBLAS status %d", #expr, \
-				 (int)s_);                                   \
-			return -1;                                           \
-		}                                                            \
-	} while (0)
+#define CUDA_OK(expr) GM_BENCH_CUDA(expr, err, errlen)
+#define BLAS_OK(expr) GM_BENCH_BLAS(expr, err, errlen)
 
 enum { H2D = 1, GEMM = 2, D2H = 4, OUT = 8 /* host copies of results */ };
 

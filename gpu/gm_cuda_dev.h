@@ -2,12 +2,14 @@
  * gm_cuda_dev.h - one GPU as the CUDA engine drives it.
  *
  * Private to the CUDA engine's .cu files (it names CUDA types). A device
- * owns a ring of streams, each with its cuBLAS handle and workspace; one
- * device allocation whose job slabs a gm_pool hands out; an issue thread
+ * owns a ring of streams, each with its cuBLAS handle and workspace; a
+ * cuBLASLt handle with its algorithms for batches (gm_cuda_lt.h); one
+ * device allocation whose slabs a gm_pool hands out; an issue thread
  * that turns queued waves into work on the streams (gm_cuda_issue.cu),
- * with a few threads that stage socket payloads for it (gm_cuda_stage.h);
- * and one completion thread per stream that waits for that stream's jobs
- * in order and hands them back (gm_cuda_done.cu). Jobs wait inside the
+ * small jobs coalesced into batches (gm_cuda_batch.cu), with a few
+ * threads that stage socket payloads for it (gm_cuda_stage.h); and one
+ * completion thread per stream that waits for that stream's work in
+ * order and hands it back (gm_cuda_done.cu). Jobs wait inside the
  * device, never in the caller, when its memory is full.
  *
  * Busy time is timed on the device: a busy period (jobs in flight) opens
@@ -29,25 +31,37 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include "gm_batch.h"
+#include "gm_cuda_lt.h"
 #include "gm_cuda_stage.h"
 #include "gm_timeline.h"
 #include "gm_engine.h"
 #include "gm_pool.h"
 
+/* Jobs in one batch, at most: what one batched call takes. */
+#define GM_CUDA_BATCH_JOBS GM_CUDA_LT_COUNT
+/* Staging copies the issue thread hands the stager at once. */
+#define GM_CUDA_STAGE_PIECES 4096
+
 /* What the devices of one engine share; owned by the engine. */
 struct gm_cuda_shared {
 	gm_engine_config cfg; /* defaults filled in */
+	gm_engine *engine;
 	gm_engine_done_fn done;
 	void *done_arg;
 	int faulted;	 /* atomic: a sticky error happened on some device */
 	int fault_armed; /* atomic: enum gm_cuda_fault, test builds only */
 	pthread_mutex_t fault_mu;
 	char fault_msg[GM_MSG_TEXT + 1]; /* the first fault, under fault_mu */
+	/* A warm-up: devices still at it, and its first failure. */
+	int warm_left; /* atomic */
+	int warm_status;
+	char warm_msg[GM_MSG_TEXT + 1]; /* under fault_mu */
 };
 
-/* Events bracketing the phases of a job on its stream, in order. Nothing
- * else runs on the stream between one phase and the next, so the end of
- * one is the start of the next: four events time three phases. */
+/* Events bracketing the phases of a context on its stream, in order.
+ * Nothing else runs on the stream between one phase and the next, so the
+ * end of one is the start of the next: four events time three phases. */
 enum {
 	EV_H2D_START,
 	EV_H2D_END,    /* and the kernel's start */
@@ -56,14 +70,23 @@ enum {
 	EV_COUNT,
 };
 
-/* One job from the moment it has device memory until it is handed back.
- * Contexts are made on demand and reused, so events are not created per
- * job. */
+/*
+ * A job on its own, or a batch of small jobs, from the moment it has
+ * device memory until it is handed back: one slab, one stream, one set
+ * of events. A batch's jobs are linked from job through gm_job.next, in
+ * runs of one key (gm_batch.h), each job in its slot of the slab; the
+ * first job's status and msg are the batch's until completion gives
+ * them to every job. Contexts are made on demand and reused, so events
+ * are not created per job.
+ */
 struct gm_cuda_ctx {
-	gm_job *job;
+	gm_job *job;		  /* the job, or the batch's first */
+	uint32_t njobs;		  /* 1 for a job on its own */
+	int batch;		  /* coalesced: slots and batched calls */
 	struct gm_cuda_ctx *next; /* free list or a stream's queue */
 	struct gm_cuda_stream *st;
-	void *slab;	    /* from the device pool */
+	void *slab; /* from the device pool */
+	/* A job on its own: */
 	char *da, *db, *dc; /* dc: C and the result; mapped host memory
 			       when mapped */
 	gm_job_sizes sz;
@@ -81,6 +104,7 @@ struct gm_cuda_stream {
 	struct gm_cuda_dev *dev;
 	cudaStream_t s;
 	cublasHandle_t blas; /* bound to s, with its own workspace */
+	void *ws;	     /* that workspace, also cuBLASLt's on s */
 	pthread_t thread;    /* completion thread */
 	int started;
 	pthread_cond_t cv;		 /* work in the queue, or stop */
@@ -106,18 +130,28 @@ struct gm_cuda_dev {
 	char name[64];
 	unsigned nstreams;
 	struct gm_cuda_stream *streams;
-	unsigned next_stream; /* issue thread only: the ring's position */
-	void *mem;	      /* workspaces, then the job pool */
+	void *mem; /* workspaces, then the job pool */
 	gm_pool *pool;
-	struct gm_cuda_stager *stager; /* the issue thread's helpers */
-	cudaEvent_t span_ev;	       /* start of the busy period's span */
+	cudaEvent_t span_ev; /* start of the busy period's span */
 	pthread_t issue_thread;
 	int issue_started;
+	int spinners; /* atomic: completion threads polling an event */
+
+	/* The issue thread's own, made at open: */
+	unsigned next_stream;	       /* the ring's position */
+	struct gm_cuda_stager *stager; /* its copying helpers */
+	struct gm_cuda_lt *lt;
+	gm_batch_groups *groups;	   /* a wave's small jobs by key */
+	struct gm_cuda_copies *copies;	   /* a batch's pieces (batch.cu) */
+	struct gm_cuda_piece *pieces;	   /* staging copies of a chunk */
+	uint64_t small_bytes, batch_bytes; /* see gm_cuda_issue.cu */
 
 	pthread_mutex_t mu;
 	pthread_cond_t issue_cv; /* wave queued, memory freed, fault, stop */
 	/* guarded by mu: */
 	struct gm_cuda_wave *waves, *waves_tail;
+	struct gm_cuda_wave *free_waves; /* wave records to reuse */
+	int warm;			 /* a warm-up is asked for */
 	struct gm_cuda_ctx *free_ctx;
 	unsigned nctx;	       /* contexts made */
 	unsigned inflight;     /* contexts out of the free list */
@@ -144,10 +178,27 @@ int gm_cuda_dev_open(struct gm_cuda_shared *sh, int index,
 /* Blocks until every job queued on d came back, then frees d. */
 void gm_cuda_dev_close(struct gm_cuda_dev *d);
 
+/* A wave record, reused from the ones d's issue thread is done with
+ * (allocated only while their number grows); NULL when out of memory.
+ * Loop thread. */
+struct gm_cuda_wave *gm_cuda_dev_wave(struct gm_cuda_dev *d);
+
+/* Gives back w, unused, or issued by d's issue thread. */
+void gm_cuda_dev_wave_free(struct gm_cuda_dev *d, struct gm_cuda_wave *w);
+
 /* Queues w (bytes: its jobs' host bytes) for the issue thread; takes w.
  * Never blocks on the device. Loop thread. */
 void gm_cuda_dev_queue(struct gm_cuda_dev *d, struct gm_cuda_wave *w,
 		       uint64_t bytes);
+
+/* Asks d's issue thread to warm up before it takes more waves; the last
+ * device to finish ends the engine's warm-up (gm_cuda_warm.cu). */
+void gm_cuda_dev_warm(struct gm_cuda_dev *d);
+
+/* The issue thread's warm-up of d: every dtype and kernel on every
+ * stream, per job and batched, on tiny inputs. GM_OK or a code with
+ * msg; a sticky error faults d. */
+int gm_cuda_warm_run(struct gm_cuda_dev *d, char *msg, size_t msglen);
 
 /* Host bytes of jobs queued or running on d: what spreading balances. */
 uint64_t gm_cuda_dev_load(struct gm_cuda_dev *d);
@@ -178,6 +229,20 @@ void gm_cuda_ctx_destroy(struct gm_cuda_ctx *c);
 
 /* Counts job as d's and calls the done callback (without mu). */
 void gm_cuda_dev_finish(struct gm_cuda_dev *d, gm_job *job);
+
+/* The same for n jobs linked from job, with one lock for all; job->next
+ * is read before each is handed back. */
+void gm_cuda_dev_finish_n(struct gm_cuda_dev *d, gm_job *job, uint32_t n);
+
+/* A batch's phases on its stream (gm_cuda_batch.cu); each returns GM_OK
+ * or a code with the text in the batch's first job. */
+int gm_cuda_batch_h2d(struct gm_cuda_ctx *c);
+int gm_cuda_batch_kernel(struct gm_cuda_ctx *c);
+int gm_cuda_batch_d2h(struct gm_cuda_ctx *c);
+
+/* The batch's scratch for pieces: made with the device, freed with it. */
+int gm_cuda_copies_open(struct gm_cuda_copies **out);
+void gm_cuda_copies_close(struct gm_cuda_copies *c);
 
 /* Thread bodies; arg is the device, or the stream. */
 void *gm_cuda_issue_main(void *arg);

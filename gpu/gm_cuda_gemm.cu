@@ -1,11 +1,14 @@
 /*
- * gm_cuda_gemm.cu - one job's multiplication: which kernel, which cuBLAS
- * data and compute types, and how a row- or column-major job is laid out
- * for a kernel that only knows one order.
+ * gm_cuda_gemm.cu - the multiplication of one job or of a batch of jobs
+ * of one shape: which kernel, which cuBLAS data and compute types, and
+ * how a row- or column-major job is laid out for a kernel that only
+ * knows one order.
  *
  * cuBLAS is column-major; the tiled kernel is row-major. A job in the
  * other order is handed over with its operands swapped (native_call), the
- * one place in gemmd where that is done.
+ * one place in gemmd where that is done, for single jobs and batches
+ * alike. A single job goes to cublasGemmEx, a batch to cuBLASLt with the
+ * algorithm of its shape (gm_cuda_lt.h).
  */
 #include "gm_cuda_gemm.h"
 
@@ -99,9 +102,17 @@ int gm_cuda_gemm_supports(const gm_job_desc *d, int kernel, char *msg,
 	return GM_EUNSUPPORTED;
 }
 
+/* A batch of count problems, stride elements apart; count 1 is one job. */
+struct batch {
+	uint32_t count;
+	int64_t stride;
+};
+
+static const struct batch single = {1, 0};
+
 static int run_tiled(cudaStream_t stream, const gm_job_desc *d, const void *a,
-		     const void *b, void *c, double beta, char *msg,
-		     size_t msglen)
+		     const void *b, void *c, double beta,
+		     const struct batch *bt, char *msg, size_t msglen)
 {
 	struct call k = native_call(d, GM_ROW_MAJOR, a, b);
 	gm_tiled_args g;
@@ -120,30 +131,60 @@ static int run_tiled(cudaStream_t stream, const gm_job_desc *d, const void *a,
 	g.lda = k.lda;
 	g.ldb = k.ldb;
 	g.ldc = k.ldc;
+	g.count = bt->count;
+	g.stride_a = g.stride_b = g.stride_c = (uint64_t)bt->stride;
 	GM_CUDA_TRY((cudaError_t)gm_tiled_gemm(&g, stream), msg, msglen);
 	return GM_OK;
 }
 
-/* cuBLAS types for a dtype; fp16 and bf16 accumulate in fp32. */
+/* cuBLAS types for a dtype; fp16 and bf16 accumulate in fp32. The scale
+ * type follows the compute type: double for 64F, float for every 32F
+ * variant. */
 struct blas_types {
 	cudaDataType data;
 	cublasComputeType_t compute;
+	cudaDataType scale;
 };
 
 static struct blas_types blas_types_of(int dtype)
 {
 	switch (dtype) {
 	case GM_FP64:
-		return {CUDA_R_64F, CUBLAS_COMPUTE_64F};
+		return {CUDA_R_64F, CUBLAS_COMPUTE_64F, CUDA_R_64F};
 	case GM_TF32:
-		return {CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32};
+		return {CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32, CUDA_R_32F};
 	case GM_FP16:
-		return {CUDA_R_16F, CUBLAS_COMPUTE_32F};
+		return {CUDA_R_16F, CUBLAS_COMPUTE_32F, CUDA_R_32F};
 	case GM_BF16:
-		return {CUDA_R_16BF, CUBLAS_COMPUTE_32F};
+		return {CUDA_R_16BF, CUBLAS_COMPUTE_32F, CUDA_R_32F};
 	default:
-		return {CUDA_R_32F, CUBLAS_COMPUTE_32F};
+		return {CUDA_R_32F, CUBLAS_COMPUTE_32F, CUDA_R_32F};
 	}
+}
+
+/* alpha and beta in the scale type; alpha and beta point at them. */
+struct scalars {
+	float alpha_f, beta_f;
+	double alpha_d, beta_d;
+	const void *alpha, *beta;
+};
+
+static void scalars_of(const struct blas_types *t, double alpha, double beta,
+		       struct scalars *s)
+{
+	s->alpha_f = (float)alpha;
+	s->beta_f = (float)beta;
+	s->alpha_d = alpha;
+	s->beta_d = beta;
+	s->alpha = t->scale == CUDA_R_64F ? (const void *)&s->alpha_d
+					  : (const void *)&s->alpha_f;
+	s->beta = t->scale == CUDA_R_64F ? (const void *)&s->beta_d
+					 : (const void *)&s->beta_f;
+}
+
+static cublasOperation_t op(int trans)
+{
+	return trans ? CUBLAS_OP_T : CUBLAS_OP_N;
 }
 
 static int run_cublas(cublasHandle_t blas, const gm_job_desc *d, const void *a,
@@ -152,34 +193,90 @@ static int run_cublas(cublasHandle_t blas, const gm_job_desc *d, const void *a,
 {
 	struct call k = native_call(d, GM_COL_MAJOR, a, b);
 	struct blas_types t = blas_types_of(d->dtype);
-	cublasOperation_t oa = k.ta ? CUBLAS_OP_T : CUBLAS_OP_N;
-	cublasOperation_t ob = k.tb ? CUBLAS_OP_T : CUBLAS_OP_N;
-	/* The scale type follows the compute type: double for 64F, float
-	 * for every 32F variant. */
-	float alpha_f = (float)d->alpha, beta_f = (float)beta;
-	const void *alpha_p = &alpha_f, *beta_p = &beta_f;
+	struct scalars s;
 
-	if (d->dtype == GM_FP64) {
-		alpha_p = &d->alpha;
-		beta_p = &beta;
-	}
-	GM_CUBLAS_TRY(cublasGemmEx(blas, oa, ob, (int)k.m, (int)k.n, (int)k.k,
-				   alpha_p, k.a, t.data, (int)k.lda, k.b,
-				   t.data, (int)k.ldb, beta_p, c, t.data,
+	scalars_of(&t, d->alpha, beta, &s);
+	GM_CUBLAS_TRY(cublasGemmEx(blas, op(k.ta), op(k.tb), (int)k.m, (int)k.n,
+				   (int)k.k, s.alpha, k.a, t.data, (int)k.lda,
+				   k.b, t.data, (int)k.ldb, s.beta, c, t.data,
 				   (int)k.ldc, t.compute, CUBLAS_GEMM_DEFAULT),
 		      msg, msglen);
 	return GM_OK;
+}
+
+/* A batch through cuBLASLt with its shape's algorithm; a shape it has
+ * none for goes to cublasGemmStridedBatchedEx, as every batch of that
+ * shape will, since cuBLASLt's answer does not change. */
+static int run_cublas_batch(cublasHandle_t blas, struct gm_cuda_lt *lt,
+			    void *ws, cudaStream_t stream, const gm_job_desc *d,
+			    const void *a, const void *b, void *c, double beta,
+			    const struct batch *bt, char *msg, size_t msglen)
+{
+	struct call k = native_call(d, GM_COL_MAJOR, a, b);
+	struct blas_types t = blas_types_of(d->dtype);
+	gm_cuda_lt_problem p;
+	struct scalars s;
+	int rv;
+
+	scalars_of(&t, d->alpha, beta, &s);
+	p.data = t.data;
+	p.compute = t.compute;
+	p.scale = t.scale;
+	p.ta = k.ta;
+	p.tb = k.tb;
+	p.m = k.m;
+	p.n = k.n;
+	p.k = k.k;
+	p.lda = k.lda;
+	p.ldb = k.ldb;
+	p.ldc = k.ldc;
+	p.alpha = s.alpha;
+	p.beta = s.beta;
+	p.a = k.a;
+	p.b = k.b;
+	p.c = c;
+	p.stride = bt->stride;
+	p.count = bt->count;
+	if ((rv = gm_cuda_lt_matmul(lt, stream, ws, &p, msg, msglen)) !=
+	    GM_EUNSUPPORTED)
+		return rv;
+	GM_CUBLAS_TRY(cublasGemmStridedBatchedEx(
+			  blas, op(k.ta), op(k.tb), (int)k.m, (int)k.n,
+			  (int)k.k, s.alpha, k.a, t.data, (int)k.lda,
+			  bt->stride, k.b, t.data, (int)k.ldb, bt->stride,
+			  s.beta, c, t.data, (int)k.ldc, bt->stride,
+			  (int)bt->count, t.compute, CUBLAS_GEMM_DEFAULT),
+		      msg, msglen);
+	return GM_OK;
+}
+
+/* Without C, C is taken as zero: beta 0 makes every kernel write C
+ * without reading it. */
+static double beta_of(const gm_job_desc *d)
+{
+	return (d->flags & GM_JOB_HAS_C) ? d->beta : 0.0;
 }
 
 int gm_cuda_gemm(cublasHandle_t blas, cudaStream_t stream, const gm_job_desc *d,
 		 int kernel, const void *a, const void *b, void *c, char *msg,
 		 size_t msglen)
 {
-	/* Without C, C is taken as zero: beta 0 makes both kernels write C
-	 * without reading it. */
-	double beta = (d->flags & GM_JOB_HAS_C) ? d->beta : 0.0;
+	if (kernel == GM_KERNEL_TILED)
+		return run_tiled(stream, d, a, b, c, beta_of(d), &single, msg,
+				 msglen);
+	return run_cublas(blas, d, a, b, c, beta_of(d), msg, msglen);
+}
+
+int gm_cuda_gemm_batch(cublasHandle_t blas, struct gm_cuda_lt *lt, void *ws,
+		       cudaStream_t stream, const gm_job_desc *d, int kernel,
+		       const void *a, const void *b, void *c, uint64_t stride,
+		       uint32_t count, char *msg, size_t msglen)
+{
+	struct batch bt = {count, (int64_t)(stride / gm_dtype_size(d->dtype))};
 
 	if (kernel == GM_KERNEL_TILED)
-		return run_tiled(stream, d, a, b, c, beta, msg, msglen);
-	return run_cublas(blas, d, a, b, c, beta, msg, msglen);
+		return run_tiled(stream, d, a, b, c, beta_of(d), &bt, msg,
+				 msglen);
+	return run_cublas_batch(blas, lt, ws, stream, d, a, b, c, beta_of(d),
+				&bt, msg, msglen);
 }

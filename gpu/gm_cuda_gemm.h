@@ -1,10 +1,10 @@
 /*
- * gm_cuda_gemm.h - enqueues the multiplication of one job on a stream,
- * with cuBLAS or the tiled kernel.
+ * gm_cuda_gemm.h - enqueues the multiplication of one job, or of a batch
+ * of jobs of one shape, on a stream, with cuBLAS or the tiled kernel.
  *
  * Private to the CUDA engine's .cu files (it names cuBLAS types). Operand
  * copies, events and completion are the caller's; this only picks the
- * kernel, the data and compute types, and lays the job out for it.
+ * kernel, the data and compute types, and lays the jobs out for it.
  */
 #ifndef GM_CUDA_GEMM_H
 #define GM_CUDA_GEMM_H
@@ -13,6 +13,7 @@
 
 #include <cublas_v2.h>
 
+#include "gm_cuda_lt.h"
 #include "gm_proto.h"
 
 /* The kernel that runs d: d->kernel, or dflt when that is
@@ -34,5 +35,21 @@ int gm_cuda_gemm_supports(const gm_job_desc *d, int kernel, char *msg,
 int gm_cuda_gemm(cublasHandle_t blas, cudaStream_t stream, const gm_job_desc *d,
 		 int kernel, const void *a, const void *b, void *c, char *msg,
 		 size_t msglen);
+
+/*
+ * Enqueues count jobs described by d on stream: job i's A, B and C (C in,
+ * the result out) at a, b and c plus i * stride bytes, device pointers
+ * aligned to GM_BATCH_ALIGN, as is stride; count at most
+ * GM_CUDA_LT_COUNT. Each job's result is, bit for bit, what this call
+ * gives it with any other count: cuBLAS runs through lt with the
+ * algorithm of d's shape (gm_cuda_lt.h), the tiled kernel computes each
+ * job alone. ws is the stream's workspace and blas the handle bound to
+ * the stream (used only for a shape cuBLASLt has no algorithm for).
+ * Returns as gm_cuda_gemm.
+ */
+int gm_cuda_gemm_batch(cublasHandle_t blas, struct gm_cuda_lt *lt, void *ws,
+		       cudaStream_t stream, const gm_job_desc *d, int kernel,
+		       const void *a, const void *b, void *c, uint64_t stride,
+		       uint32_t count, char *msg, size_t msglen);
 
 #endif

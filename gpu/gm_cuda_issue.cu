@@ -2,29 +2,42 @@
  * gm_cuda_issue.cu - a device's issue thread: turns each queued wave into
  * work on the stream ring.
  *
- * Jobs take streams in rotation. A job gets its device slab before any of
- * its work is issued; when the pool is full, what has been gathered so
- * far is issued as a chunk and the thread sleeps until a completion frees
- * memory. A chunk's socket payloads are all staged into the arena first
- * (gm_cuda_stage.h), so no host copy sits between two of its DMAs.
+ * A wave's jobs are checked first; a job that fails its checks is handed
+ * back at once and never joins a batch. Small jobs (at most
+ * small_job_bytes of host memory, gm_engine.h) are sorted by key and cut
+ * into batches (gm_batch.h): each batch is one context, with one slab,
+ * one set of events and batched copies and calls (gm_cuda_batch.cu).
+ * Batches of at most batch_bytes of host memory keep the copies of one
+ * batch overlapping the calls and copies back of others, as whole jobs
+ * do. The other jobs go one context each, after the batches.
+ *
+ * Contexts take streams in rotation. A context gets its device slab
+ * before any of its work is issued; when the pool is full, what has
+ * been gathered so far is issued as a chunk and the thread sleeps until
+ * a completion frees memory. A batch that cannot get its slab even with
+ * nothing in flight falls back to one batch per job, and only a job
+ * that still does not fit fails. A chunk's socket payloads are all
+ * staged into the arena first (gm_cuda_stage.h), so no host copy sits
+ * between two of its DMAs.
  *
  * The chunk then goes out one round of the ring at a time, each round
- * breadth-first: the host-to-device copies of one job per stream, then
- * their kernels, then their device-to-host copies, so that while one
- * stream computes another copies (GM_ISSUE_DEPTH issues each job whole
- * instead, for comparison). A round is one job per stream because a
- * stream runs its work in order: with two jobs of a round on one stream,
- * that stream's first kernel would wait for its second job's copies, and
- * with a whole chunk issued breadth-first, every kernel waits for most of
- * the chunk's copies and every copy back for all of them. Round by round,
- * the next round's host-to-device copies overlap this round's kernels and
- * copies back. bench/RESULTS.md compares the orders on real batches.
+ * breadth-first: the host-to-device copies of one context per stream,
+ * then their kernels, then their device-to-host copies, so that while
+ * one stream computes another copies (GM_ISSUE_DEPTH issues each context
+ * whole instead, for comparison). A round is one context per stream
+ * because a stream runs its work in order: with two of a round on one
+ * stream, that stream's first kernel would wait for its second
+ * context's copies, and with a whole chunk issued breadth-first, every
+ * kernel waits for most of the chunk's copies and every copy back for
+ * all of them. Round by round, the next round's host-to-device copies
+ * overlap this round's kernels and copies back. bench/RESULTS.md
+ * compares the orders on real batches.
  *
- * Each phase is bracketed by events on the job's stream. Jobs that fail
- * before their first copy are handed back from here; every job that
- * reached a stream goes to that stream's completion thread, even one
- * whose issue failed half-way, so that its slab is freed only after the
- * stream is past it.
+ * Each phase is bracketed by events on the context's stream. Jobs that
+ * fail before their first copy are handed back from here; every context
+ * that reached a stream goes to that stream's completion thread, even
+ * one whose issue failed half-way, so that its slab is freed only after
+ * the stream is past it.
  */
 #include "gm_cuda_dev.h"
 
@@ -37,9 +50,10 @@
 #include "gm_cuda_fault.h"
 #include "gm_cuda_gemm.h"
 #include "gm_cuda_stage.h"
+#include "gm_engine_impl.h"
 
-#define CHUNK_MAX  256	/* jobs issued breadth-first as one group */
-#define CTX_MAX	   1024 /* jobs in flight per device: bounds the events */
+#define CHUNK_MAX  256	/* contexts issued breadth-first as one group */
+#define CTX_MAX	   1024 /* contexts in flight per device: bounds events */
 #define WOULD_WAIT (-1) /* take_ctx: full now, and told not to wait */
 
 #define ALIGN_UP(x) (((x) + GM_POOL_ALIGN - 1) & ~(uint64_t)(GM_POOL_ALIGN - 1))
@@ -60,8 +74,21 @@ static void fail_job(struct gm_cuda_dev *d, gm_job *j, int code,
 	gm_cuda_dev_finish(d, j);
 }
 
-/* Device bytes of a job: A, B, and C (which the result overwrites)
- * unless the result goes straight to mapped host memory. */
+/* Hands back n jobs linked from j, failed with code and j's message. */
+static void fail_n(struct gm_cuda_dev *d, gm_job *j, uint32_t n, int code)
+{
+	gm_job *k = j->next;
+
+	j->status = code;
+	for (uint32_t i = 1; i < n; i++, k = k->next) {
+		k->status = code;
+		memcpy(k->msg, j->msg, sizeof(k->msg));
+	}
+	gm_cuda_dev_finish_n(d, j, n);
+}
+
+/* Device bytes of a job on its own: A, B, and C (which the result
+ * overwrites) unless the result goes straight to mapped host memory. */
 static uint64_t slab_bytes(const gm_job_sizes *sz, int mapped)
 {
 	return ALIGN_UP(sz->a) + ALIGN_UP(sz->b) + (mapped ? 0 : sz->out);
@@ -83,41 +110,89 @@ static void *mapped_out(struct gm_cuda_dev *d, gm_job *j)
 	return p;
 }
 
-/* Checks j and fills what ctx needs; on failure hands j back. */
+/* Host bytes of a job's operands and result. */
+static uint64_t host_bytes(const gm_job_sizes *sz)
+{
+	return sz->a + sz->b + sz->c + sz->out;
+}
+
+/* Whether j, with t filled by describe, joins a batch. */
+static int small(const struct gm_cuda_dev *d, const struct gm_cuda_ctx *t)
+{
+	return host_bytes(&t->sz) <= d->small_bytes;
+}
+
+/* Fills what a context needs of j, already checked. A batch runs the
+ * kernel its jobs name, so it is resolved in the job. */
+static void describe(struct gm_cuda_dev *d, gm_job *j, struct gm_cuda_ctx *t)
+{
+	t->kernel = gm_cuda_gemm_kernel(&j->d, d->sh->cfg.kernel);
+	j->d.kernel = (uint8_t)t->kernel;
+	gm_job_sizes_of(&j->d, &t->sz);
+	t->has_c = (j->d.flags & GM_JOB_HAS_C) != 0;
+	t->dc = small(d, t) ? NULL : (char *)mapped_out(d, j);
+	t->mapped = t->dc != NULL;
+}
+
+/* Device bytes j needs: its slot in a batch, or a slab of its own. */
+static uint64_t device_bytes(const struct gm_cuda_dev *d,
+			     const struct gm_cuda_ctx *t)
+{
+	gm_batch_slot s;
+
+	if (!small(d, t))
+		return slab_bytes(&t->sz, t->mapped);
+	gm_batch_slot_of(&t->sz, &s);
+	return s.bytes;
+}
+
+/* Checks j and fills t; on failure hands j back. */
 static int check_job(struct gm_cuda_dev *d, gm_job *j, struct gm_cuda_ctx *t)
 {
-	int rv;
+	gm_job_sizes sz;
+	int rv, kernel;
 
 	j->status = GM_OK;
 	j->msg[0] = '\0';
 	j->h2d_us = j->kernel_us = j->d2h_us = 0;
-	t->kernel = gm_cuda_gemm_kernel(&j->d, d->sh->cfg.kernel);
-	rv = gm_cuda_gemm_supports(&j->d, t->kernel, j->msg, sizeof(j->msg));
+	kernel = gm_cuda_gemm_kernel(&j->d, d->sh->cfg.kernel);
+	rv = gm_cuda_gemm_supports(&j->d, kernel, j->msg, sizeof(j->msg));
 	if (rv != GM_OK) {
 		j->status = rv;
 		gm_cuda_dev_finish(d, j);
 		return rv;
 	}
-	if (gm_job_sizes_of(&j->d, &t->sz) != GM_OK) {
+	if (gm_job_sizes_of(&j->d, &sz) != GM_OK) {
 		fail_job(d, j, GM_EOVERFLOW, "job sizes overflow");
 		return GM_EOVERFLOW;
 	}
-	t->has_c = (j->d.flags & GM_JOB_HAS_C) != 0;
 	if (j->a == NULL || j->b == NULL || j->out == NULL ||
-	    (t->has_c && j->c == NULL)) {
+	    ((j->d.flags & GM_JOB_HAS_C) && j->c == NULL)) {
 		fail_job(d, j, GM_EINVAL, "operand pointer missing");
 		return GM_EINVAL;
 	}
-	t->dc = (char *)mapped_out(d, j);
-	t->mapped = t->dc != NULL;
-	if (slab_bytes(&t->sz, t->mapped) > gm_pool_size(d->pool)) {
+	describe(d, j, t);
+	if (device_bytes(d, t) > gm_pool_size(d->pool)) {
 		fail_job(d, j, GM_ETOOBIG,
 			 "needs %llu bytes of GPU memory, pool has %llu",
-			 (unsigned long long)slab_bytes(&t->sz, t->mapped),
+			 (unsigned long long)device_bytes(d, t),
 			 (unsigned long long)gm_pool_size(d->pool));
 		return GM_ETOOBIG;
 	}
 	return GM_OK;
+}
+
+/* Test builds: the armed out-of-memory fault fails j's allocation, its
+ * share of a batch's slab or a slab of its own, as cudaMalloc would. */
+static int injected_oom(struct gm_cuda_dev *d, gm_job *j)
+{
+	if (!gm_cuda_fault_take(&d->sh->fault_armed, GM_CUDA_FAULT_OOM))
+		return 0;
+	j->status = gm_cuda_fail(cudaErrorMemoryAllocation,
+				 "device allocation (injected)", __FILE__,
+				 __LINE__, j->msg, sizeof(j->msg));
+	gm_cuda_dev_finish(d, j);
+	return 1;
 }
 
 static int make_events(struct gm_cuda_ctx *c, char *msg, size_t msglen)
@@ -187,10 +262,11 @@ static void ungrab(struct gm_cuda_dev *d, void *slab)
 }
 
 /*
- * Gets j a context with its device slab. With may_wait, sleeps while the
- * device is full but has work in flight that will free memory; without,
- * returns WOULD_WAIT so the caller can first issue what it holds. Other
- * failures are j's, with the text in j->msg.
+ * Gets j (a job, or a batch's first) a context with bytes of the device
+ * pool. With may_wait, sleeps while the device is full but has work in
+ * flight that will free memory; without, returns WOULD_WAIT so the
+ * caller can first issue what it holds. Other failures are j's, with
+ * the text in j->msg.
  */
 static int take_ctx(struct gm_cuda_dev *d, gm_job *j, uint64_t bytes,
 		    int may_wait, struct gm_cuda_ctx **out)
@@ -200,10 +276,6 @@ static int take_ctx(struct gm_cuda_dev *d, gm_job *j, uint64_t bytes,
 	void *slab = NULL;
 	int rv, fresh = 0;
 
-	if (gm_cuda_fault_take(&sh->fault_armed, GM_CUDA_FAULT_OOM))
-		return gm_cuda_fail(cudaErrorMemoryAllocation,
-				    "device allocation (injected)", __FILE__,
-				    __LINE__, j->msg, sizeof(j->msg));
 	pthread_mutex_lock(&d->mu);
 	for (;;) {
 		if (__atomic_load_n(&sh->faulted, __ATOMIC_ACQUIRE)) {
@@ -241,11 +313,18 @@ static int take_ctx(struct gm_cuda_dev *d, gm_job *j, uint64_t bytes,
 	return GM_OK;
 }
 
+static struct gm_cuda_stream *next_stream(struct gm_cuda_dev *d)
+{
+	return &d->streams[d->next_stream++ % d->nstreams];
+}
+
 /* Lays out ctx's operands in its slab and gives it the next stream. */
 static void place(struct gm_cuda_dev *d, struct gm_cuda_ctx *ctx, gm_job *j,
 		  const struct gm_cuda_ctx *t)
 {
 	ctx->job = j;
+	ctx->njobs = 1;
+	ctx->batch = 0;
 	ctx->sz = t->sz;
 	ctx->kernel = t->kernel;
 	ctx->has_c = t->has_c;
@@ -254,7 +333,19 @@ static void place(struct gm_cuda_dev *d, struct gm_cuda_ctx *ctx, gm_job *j,
 	ctx->da = (char *)ctx->slab;
 	ctx->db = ctx->da + ALIGN_UP(t->sz.a);
 	ctx->dc = t->mapped ? t->dc : ctx->db + ALIGN_UP(t->sz.b);
-	ctx->st = &d->streams[d->next_stream++ % d->nstreams];
+	ctx->st = next_stream(d);
+}
+
+/* A batch's jobs sit in their slots (gm_cuda_batch.cu). */
+static void place_batch(struct gm_cuda_dev *d, struct gm_cuda_ctx *ctx,
+			gm_job *j, uint32_t n)
+{
+	ctx->job = j;
+	ctx->njobs = n;
+	ctx->batch = 1;
+	ctx->mapped = 0;
+	ctx->ended = 0;
+	ctx->st = next_stream(d);
 }
 
 /* A failed step: the job keeps its code and text, and a sticky error
@@ -331,7 +422,8 @@ static int issue_h2d(struct gm_cuda_ctx *c)
 	open_span(c->st->dev, s);
 	GM_CUDA_TRY(cudaEventRecord(c->ev[EV_H2D_START], s), j->msg,
 		    sizeof(j->msg));
-	if ((rv = copy_in(c)) != GM_OK)
+	rv = c->batch ? gm_cuda_batch_h2d(c) : copy_in(c);
+	if (rv != GM_OK)
 		return rv;
 	GM_CUDA_TRY(cudaEventRecord(c->ev[EV_H2D_END], s), j->msg,
 		    sizeof(j->msg));
@@ -344,8 +436,11 @@ static int issue_kernel(struct gm_cuda_ctx *c)
 	cudaStream_t s = c->st->s;
 	int rv;
 
-	rv = gm_cuda_gemm(c->st->blas, s, &j->d, c->kernel, c->da, c->db, c->dc,
-			  j->msg, sizeof(j->msg));
+	if (c->batch)
+		rv = gm_cuda_batch_kernel(c);
+	else
+		rv = gm_cuda_gemm(c->st->blas, s, &j->d, c->kernel, c->da,
+				  c->db, c->dc, j->msg, sizeof(j->msg));
 	if (rv != GM_OK)
 		return rv;
 	GM_CUDA_TRY(cudaEventRecord(c->ev[EV_KERNEL_END], s), j->msg,
@@ -358,6 +453,8 @@ static int issue_d2h(struct gm_cuda_ctx *c)
 	gm_job *j = c->job;
 	cudaStream_t s = c->st->s;
 
+	if (c->batch)
+		return gm_cuda_batch_d2h(c);
 	if (c->mapped)
 		return GM_OK;
 	GM_CUDA_TRY(cudaMemcpyAsync(j->out, c->dc, c->sz.out,
@@ -415,15 +512,22 @@ static void inject_sticky(struct gm_cuda_dev *d)
  * with C elsewhere, C into the output the kernel updates in place. */
 static void stage(struct gm_cuda_dev *d, struct gm_cuda_ctx **c, size_t n)
 {
-	struct gm_cuda_piece p[CHUNK_MAX];
+	struct gm_cuda_piece *p = d->pieces;
 	size_t i, np = 0;
 
 	for (i = 0; i < n; i++) {
 		gm_job *j = c[i]->job;
 
-		if (j->copy_in != NULL)
+		for (uint32_t k = 0; k < c[i]->njobs; k++, j = j->next) {
+			if (j->copy_in == NULL)
+				continue;
 			p[np++] = {j->copy_to != NULL ? j->copy_to : j->a,
 				   j->copy_in, j->copy_in_bytes};
+			if (np == GM_CUDA_STAGE_PIECES) {
+				gm_cuda_stager_copy(d->stager, p, np);
+				np = 0;
+			}
+		}
 	}
 	if (np > 0)
 		gm_cuda_stager_copy(d->stager, p, np);
@@ -435,12 +539,22 @@ static void stage(struct gm_cuda_dev *d, struct gm_cuda_ctx **c, size_t n)
 	}
 }
 
-static void issue_chunk(struct gm_cuda_dev *d, struct gm_cuda_ctx **c, size_t n)
+/* Contexts gathered to be issued together. */
+struct chunk {
+	struct gm_cuda_ctx *c[CHUNK_MAX];
+	size_t n;
+};
+
+static void issue_chunk(struct gm_cuda_dev *d, struct chunk *ch)
 {
 	size_t round =
 	    d->sh->cfg.issue_order == GM_ISSUE_DEPTH ? 1 : d->nstreams;
-	size_t i, k, end;
+	struct gm_cuda_ctx **c = ch->c;
+	size_t i, k, end, n = ch->n;
 
+	ch->n = 0;
+	if (n == 0)
+		return;
 	if (gm_cuda_fault_take(&d->sh->fault_armed, GM_CUDA_FAULT_STICKY))
 		inject_sticky(d);
 	stage(d, c, n);
@@ -457,41 +571,151 @@ static void issue_chunk(struct gm_cuda_dev *d, struct gm_cuda_ctx **c, size_t n)
 	}
 }
 
-static void issue_wave(struct gm_cuda_dev *d, gm_job *j)
+/* A context for j (or the batch it starts) with bytes of the pool;
+ * issues what the chunk holds when it must wait for memory. */
+static int obtain(struct gm_cuda_dev *d, struct chunk *ch, gm_job *j,
+		  uint64_t bytes, struct gm_cuda_ctx **ctx)
 {
-	struct gm_cuda_ctx *chunk[CHUNK_MAX];
-	struct gm_cuda_ctx t, *ctx = NULL;
-	size_t n = 0;
+	int rv;
+
+	while ((rv = take_ctx(d, j, bytes, ch->n == 0, ctx)) == WOULD_WAIT)
+		issue_chunk(d, ch);
+	return rv;
+}
+
+static void add(struct gm_cuda_dev *d, struct chunk *ch, struct gm_cuda_ctx *c)
+{
+	ch->c[ch->n++] = c;
+	if (ch->n == CHUNK_MAX)
+		issue_chunk(d, ch);
+}
+
+static void issue_batch(struct gm_cuda_dev *d, struct chunk *ch, gm_job *j,
+			uint32_t n, uint64_t bytes)
+{
+	struct gm_cuda_ctx *ctx = NULL, t;
 	gm_job *next;
 	int rv;
 
-	while (j != NULL) {
-		next = j->next;
-		if (check_job(d, j, &t) != GM_OK) {
-			j = next;
-			continue;
-		}
-		rv = take_ctx(d, j, slab_bytes(&t.sz, t.mapped), n == 0, &ctx);
-		if (rv == WOULD_WAIT) { /* issue what we hold, then wait */
-			issue_chunk(d, chunk, n);
-			n = 0;
-			continue;
-		}
-		if (rv != GM_OK) {
-			j->status = rv;
-			gm_cuda_dev_finish(d, j);
-		} else {
-			place(d, ctx, j, &t);
-			chunk[n++] = ctx;
-		}
-		if (n == CHUNK_MAX) {
-			issue_chunk(d, chunk, n);
-			n = 0;
-		}
-		j = next;
+	if ((rv = obtain(d, ch, j, bytes, &ctx)) == GM_OK) {
+		place_batch(d, ctx, j, n);
+		add(d, ch, ctx);
+		return;
 	}
-	if (n > 0)
-		issue_chunk(d, chunk, n);
+	if ((rv != GM_ENOMEM && rv != GM_ETOOBIG) || n == 1) {
+		fail_n(d, j, n, rv);
+		return;
+	}
+	/* No room for the batch even with nothing in flight: each job as
+	 * a batch of its own, which computes it the same way. */
+	for (; n > 0; n--, j = next) {
+		next = j->next;
+		j->next = NULL;
+		j->status = GM_OK;
+		j->msg[0] = '\0';
+		describe(d, j, &t);
+		issue_batch(d, ch, j, 1, device_bytes(d, &t));
+	}
+}
+
+/* Cuts every batch of the small jobs sorted so far and issues it. */
+static void issue_batches(struct gm_cuda_dev *d, struct chunk *ch)
+{
+	uint64_t bytes;
+	gm_job *j;
+	uint32_t n;
+
+	while ((n = gm_batch_groups_cut(d->groups, d->batch_bytes,
+					GM_CUDA_BATCH_JOBS, &j, &bytes)) != 0)
+		issue_batch(d, ch, j, n, bytes);
+}
+
+static void issue_single(struct gm_cuda_dev *d, struct chunk *ch, gm_job *j)
+{
+	struct gm_cuda_ctx t, *ctx = NULL;
+	int rv;
+
+	describe(d, j, &t);
+	if (injected_oom(d, j))
+		return;
+	if ((rv = obtain(d, ch, j, device_bytes(d, &t), &ctx)) != GM_OK) {
+		j->status = rv;
+		gm_cuda_dev_finish(d, j);
+		return;
+	}
+	place(d, ctx, j, &t);
+	add(d, ch, ctx);
+}
+
+/* Sorts a small job into its group; a full table is cut and issued
+ * first. */
+static void sort_small(struct gm_cuda_dev *d, struct chunk *ch, gm_job *j,
+		       const struct gm_cuda_ctx *t)
+{
+	/* A batch's bound holds for its slab as well as its host bytes. */
+	uint64_t slot = device_bytes(d, t), bytes = host_bytes(&t->sz);
+
+	bytes = bytes > slot ? bytes : slot;
+
+	if (injected_oom(d, j))
+		return;
+	if (gm_batch_groups_add(d->groups, j, bytes, slot) == GM_OK)
+		return;
+	issue_batches(d, ch);
+	gm_batch_groups_add(d->groups, j, bytes, slot);
+}
+
+static void issue_wave(struct gm_cuda_dev *d, gm_job *j)
+{
+	struct chunk ch;
+	struct gm_cuda_ctx t;
+	gm_job *big = NULL, **big_tail = &big, *next;
+
+	ch.n = 0;
+	for (; j != NULL; j = next) {
+		next = j->next;
+		if (check_job(d, j, &t) != GM_OK)
+			continue;
+		if (small(d, &t)) {
+			sort_small(d, &ch, j, &t);
+			continue;
+		}
+		j->next = NULL;
+		*big_tail = j;
+		big_tail = &j->next;
+	}
+	issue_batches(d, &ch);
+	for (j = big; j != NULL; j = next) {
+		next = j->next;
+		issue_single(d, &ch, j);
+	}
+	issue_chunk(d, &ch);
+}
+
+/* Takes the warm-up asked for, if any; under mu, which it drops while it
+ * runs. */
+static void warm_if_asked(struct gm_cuda_dev *d)
+{
+	struct gm_cuda_shared *sh = d->sh;
+	char msg[GM_MSG_TEXT + 1] = "";
+	int rv;
+
+	if (!d->warm)
+		return;
+	d->warm = 0;
+	pthread_mutex_unlock(&d->mu);
+	if ((rv = gm_cuda_warm_run(d, msg, sizeof(msg))) != GM_OK) {
+		pthread_mutex_lock(&sh->fault_mu);
+		if (sh->warm_status == GM_OK) {
+			sh->warm_status = rv;
+			snprintf(sh->warm_msg, sizeof(sh->warm_msg),
+				 "GPU %d: %s", d->index, msg);
+		}
+		pthread_mutex_unlock(&sh->fault_mu);
+	}
+	if (__atomic_sub_fetch(&sh->warm_left, 1, __ATOMIC_ACQ_REL) == 0)
+		gm_engine_warmed(sh->engine, sh->warm_status, sh->warm_msg);
+	pthread_mutex_lock(&d->mu);
 }
 
 void *gm_cuda_issue_main(void *arg)
@@ -502,15 +726,19 @@ void *gm_cuda_issue_main(void *arg)
 	cudaSetDevice(d->index);
 	pthread_mutex_lock(&d->mu);
 	for (;;) {
-		while (d->waves == NULL && !d->stopping)
+		while (d->waves == NULL && !d->warm && !d->stopping)
 			pthread_cond_wait(&d->issue_cv, &d->mu);
-		if ((w = d->waves) == NULL)
-			break;
+		warm_if_asked(d);
+		if ((w = d->waves) == NULL) {
+			if (d->stopping)
+				break;
+			continue;
+		}
 		if ((d->waves = w->next) == NULL)
 			d->waves_tail = NULL;
 		pthread_mutex_unlock(&d->mu);
 		issue_wave(d, w->head);
-		free(w);
+		gm_cuda_dev_wave_free(d, w);
 		pthread_mutex_lock(&d->mu);
 	}
 	pthread_mutex_unlock(&d->mu);

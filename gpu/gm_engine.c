@@ -7,8 +7,17 @@
 #include "gm_engine_impl.h"
 
 #include <stdio.h>
+#include <time.h>
 
 #include "gm_error.h"
+
+double gm_engine_now_us(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
+}
 
 #if !GEMMD_HAVE_CUDA
 int gm_engine_cuda_count(void)
@@ -83,6 +92,43 @@ void gm_engine_unregister(gm_engine *e, void *p)
 {
 	if (e->ops->unreg != NULL)
 		e->ops->unreg(e, p);
+}
+
+int gm_engine_warmup(gm_engine *e, gm_engine_warm_fn fn, void *arg)
+{
+	int rv;
+
+	if (__atomic_load_n(&e->warming, __ATOMIC_ACQUIRE))
+		return GM_EBUSY;
+	e->warm_fn = fn;
+	e->warm_arg = arg;
+	e->warm_t0 = gm_engine_now_us();
+	__atomic_store_n(&e->warming, 1, __ATOMIC_RELEASE);
+	if ((rv = e->ops->warmup(e)) != GM_OK)
+		__atomic_store_n(&e->warming, 0, __ATOMIC_RELEASE);
+	return rv;
+}
+
+void gm_engine_warmed(gm_engine *e, int status, const char *msg)
+{
+	/* Read before warming drops: a new warm-up may start after. */
+	gm_engine_warm_fn fn = e->warm_fn;
+	void *arg = e->warm_arg;
+	double ms = (gm_engine_now_us() - e->warm_t0) / 1e3;
+
+	__atomic_store(&e->warm_ms, &ms, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->warming, 0, __ATOMIC_RELEASE);
+	if (fn != NULL)
+		fn(arg, status, ms, status == GM_OK ? NULL : msg);
+}
+
+int gm_engine_ready(const gm_engine *e, double *ms)
+{
+	int warming = __atomic_load_n(&e->warming, __ATOMIC_ACQUIRE);
+
+	if (ms != NULL)
+		__atomic_load(&e->warm_ms, ms, __ATOMIC_RELAXED);
+	return !warming;
 }
 
 int gm_engine_faulted(const gm_engine *e)

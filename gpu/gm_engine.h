@@ -9,6 +9,17 @@
  *
  * Implementations: gm_engine_cpu.c (OpenBLAS, always built) and
  * gm_engine_cuda.cu (cuBLAS and the tiled kernel, built when CUDA is).
+ *
+ * Small jobs are coalesced: the jobs of one wave that share dtype,
+ * transposes, layout, m, n, k, alpha, beta, C-ness and kernel run as one
+ * batched call, with their copies grouped (gm_cuda_batch.cu), and a
+ * small job's result does not depend on which jobs it ran with: it is
+ * the same, bit for bit, alone or in a batch. Jobs reach the engine in
+ * host memory it can DMA from (a slab of the arena or a registered
+ * region); jobs of one shape laid out at a constant stride from each
+ * other (each job's A, B, C and result at the same offsets from its
+ * start, as when a request's jobs sit back to back in one slab) cross
+ * the link in one copy per operand for the whole batch.
  */
 #ifndef GM_ENGINE_H
 #define GM_ENGINE_H
@@ -42,7 +53,26 @@ typedef struct gm_engine_config {
 	int kernel;		    /* default kernel (enum gm_kernel) */
 	int mapped_output;	    /* CUDA: C in mapped pinned memory */
 	unsigned cpu_threads;	    /* CPU engine: BLAS threads, 0 = all */
+	/*
+	 * CUDA: a job whose host bytes (A + B + C + result) are at most
+	 * this is small: it is coalesced with the jobs of its wave that
+	 * share its shape (see the file comment), and its result comes
+	 * back in its batch's one copy even with mapped_output. 0 means
+	 * GM_SMALL_JOB_BYTES; 1 coalesces nothing. Not a configuration
+	 * key: tests and benchmarks set it to compare the two paths.
+	 */
+	uint64_t small_job_bytes;
 } gm_engine_config;
+
+/*
+ * The default of small_job_bytes, measured (bench/gemmd_small_bench,
+ * bench/RESULTS.md "Small jobs", an H100 on PCIe 5): per job, square fp32
+ * jobs coalesced against job by job took 12.2 against 40.9 us at 256^3
+ * (768 KiB), 27.3 against 45.5 at 384^3 (1.7 MiB), 46.9 against 52.4 at
+ * 512^3 (3 MiB), and 107.5 against 105.3 at 768^3 (6.75 MiB): coalescing
+ * pays up to about 4 MiB, and no more beyond.
+ */
+#define GM_SMALL_JOB_BYTES (4ull << 20)
 
 /* Most streams in one device's ring (the "streams" key's bound). */
 #define GM_MAX_STREAMS 64
@@ -88,6 +118,12 @@ typedef struct gm_engine gm_engine;
 /* Called once per job on an engine thread; see the file comment. */
 typedef void (*gm_engine_done_fn)(gm_job *job, void *arg);
 
+/* Called once when a warm-up ends, on an engine thread, under the same
+ * rules as the done callback. status is GM_OK or the first failure (with
+ * msg; NULL when GM_OK); ms is the wall time since gm_engine_warmup. */
+typedef void (*gm_engine_warm_fn)(void *arg, int status, double ms,
+				  const char *msg);
+
 /*
  * Opens the engine cfg->kind asks for (AUTO: CUDA if a device is found,
  * else CPU). Allocates the host arena. On failure returns a code and a
@@ -132,6 +168,26 @@ int gm_engine_register(gm_engine *e, void *p, size_t len, char *msg,
  * may be on the engine: the caller waits for every one to come back.
  * Blocks; any thread. */
 void gm_engine_unregister(gm_engine *e, void *p);
+
+/*
+ * Warms the engine up on its own threads and returns at once: every
+ * device runs each dtype's cuBLAS paths (the per-job call and the
+ * batched one), and the tiled kernel, once on tiny inputs, so that the
+ * libraries and kernels a first job needs are loaded before it comes
+ * (lazily loaded, they cost the first job of each kind about 100 ms).
+ * Jobs submitted meanwhile are taken as usual and wait on each device
+ * behind its warm-up. fn (may be NULL) is called once when every device
+ * is done. Meant to be called right after gm_engine_open, before the
+ * daemon reports itself ready: it can listen and answer that it is not
+ * ready yet meanwhile (gm_engine_ready). GM_OK, or GM_EBUSY while a
+ * warm-up is running. Loop thread.
+ */
+int gm_engine_warmup(gm_engine *e, gm_engine_warm_fn fn, void *arg);
+
+/* 0 while a warm-up runs, else 1 (also when none was asked for); *ms
+ * (may be NULL) gets the last warm-up's wall time, 0 before one ended.
+ * Any thread. */
+int gm_engine_ready(const gm_engine *e, double *ms);
 
 /* Non-zero once a sticky device fault has happened: the daemon must stop
  * accepting and exit non-zero after the in-flight jobs came back. */

@@ -1,16 +1,22 @@
 /*
- * gm_engine_cpu.c - the CPU engine: OpenBLAS on one worker thread.
+ * gm_engine_cpu.c - the CPU engine: OpenBLAS on one worker thread and a
+ * small crew.
  *
  * gm_engine_submit appends jobs to a FIFO and wakes a dedicated worker
  * thread (never libuv's pool: a GEMM there would starve the daemon's file
- * system work). The worker runs one job at a time with cblas_dgemm or
- * cblas_sgemm, which OpenBLAS spreads over its own threads, and calls the
- * done callback from the worker. Kernel choice is a GPU concern: every
- * kernel a job names runs as BLAS here. The CPU reads and writes host
- * memory directly, so copy_in and copy_out are used as the operands
- * themselves instead of being staged through the arena. The arena is only
- * reserved address space (MAP_NORESERVE): pages the pool never hands out
- * cost nothing.
+ * system work). The worker takes everything queued at once and walks it.
+ * A large job runs alone with cblas_dgemm or cblas_sgemm, which OpenBLAS
+ * spreads over its own threads. OpenBLAS runs a small job (m n k at most
+ * SMALL_MNK) on the calling thread only, so one job at a time would leave
+ * the other cores idle: consecutive small jobs are run as one burst by
+ * the worker and a crew of helper threads (gm_crew.h), each job on one
+ * core, so a wave of small jobs costs one wake-up per helper, not one per
+ * job. The done callback is called from whichever thread ran the job.
+ * Kernel choice is a GPU concern: every kernel a job names runs as BLAS
+ * here. The CPU reads and writes host memory directly, so copy_in and
+ * copy_out are used as the operands themselves instead of being staged
+ * through the arena. The arena is only reserved address space
+ * (MAP_NORESERVE): pages the pool never hands out cost nothing.
  */
 #include "gm_engine_impl.h"
 
@@ -21,9 +27,21 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 
+#include "gm_crew.h"
 #include "gm_error.h"
+
+/*
+ * OpenBLAS 0.3 runs a GEMM with m n k <= 65536 * 4 (SMP_THRESHOLD_MIN
+ * times the default GEMM_MULTITHREAD_THRESHOLD, interface/gemm.c) on the
+ * calling thread alone: a 64^3 fp32 job takes 6.5 us with one BLAS
+ * thread or two on a 2-core host.
+ */
+#define SMALL_MNK (65536.0 * 4)
+/* Work below which waking the crew costs more than it saves: a
+ * helper's wake-up is tens of microseconds, 8 MFLOP about 100. */
+#define BURST_MIN_FLOPS (8.0 * 1024 * 1024)
+#define BURST_MAX	4096 /* jobs run as one burst, at most */
 
 struct cpu_engine {
 	struct gm_engine base; /* first: gm_engine.c casts back */
@@ -32,12 +50,18 @@ struct cpu_engine {
 	pthread_cond_t wake;
 	gm_job *head, *tail;
 	int stopping;
-	uint64_t jobs;
-	double busy_us;
+	int warm;	   /* a warm-up is asked for */
+	int running;	   /* the worker is running jobs since busy_since */
+	double busy_since; /* host clock */
+	double busy_us;	   /* ended stretches of running */
+	uint64_t jobs;	   /* atomic */
 	/* Set at open, read-only afterwards. */
 	void *arena;
 	uint64_t arena_bytes;
 	char name[64];
+	/* The worker's: */
+	gm_crew *crew;
+	gm_job *burst[BURST_MAX];
 };
 
 /* The operands of one job, wherever they live. */
@@ -45,14 +69,6 @@ struct operands {
 	const void *a, *b, *c; /* c NULL when the job has no C */
 	void *out;
 };
-
-static double now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
 
 static int check_dtype(int dtype, char *msg, size_t msglen)
 {
@@ -174,7 +190,7 @@ static void run(gm_job *job)
 	}
 	if ((job->status = operands_of(job, &sz, &op)) != 0)
 		return;
-	t0 = now_us();
+	t0 = gm_engine_now_us();
 	/* BLAS updates C in place, so C is first placed where the result
 	 * goes; without C, beta stays 0 and BLAS never reads out. */
 	if (op.c != NULL) {
@@ -183,37 +199,126 @@ static void run(gm_job *job)
 		beta = job->d.beta;
 	}
 	gemm(&job->d, &op, beta);
-	job->kernel_us = now_us() - t0;
+	job->kernel_us = gm_engine_now_us() - t0;
+}
+
+/* Runs job and hands it back. */
+static void finish(struct cpu_engine *ce, gm_job *job)
+{
+	job->next = NULL;
+	run(job);
+	__atomic_add_fetch(&ce->jobs, 1, __ATOMIC_RELAXED);
+	/* Last: once back through the callback the job is not ours. */
+	ce->base.done(job, ce->base.done_arg);
+}
+
+static void run_burst_job(void *arg, uint64_t i)
+{
+	struct cpu_engine *ce = arg;
+
+	finish(ce, ce->burst[i]);
+}
+
+static int small(const gm_job *job)
+{
+	const gm_job_desc *d = &job->d;
+
+	return (double)d->m * d->n * d->k <= SMALL_MNK;
+}
+
+/* Runs burst[0..n-1], on the crew when there is enough work to share. */
+static void run_burst(struct cpu_engine *ce, size_t n, double flops)
+{
+	size_t i;
+
+	if (flops >= BURST_MIN_FLOPS) {
+		gm_crew_run(ce->crew, run_burst_job, ce, n);
+		return;
+	}
+	for (i = 0; i < n; i++)
+		finish(ce, ce->burst[i]);
+}
+
+/* Runs the jobs linked from job: each large one alone, each stretch of
+ * small ones as a burst. */
+static void run_list(struct cpu_engine *ce, gm_job *job)
+{
+	double flops = 0;
+	size_t n = 0;
+	gm_job *next;
+
+	for (; job != NULL; job = next) {
+		next = job->next;
+		if (small(job)) {
+			flops += gm_job_flops(&job->d);
+			ce->burst[n++] = job;
+			if (n < BURST_MAX)
+				continue;
+		}
+		run_burst(ce, n, flops);
+		n = 0;
+		flops = 0;
+		if (!small(job))
+			finish(ce, job);
+	}
+	run_burst(ce, n, flops);
+}
+
+/* OpenBLAS sets up its buffers and threads on first use. */
+static void warm_up(struct cpu_engine *ce)
+{
+	double a[4] = {1, 2, 3, 4}, c[4];
+	float af[4] = {1, 2, 3, 4}, cf[4];
+
+	cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, 2, 2, 2, 1.0, a,
+		    2, a, 2, 0.0, c, 2);
+	cblas_sgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, 2, 2, 2, 1.0f,
+		    af, 2, af, 2, 0.0f, cf, 2);
+	gm_engine_warmed(&ce->base, GM_OK, NULL);
 }
 
 static void *worker_main(void *arg)
 {
 	struct cpu_engine *ce = arg;
-	gm_job *job;
+	gm_job *list;
+	int warm;
 
 	pthread_mutex_lock(&ce->mu);
 	for (;;) {
-		while (ce->head == NULL && !ce->stopping)
+		while (ce->head == NULL && !ce->warm && !ce->stopping)
 			pthread_cond_wait(&ce->wake, &ce->mu);
-		if ((job = ce->head) == NULL)
+		warm = ce->warm;
+		ce->warm = 0;
+		list = ce->head;
+		ce->head = ce->tail = NULL;
+		if (list == NULL && !warm)
 			break; /* stopping, and the queue is drained */
-		if ((ce->head = job->next) == NULL)
-			ce->tail = NULL;
+		ce->running = list != NULL;
+		ce->busy_since = gm_engine_now_us();
 		pthread_mutex_unlock(&ce->mu);
 
-		job->next = NULL;
-		run(job);
+		if (warm)
+			warm_up(ce);
+		run_list(ce, list);
 
 		pthread_mutex_lock(&ce->mu);
-		ce->jobs++;
-		ce->busy_us += job->kernel_us;
-		pthread_mutex_unlock(&ce->mu);
-		/* Last: once back through the callback the job is not ours. */
-		ce->base.done(job, ce->base.done_arg);
-		pthread_mutex_lock(&ce->mu);
+		if (ce->running)
+			ce->busy_us += gm_engine_now_us() - ce->busy_since;
+		ce->running = 0;
 	}
 	pthread_mutex_unlock(&ce->mu);
 	return NULL;
+}
+
+static int cpu_warmup(gm_engine *e)
+{
+	struct cpu_engine *ce = (struct cpu_engine *)e;
+
+	pthread_mutex_lock(&ce->mu);
+	ce->warm = 1;
+	pthread_cond_signal(&ce->wake);
+	pthread_mutex_unlock(&ce->mu);
+	return GM_OK;
 }
 
 static int cpu_submit(gm_engine *e, gm_job **jobs, size_t n)
@@ -248,6 +353,7 @@ static void cpu_close(gm_engine *e)
 	pthread_mutex_unlock(&ce->mu);
 	pthread_join(ce->worker, NULL);
 
+	gm_crew_close(ce->crew);
 	munmap(ce->arena, ce->arena_bytes);
 	pthread_cond_destroy(&ce->wake);
 	pthread_mutex_destroy(&ce->mu);
@@ -281,10 +387,12 @@ static void cpu_device_stats(gm_engine *e, unsigned dev, gm_device_stats *s)
 		return;
 	snprintf(s->name, sizeof(s->name), "%s", ce->name);
 	pthread_mutex_lock(&ce->mu);
-	s->jobs = ce->jobs;
+	s->jobs = __atomic_load_n(&ce->jobs, __ATOMIC_RELAXED);
 	s->busy_us = ce->busy_us;
+	if (ce->running)
+		s->busy_us += gm_engine_now_us() - ce->busy_since;
 	/* BLAS calls are all the CPU engine runs: no copies, no streams. */
-	s->kernel_us = ce->busy_us;
+	s->kernel_us = s->busy_us;
 	pthread_mutex_unlock(&ce->mu);
 }
 
@@ -297,6 +405,7 @@ static const struct gm_engine_ops cpu_ops = {
     .faulted = cpu_faulted,
     .devices = cpu_devices,
     .device_stats = cpu_device_stats,
+    .warmup = cpu_warmup,
 };
 
 static int map_arena(struct cpu_engine *ce, uint64_t bytes, char *msg,
@@ -346,9 +455,12 @@ int gm_engine_cpu_open(const gm_engine_config *cfg, gm_engine_done_fn done,
 		openblas_set_num_threads((int)cfg->cpu_threads);
 	snprintf(ce->name, sizeof(ce->name), "cpu (OpenBLAS, %d threads)",
 		 openblas_get_num_threads());
-	if ((rv = pthread_create(&ce->worker, NULL, worker_main, ce)) != 0) {
-		snprintf(msg, msglen, "cannot start the cpu worker: %s",
-			 strerror(rv));
+	/* As many threads run small jobs as OpenBLAS runs large ones. */
+	if (gm_crew_open((unsigned)openblas_get_num_threads() - 1, &ce->crew) !=
+		GM_OK ||
+	    (rv = pthread_create(&ce->worker, NULL, worker_main, ce)) != 0) {
+		snprintf(msg, msglen, "cannot start the cpu worker threads");
+		gm_crew_close(ce->crew);
 		pthread_cond_destroy(&ce->wake);
 		pthread_mutex_destroy(&ce->mu);
 		munmap(ce->arena, ce->arena_bytes);

@@ -7,8 +7,10 @@
  * the daemon carves, and mapped when the result is to be written straight
  * into host memory. Spreading gives each job to the device with the
  * fewest bytes queued or running; a device's share of a wave stays one
- * wave there, issued breadth-first. Threads, completion and faults are the
- * devices' (gm_cuda_dev.h).
+ * wave there, issued breadth-first, its small jobs coalesced. Threads,
+ * completion, warm-up and faults are the devices' (gm_cuda_dev.h). A
+ * submit allocates nothing once the devices have as many wave records as
+ * waves in flight.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +25,7 @@
 #define POOL_BYTES_DEFAULT (1ull << 30)
 #define STREAMS_DEFAULT	   4
 #define STREAMS_MAX	   64
+#define SHARES_ON_STACK	   8 /* devices whose shares need no allocation */
 
 struct cuda_engine {
 	struct gm_engine base; /* first: gm_engine.c casts */
@@ -133,36 +136,56 @@ static void spread(struct cuda_engine *e, struct share *sh, gm_job **jobs,
 	}
 }
 
+static void give_back(struct cuda_engine *e, struct share *sh)
+{
+	for (unsigned i = 0; i < e->ndev; i++)
+		if (sh[i].w != NULL)
+			gm_cuda_dev_wave_free(e->devs[i], sh[i].w);
+}
+
 static int cuda_submit(gm_engine *base, gm_job **jobs, size_t n)
 {
 	struct cuda_engine *e = of(base);
-	struct share *sh;
+	struct share stack[SHARES_ON_STACK], *sh = stack;
 	unsigned i;
+	int rv = GM_OK;
 
 	if (cuda_faulted(base))
 		return GM_EGPUFAULT;
 	if (n == 0)
 		return GM_OK;
 	/* Everything that can fail happens before any job is taken. */
-	if ((sh = (struct share *)calloc(e->ndev, sizeof(*sh))) == NULL)
+	if (e->ndev > SHARES_ON_STACK &&
+	    (sh = (struct share *)malloc(e->ndev * sizeof(*sh))) == NULL)
 		return GM_ENOMEM;
-	for (i = 0; i < e->ndev; i++) {
-		sh[i].w = (struct gm_cuda_wave *)calloc(1, sizeof(*sh[i].w));
-		if (sh[i].w == NULL) {
-			while (i-- > 0)
-				free(sh[i].w);
-			free(sh);
-			return GM_ENOMEM;
+	memset(sh, 0, e->ndev * sizeof(*sh));
+	for (i = 0; i < e->ndev && rv == GM_OK; i++)
+		if ((sh[i].w = gm_cuda_dev_wave(e->devs[i])) == NULL)
+			rv = GM_ENOMEM;
+	if (rv == GM_OK) {
+		spread(e, sh, jobs, n);
+		for (i = 0; i < e->ndev; i++) {
+			if (sh[i].w->head == NULL)
+				continue;
+			gm_cuda_dev_queue(e->devs[i], sh[i].w, sh[i].bytes);
+			sh[i].w = NULL;
 		}
 	}
-	spread(e, sh, jobs, n);
-	for (i = 0; i < e->ndev; i++) {
-		if (sh[i].w->head != NULL)
-			gm_cuda_dev_queue(e->devs[i], sh[i].w, sh[i].bytes);
-		else
-			free(sh[i].w);
-	}
-	free(sh);
+	give_back(e, sh);
+	if (sh != stack)
+		free(sh);
+	return rv;
+}
+
+static int cuda_warmup(gm_engine *base)
+{
+	struct cuda_engine *e = of(base);
+
+	e->sh.warm_status = GM_OK;
+	e->sh.warm_msg[0] = '\0';
+	__atomic_store_n(&e->sh.warm_left, (int)e->ndev, __ATOMIC_RELEASE);
+	for (unsigned i = 0; i < e->ndev; i++)
+		gm_cuda_dev_warm(e->devs[i]);
 	return GM_OK;
 }
 
@@ -227,6 +250,7 @@ static const struct gm_engine_ops cuda_ops = {
     cuda_device_stats, /* device_stats */
     cuda_reg,	       /* reg */
     cuda_unreg,	       /* unreg */
+    cuda_warmup,       /* warmup */
 };
 
 static void fill_defaults(gm_engine_config *c)
@@ -296,6 +320,7 @@ extern "C" int gm_engine_cuda_open(const gm_engine_config *cfg,
 	e->base.done_arg = arg;
 	e->sh.cfg = *cfg;
 	fill_defaults(&e->sh.cfg);
+	e->sh.engine = &e->base;
 	e->sh.done = done;
 	e->sh.done_arg = arg;
 	e->sh.fault_armed = gm_cuda_fault_arm();

@@ -27,13 +27,28 @@ struct gm_engine_ops {
 	/* Optional (NULL: memory is used as it is, nothing to undo). */
 	int (*reg)(gm_engine *e, void *p, size_t len, char *msg, size_t msglen);
 	void (*unreg)(gm_engine *e, void *p);
+	/* Starts a warm-up that ends with gm_engine_warmed(); GM_OK or a
+	 * code for a warm-up that could not start (then not called). */
+	int (*warmup)(gm_engine *e);
 };
 
 struct gm_engine {
 	const struct gm_engine_ops *ops;
 	gm_engine_done_fn done;
 	void *done_arg;
+	/* The warm-up under way or last ended (gm_engine.c). */
+	gm_engine_warm_fn warm_fn;
+	void *warm_arg;
+	double warm_t0, warm_ms;
+	int warming; /* atomic */
 };
+
+/* Ends the warm-up ops->warmup started: records its time and calls the
+ * warm callback. Once per warm-up, on an engine thread. */
+void gm_engine_warmed(gm_engine *e, int status, const char *msg);
+
+/* The monotonic clock in microseconds. */
+double gm_engine_now_us(void);
 
 #ifdef __cplusplus
 }

@@ -3,7 +3,10 @@
  *
  * The arena is tiled by a doubly linked, address-ordered list of blocks,
  * each free or handed out. Allocation is first fit: the lowest free block
- * large enough is split, its front becoming the slab. Freeing merges the
+ * large enough is split, its front becoming the slab. The search starts
+ * at the lowest free block, which the pool keeps at hand, so that filling
+ * a pool slab after slab (a request's jobs, one each) does not walk over
+ * every slab already out. Freeing merges the
  * block with free neighbours at once, so two free blocks are never
  * adjacent and a fully freed pool is one block again. Keeping the slabs
  * that are out in the same list lets gm_pool_free recognise a pointer it
@@ -27,6 +30,7 @@ struct block {
 
 struct gm_pool {
 	struct block *head; /* lowest address; NULL when nothing is managed */
+	struct block *free; /* the lowest free block; NULL when none is */
 	uint64_t size;
 	uint64_t used;
 	uint64_t slabs;
@@ -53,6 +57,7 @@ int gm_pool_create(void *base, uint64_t size, gm_pool **out)
 		}
 		p->head->addr = start;
 		p->head->size = p->size;
+		p->free = p->head;
 	}
 	*out = p;
 	return GM_OK;
@@ -90,6 +95,14 @@ static int split(struct block *b, uint64_t size)
 	return GM_OK;
 }
 
+/* The first free block from b on, or NULL. */
+static struct block *next_free(struct block *b)
+{
+	while (b != NULL && b->used)
+		b = b->next;
+	return b;
+}
+
 int gm_pool_alloc(gm_pool *p, uint64_t bytes, void **slab)
 {
 	struct block *b;
@@ -103,7 +116,7 @@ int gm_pool_alloc(gm_pool *p, uint64_t bytes, void **slab)
 		return GM_ETOOBIG;
 	/* Cannot overflow: bytes <= p->size, itself a multiple of the unit. */
 	size = (bytes + GM_POOL_ALIGN - 1) & ~(uint64_t)(GM_POOL_ALIGN - 1);
-	for (b = p->head; b != NULL; b = b->next)
+	for (b = p->free; b != NULL; b = b->next)
 		if (!b->used && b->size >= size)
 			break;
 	if (b == NULL)
@@ -113,6 +126,8 @@ int gm_pool_alloc(gm_pool *p, uint64_t bytes, void **slab)
 	b->used = 1;
 	p->used += size;
 	p->slabs++;
+	if (b == p->free)
+		p->free = next_free(b->next);
 	*slab = (void *)b->addr;
 	return GM_OK;
 }
@@ -146,10 +161,19 @@ void gm_pool_free(gm_pool *p, void *slab)
 	b->used = 0;
 	p->used -= b->size;
 	p->slabs--;
-	if (b->next != NULL && !b->next->used)
+	if (b->next != NULL && !b->next->used) {
+		if (p->free == b->next)
+			p->free = b;
 		merge_next(b);
-	if (b->prev != NULL && !b->prev->used)
-		merge_next(b->prev);
+	}
+	if (b->prev != NULL && !b->prev->used) {
+		if (p->free == b)
+			p->free = b->prev;
+		b = b->prev;
+		merge_next(b);
+	}
+	if (p->free == NULL || b->addr < p->free->addr)
+		p->free = b;
 }
 
 uint64_t gm_pool_used(const gm_pool *p)

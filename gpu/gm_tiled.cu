@@ -10,7 +10,9 @@
  * transposed writes do not all land in one shared-memory bank. Partial
  * tiles at the edges are filled with zeros, which makes any m, n, k work.
  * The transposes are template parameters, so the inner loop has no
- * branches.
+ * branches. A batch of problems is the grid's z dimension: block z works
+ * on problem z, with the same arithmetic as a launch of that problem
+ * alone.
  */
 #include "gm_tiled.h"
 
@@ -54,14 +56,19 @@ __device__ void load_b(T (*tile)[TILE + 1], const T *b, size_t ldb, int k,
 }
 
 template <typename T, bool TA, bool TB>
-__global__ void
-tiled_gemm(int m, int n, int k, T alpha, const T *__restrict__ a, size_t lda,
-	   const T *__restrict__ b, size_t ldb, T beta, T *c, size_t ldc)
+__global__ void tiled_gemm(int m, int n, int k, T alpha,
+			   const T *__restrict__ a, size_t lda, size_t sa,
+			   const T *__restrict__ b, size_t ldb, size_t sb,
+			   T beta, T *c, size_t ldc, size_t sc)
 {
 	__shared__ T as[TILE][TILE + 1];
 	__shared__ T bs[TILE][TILE + 1];
 	int col0 = blockIdx.x * TILE;
 	int col = col0 + threadIdx.x;
+
+	a += blockIdx.z * sa;
+	b += blockIdx.z * sb;
+	c += blockIdx.z * sc;
 
 	/* The loop bound is the same for the whole block, so every thread
 	 * reaches every __syncthreads(). */
@@ -92,11 +99,13 @@ static void launch(const gm_tiled_args *g, cudaStream_t s)
 	unsigned tiles_m = (g->m + TILE - 1) / TILE;
 	dim3 block(TILE, TILE);
 	dim3 grid((g->n + TILE - 1) / TILE,
-		  tiles_m < GRID_Y_MAX ? tiles_m : GRID_Y_MAX);
+		  tiles_m < GRID_Y_MAX ? tiles_m : GRID_Y_MAX,
+		  g->count > 1 ? g->count : 1);
 
 	tiled_gemm<T, TA, TB><<<grid, block, 0, s>>>(
 	    (int)g->m, (int)g->n, (int)g->k, (T)g->alpha, (const T *)g->a,
-	    g->lda, (const T *)g->b, g->ldb, (T)g->beta, (T *)g->c, g->ldc);
+	    g->lda, g->stride_a, (const T *)g->b, g->ldb, g->stride_b,
+	    (T)g->beta, (T *)g->c, g->ldc, g->stride_c);
 }
 
 template <typename T>
@@ -114,6 +123,8 @@ static void launch_typed(const gm_tiled_args *g, cudaStream_t s)
 
 extern "C" int gm_tiled_gemm(const gm_tiled_args *g, struct CUstream_st *stream)
 {
+	if (g->count > GM_TILED_COUNT_MAX)
+		return cudaErrorInvalidValue;
 	if (g->dtype == GM_FP64)
 		launch_typed<double>(g, stream);
 	else if (g->dtype == GM_FP32)

@@ -19,8 +19,10 @@ extern "C" {
 
 struct CUstream_st; /* cudaStream_t */
 
-/* One row-major problem C <- alpha*op(A)*op(B) + beta*C on the device.
- * A column-major caller swaps the operands (see gm_cuda_gemm.cu). */
+/* count row-major problems C <- alpha*op(A)*op(B) + beta*C on the device,
+ * problem i with its operands stride_* elements after those of problem
+ * i - 1; each is computed exactly as it would be alone. A column-major
+ * caller swaps the operands (see gm_cuda_gemm.cu). */
 typedef struct gm_tiled_args {
 	int dtype;		/* GM_FP64 or GM_FP32 */
 	int trans_a, trans_b;	/* op(X) = X^T when set */
@@ -29,7 +31,12 @@ typedef struct gm_tiled_args {
 	const void *a, *b;	/* device pointers */
 	void *c;		/* device pointer, or mapped host memory */
 	uint64_t lda, ldb, ldc; /* row strides in elements */
+	uint32_t count;		/* problems, at most GM_TILED_COUNT_MAX */
+	uint64_t stride_a, stride_b, stride_c; /* elements */
 } gm_tiled_args;
+
+/* Problems one launch takes (the grid's z extent). */
+#define GM_TILED_COUNT_MAX 65535u
 
 /* Enqueues the kernel on stream and returns immediately. Returns the
  * launch's cudaError_t value: 0, or the code of a bad launch (a fault in

@@ -230,6 +230,23 @@ static void test_open_bad_config(void **state)
 	assert_string_equal(msg, "unknown engine kind 7");
 }
 
+/* Runs wave[0..n-1] (the jobs of t) as one wave on a fresh engine e,
+ * checks and frees every job, and reads the stats after. */
+static void run_checked(gm_engine *e, struct tjob *t, gm_job **wave, int n,
+			gm_device_stats *s)
+{
+	int i;
+
+	assert_int_equal(gm_engine_submit(e, wave, (size_t)n), GM_OK);
+	wait_done((size_t)n);
+	for (i = 0; i < n; i++) {
+		check_result(&t[i], t[i].out);
+		free_job(&t[i]);
+	}
+	gm_engine_device_stats(e, 0, s);
+	assert_int_equal(s->jobs, n);
+}
+
 /* Every dtype, layout, transpose pair and C choice for one shape, as one
  * wave. */
 static void run_shape(uint32_t m, uint32_t n, uint32_t k)
@@ -246,14 +263,7 @@ static void run_shape(uint32_t m, uint32_t n, uint32_t k)
 			 (i >> 2) & 1, (i >> 3) & 1, (i >> 4) & 1, m, n, k);
 		wave[i] = &t[i].job;
 	}
-	assert_int_equal(gm_engine_submit(e, wave, N), GM_OK);
-	wait_done(N);
-	for (i = 0; i < N; i++) {
-		check_result(&t[i], t[i].out);
-		free_job(&t[i]);
-	}
-	gm_engine_device_stats(e, 0, &s);
-	assert_int_equal(s.jobs, N);
+	run_checked(e, t, wave, N, &s);
 	assert_true(s.busy_us > 0.0);
 	/* No copies and no streams: all of the busy time is kernel time. */
 	assert_true(s.kernel_us == s.busy_us);
@@ -431,6 +441,78 @@ static void test_submit_nothing(void **state)
 	assert_int_equal(done_count(), 0);
 }
 
+/* Jobs that OpenBLAS runs on one thread (m n k <= 2^18) go to the
+ * crew in bursts, larger ones alone between them: a wave that mixes
+ * both comes back whole, each job once and right. */
+static void test_bursts(void **state)
+{
+	enum { N = 600 };
+	static struct tjob t[N];
+	static gm_job *wave[N];
+	gm_engine *e = open_engine(GM_ENGINE_CPU, 2);
+	gm_device_stats s;
+	int i;
+
+	for (i = 0; i < N; i++) {
+		uint32_t d = i % 50 == 49 ? 80 : 8 + (uint32_t)(i % 57);
+
+		make_job(&t[i], i & 1 ? GM_FP32 : GM_FP64, (i >> 1) & 1,
+			 (i >> 2) & 1, (i >> 3) & 1, (i >> 4) & 1, d, d + 1,
+			 d + 2);
+		wave[i] = &t[i].job;
+	}
+	run_checked(e, t, wave, N, &s);
+	gm_engine_close(e);
+	assert_int_equal(done_count(), N);
+}
+
+/* Warm-up runs on the worker and calls back once; jobs submitted
+ * meanwhile wait behind it. */
+static struct {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int calls, status;
+	double ms;
+} warm = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, -1, -1};
+
+static void on_warm(void *arg, int status, double ms, const char *msg)
+{
+	assert_ptr_equal(arg, &warm);
+	pthread_mutex_lock(&warm.mu);
+	warm.calls++;
+	warm.status = status;
+	warm.ms = ms;
+	pthread_cond_signal(&warm.cv);
+	pthread_mutex_unlock(&warm.mu);
+}
+
+static void test_warmup(void **state)
+{
+	gm_engine *e = open_engine(GM_ENGINE_CPU, 0);
+	struct tjob t;
+	gm_job *job = &t.job;
+	double ms = -1;
+
+	assert_int_equal(gm_engine_ready(e, &ms), 1);
+	assert_true(ms == 0.0);
+	assert_int_equal(gm_engine_warmup(e, on_warm, &warm), GM_OK);
+	make_job(&t, GM_FP64, GM_ROW_MAJOR, 0, 0, 1, 5, 6, 7);
+	assert_int_equal(gm_engine_submit(e, &job, 1), GM_OK);
+	pthread_mutex_lock(&warm.mu);
+	while (warm.calls == 0)
+		pthread_cond_wait(&warm.cv, &warm.mu);
+	pthread_mutex_unlock(&warm.mu);
+	wait_done(1);
+	check_result(&t, t.out);
+	assert_int_equal(warm.calls, 1);
+	assert_int_equal(warm.status, GM_OK);
+	assert_true(warm.ms >= 0.0);
+	assert_int_equal(gm_engine_ready(e, &ms), 1);
+	assert_true(ms == warm.ms);
+	free_job(&t);
+	gm_engine_close(e);
+}
+
 static void test_thread_count(void **state)
 {
 	gm_engine *e = open_engine(GM_ENGINE_CPU, 1);
@@ -464,6 +546,8 @@ int main(void)
 	    cmocka_unit_test(test_tiled_kernel_runs_as_blas),
 	    cmocka_unit_test(test_close_drains),
 	    cmocka_unit_test(test_submit_nothing),
+	    cmocka_unit_test(test_bursts),
+	    cmocka_unit_test(test_warmup),
 	    cmocka_unit_test(test_thread_count),
 	};
 

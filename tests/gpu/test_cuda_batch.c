@@ -1,0 +1,540 @@
+/*
+ * test_cuda_batch.c - small jobs coalesced by the CUDA engine.
+ *
+ * A small job's result must not depend on the jobs it ran with: every
+ * job here runs alone (a wave of its own) and then in a wave with many
+ * others, laid out at a constant stride (strided copies) and at
+ * scattered places (one piece per job, in one batched copy), and the
+ * results must be the same bit for bit; each is also checked against
+ * the CPU engine's fp64 result with the dtype's tolerance. Further
+ * cases: a wave that mixes coalescible jobs with jobs too large to
+ * coalesce, jobs that fail their checks and a job too big for the
+ * device pool (only those fail, each with its own code); a device pool
+ * so small that batches must split and wait; an injected out-of-memory
+ * that fails exactly one job of a batch (fault-injection builds); and
+ * the warm-up. Exits 77 (skipped) without a GPU.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "gm_build.h"
+#include "gm_testref.h"
+#include "gputest.h"
+
+#define REPEATS	 4   /* jobs of each key in a wave */
+#define KEYS_MAX 128 /* shapes x combinations */
+#define JOBS_MAX (REPEATS * KEYS_MAX)
+#define SLOT	 256 /* the engine's slot alignment */
+
+static const struct shape small_shapes[] = {
+    {1, 1, 1},
+    {7, 13, 5},
+    {64, 64, 64},
+    {33, 17, 129},
+};
+
+static uint64_t align_up(uint64_t x)
+{
+	return (x + SLOT - 1) & ~(uint64_t)(SLOT - 1);
+}
+
+static void *result_of(const struct tjob *t)
+{
+	return t->copy_out ? t->copy_out : t->job.out;
+}
+
+static void poison(struct tjob *t)
+{
+	memset(result_of(t), 0xff, t->sz.out); /* NaN in every dtype */
+	t->job.status = -1;
+}
+
+/* Moves t's operands to a, b, c and out (inputs copied), giving back the
+ * slab make_job took. */
+static void move_to(struct bench *b, struct tjob *t, char *a, char *bb, char *c,
+		    char *out)
+{
+	memmove(a, t->job.a, t->sz.a);
+	memmove(bb, t->job.b, t->sz.b);
+	if (t->sz.c)
+		memmove(c, t->job.c, t->sz.c);
+	t->job.a = a;
+	t->job.b = bb;
+	t->job.c = t->sz.c ? c : NULL;
+	t->job.out = out;
+	gm_pool_free(b->pool, t->slab);
+	t->slab = NULL;
+}
+
+/* One slab of the tested engine's arena that jobs are laid out in. */
+struct area {
+	char *base;
+	uint64_t used, size;
+};
+
+static void area_open(struct bench *b, struct area *ar, uint64_t size)
+{
+	void *p;
+
+	assert_int_equal(gm_pool_alloc(b->pool, size, &p), GM_OK);
+	ar->base = p;
+	ar->used = 0;
+	ar->size = size;
+}
+
+static char *area_take(struct area *ar, uint64_t bytes)
+{
+	char *p = ar->base + ar->used;
+
+	ar->used += align_up(bytes);
+	assert_true(ar->used <= ar->size);
+	return p;
+}
+
+/*
+ * Jobs t[k * REPEATS + r] (key k, repeat r) laid out as a request's jobs
+ * sit in a slab: those of one key back to back at one stride, each job
+ * [A | B | C | result]; the stride of every other key has a gap.
+ */
+static void lay_strided(struct bench *b, struct area *ar, struct tjob *t,
+			size_t keys)
+{
+	for (size_t k = 0; k < keys; k++) {
+		struct tjob *first = &t[k * REPEATS];
+		uint64_t in = first->sz.a + first->sz.b + first->sz.c;
+		uint64_t stride = align_up(in + first->sz.out) + SLOT * (k & 1);
+		char *base = area_take(ar, stride * REPEATS);
+
+		for (int r = 0; r < REPEATS; r++) {
+			struct tjob *x = &first[r];
+			char *p = base + r * stride;
+
+			move_to(b, x, p, p + x->sz.a, p + x->sz.a + x->sz.b,
+				p + in);
+		}
+	}
+}
+
+/* The same jobs with their operands at scattered places, B before A,
+ * with gaps that differ from job to job. Jobs that stage their inputs
+ * (copy_in holds A, B and C together) stay where they are. */
+static void lay_scattered(struct bench *b, struct area *ar, struct tjob *t,
+			  size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct tjob *x = &t[i];
+		char *bb, *a, *c, *out;
+
+		if (x->in != NULL)
+			continue;
+		out = area_take(ar, x->sz.out + 64 * (i % 5));
+		bb = area_take(ar, x->sz.b + 32 * (i % 3));
+		a = area_take(ar, x->sz.a);
+		c = area_take(ar, x->sz.c + 8);
+		move_to(b, x, a, bb, c, out);
+	}
+}
+
+/* The jobs of each key in turn, so that the engine must sort them. */
+static void interleave(struct tjob *t, size_t keys, gm_job **wave)
+{
+	size_t i = 0;
+
+	for (int r = 0; r < REPEATS; r++)
+		for (size_t k = 0; k < keys; k++)
+			wave[i++] = &t[k * REPEATS + r].job;
+}
+
+/* Runs each job of t as a wave of its own and keeps its result. */
+static void run_alone(struct bench *b, struct tjob *t, size_t n, char **saved)
+{
+	for (size_t i = 0; i < n; i++) {
+		gm_job *j = &t[i].job;
+
+		poison(&t[i]);
+		run_wave(b, &j, 1);
+		assert_int_equal(j->status, GM_OK);
+		saved[i] = malloc(t[i].sz.out);
+		assert_non_null(saved[i]);
+		memcpy(saved[i], result_of(&t[i]), t[i].sz.out);
+	}
+}
+
+/* Runs wave[0..n-1] together and checks every result of t against the
+ * CPU and, bit for bit, against the result the job had alone. */
+static void run_together(struct bench *b, struct tjob *t, gm_job **wave,
+			 size_t n, char **saved, const char *what)
+{
+	size_t i, differ = 0;
+
+	for (i = 0; i < n; i++) {
+		poison(&t[i]);
+		t[i].returned = 0;
+	}
+	run_wave(b, wave, n);
+	for (i = 0; i < n; i++) {
+		assert_int_equal(t[i].returned, 1);
+		check_result(&t[i], 0);
+		if (memcmp(result_of(&t[i]), saved[i], t[i].sz.out) != 0) {
+			const gm_job_desc *d = &t[i].job.d;
+
+			print_error("%s %s %ux%ux%u ta=%u tb=%u layout=%u "
+				    "c=%u: coalesced result differs from the "
+				    "job's result alone\n",
+				    what, gm_dtype_name(d->dtype), d->m, d->n,
+				    d->k, d->trans_a, d->trans_b, d->layout,
+				    d->flags);
+			differ++;
+		}
+	}
+	assert_int_equal(differ, 0);
+}
+
+/* Makes REPEATS jobs of each of the 16 combinations of every small
+ * shape, their references computed on the CPU; returns the keys. */
+static size_t make_keys(struct bench *b, struct tjob *t, int dtype, int kernel)
+{
+	gm_job_desc d[16];
+	gm_job *refs[JOBS_MAX];
+	size_t keys = 0, n;
+
+	for (size_t s = 0; s < sizeof(small_shapes) / sizeof(small_shapes[0]);
+	     s++) {
+		n = combos(d, dtype, kernel, &small_shapes[s]);
+		for (size_t c = 0; c < n; c++, keys++)
+			for (int r = 0; r < REPEATS; r++) {
+				struct tjob *x = &t[keys * REPEATS + r];
+
+				make_job(b, x, &d[c], (keys + r) % 5 == 0);
+				make_ref(x);
+				refs[keys * REPEATS + r] = &x->ref;
+			}
+	}
+	run_wave(&cpu, refs, keys * REPEATS);
+	return keys;
+}
+
+static void free_all(struct bench *b, struct tjob *t, size_t n, char **saved)
+{
+	for (size_t i = 0; i < n; i++) {
+		free_job(b, &t[i]);
+		free(saved[i]);
+	}
+}
+
+static void check_bits(int dtype, int kernel)
+{
+	static struct tjob t[JOBS_MAX];
+	static char *saved[JOBS_MAX];
+	gm_job *wave[JOBS_MAX];
+	gm_engine_config cfg = cuda_config();
+	struct area strided, scattered;
+	size_t keys, n;
+
+	bench_open(&gpu, &cfg);
+	keys = make_keys(&gpu, t, dtype, kernel);
+	n = keys * REPEATS;
+	area_open(&gpu, &strided, 64ull << 20);
+	area_open(&gpu, &scattered, 64ull << 20);
+	lay_strided(&gpu, &strided, t, keys);
+	run_alone(&gpu, t, n, saved);
+	interleave(t, keys, wave);
+	run_together(&gpu, t, wave, n, saved, "strided");
+	report(t, n, "batched");
+	lay_scattered(&gpu, &scattered, t, n);
+	run_together(&gpu, t, wave, n, saved, "scattered");
+	free_all(&gpu, t, n, saved);
+	gm_pool_free(gpu.pool, strided.base);
+	gm_pool_free(gpu.pool, scattered.base);
+	bench_close(&gpu, 1);
+}
+
+static void test_bits_fp64(void **state)
+{
+	check_bits(GM_FP64, GM_KERNEL_CUBLAS);
+	check_bits(GM_FP64, GM_KERNEL_TILED);
+}
+
+static void test_bits_fp32(void **state)
+{
+	check_bits(GM_FP32, GM_KERNEL_CUBLAS);
+	check_bits(GM_FP32, GM_KERNEL_TILED);
+}
+
+static void test_bits_tf32(void **state)
+{
+	check_bits(GM_TF32, GM_KERNEL_CUBLAS);
+}
+
+static void test_bits_fp16(void **state)
+{
+	check_bits(GM_FP16, GM_KERNEL_CUBLAS);
+}
+
+static void test_bits_bf16(void **state)
+{
+	check_bits(GM_BF16, GM_KERNEL_CUBLAS);
+}
+
+/* ---- waves with failures ---------------------------------------------- */
+
+static gm_job_desc square(int dtype, uint32_t n, int has_c)
+{
+	gm_job_desc d = {0};
+
+	d.dtype = (uint8_t)dtype;
+	d.kernel = GM_KERNEL_CUBLAS;
+	d.flags = has_c ? GM_JOB_HAS_C : 0;
+	d.m = d.n = d.k = n;
+	d.alpha = 1.5;
+	d.beta = -0.75;
+	return d;
+}
+
+enum { SMALL_A = 12, SMALL_B = 6, LARGE = 2, N_OK = SMALL_A + SMALL_B + LARGE };
+
+/* A wave of coalescible jobs of two keys, jobs too large to coalesce,
+ * jobs that fail their checks and a job too big for the device pool,
+ * all interleaved: each bad job fails with its own code and alone, the
+ * others come back right, the small ones as they come alone. */
+static void test_mixed_wave(void **state)
+{
+	static struct tjob t[N_OK], bad[4];
+	static char *saved[N_OK];
+	gm_job *wave[N_OK + 4], *refs[N_OK];
+	gm_engine_config cfg = cuda_config();
+	gm_job_desc d;
+	static const int codes[4] = {GM_EUNSUPPORTED, GM_EUNSUPPORTED,
+				     GM_EINVAL, GM_ETOOBIG};
+	size_t i, n = 0;
+
+	cfg.device_pool_bytes = 64ull << 20;
+	bench_open(&gpu, &cfg);
+	for (i = 0; i < N_OK; i++) {
+		d = i < SMALL_A		    ? square(GM_FP32, 64, 0)
+		    : i < SMALL_A + SMALL_B ? square(GM_FP64, 24, 1)
+					    : square(GM_FP32, 600, 1);
+		make_job(&gpu, &t[i], &d, i % 7 == 3);
+		make_ref(&t[i]);
+		refs[i] = &t[i].ref;
+	}
+	run_wave(&cpu, refs, N_OK);
+	for (i = 0; i < 4; i++) {
+		d = square(GM_FP32, 64, 0);
+		make_job(&gpu, &bad[i], &d, 0);
+	}
+	bad[0].job.d.dtype = GM_FP16; /* the tiled kernel has no fp16 */
+	bad[0].job.d.kernel = GM_KERNEL_TILED;
+	bad[1].job.d.m = 0;
+	bad[2].job.b = NULL;
+	bad[3].job.d = square(GM_FP64, 2048, 0); /* 96 MiB on the device */
+	run_alone(&gpu, t, SMALL_A + SMALL_B, saved);
+	for (i = 0; i < N_OK; i++) {
+		wave[n++] = &t[i].job;
+		if (i % 5 == 2)
+			wave[n++] = &bad[i / 5].job;
+	}
+	assert_int_equal(n, N_OK + 4);
+	for (i = SMALL_A + SMALL_B; i < N_OK; i++)
+		saved[i] = NULL;
+	for (i = 0; i < N_OK; i++)
+		poison(&t[i]);
+	run_wave(&gpu, wave, n);
+	for (i = 0; i < 4; i++) {
+		assert_int_equal(bad[i].job.status, codes[i]);
+		assert_true(bad[i].job.msg[0] != '\0');
+		assert_int_equal(bad[i].returned, 1);
+	}
+	for (i = 0; i < N_OK; i++) {
+		check_result(&t[i], 0);
+		if (saved[i] != NULL)
+			assert_memory_equal(result_of(&t[i]), saved[i],
+					    t[i].sz.out);
+	}
+	assert_int_equal(gm_engine_faulted(gpu.e), 0);
+	bad[2].job.b = bad[2].job.a;
+	free_all(&gpu, t, N_OK, saved);
+	for (i = 0; i < 4; i++)
+		free_job(&gpu, &bad[i]);
+	bench_close(&gpu, 1);
+}
+
+/* Makes n jobs of d, their references computed on the CPU, wave[i] the
+ * i-th job. */
+static void make_same(struct tjob *t, size_t n, const gm_job_desc *d,
+		      gm_job **wave)
+{
+	gm_job *refs[JOBS_MAX];
+
+	for (size_t i = 0; i < n; i++) {
+		make_job(&gpu, &t[i], d, 0);
+		make_ref(&t[i]);
+		refs[i] = &t[i].ref;
+		wave[i] = &t[i].job;
+	}
+	run_wave(&cpu, refs, n);
+}
+
+/* A device pool of 1 MiB: batches are cut small and wait for each
+ * other's memory; a job larger than the pool fails alone. */
+static void test_small_pool(void **state)
+{
+	enum { N = 64 };
+	static struct tjob t[N + 1];
+	static char *saved[N];
+	gm_job *wave[N + 1];
+	gm_engine_config cfg = cuda_config();
+	gm_job_desc d = square(GM_FP32, 64, 1);
+	size_t i;
+
+	cfg.device_pool_bytes = 1ull << 20;
+	bench_open(&gpu, &cfg);
+	make_same(t, N, &d, wave);
+	d = square(GM_FP32, 300, 0); /* 1 MiB and more on the device */
+	make_job(&gpu, &t[N], &d, 0);
+	wave[N] = &t[N].job;
+	run_alone(&gpu, t, N, saved);
+	for (i = 0; i < N; i++)
+		poison(&t[i]);
+	run_wave(&gpu, wave, N + 1);
+	assert_int_equal(t[N].job.status, GM_ETOOBIG);
+	for (i = 0; i < N; i++) {
+		check_result(&t[i], 0);
+		assert_memory_equal(result_of(&t[i]), saved[i], t[i].sz.out);
+	}
+	free_all(&gpu, t, N, saved);
+	free_job(&gpu, &t[N]);
+	bench_close(&gpu, 1);
+}
+
+#if GEMMD_FAULT_INJECTION
+/* An out-of-memory injected into a batch fails one job, the one whose
+ * share of the slab it hits; the rest of the batch runs as usual. */
+static void test_fault_oom_batch(void **state)
+{
+	enum { N = 16 };
+	static struct tjob t[N];
+	static char *saved[N];
+	gm_job *wave[N];
+	gm_engine_config cfg = cuda_config();
+	gm_job_desc d = square(GM_FP32, 64, 0);
+	size_t i, failed = 0;
+
+	setenv("GEMMD_INJECT_FAULT", "oom", 1);
+	bench_open(&gpu, &cfg);
+	unsetenv("GEMMD_INJECT_FAULT");
+	make_same(t, N, &d, wave);
+	run_wave(&gpu, wave, N);
+	for (i = 0; i < N; i++)
+		if (t[i].job.status == GM_ENOMEM) {
+			assert_non_null(strstr(t[i].job.msg, "Memory"));
+			failed++;
+		} else {
+			check_result(&t[i], 0);
+		}
+	assert_int_equal(failed, 1);
+	for (i = 0; i < N; i++)
+		saved[i] = NULL;
+	for (i = 0; i < N; i++)
+		if (t[i].job.status == GM_OK) {
+			saved[i] = malloc(t[i].sz.out);
+			assert_non_null(saved[i]);
+			memcpy(saved[i], result_of(&t[i]), t[i].sz.out);
+		}
+	/* The fault is spent: alone, each job gives the batch's bits. */
+	for (i = 0; i < N; i++) {
+		gm_job *j = &t[i].job;
+
+		poison(&t[i]);
+		run_wave(&gpu, &j, 1);
+		check_result(&t[i], 0);
+		if (saved[i] != NULL)
+			assert_memory_equal(result_of(&t[i]), saved[i],
+					    t[i].sz.out);
+	}
+	assert_int_equal(gm_engine_faulted(gpu.e), 0);
+	free_all(&gpu, t, N, saved);
+	bench_close(&gpu, 1);
+}
+#endif
+
+/* ---- warm-up ----------------------------------------------------------- */
+
+static struct {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int calls, status;
+	double ms;
+} warm = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, -1, -1};
+
+static void on_warm(void *arg, int status, double ms, const char *msg)
+{
+	pthread_mutex_lock(&warm.mu);
+	warm.calls++;
+	warm.status = status;
+	warm.ms = ms;
+	if (msg != NULL)
+		printf("  warm-up: %s\n", msg);
+	pthread_cond_signal(&warm.cv);
+	pthread_mutex_unlock(&warm.mu);
+}
+
+/* Warm-up runs on the engine's threads; jobs submitted meanwhile wait
+ * behind it and come back right; it calls back once. */
+static void test_warmup(void **state)
+{
+	gm_engine_config cfg = cuda_config();
+	gm_job_desc d[16];
+	struct tjob t[16];
+	double ms = -1;
+	size_t i;
+
+	bench_open(&gpu, &cfg);
+	assert_int_equal(gm_engine_ready(gpu.e, NULL), 1);
+	assert_int_equal(gm_engine_warmup(gpu.e, on_warm, NULL), GM_OK);
+	combos(d, GM_FP32, GM_KERNEL_CUBLAS, &small_shapes[2]);
+	for (i = 0; i < 16; i++)
+		make_job(&gpu, &t[i], &d[i], 0);
+	run_both(&gpu, t, 16);
+	pthread_mutex_lock(&warm.mu);
+	while (warm.calls == 0)
+		pthread_cond_wait(&warm.cv, &warm.mu);
+	pthread_mutex_unlock(&warm.mu);
+	for (i = 0; i < 16; i++)
+		check_result(&t[i], 0);
+	printf("  warm-up took %.1f ms\n", warm.ms);
+	assert_int_equal(warm.calls, 1);
+	assert_int_equal(warm.status, GM_OK);
+	assert_true(warm.ms > 0);
+	assert_int_equal(gm_engine_ready(gpu.e, &ms), 1);
+	assert_true(ms == warm.ms);
+	for (i = 0; i < 16; i++)
+		free_job(&gpu, &t[i]);
+	bench_close(&gpu, 1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_bits_fp64, close_gpu),
+		cmocka_unit_test_teardown(test_bits_fp32, close_gpu),
+		cmocka_unit_test_teardown(test_bits_tf32, close_gpu),
+		cmocka_unit_test_teardown(test_bits_fp16, close_gpu),
+		cmocka_unit_test_teardown(test_bits_bf16, close_gpu),
+		cmocka_unit_test_teardown(test_mixed_wave, close_gpu),
+		cmocka_unit_test_teardown(test_small_pool, close_gpu),
+#if GEMMD_FAULT_INJECTION
+		cmocka_unit_test_teardown(test_fault_oom_batch, close_gpu),
+#endif
+		cmocka_unit_test_teardown(test_warmup, close_gpu),
+	};
+
+	return gpu_main(tests, sizeof(tests) / sizeof(tests[0]));
+}
