@@ -38,6 +38,13 @@ grep -q '^latency  *count  *p50  *p90  *p99  *max$' "$work/table" &&
 	grep -q '^total  *13 ' "$work/table" &&
 	grep -q '^10s  ' "$work/table" ||
 	fail "stats table lacks the latency or rate rows: $(cat "$work/table")"
+# 80 columns, the CPU's device name abbreviated; --wide: whole.
+awk 'length > 80 { bad = 1; print } END { exit bad }' "$work/table" >&2 ||
+	fail "stats: a line over 80 columns"
+grep -q '^0   cpu  ' "$work/table" || fail "stats: device name: $(cat "$work/table")"
+ctl stats --wide --url "$ipc" >"$work/wide"
+grep -q '^0   cpu (OpenBLAS, [0-9]* threads*)  ' "$work/wide" ||
+	fail "stats --wide: device name: $(cat "$work/wide")"
 # --watch off a terminal: tables one after another; Ctrl-C ends it, 0.
 "$GEMMCTL" stats --watch 0.2 --url "$ipc" >"$work/watch" &
 watch_pid=$!
