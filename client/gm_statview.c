@@ -28,11 +28,16 @@ static const cJSON *get(const cJSON *o, const char *path)
 	return o;
 }
 
-static double num(const cJSON *o, const char *path)
+double gm_statview_num(const cJSON *stats, const char *path)
 {
-	const cJSON *v = get(o, path);
+	const cJSON *v = get(stats, path);
 
 	return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+
+static double num(const cJSON *o, const char *path)
+{
+	return gm_statview_num(o, path);
 }
 
 static const char *str(const cJSON *o, const char *path)

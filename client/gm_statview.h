@@ -29,4 +29,8 @@
 void gm_statview_print(FILE *out, const cJSON *stats, const cJSON *prev,
 		       unsigned flags);
 
+/* The number at a dotted path of a stats document ("jobs.ok",
+ * "latency_us.total.mean"), or NAN when there is none. */
+double gm_statview_num(const cJSON *stats, const char *path);
+
 #endif
