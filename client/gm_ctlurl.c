@@ -5,7 +5,6 @@
  * does not resolve, which gemmctl could only report as one kind of
  * failure; here each gets its own message and status.
  */
-#define _GNU_SOURCE /* memrchr */
 #include "gm_ctlurl.h"
 
 #include <netdb.h>
