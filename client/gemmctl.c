@@ -3,8 +3,9 @@
  *
  * Subcommands: submit (one job from .npy files, with an optional check
  * of the result against a reference computed here, or detached), ping,
- * stats, status, wait and cancel of detached jobs, drain and resume, and
- * rand (random .npy matrices, since a fresh host may have no NumPy).
+ * stats, status, wait and cancel of detached jobs, drain and resume,
+ * rand (random .npy matrices, since a fresh host may have no NumPy) and
+ * bench (a load generator).
  * Each subcommand parses its own options with getopt_long and has its
  * own --help. Errors go to stderr as "gemmctl: ..."; the exit status says
  * which kind of failure it was (see main_help). This file holds main,
@@ -31,6 +32,8 @@ static const char main_help[] =
     "  drain                          refuse new jobs, finish the queued\n"
     "  resume                         accept jobs again after a drain\n"
     "  rand ROWSxCOLS -o FILE.npy     write a random matrix\n"
+    "  bench                          load the daemon, report throughput\n"
+    "                                 and latency\n"
     "'gemmctl COMMAND --help' describes each one.\n"
     "\n"
     "The daemon is at --url, else $GEMMD_URL, else\n" GEMMD_DEFAULT_URL ".\n"
@@ -54,7 +57,7 @@ static const struct {
     {"stats", gm_ctl_stats},   {"status", gm_ctl_status},
     {"wait", gm_ctl_wait},     {"cancel", gm_ctl_cancel},
     {"drain", gm_ctl_drain},   {"resume", gm_ctl_resume},
-    {"rand", gm_ctl_rand},
+    {"rand", gm_ctl_rand},     {"bench", gm_ctl_bench},
 };
 
 int main(int argc, char **argv)

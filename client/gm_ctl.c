@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "gm_ctlurl.h"
 #include "gm_proto.h"
 
 const char *gm_ctl_cmd = "gemmctl"; /* "gemmctl submit" once known */
@@ -136,13 +137,19 @@ static void put_failure(const char *what, uint64_t id, int rv,
 
 int gm_ctl_connect(const struct gm_ctl_conn *c, gemmd_client **cl)
 {
-	int rv = gemmd_open(c->url, &c->tls, cl);
+	char msg[512] = "";
+	int rv = gm_ctlurl_check(gm_ctl_conn_url(c), msg, sizeof(msg));
+	const char *why;
 
-	if (rv == GM_OK)
+	if (rv == GM_OK && (rv = gemmd_open(c->url, &c->tls, cl)) == GM_OK)
 		return 0;
-	gm_ctl_err("cannot reach the daemon: %s", gemmd_last_error());
+	why = *msg ? msg : gemmd_last_error();
+	if (rv == GM_EINVAL) /* the URL or the TLS files: says which */
+		gm_ctl_err("%s", why);
+	else
+		gm_ctl_err("cannot reach the daemon: %s", why);
 	if (gm_ctl_json)
-		put_failure("connect", 0, rv, gemmd_last_error());
+		put_failure("connect", 0, rv, why);
 	return rv == GM_EINVAL ? EXIT_USAGE : EXIT_DAEMON;
 }
 

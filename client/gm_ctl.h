@@ -4,9 +4,10 @@
  * options every subcommand that talks to the daemon takes (struct
  * gm_ctl_conn, CONN_OPTS, CONN_HELP), the report of a finished job, and
  * the subcommands themselves, one file each or a few by concern
- * (gm_ctl_submit.c, gm_ctl_info.c, gm_ctl_jobs.c, gm_ctl_rand.c). All of
- * it runs on gemmctl's one thread; what prints, prints to stdout, and
- * errors go to stderr.
+ * (gm_ctl_submit.c, gm_ctl_info.c, gm_ctl_jobs.c, gm_ctl_rand.c,
+ * gm_ctl_bench.c). All of it runs on gemmctl's main thread (bench's
+ * completion callbacks only hand requests back to it); what prints,
+ * prints to stdout, and errors go to stderr.
  */
 #ifndef GM_CTL_H
 #define GM_CTL_H
@@ -153,6 +154,13 @@ void gm_ctl_put_json(cJSON *doc);
  * {...},"gflops_per_s":...}, for the caller to add to and print. */
 cJSON *gm_ctl_job_json(const gemmd_job *j);
 
+/* The next number of a splitmix64 sequence at *state (any seed). */
+uint64_t gm_ctl_random(uint64_t *state);
+
+/* Fills m (its dtype fp64, fp32 or fp16, its data allocated) with
+ * uniform random values in [-1, 1), exact in the dtype, from seed. */
+void gm_ctl_fill_random(gm_npy *m, uint64_t seed);
+
 /* The subcommands: argv[0] is "gemmctl NAME"; each parses its own
  * options and returns gemmctl's exit status. */
 int gm_ctl_submit(int argc, char **argv); /* gm_ctl_submit.c */
@@ -163,6 +171,7 @@ int gm_ctl_wait(int argc, char **argv);
 int gm_ctl_cancel(int argc, char **argv);
 int gm_ctl_drain(int argc, char **argv);
 int gm_ctl_resume(int argc, char **argv);
-int gm_ctl_rand(int argc, char **argv); /* gm_ctl_rand.c */
+int gm_ctl_rand(int argc, char **argv);	 /* gm_ctl_rand.c */
+int gm_ctl_bench(int argc, char **argv); /* gm_ctl_bench.c */
 
 #endif

@@ -26,13 +26,17 @@ static const char ping_help[] =
     "\n" CONN_HELP;
 
 static const char stats_help[] =
-    "Usage: gemmctl stats [--json] [--watch [SECONDS]] [options]\n"
+    "Usage: gemmctl stats [--json] [--wide] [--watch [SECONDS]] [options]\n"
     "Print the daemon's statistics as a table: requests, jobs, queue and\n"
     "pool; rates over the last 1, 10 and 60 s; latency percentiles per\n"
     "phase; one line per device (busy share, copy/compute overlap, each\n"
-    "stream's busy share); jobs per dtype; errors.\n"
+    "stream's busy share); jobs per dtype; errors. Lines fit 80 columns:\n"
+    "long device names are abbreviated, and the streams summed up as\n"
+    "their number and the least and most busy share.\n"
     "--json prints the daemon's document instead, one line per refresh.\n"
     "\n"
+    "      --wide          device names whole and every stream's share,\n"
+    "                      in lines as long as they need\n"
     "  -w, --watch [SECONDS]\n"
     "                      refresh every SECONDS (default 2) until\n"
     "                      interrupted, in place on a terminal; device\n"
@@ -43,6 +47,7 @@ static const char stats_help[] =
 /* What stats takes beside the connection options. */
 struct stats_opts {
 	double watch_s; /* 0: print once */
+	unsigned flags; /* GM_STATVIEW_WIDE */
 };
 
 /* A --watch interval: seconds, at least 0.1. */
@@ -51,9 +56,13 @@ static bool parse_watch(const char *s, double *out)
 	return gm_ctl_parse_double(s, out) && *out >= 0.1 && *out <= 86400;
 }
 
-/* Handles --watch; false for another option. */
+/* Handles --watch and --wide; false for another option. */
 static bool stats_opt(struct stats_opts *so, int opt, int *rc)
 {
+	if (so != NULL && opt == 'W') {
+		so->flags |= GM_STATVIEW_WIDE;
+		return true;
+	}
 	if (so == NULL || opt != 'w')
 		return false;
 	so->watch_s = DEFAULT_WATCH_S;
@@ -69,6 +78,7 @@ static int conn_parse(int argc, char **argv, struct gm_ctl_conn *c,
 {
 	static const struct option longopts[] = {
 	    {"watch", optional_argument, NULL, 'w'},
+	    {"wide", no_argument, NULL, 'W'},
 	    CONN_OPTS,
 	    {NULL, 0, NULL, 0},
 	};
@@ -180,7 +190,7 @@ static void show(const char *reply, const struct stats_opts *so,
 	if (gm_ctl_json || !cJSON_IsObject(stats))
 		fprintf(f, "%s\n", reply);
 	else
-		gm_statview_print(f, stats, prev);
+		gm_statview_print(f, stats, prev, so->flags);
 	fclose(f);
 	if (so->watch_s > 0 && tty && !gm_ctl_json)
 		fputs("\033[H\033[2J", stdout); /* home, clear the screen */

@@ -29,7 +29,7 @@ static const char rand_help[] =
     "  -h, --help          show this help and exit\n";
 
 /* splitmix64: small, fast, and good enough for test matrices. */
-static uint64_t next_random(uint64_t *state)
+uint64_t gm_ctl_random(uint64_t *state)
 {
 	uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
 
@@ -40,12 +40,12 @@ static uint64_t next_random(uint64_t *state)
 
 /* Takes as many random bits as the dtype's mantissa holds, so that the
  * value is exact and never rounds up to 1. */
-static void fill_random(gm_npy *m, uint64_t seed)
+void gm_ctl_fill_random(gm_npy *m, uint64_t seed)
 {
 	uint64_t i, n = m->rows * m->cols;
 
 	for (i = 0; i < n; i++) {
-		uint64_t r = next_random(&seed);
+		uint64_t r = gm_ctl_random(&seed);
 
 		if (m->dtype == GM_FP64)
 			((double *)m->data)[i] =
@@ -148,7 +148,7 @@ int gm_ctl_rand(int argc, char **argv)
 			   r.m.cols);
 		return EXIT_JOB;
 	}
-	fill_random(&r.m, r.seed);
+	gm_ctl_fill_random(&r.m, r.seed);
 	rc = gm_ctl_write_npy(r.out_path, &r.m);
 	gm_npy_free(&r.m);
 	return rc;

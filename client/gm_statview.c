@@ -6,9 +6,12 @@
 #include "gm_statview.h"
 
 #include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
 #include <string.h>
 
-#define NAME_WIDTH 24 /* of a device's name in its line */
+#define COLUMNS	   80 /* of every line, but with --wide */
+#define NAME_WIDTH 16 /* of a device's name, but with --wide */
 
 /* The item at a dotted path of objects, or NULL. */
 static const cJSON *get(const cJSON *o, const char *path)
@@ -25,11 +28,16 @@ static const cJSON *get(const cJSON *o, const char *path)
 	return o;
 }
 
-static double num(const cJSON *o, const char *path)
+double gm_statview_num(const cJSON *stats, const char *path)
 {
-	const cJSON *v = get(o, path);
+	const cJSON *v = get(stats, path);
 
 	return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+
+static double num(const cJSON *o, const char *path)
+{
+	return gm_statview_num(o, path);
 }
 
 static const char *str(const cJSON *o, const char *path)
@@ -166,6 +174,8 @@ static void print_priorities(FILE *out, const cJSON *s)
 	fputc(')', out);
 }
 
+/* Each line fits 80 columns with every count at its widest (5
+ * characters, count()). */
 static void print_header(FILE *out, const cJSON *s)
 {
 	const cJSON *dr = get(s, "draining");
@@ -175,24 +185,23 @@ static void print_header(FILE *out, const cJSON *s)
 		cJSON_IsTrue(dr)    ? "draining"
 		: cJSON_IsFalse(dr) ? "ready"
 				    : "-");
-	fprintf(
-	    out,
-	    "requests %s (refused %s, ctrl %s)  connections %s "
-	    "(refused %s)  contexts %s/%s busy\n",
-	    count(num(s, "requests.total")), count(num(s, "requests.refused")),
-	    count(num(s, "requests.ctrl")), count(num(s, "connections.open")),
-	    count(num(s, "connections.refused")),
-	    count(num(s, "contexts.busy")), count(num(s, "contexts.total")));
-	fprintf(out,
-		"jobs ok %s  failed %s  rejected %s  inflight %s  queued %s",
+	fprintf(out, "requests %s (refused %s, ctrl %s)  contexts %s/%s busy\n",
+		count(num(s, "requests.total")),
+		count(num(s, "requests.refused")),
+		count(num(s, "requests.ctrl")), count(num(s, "contexts.busy")),
+		count(num(s, "contexts.total")));
+	fprintf(out, "jobs ok %s  failed %s  rejected %s  inflight %s\n",
 		count(num(s, "jobs.ok")), count(num(s, "jobs.failed")),
-		count(num(s, "jobs.rejected")), count(num(s, "jobs.inflight")),
-		count(num(s, "queue.depth")));
+		count(num(s, "jobs.rejected")), count(num(s, "jobs.inflight")));
+	fprintf(out, "queue %s of %s", count(num(s, "queue.depth")),
+		count(num(s, "queue.limit")));
 	print_priorities(out, s);
-	fprintf(out, " of %s\n", count(num(s, "queue.limit")));
-	fprintf(out, "pool %s of %s (%s slabs)  %s FLOP  %s in  %s out\n",
+	fprintf(out,
+		"\npool %s of %s (%s slabs)  connections %s (refused %s)\n",
 		bytes(num(s, "pool.used")), bytes(num(s, "pool.size")),
-		count(num(s, "pool.slabs")), count(num(s, "flops")),
+		count(num(s, "pool.slabs")), count(num(s, "connections.open")),
+		count(num(s, "connections.refused")));
+	fprintf(out, "work %s FLOP  %s in  %s out\n", count(num(s, "flops")),
 		bytes(num(s, "bytes.in")), bytes(num(s, "bytes.out")));
 }
 
@@ -250,13 +259,64 @@ static double share(const cJSON *d, const cJSON *pd, const char *key, int idx,
 	return up > 0 ? now / up : NAN;
 }
 
+/*
+ * A device's name in width columns: as it is when it fits; else without
+ * the vendor every device shares ("NVIDIA "), then without a closing
+ * parenthesis ("cpu (OpenBLAS, 2 threads)" is "cpu": the engine is in
+ * the first line), then cut, ending in '~'. --wide shows it whole.
+ */
+static const char *short_name(const char *name, int width)
+{
+	static const char vendor[] = "NVIDIA ";
+	char *b = buf();
+	const char *paren;
+	int len;
+
+	if ((int)strlen(name) <= width)
+		return name;
+	if (strncmp(name, vendor, sizeof(vendor) - 1) == 0)
+		name += sizeof(vendor) - 1;
+	len = (int)strlen(name);
+	paren = strstr(name, " (");
+	if (len > width && paren != NULL && name[len - 1] == ')')
+		len = (int)(paren - name);
+	if (len > width) {
+		snprintf(b, 32, "%.*s~", width - 1, name);
+		return b;
+	}
+	snprintf(b, 32, "%.*s", len, name);
+	return b;
+}
+
+/* The streams' busy shares: each one (--wide), or how many there are
+ * and the least and most busy. */
+static void print_streams(FILE *out, const cJSON *d, const cJSON *pd, double dt,
+			  double up, bool wide)
+{
+	int n = cJSON_GetArraySize(get(d, "stream_busy_s"));
+	double lo = INFINITY, hi = -INFINITY;
+
+	for (int i = 0; i < n; i++) {
+		double v = share(d, pd, "stream_busy_s", i, dt, up);
+
+		if (wide)
+			fprintf(out, "%s%s", i ? " " : "", percent(v));
+		lo = fmin(lo, v);
+		hi = fmax(hi, v);
+	}
+	if (n == 0)
+		fputc('-', out);
+	else if (!wide)
+		fprintf(out, "%d: %s-%s", n, percent(lo), percent(hi));
+	fputc('\n', out);
+}
+
 /* Overlap is a share of kernel time; an engine with no copies (the
  * CPU) has none to show. */
 static void print_device(FILE *out, const cJSON *d, const cJSON *pd, double dt,
-			 double up)
+			 double up, int name_width, bool wide)
 {
 	double kernel = num(d, "kernel_s"), overlap = num(d, "overlap_s");
-	int n = cJSON_GetArraySize(get(d, "stream_busy_s"));
 
 	if (pd != NULL && dt > 0) {
 		kernel -= num(pd, "kernel_s");
@@ -264,45 +324,104 @@ static void print_device(FILE *out, const cJSON *d, const cJSON *pd, double dt,
 	}
 	if (!(num(d, "copy_s") > 0))
 		overlap = NAN;
-	fprintf(out, "%-3s %-*.*s %8s %10s / %-10s %5s %7s  ",
-		count(num(d, "index")), NAME_WIDTH, NAME_WIDTH, str(d, "name"),
+	fprintf(out,
+		wide ? "%-3s %-*s %6s %10s / %-10s %5s %7s  "
+		     : "%-3s %-*s %6s %10s/%-10s %5s %7s  ",
+		count(num(d, "index")), name_width,
+		wide ? str(d, "name") : short_name(str(d, "name"), name_width),
 		count(num(d, "jobs")), bytes(num(d, "mem_used")),
 		bytes(num(d, "mem_total")),
 		percent(share(d, pd, "busy_s", -1, dt, up)),
 		percent(kernel > 0 ? overlap / kernel : NAN));
-	for (int i = 0; i < n; i++)
-		fprintf(out, "%s%s", i ? " " : "",
-			percent(share(d, pd, "stream_busy_s", i, dt, up)));
-	fputs(n ? "\n" : "-\n", out);
+	print_streams(out, d, pd, dt, up, wide);
 }
 
-static void print_devices(FILE *out, const cJSON *s, const cJSON *prev)
+/* --wide: the longest name; else what keeps a line in 80 columns. */
+static int name_width(const cJSON *devs, bool wide)
+{
+	const cJSON *d;
+	int w = 4;
+
+	if (!wide)
+		return NAME_WIDTH;
+	cJSON_ArrayForEach(d, devs)
+	{
+		int len = (int)strlen(str(d, "name"));
+
+		w = len > w ? len : w;
+	}
+	return w;
+}
+
+static void print_devices(FILE *out, const cJSON *s, const cJSON *prev,
+			  bool wide)
 {
 	const cJSON *devs = get(s, "devices");
 	double up = num(s, "uptime_s");
 	double dt = prev ? up - num(prev, "uptime_s") : NAN;
 	int n = cJSON_IsArray(devs) ? cJSON_GetArraySize(devs) : 0;
+	int w = name_width(devs, wide);
 
-	fprintf(out, "\n%-3s %-*s %8s %23s %5s %7s  %s\n", "dev", NAME_WIDTH,
-		"name", "jobs", "memory used / total", "busy", "overlap",
-		"streams busy");
+	fprintf(out, "\n%-3s %-*s %6s %*s %5s %7s  %s\n", "dev", w, "name",
+		"jobs", wide ? 23 : 21, "memory used / total", "busy",
+		"overlap", "streams busy");
 	for (int i = 0; i < n; i++)
 		print_device(out, cJSON_GetArrayItem(devs, i),
 			     prev ? cJSON_GetArrayItem(get(prev, "devices"), i)
 				  : NULL,
-			     dt, up);
+			     dt, up, w, wide);
+}
+
+/* A line of a label and "  item"s: wrapped before COLUMNS, under the
+ * label's end, unless wide. */
+struct items {
+	FILE *out;
+	int col, indent;
+	bool wide, any;
+};
+
+static void items_start(struct items *it, FILE *out, const char *label,
+			bool wide)
+{
+	*it = (struct items){out, (int)strlen(label), (int)strlen(label), wide,
+			     false};
+	fputs(label, out);
+}
+
+static void item(struct items *it, const char *fmt, ...)
+{
+	char text[96];
+	va_list ap;
+	int len;
+
+	va_start(ap, fmt);
+	len = vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	if (!it->wide && it->any && it->col + 2 + len > COLUMNS) {
+		fprintf(it->out, "\n%*s", it->indent, "");
+		it->col = it->indent;
+	}
+	fprintf(it->out, "  %s", text);
+	it->col += 2 + len;
+	it->any = true;
+}
+
+static void items_end(struct items *it)
+{
+	fputs(it->any ? "\n" : "  none\n", it->out);
 }
 
 /* Finished jobs per dtype, the failed ones in brackets; older daemons
  * send only jobs.by_dtype. */
-static void print_dtypes(FILE *out, const cJSON *s)
+static void print_dtypes(FILE *out, const cJSON *s, bool wide)
 {
 	const cJSON *dt = get(s, "dtypes"), *t;
-	int any = 0;
+	struct items it;
 
 	if (!cJSON_IsObject(dt))
 		dt = get(s, "jobs.by_dtype");
-	fputs("\ndtypes", out);
+	fputc('\n', out);
+	items_start(&it, out, "dtypes", wide);
 	cJSON_ArrayForEach(t, dt)
 	{
 		double jobs =
@@ -311,35 +430,36 @@ static void print_dtypes(FILE *out, const cJSON *s)
 
 		if (!(jobs > 0))
 			continue;
-		fprintf(out, "  %s %s", t->string, count(jobs));
 		if (failed > 0)
-			fprintf(out, " (%s failed)", count(failed));
-		any = 1;
+			item(&it, "%s %s (%s failed)", t->string, count(jobs),
+			     count(failed));
+		else
+			item(&it, "%s %s", t->string, count(jobs));
 	}
-	fputs(any ? "\n" : "  none\n", out);
+	items_end(&it);
 }
 
-static void print_errors(FILE *out, const cJSON *s)
+static void print_errors(FILE *out, const cJSON *s, bool wide)
 {
 	const cJSON *e;
-	int any = 0;
+	struct items it;
 
-	fputs("errors", out);
+	items_start(&it, out, "errors", wide);
 	cJSON_ArrayForEach(e, get(s, "errors"))
-	{
-		fprintf(out, "  %s %s", e->string,
-			count(cJSON_IsNumber(e) ? e->valuedouble : NAN));
-		any = 1;
-	}
-	fputs(any ? "\n" : "  none\n", out);
+	    item(&it, "%s %s", e->string,
+		 count(cJSON_IsNumber(e) ? e->valuedouble : NAN));
+	items_end(&it);
 }
 
-void gm_statview_print(FILE *out, const cJSON *stats, const cJSON *prev)
+void gm_statview_print(FILE *out, const cJSON *stats, const cJSON *prev,
+		       unsigned flags)
 {
+	bool wide = flags & GM_STATVIEW_WIDE;
+
 	print_header(out, stats);
 	print_rates(out, stats);
 	print_latency(out, stats);
-	print_devices(out, stats, prev);
-	print_dtypes(out, stats);
-	print_errors(out, stats);
+	print_devices(out, stats, prev, wide);
+	print_dtypes(out, stats, wide);
+	print_errors(out, stats, wide);
 }

@@ -12,9 +12,11 @@ libcjson-dev libopenblas-dev"
 # openssl: the command makes the certificates of the TLS tests.
 # python3-numpy, python3-cffi, python3-pytest: the Python package's
 # tests, the BLAS shim's (Debian's numpy calls the system BLAS) and the
-# examples; python3-setuptools, python3-pip: `pip install ./python`.
+# examples; python3-setuptools, python3-pip: `pip install ./python`;
+# python3-yaml: the test of contrib/'s alert rules reads them.
 test="libcmocka-dev clang libclang-rt-14-dev libsystemd-dev systemd openssl
-python3-numpy python3-cffi python3-pytest python3-setuptools python3-pip"
+python3-numpy python3-cffi python3-pytest python3-setuptools python3-pip
+python3-yaml"
 # prometheus: promtool checks /metrics, and the tests run a Prometheus
 # of their own that scrapes gemmd. Without the node exporter it
 # recommends, which the tests do not need.

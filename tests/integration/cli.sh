@@ -38,6 +38,13 @@ grep -q '^latency  *count  *p50  *p90  *p99  *max$' "$work/table" &&
 	grep -q '^total  *13 ' "$work/table" &&
 	grep -q '^10s  ' "$work/table" ||
 	fail "stats table lacks the latency or rate rows: $(cat "$work/table")"
+# 80 columns, the CPU's device name abbreviated; --wide: whole.
+awk 'length > 80 { bad = 1; print } END { exit bad }' "$work/table" >&2 ||
+	fail "stats: a line over 80 columns"
+grep -q '^0   cpu  ' "$work/table" || fail "stats: device name: $(cat "$work/table")"
+ctl stats --wide --url "$ipc" >"$work/wide"
+grep -q '^0   cpu (OpenBLAS, [0-9]* threads*)  ' "$work/wide" ||
+	fail "stats --wide: device name: $(cat "$work/wide")"
 # --watch off a terminal: tables one after another; Ctrl-C ends it, 0.
 "$GEMMCTL" stats --watch 0.2 --url "$ipc" >"$work/watch" &
 watch_pid=$!
@@ -58,4 +65,21 @@ expect_exit 2 ctl submit "$work/A.npy" "$work/A.npy" -o "$work/O.npy" --url "$ip
 
 stop_gemmd
 expect_exit 3 ctl ping --url "$ipc" --timeout 500
+
+# Addresses: a scheme gemmd does not serve lists those it does (2); a
+# host that does not resolve cannot be reached (3, as a refused
+# connection), also with --json; a TCP address without a port (2).
+expect_exit 2 ctl ping --url http://127.0.0.1:9464/metrics
+grep -q "http://127.0.0.1:9464/metrics: unsupported URL scheme 'http://'; gemmd listens on ipc://PATH, tcp://HOST:PORT or tls+tcp://HOST:PORT" \
+	"$work/err" || fail "http:// URL: $(cat "$work/err")"
+expect_exit 3 ctl ping --url tcp://no-such-host.invalid:7000 --timeout 2000
+grep -q "cannot reach the daemon: tcp://no-such-host.invalid:7000: host 'no-such-host.invalid' not found" \
+	"$work/err" || fail "unresolvable host: $(cat "$work/err")"
+expect_exit 3 ctl stats --json --url tls+tcp://no-such-host.invalid:7000 --ca /dev/null
+grep -q '"ok":false,"error":"ETRANSPORT"' "$work/out" ||
+	fail "unresolvable host, --json: $(cat "$work/out")"
+expect_exit 3 ctl ping --url "tcp://127.0.0.1:$port" --timeout 500
+expect_exit 2 ctl ping --url tcp://127.0.0.1
+grep -q "tcp://127.0.0.1: want tcp://HOST:PORT" "$work/err" ||
+	fail "no port: $(cat "$work/err")"
 echo "cli: ok"

@@ -50,3 +50,12 @@ expect_exit() {
 	[ "$got" -eq "$want" ] ||
 		fail "'$*' exited $got, expected $want: $(cat "$work/err")"
 }
+
+# json KEY: the value of KEY (a dotted path) in the JSON document on stdin.
+json() {
+	python3 -c 'import json, sys
+v = json.load(sys.stdin)
+for k in sys.argv[1].split("."):
+    v = v[k]
+print(json.dumps(v) if isinstance(v, (dict, list, bool)) else v)' "$1"
+}

@@ -9,14 +9,6 @@ set -eu
 start_gemmd --engine cpu --set cpu_threads=1
 ctl() { "$GEMMCTL" "$@" --url "$ipc"; }
 rand() { "$GEMMCTL" rand "$@"; }
-# json KEY: the value of KEY (a dotted path) in the JSON document on stdin.
-json() {
-	python3 -c 'import json, sys
-v = json.load(sys.stdin)
-for k in sys.argv[1].split("."):
-    v = v[k]
-print(json.dumps(v) if isinstance(v, (dict, list, bool)) else v)' "$1"
-}
 jobs_ok() { ctl stats --json | json stats.jobs.ok; }
 
 rand 37x19 -o "$work/A.npy" --seed 1

@@ -1,7 +1,9 @@
 /*
  * test_statview.c - gm_statview, gemmctl's stats table: a full document
  * with the values where they belong and in their units; device shares
- * since the start and over a refresh interval; an empty and an older
+ * since the start and over a refresh interval; every line within 80
+ * columns at the widest values, long device names abbreviated, and
+ * --wide with them whole and each stream's share; an empty and an older
  * document shown with "-" rather than refused.
  */
 #include <setjmp.h>
@@ -53,7 +55,8 @@ static const char later[] =
     "\"stream_busy_s\":[9016.15,18012.3,27018.45,36024.6]}]}";
 
 /* The table of the document text, with prev's text when not NULL. */
-static char *render(const char *text, const char *prev_text)
+static char *render_flags(const char *text, const char *prev_text,
+			  unsigned flags)
 {
 	cJSON *doc = cJSON_Parse(text);
 	cJSON *prev = prev_text ? cJSON_Parse(prev_text) : NULL;
@@ -63,11 +66,16 @@ static char *render(const char *text, const char *prev_text)
 
 	assert_non_null(doc);
 	assert_non_null(f);
-	gm_statview_print(f, doc, prev);
+	gm_statview_print(f, doc, prev, flags);
 	fclose(f);
 	cJSON_Delete(doc);
 	cJSON_Delete(prev);
 	return out;
+}
+
+static char *render(const char *text, const char *prev_text)
+{
+	return render_flags(text, prev_text, 0);
 }
 
 static void assert_has(const char *text, const char *want)
@@ -83,11 +91,13 @@ static void test_full(void **state)
 
 	(void)state;
 	assert_has(t, "gemmd 0.1.0  engine cuda  up 1d 01:01:01  ready\n");
-	assert_has(t, "requests 1234 (refused 5, ctrl 10)  connections 2 "
-		      "(refused 0)  contexts 3/64 busy\n");
-	assert_has(t, "jobs ok 1200  failed 3  rejected 12  inflight 8  "
-		      "queued 4 (p3 0  p2 0  p1 4  p0 0) of 4096\n");
-	assert_has(t, "pool 512.0 MiB of 1.0 GiB (12 slabs)  2.50P FLOP");
+	assert_has(t, "requests 1234 (refused 5, ctrl 10)  contexts 3/64 "
+		      "busy\n");
+	assert_has(t, "jobs ok 1200  failed 3  rejected 12  inflight 8\n");
+	assert_has(t, "queue 4 of 4096 (p3 0  p2 0  p1 4  p0 0)\n");
+	assert_has(t, "pool 512.0 MiB of 1.0 GiB (12 slabs)  connections 2 "
+		      "(refused 0)\n");
+	assert_has(t, "work 2.50P FLOP  2.0 KiB in  1.0 MiB out\n");
 	assert_has(t, "1s            123.0     4567.8      12.35       4.50\n");
 	assert_has(t, "10s            0.50       0.00       0.00       0.00\n");
 	assert_has(t, "60s               -          -          -          -\n");
@@ -97,9 +107,8 @@ static void test_full(void **state)
 		      "      -\n");
 	/* Since the start: busy 45030.75 of 90061.5 s, overlap 20000 of
 	 * 40000 kernel seconds, streams 10..40% of the uptime. */
-	assert_has(t, "NVIDIA H200");
-	assert_has(t, "1.0 GiB / 80.0 GiB   ");
-	assert_has(t, "  50%     50%  10% 20% 30% 40%\n");
+	assert_has(t, "0   NVIDIA H200        1200    1.0 GiB/80.0 GiB     50%"
+		      "     50%  4: 10%-40%\n");
 	assert_has(t, "dtypes  fp64 1203 (3 failed)\n");
 	assert_has(t, "errors  EBUSY 12  ETIMEDOUT 3\n");
 	free(t);
@@ -110,7 +119,7 @@ static void test_interval(void **state)
 	char *t = render(later, full);
 
 	(void)state;
-	assert_has(t, "  80%     75%  100% 0% 0% 0%\n");
+	assert_has(t, "  80%     75%  4: 0%-100%\n");
 	free(t);
 }
 
@@ -121,8 +130,8 @@ static void test_empty(void **state)
 
 	(void)state;
 	assert_has(t, "gemmd -  engine -  up -  -\n");
-	assert_has(t, "jobs ok -  failed -  rejected -  inflight -  queued - "
-		      "of -\n");
+	assert_has(t, "jobs ok -  failed -  rejected -  inflight -\n");
+	assert_has(t, "queue - of -\n");
 	assert_has(t, "total             -");
 	assert_has(t, "dtypes  none\n");
 	assert_has(t, "errors  none\n");
@@ -142,11 +151,95 @@ static void test_older_document(void **state)
 	free(t);
 }
 
+/* Every count at its widest (5 characters), eight streams, two
+ * devices with long names, every dtype failing and many error codes. */
+static const char widest[] =
+    "{\"version\":\"0.1.0\",\"engine\":\"cuda\",\"uptime_s\":8639999,"
+    "\"draining\":true,"
+    "\"requests\":{\"total\":12345,\"refused\":12345,\"ctrl\":12345},"
+    "\"jobs\":{\"ok\":12345,\"failed\":12345,\"rejected\":12345,"
+    "\"inflight\":12345},"
+    "\"bytes\":{\"in\":1073741823,\"out\":1073741823},"
+    "\"flops\":1.2345e20,"
+    "\"queue\":{\"depth\":12345,\"limit\":12345,"
+    "\"by_priority\":[12345,12345,12345,12345]},"
+    "\"pool\":{\"used\":1073741823,\"size\":1073741823,\"slabs\":12345},"
+    "\"contexts\":{\"total\":12345,\"busy\":12345},"
+    "\"connections\":{\"open\":12345,\"refused\":12345},"
+    "\"errors\":{\"EBUSY\":12345,\"ETIMEDOUT\":12345,\"EUNSUPPORTED\":1,"
+    "\"ETOOBIG\":12345,\"EDRAINING\":12345,\"ESHUTDOWN\":12345,"
+    "\"EGPUFAULT\":12345},"
+    "\"latency_us\":{\"total\":{\"count\":12345,\"p50\":999999,"
+    "\"p90\":12345678,\"p99\":1e9,\"max\":1e10}},"
+    "\"devices\":[{\"index\":0,\"name\":\"NVIDIA H100 80GB HBM3\","
+    "\"jobs\":12345,\"mem_used\":1073741823,\"mem_total\":1073741823,"
+    "\"busy_s\":8639999,\"kernel_s\":1,\"copy_s\":1,\"overlap_s\":1,"
+    "\"stream_busy_s\":[1,2,3,4,5,6,7,8639999]},"
+    "{\"index\":1,\"name\":\"cpu (OpenBLAS, 2 threads)\"},"
+    "{\"index\":2,\"name\":\"A device with a very long name\"}],"
+    "\"dtypes\":{\"fp64\":{\"jobs\":12345,\"failed\":12345},"
+    "\"fp32\":{\"jobs\":12345,\"failed\":12345},"
+    "\"tf32\":{\"jobs\":12345,\"failed\":12345},"
+    "\"fp16\":{\"jobs\":12345,\"failed\":12345},"
+    "\"bf16\":{\"jobs\":12345,\"failed\":12345}},"
+    "\"rates\":{\"1s\":{\"jobs_per_s\":1.2345e9,\"gflops_per_s\":1.2345e9,"
+    "\"h2d_gb_per_s\":99999,\"d2h_gb_per_s\":99999}}}";
+
+/* The longest line of t, in characters (all ASCII). */
+static size_t longest_line(const char *t)
+{
+	size_t most = 0;
+
+	while (*t != '\0') {
+		size_t n = strcspn(t, "\n");
+
+		most = n > most ? n : most;
+		t += n + (t[n] == '\n');
+	}
+	return most;
+}
+
+static void test_fits_80_columns(void **state)
+{
+	char *t = render(widest, NULL);
+
+	(void)state;
+	if (longest_line(t) > 80)
+		fail_msg("a line of %zu columns in:\n%s", longest_line(t), t);
+	/* Abbreviated: the vendor dropped, then the parenthesis, then cut. */
+	assert_has(t,
+		   "0   H100 80GB HBM3    12345 1024.0 MiB/1024.0 MiB  100%");
+	assert_has(t, "1   cpu                   -");
+	assert_has(t, "2   A device with a~      -");
+	assert_has(t, "  8: 0%-100%\n");
+	/* Wrapped lists continue under their label's end. */
+	assert_has(t, "dtypes  fp64 12345 (12345 failed)  fp32 12345 (12345 "
+		      "failed)\n        tf32 ");
+	assert_has(t, "errors  EBUSY 12345");
+	free(t);
+}
+
+static void test_wide(void **state)
+{
+	char *t = render_flags(widest, NULL, GM_STATVIEW_WIDE);
+
+	(void)state;
+	assert_has(t, "0   NVIDIA H100 80GB HBM3           12345 1024.0 MiB / "
+		      "1024.0 MiB");
+	assert_has(t, "1   cpu (OpenBLAS, 2 threads)           -");
+	assert_has(t, "2   A device with a very long name      -");
+	assert_has(t, "  0% 0% 0% 0% 0% 0% 0% 100%\n");
+	assert_has(t, "(12345 failed)  bf16 12345 (12345 failed)\n");
+	free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_full),
 	    cmocka_unit_test(test_interval),
+	    cmocka_unit_test(test_fits_80_columns),
+	    cmocka_unit_test(test_wide),
 	    cmocka_unit_test(test_empty),
 	    cmocka_unit_test(test_older_document),
 	};
