@@ -78,7 +78,7 @@ static const char *const all_changed =
     " \"queue_depth_per_priority\": [10, 0, 30, 40],"
     " \"detach_keep_s\": 60, \"detach_max_bytes\": \"64M\","
     " \"max_message_bytes\": \"64M\", \"max_jobs_per_request\": 7,"
-    " \"max_dim\": 4096, \"log_level\": \"debug\","
+    " \"max_dim\": 4096, \"log_level\": \"debug\", \"log_format\": \"json\","
     " \"tls_cert\": \"/etc/gemmd/cert.pem\","
     " \"tls_key\": \"/etc/gemmd/key.pem\", \"tls_ca\": \"/etc/gemmd/ca.pem\","
     " \"metrics_listen\": \"127.0.0.1:9464\","
