@@ -81,6 +81,13 @@ static const gm_config_choice log_levels[] = {
     {"debug", GM_LOG_DEBUG},
     {NULL, 0},
 };
+static const gm_config_choice log_formats[] = {
+    {"auto", GM_LOG_FORMAT_AUTO},
+    {"text", GM_LOG_FORMAT_TEXT},
+    {"journal", GM_LOG_FORMAT_JOURNAL},
+    {"json", GM_LOG_FORMAT_JSON},
+    {NULL, 0},
+};
 static const gm_config_choice engine_kinds[] = {
     {"auto", GM_ENGINE_AUTO},
     {"cpu", GM_ENGINE_CPU},
@@ -119,6 +126,7 @@ static const gm_config_row keys[] = {
     ROW("max_jobs_per_request", uint, max_jobs, 1, GM_MAX_JOBS, 4096),
     ROW("max_dim", uint, max_dim, 1, GM_MAX_DIM, 65536),
     ROW_ENUM("log_level", log_level, log_levels, GM_LOG_INFO),
+    ROW_ENUM("log_format", log_format, log_formats, GM_LOG_FORMAT_AUTO),
     ROW("tls_cert", string, tls_cert, 0, 0, 0),
     ROW("tls_key", string, tls_key, 0, 0, 0),
     ROW("tls_ca", string, tls_ca, 0, 0, 0),

@@ -28,6 +28,15 @@ enum gm_log_level {
 	GM_LOG_DEBUG = 3,
 };
 
+/* How log lines are written, the values of "log_format": auto is the
+ * journal's form when stderr is the systemd journal, text otherwise. */
+enum gm_log_format {
+	GM_LOG_FORMAT_AUTO = 0,
+	GM_LOG_FORMAT_TEXT = 1,	   /* timestamp, pid, level, message */
+	GM_LOG_FORMAT_JOURNAL = 2, /* "<N>" syslog priority, no timestamp */
+	GM_LOG_FORMAT_JSON = 3,	   /* one JSON object a line */
+};
+
 /* Larger config files are refused before anything is allocated. */
 #define GM_CONFIG_MAX_FILE (1u << 20)
 
@@ -51,6 +60,7 @@ typedef struct gm_config {
 	unsigned max_jobs;	    /* "max_jobs_per_request" */
 	unsigned max_dim;	    /* "max_dim": largest m, n or k */
 	int log_level;		    /* "log_level": enum gm_log_level */
+	int log_format;		    /* "log_format": enum gm_log_format */
 	char *tls_cert;		    /* "tls_cert": PEM path, or NULL */
 	char *tls_key;		    /* "tls_key": PEM path, or NULL */
 	char *tls_ca;		    /* "tls_ca": PEM path, or NULL */

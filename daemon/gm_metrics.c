@@ -8,10 +8,12 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "gm_build.h"
+#include "gm_procstat.h"
 
 static const char *const phase_names[GM_PHASE_COUNT] = {
     "queue", "h2d", "kernel", "d2h", "total"};
@@ -46,18 +48,57 @@ static void single(FILE *f, const char *name, const char *type,
 static void put_info(FILE *f, const gm_stats *s, const gm_stats_live *l)
 {
 	family(f, "gemmd_build_info", "gauge",
-	       "Always 1; the labels say the version and the engine.");
+	       "Always 1; the labels say the version, the engine and how "
+	       "many devices it serves (gemmd_device_info names them).");
 	fprintf(f, "gemmd_build_info{version=\"");
 	label_value(f, GEMMD_VERSION);
 	fprintf(f, "\",engine=\"");
 	label_value(f, l->engine);
-	fprintf(f, "\"} 1\n");
+	fprintf(f, "\",devices=\"%u\"} 1\n",
+		l->eng != NULL ? gm_engine_devices(l->eng) : 0);
 	single(f, "gemmd_uptime_seconds", "gauge",
 	       "Seconds since gemmd started.",
 	       (gm_clock_now_us() - s->start_us) / 1e6);
 	single(f, "gemmd_draining", "gauge",
 	       "1 while gemmd refuses new jobs (drained, or stopping), else 0.",
 	       l->draining ? 1 : 0);
+}
+
+/* The names every Prometheus exporter gives its process. */
+static void put_process(FILE *f)
+{
+	static const struct {
+		const char *name, *type, *help;
+		size_t off;
+	} rows[] = {
+	    {"process_cpu_seconds_total", "counter",
+	     "User and system CPU time spent, in seconds.",
+	     offsetof(gm_procstat, cpu_seconds)},
+	    {"process_resident_memory_bytes", "gauge",
+	     "Resident memory size in bytes.",
+	     offsetof(gm_procstat, resident_bytes)},
+	    {"process_virtual_memory_bytes", "gauge",
+	     "Virtual memory size in bytes.",
+	     offsetof(gm_procstat, virtual_bytes)},
+	    {"process_open_fds", "gauge", "Number of open file descriptors.",
+	     offsetof(gm_procstat, open_fds)},
+	    {"process_max_fds", "gauge",
+	     "Maximum number of open file descriptors.",
+	     offsetof(gm_procstat, max_fds)},
+	    {"process_start_time_seconds", "gauge",
+	     "Start time of the process since the epoch, in seconds.",
+	     offsetof(gm_procstat, start_time_s)},
+	};
+	gm_procstat p;
+
+	gm_procstat_read(&p);
+	for (size_t i = 0; i < sizeof(rows) / sizeof(*rows); i++) {
+		double v = *(const double *)((const char *)&p + rows[i].off);
+
+		/* What could not be read is left out, not reported as 0. */
+		if (v >= 0)
+			single(f, rows[i].name, rows[i].type, rows[i].help, v);
+	}
 }
 
 static void put_requests(FILE *f, const gm_stats *s, const gm_stats_live *l)
@@ -279,7 +320,12 @@ char *gm_metrics_render(const gm_stats *s, const gm_stats_live *l)
 
 	if (f == NULL)
 		return NULL;
+	single(f, "gemmd_up", "gauge",
+	       "1 while gemmd's engine serves jobs; 0 after a GPU fault, "
+	       "while gemmd answers what it holds and exits.",
+	       l->eng != NULL && gm_engine_faulted(l->eng) ? 0 : 1);
 	put_info(f, s, l);
+	put_process(f);
 	put_requests(f, s, l);
 	put_jobs(f, s);
 	put_work(f, s);

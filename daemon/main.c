@@ -166,7 +166,7 @@ int main(int argc, char **argv)
 		gm_config_free(&cfg);
 		return 0;
 	}
-	gm_log_level = cfg.log_level;
+	gm_log_setup(cfg.log_level, cfg.log_format);
 	rv = gm_daemon_run(&cfg);
 	gm_config_free(&cfg);
 	return rv;

@@ -11,7 +11,7 @@ set -eu
 cd "$(dirname "$0")/.."
 builddir=${FUZZ_BUILDDIR:-build-fuzz}
 seconds=${FUZZ_SECONDS:-60}
-targets="proto config npy"
+targets="proto ctrlreq config npy"
 
 if [ ! -f "$builddir/build.ninja" ]; then
 	# Coverage instrumentation (fuzzer-no-link) and the sanitizers for

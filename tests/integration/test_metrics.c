@@ -10,6 +10,7 @@
  */
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <math.h>
 #include <netinet/in.h>
 #include <nng/nng.h>
 #include <nng/supplemental/http/http.h>
@@ -23,6 +24,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -362,6 +364,65 @@ static void test_metrics_count_jobs(void **state)
 
 /* The same jobs through the stats document's newer keys; the rates
  * count whole seconds, so they are read after the next one began. */
+/* A sample's value: the number after "\nNAME " in text. */
+static double sample(const char *text, const char *name)
+{
+	char key[128];
+	const char *p;
+
+	snprintf(key, sizeof(key), "\n%s ", name);
+	p = strstr(text, key);
+	if (p == NULL)
+		fail_msg("no sample %s", name);
+	return strtod(p + strlen(key), NULL);
+}
+
+static double proc_fds(pid_t pid)
+{
+	char path[64], cmd[128];
+	FILE *f;
+	double n = -1;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	snprintf(cmd, sizeof(cmd), "ls %s | wc -l", path);
+	if ((f = popen(cmd, "r")) != NULL) {
+		if (fscanf(f, "%lf", &n) != 1)
+			n = -1;
+		pclose(f);
+	}
+	return n;
+}
+
+/* The process_* family every exporter has, and gemmd_up. */
+static void test_process_metrics(void **state)
+{
+	double fds, start_s, now_s = (double)time(NULL);
+	http_reply r;
+
+	(void)state;
+	start(NULL);
+	run_ok_jobs(fx.c, 2);
+	r = get(fx.port, "/metrics");
+	assert_int_equal(r.status, 200);
+	assert_has(r.body, "\ngemmd_up 1\n");
+	assert_has(r.body, "\ngemmd_build_info{version=\"" GEMMD_VERSION_STRING
+			   "\",engine=\"cpu\",devices=\"1\"} 1\n");
+	assert_has(r.body, "\n# TYPE process_cpu_seconds_total counter\n");
+	assert_true(sample(r.body, "process_cpu_seconds_total") > 0);
+	assert_true(sample(r.body, "process_resident_memory_bytes") >
+		    1024 * 1024);
+	assert_true(sample(r.body, "process_virtual_memory_bytes") >=
+		    sample(r.body, "process_resident_memory_bytes"));
+	/* The scrape's own connection may come or go between the two. */
+	fds = sample(r.body, "process_open_fds");
+	assert_true(fds >= 5 && fabs(fds - proc_fds(fx.d.pid)) <= 2);
+	assert_true(sample(r.body, "process_max_fds") >= fds);
+	start_s = sample(r.body, "process_start_time_seconds");
+	assert_true(start_s <= now_s + 1 && start_s > now_s - 120);
+	free(r.body);
+	finish();
+}
+
 static void test_stats_document(void **state)
 {
 	static const char *const small_pool[] = {"--set", "pool_bytes=1M",
@@ -593,6 +654,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test_teardown(test_readyz_while_draining, cleanup),
 	    cmocka_unit_test_teardown(test_readyz_drain_op, cleanup),
 	    cmocka_unit_test_teardown(test_metrics_count_jobs, cleanup),
+	    cmocka_unit_test_teardown(test_process_metrics, cleanup),
 	    cmocka_unit_test_teardown(test_stats_document, cleanup),
 	    cmocka_unit_test_teardown(test_bad_address, cleanup),
 	    cmocka_unit_test_teardown(test_port_in_use, cleanup),

@@ -51,6 +51,7 @@ static void assert_config_equal(const gm_config *a, const gm_config *b)
 	assert_int_equal(a->max_jobs, b->max_jobs);
 	assert_int_equal(a->max_dim, b->max_dim);
 	assert_int_equal(a->log_level, b->log_level);
+	assert_int_equal(a->log_format, b->log_format);
 	assert_same_string(a->tls_cert, b->tls_cert);
 	assert_same_string(a->tls_key, b->tls_key);
 	assert_same_string(a->tls_ca, b->tls_ca);
@@ -77,7 +78,7 @@ static const char *const all_changed =
     " \"queue_depth_per_priority\": [10, 0, 30, 40],"
     " \"detach_keep_s\": 60, \"detach_max_bytes\": \"64M\","
     " \"max_message_bytes\": \"64M\", \"max_jobs_per_request\": 7,"
-    " \"max_dim\": 4096, \"log_level\": \"debug\","
+    " \"max_dim\": 4096, \"log_level\": \"debug\", \"log_format\": \"json\","
     " \"tls_cert\": \"/etc/gemmd/cert.pem\","
     " \"tls_key\": \"/etc/gemmd/key.pem\", \"tls_ca\": \"/etc/gemmd/ca.pem\","
     " \"metrics_listen\": \"127.0.0.1:9464\","
@@ -105,6 +106,7 @@ static void assert_all_changed(const gm_config *c)
 	assert_int_equal(c->max_jobs, 7);
 	assert_int_equal(c->max_dim, 4096);
 	assert_int_equal(c->log_level, GM_LOG_DEBUG);
+	assert_int_equal(c->log_format, GM_LOG_FORMAT_JSON);
 	assert_string_equal(c->tls_cert, "/etc/gemmd/cert.pem");
 	assert_string_equal(c->tls_key, "/etc/gemmd/key.pem");
 	assert_string_equal(c->tls_ca, "/etc/gemmd/ca.pem");
@@ -213,6 +215,7 @@ static void test_set_every_key(void **state)
 	    {"max_jobs_per_request", "7"},
 	    {"max_dim", "4096"},
 	    {"log_level", "debug"},
+	    {"log_format", "json"},
 	    {"tls_cert", "/etc/gemmd/cert.pem"},
 	    {"tls_key", "/etc/gemmd/key.pem"},
 	    {"tls_ca", "/etc/gemmd/ca.pem"},

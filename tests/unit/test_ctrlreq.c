@@ -1,0 +1,254 @@
+/*
+ * test_ctrlreq.c - unit tests for proto/gm_ctrlreq: every op and member
+ * read from well-formed bodies, then a table of bodies that must be
+ * refused, each with its one code: not one strict JSON object (EJSON),
+ * a wrong or missing op or a bad value (EINVAL), a member the op does
+ * not take (EFIELD).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "gm_ctrlreq.h"
+#include "gm_error.h"
+
+/* Parses exactly len bytes from an exactly-sized heap copy, so that a
+ * read past the body is caught by ASan. */
+static int parse_n(const char *body, size_t len, gm_ctrlreq *q, char *msg,
+		   size_t msglen)
+{
+	uint8_t *copy = malloc(len ? len : 1);
+	int rv;
+
+	assert_non_null(copy);
+	memcpy(copy, body, len);
+	rv = gm_ctrlreq_parse(copy, len, q, msg, msglen);
+	free(copy);
+	return rv;
+}
+
+static int parse(const char *body, gm_ctrlreq *q, char *msg, size_t msglen)
+{
+	return parse_n(body, strlen(body), q, msg, msglen);
+}
+
+static void test_ops(void **state)
+{
+	static const struct {
+		const char *body;
+		int op;
+		unsigned members;
+		uint64_t job, timeout;
+	} rows[] = {
+	    {"{\"op\":\"ping\"}", GM_CTRLREQ_PING, 0, 0, 0},
+	    {" \n\t{ \"op\" : \"stats\" } \r\n", GM_CTRLREQ_STATS, 0, 0, 0},
+	    {"{\"op\":\"status\",\"job\":1}", GM_CTRLREQ_STATUS,
+	     GM_CTRLREQ_M_JOB, 1, 0},
+	    {"{\"job\":18446744073709551615,\"op\":\"cancel\"}",
+	     GM_CTRLREQ_CANCEL, GM_CTRLREQ_M_JOB, UINT64_MAX, 0},
+	    {"{\"op\":\"wait\",\"job\":9007199254740993}", GM_CTRLREQ_WAIT,
+	     GM_CTRLREQ_M_JOB, 9007199254740993ull, 0},
+	    {"{\"op\":\"wait\",\"job\":7,\"timeout_ms\":0}", GM_CTRLREQ_WAIT,
+	     GM_CTRLREQ_M_JOB | GM_CTRLREQ_M_TIMEOUT, 7, 0},
+	    {"{\"op\":\"wait\",\"job\":7,\"timeout_ms\":1000000000000}",
+	     GM_CTRLREQ_WAIT, GM_CTRLREQ_M_JOB | GM_CTRLREQ_M_TIMEOUT, 7,
+	     1000000000000ull},
+	    {"{\"op\":\"drain\"}", GM_CTRLREQ_DRAIN, 0, 0, 0},
+	    {"{\"op\":\"resume\"}", GM_CTRLREQ_RESUME, 0, 0, 0},
+	    /* Escapes that spell the same text are the same op. */
+	    {"{\"\\u006fp\":\"p\\u0069ng\"}", GM_CTRLREQ_PING, 0, 0, 0},
+	};
+	char msg[160];
+	gm_ctrlreq q;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(*rows); i++) {
+		int rv = parse(rows[i].body, &q, msg, sizeof(msg));
+
+		if (rv != GM_OK)
+			fail_msg("%s: %s", rows[i].body, msg);
+		assert_int_equal(q.op, rows[i].op);
+		assert_int_equal(q.members, rows[i].members);
+		assert_true(q.job == rows[i].job);
+		assert_true(q.timeout_ms == rows[i].timeout);
+	}
+	assert_string_equal(gm_ctrlreq_op_name(GM_CTRLREQ_WAIT), "wait");
+	assert_null(gm_ctrlreq_op_name(GM_CTRLREQ_NONE));
+	assert_null(gm_ctrlreq_op_name(GM_CTRLREQ_OP_COUNT));
+	assert_non_null(strstr(gm_ctrlreq_ops, "resume"));
+}
+
+/* Bodies with bytes that strlen would cut: given with their length. */
+static void test_binary(void **state)
+{
+	static const struct {
+		const char *body;
+		size_t len;
+		int code;
+	} rows[] = {
+	    /* "ping\0drain": a raw NUL in a string. */
+	    {"{\"op\":\"ping\0drain\"}", 19, GM_EJSON},
+	    /* A NUL after the object. */
+	    {"{\"op\":\"ping\"}\0", 14, GM_EJSON},
+	    /* Invalid UTF-8: a lone continuation byte, an overlong '/',
+	     * a surrogate, past U+10FFFF, a truncated sequence. */
+	    {"{\"op\":\"p\x80ng\"}", 15, GM_EJSON},
+	    {"{\"op\":\"\xc0\xafping\"}", 17, GM_EJSON},
+	    {"{\"op\":\"\xed\xa0\x80\"}", 13, GM_EJSON},
+	    {"{\"op\":\"\xf4\x90\x80\x80\"}", 14, GM_EJSON},
+	    {"{\"op\":\"ping\"}\xe2\x82", 15, GM_EJSON},
+	    /* A UTF-8 byte order mark is not white space. */
+	    {"\xef\xbb\xbf{\"op\":\"ping\"}", 16, GM_EJSON},
+	    {"", 0, GM_EJSON},
+	};
+	gm_ctrlreq q;
+	char msg[160];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(*rows); i++) {
+		int rv =
+		    parse_n(rows[i].body, rows[i].len, &q, msg, sizeof(msg));
+		if (rv != rows[i].code)
+			fail_msg("row %zu: got %s (%s), want %s", i,
+				 gm_errname(rv), msg, gm_errname(rows[i].code));
+	}
+}
+
+static void test_deep(void **state)
+{
+	char body[256];
+	gm_ctrlreq q;
+	char msg[160];
+	int n;
+
+	(void)state;
+	/* 16 levels in all (the top object counts) pass the JSON checks
+	 * and fail as an unknown member; 17 are not accepted as JSON. */
+	for (int depth = 15; depth <= 16; depth++) {
+		n = snprintf(body, sizeof(body), "{\"op\":\"ping\",\"x\":");
+		for (int i = 0; i < depth; i++)
+			n += snprintf(body + n, sizeof(body) - (size_t)n, "[");
+		for (int i = 0; i < depth; i++)
+			n += snprintf(body + n, sizeof(body) - (size_t)n, "]");
+		snprintf(body + n, sizeof(body) - (size_t)n, "}");
+		assert_int_equal(parse(body, &q, msg, sizeof(msg)),
+				 depth == 15 ? GM_EFIELD : GM_EJSON);
+	}
+}
+
+static void test_many_members(void **state)
+{
+	char *body = malloc(8192);
+	gm_ctrlreq q;
+	char msg[160];
+	int n;
+
+	(void)state;
+	n = snprintf(body, 8192, "{\"op\":\"ping\"");
+	for (int i = 0; i < 256; i++)
+		n += snprintf(body + n, 8192 - (size_t)n, ",\"m%d\":%d", i, i);
+	snprintf(body + n, 8192 - (size_t)n, "}");
+	assert_int_equal(parse(body, &q, msg, sizeof(msg)), GM_EJSON);
+	assert_non_null(strstr(msg, "256"));
+	free(body);
+}
+
+static void test_refused(void **state)
+{
+	static const struct {
+		const char *body;
+		int code;
+		const char *msg_has;
+	} rows[] = {
+	    /* Not one strict JSON object. */
+	    {"{\"op\":\"ping\"} x", GM_EJSON, "after the object"},
+	    {"{\"op\":\"ping\"}{\"op\":\"drain\"}", GM_EJSON, "after"},
+	    {"[{\"op\":\"ping\"}]", GM_EJSON, "one object"},
+	    {"\"ping\"", GM_EJSON, "one object"},
+	    {"{\"op\":\"ping\"", GM_EJSON, "end"},
+	    {"{\"op\":\"ping\",}", GM_EJSON, "member name"},
+	    {"{\"op\" \"ping\"}", GM_EJSON, "':'"},
+	    {"{'op':'ping'}", GM_EJSON, "member name"},
+	    {"{\"op\":\"ping\",\"op\":\"drain\"}", GM_EJSON, "twice"},
+	    {"{\"op\":\"ping\",\"\\u006fp\":\"drain\"}", GM_EJSON, "twice"},
+	    {"{\"op\":\"ping\\u0000drain\"}", GM_EJSON, "NUL"},
+	    {"{\"op\":\"pi\nng\"}", GM_EJSON, "control character"},
+	    {"{\"op\":\"ping\\x\"}", GM_EJSON, "escape"},
+	    {"{\"op\":\"\\ud800\"}", GM_EJSON, "surrogate"},
+	    {"{\"op\":\"\\udc00\"}", GM_EJSON, "surrogate"},
+	    {"{\"op\":\"\\ud83d\\u0041\"}", GM_EJSON, "surrogate"},
+	    {"{\"op\":\"\\u12\"}", GM_EJSON, "hex"},
+	    {"{\"op\":\"wait\",\"job\":01}", GM_EJSON, "leading zero"},
+	    {"{\"op\":\"wait\",\"job\":1.}", GM_EJSON, "digit"},
+	    {"{\"op\":\"wait\",\"job\":1e}", GM_EJSON, "exponent"},
+	    {"{\"op\":\"wait\",\"job\":+1}", GM_EJSON, "value"},
+	    {"{\"op\":\"wait\",\"job\":-}", GM_EJSON, "digit"},
+	    {"{\"op\":\"wait\",\"job\":tru}", GM_EJSON, "value"},
+	    {"{\"op\":\"ping\",\"x\":{\"a\":1,}}", GM_EJSON, "member name"},
+	    {"{\"op\":\"ping\",\"x\":[1,]}", GM_EJSON, "value"},
+	    /* What the members say. */
+	    {"{}", GM_EINVAL, "\"op\""},
+	    {"{\"op\":1}", GM_EINVAL, "\"op\""},
+	    {"{\"op\":\"PING\"}", GM_EINVAL, "unknown op"},
+	    {"{\"op\":\"pingpingpingpingpingpingpingpingping\"}", GM_EINVAL,
+	     "unknown op"},
+	    {"{\"op\":\"status\"}", GM_EINVAL, "needs member \"job\""},
+	    {"{\"op\":\"status\",\"job\":0}", GM_EINVAL, "\"job\""},
+	    {"{\"op\":\"status\",\"job\":-1}", GM_EINVAL, "\"job\""},
+	    {"{\"op\":\"status\",\"job\":18446744073709551616}", GM_EINVAL,
+	     "\"job\""},
+	    {"{\"op\":\"status\",\"job\":\"5\"}", GM_EINVAL, "\"job\""},
+	    {"{\"op\":\"status\",\"job\":5.0}", GM_EINVAL, "\"job\""},
+	    {"{\"op\":\"status\",\"job\":5e0}", GM_EINVAL, "\"job\""},
+	    {"{\"op\":\"wait\",\"job\":5,\"timeout_ms\":1.5}", GM_EINVAL,
+	     "\"timeout_ms\""},
+	    {"{\"op\":\"wait\",\"job\":5,\"timeout_ms\":\"100\"}", GM_EINVAL,
+	     "\"timeout_ms\""},
+	    {"{\"op\":\"wait\",\"job\":5,\"timeout_ms\":-1}", GM_EINVAL,
+	     "\"timeout_ms\""},
+	    {"{\"op\":\"wait\",\"job\":5,\"timeout_ms\":1000000000001}",
+	     GM_EINVAL, "\"timeout_ms\""},
+	    {"{\"op\":\"wait\",\"job\":5,\"timeout_ms\":null}", GM_EINVAL,
+	     "\"timeout_ms\""},
+	    /* Members the op does not take. */
+	    {"{\"op\":\"ping\",\"job\":1}", GM_EFIELD, "\"job\""},
+	    {"{\"op\":\"status\",\"job\":1,\"timeout_ms\":5}", GM_EFIELD,
+	     "\"timeout_ms\""},
+	    {"{\"op\":\"drain\",\"force\":true}", GM_EFIELD, "\"force\""},
+	    {"{\"op\":\"stats\",\"a_member_name_longer_than_thirty_two\":0}",
+	     GM_EFIELD, "..."},
+	    /* JSON comes first: a bad body is EJSON whatever it names. */
+	    {"{\"op\":\"nope\",\"x\":[}", GM_EJSON, "value"},
+	};
+	gm_ctrlreq q;
+	char msg[160];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(*rows); i++) {
+		int rv;
+
+		msg[0] = '\0';
+		rv = parse(rows[i].body, &q, msg, sizeof(msg));
+		if (rv != rows[i].code || strstr(msg, rows[i].msg_has) == NULL)
+			fail_msg("%s: got %s \"%s\", want %s with \"%s\"",
+				 rows[i].body, gm_errname(rv), msg,
+				 gm_errname(rows[i].code), rows[i].msg_has);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_ops),	    cmocka_unit_test(test_binary),
+	    cmocka_unit_test(test_deep),    cmocka_unit_test(test_many_members),
+	    cmocka_unit_test(test_refused),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
