@@ -377,7 +377,9 @@ static int read_file(const char *path, char **out, size_t *outlen, char *msg,
 	char *buf;
 	int fd, e;
 
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+	/* O_NONBLOCK: opening a FIFO would otherwise wait for a writer
+	 * before the check below could refuse it; regular files ignore it. */
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) < 0)
 		return fail(msg, len, GM_EIO, "%s", strerror(errno));
 	if (fstat(fd, &st) != 0) {
 		e = errno;

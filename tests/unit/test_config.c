@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -561,6 +562,21 @@ static void test_files(void **state)
 			 GM_EIO);
 	snprintf(want, sizeof(want), "/tmp: %s", strerror(EISDIR));
 	assert_string_equal(msg, want);
+
+	/* A FIFO nobody writes to is refused at once, not waited on. */
+	{
+		char dir[] = "/tmp/gemmd-test-fifo.XXXXXX", fifo[64];
+
+		assert_non_null(mkdtemp(dir));
+		snprintf(fifo, sizeof(fifo), "%s/gemmd.json", dir);
+		assert_int_equal(mkfifo(fifo, 0600), 0);
+		assert_int_equal(
+		    gm_config_load_file(&c, fifo, msg, sizeof(msg)), GM_EIO);
+		snprintf(want, sizeof(want), "%s: not a regular file", fifo);
+		assert_string_equal(msg, want);
+		unlink(fifo);
+		rmdir(dir);
+	}
 
 	path = write_temp("{\n\t\"streams\": 8,\n\t\"kernel\": tiled\n}\n", 35);
 	assert_int_equal(gm_config_load_file(&c, path, msg, sizeof(msg)),
