@@ -203,7 +203,7 @@ int gm_job_check(const gm_job_desc *d, const gm_limits *lim, char *msg,
 	return check_job_bytes(sz.a + sz.b + sz.c, lim, "A+B+C", msg, msglen);
 }
 
-//* ---- frame header ---- */
+/* ---- frame header ---- */
 
 void gm_proto_put_hdr(uint8_t *p, uint16_t type, uint64_t id, uint32_t count,
 		      uint64_t length)
@@ -483,8 +483,9 @@ static int check_job_payload(const uint8_t *p, const uint8_t *desc,
 				     " + B %" PRIu64 " + C %" PRIu64 "%s)",
 				     payload, inl, sz.a, sz.b, sz.c,
 				     desc ? ", those inline" : "");
-	/* Each inl is at most max_job_bytes, count at most 2^16: no
-	 * overflow while max_job_bytes < 2^47. */
+	/* Dims are at most GM_MAX_DIM, so each inl is below 3 * 2^43, and
+	 * count is at most 2^16: the sum stays below 2^62 whatever
+	 * max_job_bytes is. */
 	*sum += inl;
 	return GM_OK;
 }

@@ -270,9 +270,10 @@ int gm_proto_get_reply_job(const gm_hdr *h, const uint8_t *rec, gm_reply_job *r,
 void gm_proto_put_error(uint8_t *p, uint64_t id, uint32_t status,
 			const char *message);
 
-/* Decodes the body of an ERROR frame with header h: GM_EFIELD when
- * count is not 0, length is not GM_ERROR_SIZE or reserved bytes are
- * set. */
+/* Decodes the body of an ERROR frame with header h (GM_EMSGTYPE for
+ * another type): GM_EFIELD when count is not 0, length is not
+ * GM_ERROR_SIZE, status is 0 or reserved bytes are set. body is read
+ * only when length is GM_ERROR_SIZE. */
 int gm_proto_get_error(const gm_hdr *h, const uint8_t *body, uint32_t *status,
 		       char message[GM_MSG_TEXT + 1]);
 

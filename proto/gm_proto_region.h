@@ -23,7 +23,7 @@ extern "C" {
 
 /* ---- the region descriptor of a GM_JOB_REGIONS job ---- */
 
-#define GM_REGION_DESC_SIZE 64 /* first in the payload: 4 x (id, offset) */
+#define GM_REGION_DESC_SIZE 64 /* 4 x (id, offset), after the job headers */
 #define GM_REGION_INLINE    0  /* region id of an operand that is inline */
 
 /* The operands of a job, in descriptor order. */

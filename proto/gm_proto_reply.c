@@ -137,8 +137,9 @@ int gm_proto_get_error(const gm_hdr *h, const uint8_t *body, uint32_t *status,
 	message[0] = '\0';
 	if (h->type != GM_MSG_ERROR)
 		return GM_EMSGTYPE;
+	/* A status of 0 would read as success for a request refused whole. */
 	if (h->count != 0 || h->length != GM_ERROR_SIZE ||
-	    get_u32(body + 4) != 0)
+	    get_u32(body) == GM_OK || get_u32(body + 4) != 0)
 		return GM_EFIELD;
 	*status = get_u32(body);
 	get_text(body + 8, message);
