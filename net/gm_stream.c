@@ -51,6 +51,7 @@ struct gm_stream {
 	bool rraw, wraw; /* a socket operation in flight */
 	bool reof;	 /* the socket gave its last byte */
 	bool handshaken;
+	bool shut; /* the socket was closed after a failure */
 	bool dispatching, again;
 	size_t wtaken; /* plaintext of wio encrypted so far */
 	int err;       /* sticky: why the stream failed */
@@ -324,8 +325,10 @@ static void start_raw_recv(gm_stream *s)
 }
 
 /* Advances the stream as far as it can; finished user operations go to
- * r and w. Under mu. */
-static void pump(gm_stream *s, struct done *r, struct done *w)
+ * r and w. Returns true when the socket must now be closed: the stream
+ * failed and what OpenSSL had to say about it (an alert) is sent. Under
+ * mu. */
+static bool pump(gm_stream *s, struct done *r, struct done *w)
 {
 	bool want_read = false;
 
@@ -344,12 +347,20 @@ static void pump(gm_stream *s, struct done *r, struct done *w)
 			*w = (struct done){s->wio, s->err, 0};
 			s->wio = NULL;
 		}
-		return;
+		if (s->wraw || s->shut)
+			return false;
+		if (s->wlen > s->woff && s->err != GM_ECANCELED) {
+			start_raw_send(s);
+			return false;
+		}
+		s->shut = true;
+		return true;
 	}
 	if (!s->wraw && s->wlen > s->woff)
 		start_raw_send(s);
 	if (want_read && !s->rraw && !s->reof && s->rlen < TLS_BUF)
 		start_raw_recv(s);
+	return false;
 }
 
 static void kick(gm_stream *s)
@@ -363,10 +374,13 @@ static void kick(gm_stream *s)
 	s->dispatching = true;
 	do {
 		struct done r = {0}, w = {0};
+		bool shut;
 
 		s->again = false;
-		pump(s, &r, &w);
+		shut = pump(s, &r, &w);
 		pthread_mutex_unlock(&s->mu);
+		if (shut)
+			nng_stream_close(s->ns);
 		if (r.io != NULL)
 			r.io->done(r.io, r.rv, r.n);
 		if (w.io != NULL)
@@ -409,6 +423,8 @@ static void tls_waio_cb(void *arg)
 		if (s->woff == s->wlen)
 			s->woff = s->wlen = 0;
 	} else {
+		/* What was not written never will be. */
+		s->woff = s->wlen = 0;
 		set_err_text(s, "connection", nrv);
 		tls_fail(s, gm_net_err(nrv), NULL);
 	}
@@ -501,6 +517,10 @@ static int stream_new(nng_stream *ns, int kind, const gm_tls_ctx *tls,
 			goto fail;
 	}
 	*out = s;
+	/* The handshake starts now, not at the first operation: a peer
+	 * may write everything before it reads anything. */
+	if (is_tls)
+		kick(s);
 	return GM_OK;
 fail:
 	stream_free_parts(s);
