@@ -279,15 +279,17 @@ uint64_t gm_proto_head_size(const gm_hdr *h)
 static int check_ctrl_hdr(const gm_hdr *h, const gm_limits *lim, char *msg,
 			  size_t msglen)
 {
-	if (h->count != 0)
-		return gm_proto_fail(GM_EFIELD, msg, msglen,
-				     "CTRL count=%" PRIu32 ", must be 0",
-				     h->count);
+	/* The length first, as for GEMM: a frame refused for its count is
+	 * read to its end and discarded, which its length must bound. */
 	if (h->length > lim->max_ctrl)
 		return gm_proto_fail(GM_ETOOBIG, msg, msglen,
 				     "CTRL body of %" PRIu64
 				     " bytes, max_ctrl_bytes=%" PRIu64,
 				     h->length, lim->max_ctrl);
+	if (h->count != 0)
+		return gm_proto_fail(GM_EFIELD, msg, msglen,
+				     "CTRL count=%" PRIu32 ", must be 0",
+				     h->count);
 	return GM_OK;
 }
 

@@ -184,8 +184,8 @@ int gm_proto_is_sp(const void *buf, size_t len);
 
 /*
  * Checks what a request frame's header says before any of its body is
- * read: the type is GEMM or CTRL (GM_EMSGTYPE); for CTRL, count 0
- * (GM_EFIELD) and length within lim->max_ctrl (GM_ETOOBIG); for GEMM,
+ * read: the type is GEMM or CTRL (GM_EMSGTYPE); for CTRL, length within
+ * lim->max_ctrl (GM_ETOOBIG), then count 0 (GM_EFIELD); for GEMM,
  * length within lim->max_frame (GM_ETOOBIG), count 1..max_jobs
  * (GM_EFIELD for 0, GM_ETOOMANY), and length at least the head
  * (GM_ETRUNC). On success the reader may read gm_proto_head_size(h)
