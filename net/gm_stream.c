@@ -40,9 +40,10 @@ struct gm_stream {
 	gm_io *rio, *wio; /* user operations in flight */
 	gm_peer peer;
 	char err_text[256];
+	bool closed; /* under mu: gm_stream_close was called */
 
-	/* TLS only; all under mu. */
 	pthread_mutex_t mu;
+	/* TLS only; all under mu. */
 	SSL *ssl;
 	uint8_t *rbuf; /* ciphertext received: [roff, roff + rlen) */
 	size_t roff, rlen;
@@ -527,12 +528,29 @@ fail:
 	return GM_ENOMEM;
 }
 
+/* Starts a plain stream's operation on aio. nng's streams take an
+ * operation started after they were closed and never complete it, so
+ * one that may have raced the close is aborted: under mu, either the
+ * close comes after and completes it, or this sees closed. */
+static void plain_start(gm_stream *s, nng_aio *aio, gm_io *io,
+			void (*op)(nng_stream *, nng_aio *))
+{
+	bool closed;
+
+	pthread_mutex_lock(&s->mu);
+	nng_aio_set_iov(aio, io->niov, io->iov);
+	op(s->ns, aio);
+	closed = s->closed;
+	pthread_mutex_unlock(&s->mu);
+	if (closed)
+		nng_aio_abort(aio, NNG_ECLOSED);
+}
+
 void gm_stream_recv(gm_stream *s, gm_io *io)
 {
 	if (s->kind != GM_URL_TLS) {
 		s->rio = io;
-		nng_aio_set_iov(s->raio, io->niov, io->iov);
-		nng_stream_recv(s->ns, s->raio);
+		plain_start(s, s->raio, io, nng_stream_recv);
 		return;
 	}
 	pthread_mutex_lock(&s->mu);
@@ -545,8 +563,7 @@ void gm_stream_send(gm_stream *s, gm_io *io)
 {
 	if (s->kind != GM_URL_TLS) {
 		s->wio = io;
-		nng_aio_set_iov(s->waio, io->niov, io->iov);
-		nng_stream_send(s->ns, s->waio);
+		plain_start(s, s->waio, io, nng_stream_send);
 		return;
 	}
 	pthread_mutex_lock(&s->mu);
@@ -567,11 +584,11 @@ void gm_stream_peer(gm_stream *s, gm_peer *p)
 
 void gm_stream_close(gm_stream *s)
 {
-	if (s->kind == GM_URL_TLS) {
-		pthread_mutex_lock(&s->mu);
+	pthread_mutex_lock(&s->mu);
+	s->closed = true;
+	if (s->kind == GM_URL_TLS)
 		tls_fail(s, GM_ECANCELED, NULL);
-		pthread_mutex_unlock(&s->mu);
-	}
+	pthread_mutex_unlock(&s->mu);
 	nng_stream_close(s->ns);
 	if (s->kind == GM_URL_TLS)
 		kick(s);

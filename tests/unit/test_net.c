@@ -573,6 +573,32 @@ static void test_close_and_peer_gone(void **state)
 	sem_destroy(&w.sem);
 }
 
+/* An operation started after the close (a callback continuing a short
+ * read or write while another thread closes the stream) ends too: with
+ * GM_ECANCELED, not never. */
+static void test_op_after_close(void **state)
+{
+	static const char *const urls[] = {"ipc:///tmp/gemmd-test-net-close",
+					   "tcp://127.0.0.1:0",
+					   "tls+tcp://127.0.0.1:0"};
+	uint8_t b[64] = {0};
+	struct pair p;
+	size_t n;
+
+	(void)state;
+	for (int u = 0; u < 2 + have_pki; u++) {
+		if (u == 2)
+			pair_open(&p, urls[u], server_ctx(),
+				  client_ctx(pki.ccert, pki.ckey, NULL));
+		else
+			pair_open(&p, urls[u], NULL, NULL);
+		gm_stream_close(p.srv);
+		assert_int_equal(op(p.srv, 0, b, sizeof(b), &n), GM_ECANCELED);
+		assert_int_equal(op(p.srv, 1, b, sizeof(b), &n), GM_ECANCELED);
+		pair_close(&p);
+	}
+}
+
 static void test_dial_refused(void **state)
 {
 	struct wait c = {0};
@@ -642,6 +668,7 @@ int main(void)
 	    cmocka_unit_test(test_tls_refusals),
 	    cmocka_unit_test(test_tls_files),
 	    cmocka_unit_test(test_close_and_peer_gone),
+	    cmocka_unit_test(test_op_after_close),
 	    cmocka_unit_test(test_dial_refused),
 	};
 
