@@ -216,6 +216,9 @@ void gm_conn_close(gm_conn *c, int reason)
 	if (c->closing)
 		return;
 	c->closing = true;
+	/* Held while closing: dropping its frames can free its last
+	 * requests, and with them their hold on c. */
+	c->refs++;
 	if (reason >= 0) {
 		cs->n.dropped++;
 		cs->n.dropped_by[reason]++;
@@ -237,7 +240,7 @@ void gm_conn_close(gm_conn *c, int reason)
 		cs->ops->abandon(c->l, c, owner);
 	}
 	gm_stream_close(c->s);
-	gm_conn_maybe_free(c);
+	gm_conn_release(c);
 }
 
 /* Takes c out of the flush list. */
@@ -329,26 +332,25 @@ static void wr_done(gm_event *ev, gm_loop *l)
 	gm_conn *c = CONN_OF(ev, wr_ev);
 	uint64_t bytes;
 
+	/* Held here: the frames written can be the last of requests that
+	 * hold c. */
+	c->refs++;
 	c->wr_busy = false;
 	bytes = gm_outq_sent(&c->q);
 	if (c->wr_rv == 0)
 		l->stats.bytes_out += bytes;
-	if (c->closing) {
-		gm_conn_maybe_free(c);
-		return;
-	}
-	if (c->wr_rv != 0) {
+	if (!c->closing && c->wr_rv != 0)
 		gm_conn_close(c, -1);
-		return;
+	if (!c->closing) {
+		gm_conn_send(c);
+		if (c->close_after && gm_outq_empty(&c->q) &&
+		    (c->linger_left == 0 ||
+		     gm_clock_now_us() >= c->linger_until))
+			gm_conn_close(c, -1);
+		else /* fewer bytes unsent: reading may go on */
+			gm_conn_read_process(c);
 	}
-	gm_conn_send(c);
-	if (c->close_after && gm_outq_empty(&c->q) &&
-	    (c->linger_left == 0 || gm_clock_now_us() >= c->linger_until)) {
-		gm_conn_close(c, -1);
-		return;
-	}
-	/* Fewer bytes unsent: reading may go on. */
-	gm_conn_read_process(c);
+	gm_conn_release(c);
 }
 
 /* ---- reads: the callback, for gm_conn_read.c ---- */

@@ -239,7 +239,11 @@ static bool step_body(gm_conn *c)
 		return false;
 	switch (c->body) {
 	case BODY_CTRL:
+		/* In flight while it is answered: a stats request counts
+		 * itself, as every request does. */
+		c->inflight++;
 		c->l->conns.ops->ctrl(c->l, c, &c->h, p);
+		c->inflight--;
 		consume(c, c->need);
 		c->rs = RS_HDR;
 		return true;
@@ -412,15 +416,19 @@ void gm_conn_read_process(gm_conn *c)
 	if (c->processing)
 		return;
 	c->processing = true;
+	c->refs++; /* a step may close c */
 	while (!c->closing && !c->rd_busy && step(c))
 		;
 	c->processing = false;
+	gm_conn_release(c);
 }
 
 void gm_conn_read_done(gm_event *ev, gm_loop *l)
 {
 	gm_conn *c = CONN_OF(ev, rd_ev);
 
+	/* Held here: what is handled can let go of c's last holders. */
+	c->refs++;
 	c->rd_busy = false;
 	if (c->rd_rv == GM_OK)
 		l->stats.bytes_in +=
@@ -432,10 +440,8 @@ void gm_conn_read_done(gm_event *ev, gm_loop *l)
 			c->owner = NULL;
 			l->conns.ops->abandon(l, c, owner);
 		}
-		if (!c->closing)
-			gm_conn_close(c, -1);
-		else
-			gm_conn_maybe_free(c);
+		gm_conn_close(c, -1);
+		gm_conn_release(c);
 		return;
 	}
 	switch (c->rd_mode) {
@@ -459,4 +465,5 @@ void gm_conn_read_done(gm_event *ev, gm_loop *l)
 		}
 	}
 	gm_conn_read_process(c);
+	gm_conn_release(c);
 }

@@ -24,49 +24,61 @@ static double since(double a, uint64_t b)
 	return a > (double)b ? a : (double)b;
 }
 
-/* Closes c if it missed a deadline; returns whether one still runs. */
-static bool check_deadlines(gm_conn *c, double now)
+enum { NONE, PENDING, CLOSED };
+
+/* Closes c if it missed a deadline (CLOSED); else whether one still
+ * runs (PENDING) or not (NONE). */
+static int check_deadlines(gm_conn *c, double now)
 {
 	const gm_config *cfg = c->l->cfg;
+	int reason = -2;
 
 	if (c->closing)
-		return false;
+		return NONE;
 	if (c->admitted && !c->got_hdr &&
-	    now > c->born_us + cfg->handshake_ms * 1e3) {
-		gm_conn_close(c, GM_CONN_DROPPED_HANDSHAKE);
-		return false;
-	}
-	if (gm_conn_read_mid_frame(c) &&
-	    now > since(c->want_since, atomic_load(&c->rd_last_us)) +
-		      cfg->stall_ms * 1e3) {
-		gm_conn_close(c, GM_CONN_DROPPED_STALL);
-		return false;
-	}
-	if (c->wr_busy &&
-	    now > since(c->send_since, atomic_load(&c->wr_last_us)) +
-		      cfg->send_ms * 1e3) {
-		gm_conn_close(c, GM_CONN_DROPPED_SEND);
-		return false;
-	}
-	if (c->rs == RS_LINGER && gm_outq_empty(&c->q) &&
-	    now >= c->linger_until) {
-		gm_conn_close(c, -1);
-		return false;
+	    now > c->born_us + cfg->handshake_ms * 1e3)
+		reason = GM_CONN_DROPPED_HANDSHAKE;
+	else if (gm_conn_read_mid_frame(c) &&
+		 now > since(c->want_since, atomic_load(&c->rd_last_us)) +
+			   cfg->stall_ms * 1e3)
+		reason = GM_CONN_DROPPED_STALL;
+	else if (c->wr_busy &&
+		 now > since(c->send_since, atomic_load(&c->wr_last_us)) +
+			   cfg->send_ms * 1e3)
+		reason = GM_CONN_DROPPED_SEND;
+	else if (c->rs == RS_LINGER && gm_outq_empty(&c->q) &&
+		 now >= c->linger_until)
+		reason = -1; /* counted when it failed */
+	if (reason != -2) {
+		gm_conn_close(c, reason);
+		return CLOSED;
 	}
 	return (c->admitted && !c->got_hdr) || gm_conn_read_mid_frame(c) ||
-	       c->wr_busy || c->rs == RS_LINGER;
+		       c->wr_busy || c->rs == RS_LINGER
+		   ? PENDING
+		   : NONE;
 }
 
+/* Closing one connection may free others (their last requests go with
+ * its replies, and the pool room they free lets others on): after one,
+ * the walk starts again; those closed are skipped. */
 static void sweep(uv_timer_t *t)
 {
 	gm_loop *l = t->data;
 	double now = gm_clock_now_us();
 	bool pending = false;
-	gm_conn *c, *next;
+	gm_conn *c = l->conns.head;
 
-	for (c = l->conns.head; c != NULL; c = next) {
-		next = c->next; /* c may be freed */
-		pending = check_deadlines(c, now) || pending;
+	while (c != NULL) {
+		int st = check_deadlines(c, now);
+
+		if (st == CLOSED) {
+			pending = false;
+			c = l->conns.head;
+			continue;
+		}
+		pending = pending || st == PENDING;
+		c = c->next;
 	}
 	if (!pending) {
 		uv_timer_stop(t);
@@ -123,11 +135,16 @@ int gm_conns_open(gm_loop *l, const gm_conn_ops *ops, char *msg, size_t msglen)
 
 void gm_conns_close(gm_loop *l)
 {
-	gm_conn *c, *next;
+	gm_conn *c = l->conns.head;
 
-	for (c = l->conns.head; c != NULL; c = next) {
-		next = c->next;
+	/* As in sweep: a close may free others, so start again after each. */
+	while (c != NULL) {
+		if (c->closing) {
+			c = c->next;
+			continue;
+		}
 		gm_conn_close(c, -1);
+		c = l->conns.head;
 	}
 	uv_timer_stop(&l->conns.timer);
 	l->conns.timer_on = 0;
