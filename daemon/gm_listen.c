@@ -4,6 +4,7 @@
 #include "gm_listen.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,13 +24,20 @@ typedef struct lsn {
 	struct gm_listen *ls;
 	gm_listener *gl;
 	const char *url;
-	gm_event ev;	  /* an accept ended */
-	int rv, nng_rv;	  /* its outcome (written before the post) */
-	gm_stream *s;	  /* the connection it brought */
+	gm_event ev;	  /* an accept failed */
+	int nng_rv;	  /* why (written before the post) */
 	uv_timer_t retry; /* back-off after a failed accept */
 	unsigned backoff_ms;
+	int failing;	   /* loop: an episode of failures is on */
+	atomic_int worked; /* an accept succeeded since the last failure */
 	int closing;
 } lsn;
+
+/* A connection accepted, on its way to the loop. */
+typedef struct accepted {
+	gm_event ev;
+	gm_stream *s;
+} accepted;
 
 struct gm_listen {
 	gm_loop *l;
@@ -46,16 +54,52 @@ static void accept_next(lsn *ln)
 	gm_listener_accept(ln->gl, accept_cb, ln);
 }
 
-/* nng thread: hand the accept's outcome to the loop. */
+/* Loop thread: a connection for the set, unless the listeners are
+ * closed already (the daemon is stopping). */
+static void on_accepted(gm_event *ev, gm_loop *l)
+{
+	accepted *a = (accepted *)(void *)ev;
+
+	if (l->listen != NULL)
+		gm_conns_accept(l, a->s);
+	else
+		gm_stream_free(a->s);
+	free(a);
+}
+
+/*
+ * nng thread: hands the connection to the loop and accepts the next at
+ * once, so that a burst of connections is taken as fast as they come
+ * (the loop checks the caps). A failure goes to the loop instead, which
+ * accepts again after a pause: out of descriptors, the pending
+ * connections wait in the kernel's backlog, and retrying at once would
+ * spin on them.
+ */
 static void accept_cb(void *arg, int rv, int nng_rv, gm_stream *s)
 {
 	lsn *ln = arg;
+	accepted *a;
 
-	ln->rv = rv;
-	ln->nng_rv = nng_rv;
-	ln->s = s;
-	if (rv == GM_ECANCELED || !gm_loop_post(ln->l, &ln->ev))
+	if (rv == GM_ECANCELED)
+		return;
+	if (rv == GM_OK && (a = malloc(sizeof(*a))) != NULL) {
+		a->ev.fn = on_accepted;
+		a->s = s;
+		if (gm_loop_post(ln->l, &a->ev)) {
+			atomic_store(&ln->worked, 1);
+			accept_next(ln);
+			return;
+		}
+		free(a);
 		gm_stream_free(s);
+		return;
+	}
+	if (rv == GM_OK) {
+		gm_stream_free(s);
+		nng_rv = NNG_ENOMEM;
+	}
+	ln->nng_rv = nng_rv;
+	gm_loop_post(ln->l, &ln->ev);
 }
 
 static void retry_cb(uv_timer_t *t)
@@ -66,41 +110,28 @@ static void retry_cb(uv_timer_t *t)
 		accept_next(ln);
 }
 
-/* Loop thread: a connection, or why none came. */
-static void on_accepted(gm_event *ev, gm_loop *l)
+/* Loop thread: an accept failed. */
+static void on_failed(gm_event *ev, gm_loop *l)
 {
 	lsn *ln = (lsn *)(void *)((char *)ev - offsetof(lsn, ev));
-	gm_stream *s = ln->s;
 
-	ln->s = NULL;
-	if (ln->closing) {
-		gm_stream_free(s);
+	if (ln->closing)
 		return;
+	/* Connections came since the last failure: a new episode. */
+	if (atomic_exchange(&ln->worked, 0))
+		ln->failing = 0;
+	if (!ln->failing) {
+		l->conns.n.accept_pauses++;
+		GM_LOG(GM_LOG_WARN,
+		       "%s: cannot accept connections: %s; pausing (up to %d "
+		       "ms at a time) until it can",
+		       ln->url, nng_strerror(ln->nng_rv), BACKOFF_MAX_MS);
+		ln->failing = 1;
+		ln->backoff_ms = BACKOFF_MIN_MS;
+	} else if ((ln->backoff_ms *= 2) > BACKOFF_MAX_MS) {
+		ln->backoff_ms = BACKOFF_MAX_MS;
 	}
-	if (ln->rv != GM_OK) {
-		/* Out of descriptors (or anything else): the pending
-		 * connection waits in the kernel's backlog; retry later
-		 * rather than spin on it. */
-		if (ln->backoff_ms == 0) {
-			l->conns.n.accept_pauses++;
-			GM_LOG(GM_LOG_WARN,
-			       "%s: cannot accept connections: %s; pausing "
-			       "(up to %d ms at a time) until it can",
-			       ln->url, nng_strerror(ln->nng_rv),
-			       BACKOFF_MAX_MS);
-			ln->backoff_ms = BACKOFF_MIN_MS;
-		} else if ((ln->backoff_ms *= 2) > BACKOFF_MAX_MS) {
-			ln->backoff_ms = BACKOFF_MAX_MS;
-		}
-		uv_timer_start(&ln->retry, retry_cb, ln->backoff_ms, 0);
-		return;
-	}
-	if (ln->backoff_ms != 0) {
-		GM_LOG(GM_LOG_INFO, "%s: accepting connections again", ln->url);
-		ln->backoff_ms = 0;
-	}
-	gm_conns_accept(l, s);
-	accept_next(ln);
+	uv_timer_start(&ln->retry, retry_cb, ln->backoff_ms, 0);
 }
 
 /* Creates the directory of an ipc socket, owner and group only. */
@@ -160,7 +191,7 @@ static int listen_one(gm_listen *ls, lsn *ln, const char *url, char *msg,
 	int kind = gm_url_kind(url), rv;
 
 	*ln = (lsn){.l = ls->l, .ls = ls, .url = url};
-	ln->ev.fn = on_accepted;
+	ln->ev.fn = on_failed;
 	ln->retry.data = ln;
 	if ((rv = uv_timer_init(&ls->l->uv, &ln->retry)) != 0) {
 		snprintf(msg, len, "%s: %s", url, uv_strerror(rv));
@@ -230,12 +261,12 @@ void gm_listen_close(gm_listen *ls)
 		lsn *ln = &ls->v[i];
 
 		ln->closing = 1;
-		/* No accept callback after this; one that ended just before
-		 * may have left its connection for the loop: take it back. */
+		/* No accept callback after this; a failure one posted just
+		 * before is taken back (the connections it posted are freed
+		 * as they come, l->listen being NULL). */
 		gm_listener_free(ln->gl);
 		ln->gl = NULL;
-		if (gm_inbox_cancel(ls->l->events, is_event, &ln->ev) != NULL)
-			gm_stream_free(ln->s);
+		gm_inbox_cancel(ls->l->events, is_event, &ln->ev);
 		uv_close((uv_handle_t *)&ln->retry, timer_closed);
 	}
 	gm_tls_ctx_free(ls->tls);
