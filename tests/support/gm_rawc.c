@@ -353,16 +353,23 @@ int rc_check_fp64(const rc_job *j, const uint8_t *result)
 	return 1;
 }
 
-int rc_ctrl(int fd, uint64_t id, const char *json, char **out, int ms)
+int rc_send_ctrl(int fd, uint64_t id, const char *json)
 {
 	size_t n = strlen(json);
 	uint8_t h[RC_HDR];
+
+	rc_put_hdr(h, RC_CTRL, id, 0, n);
+	return rc_write(fd, h, RC_HDR) == 0 && rc_write(fd, json, n) == 0 ? 0
+									  : -1;
+}
+
+int rc_ctrl(int fd, uint64_t id, const char *json, char **out, int ms)
+{
 	rc_frame f;
 	int rv;
 
 	*out = NULL;
-	rc_put_hdr(h, RC_CTRL, id, 0, n);
-	if (rc_write(fd, h, RC_HDR) != 0 || rc_write(fd, json, n) != 0)
+	if (rc_send_ctrl(fd, id, json) != 0)
 		return -1;
 	if ((rv = rc_read_frame(fd, &f, ms)) != 0)
 		return rv;
@@ -374,21 +381,15 @@ int rc_ctrl(int fd, uint64_t id, const char *json, char **out, int ms)
 	return 0;
 }
 
-double rc_stat(const char *url, const char *path)
+double rc_stat_fd(int fd, const char *path)
 {
-	int fd = rc_connect(url, NULL);
 	const cJSON *o;
 	char key[64], *doc;
 	cJSON *root;
 	double v = -1;
 
-	if (fd < 0)
+	if (rc_ctrl(fd, 1, "{\"op\":\"stats\"}", &doc, 5000) != 0)
 		return -1;
-	if (rc_ctrl(fd, 1, "{\"op\":\"stats\"}", &doc, 5000) != 0) {
-		close(fd);
-		return -1;
-	}
-	close(fd);
 	root = cJSON_Parse(doc);
 	free(doc);
 	o = cJSON_GetObjectItemCaseSensitive(root, "stats");
@@ -402,5 +403,17 @@ double rc_stat(const char *url, const char *path)
 	if (cJSON_IsNumber(o))
 		v = o->valuedouble;
 	cJSON_Delete(root);
+	return v;
+}
+
+double rc_stat(const char *url, const char *path)
+{
+	int fd = rc_connect(url, NULL);
+	double v;
+
+	if (fd < 0)
+		return -1;
+	v = rc_stat_fd(fd, path);
+	close(fd);
 	return v;
 }

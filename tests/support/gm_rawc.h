@@ -114,13 +114,19 @@ void rc_job_fp64(rc_job *j, uint32_t m, uint32_t n, uint32_t k, unsigned seed,
  * rounding. */
 int rc_check_fp64(const rc_job *j, const uint8_t *result);
 
+/* Writes a CTRL frame: id, the JSON json. 0 or -1. */
+int rc_send_ctrl(int fd, uint64_t id, const char *json);
+
 /* Sends CTRL json with id and reads its answer within ms: the
  * CTRL_REPLY's JSON (malloc'd, NUL-terminated) into *out; 0, or what
  * rc_read_frame returned, or -4 for a frame of another type. */
 int rc_ctrl(int fd, uint64_t id, const char *json, char **out, int ms);
 
-/* The number at a dotted path ("pool.used") of the daemon's stats at
- * url, fetched on a fresh connection; -1 when it cannot be had. */
+/* The number at a dotted path ("pool.used") of the daemon's stats,
+ * asked for on connection fd; -1 when it cannot be had. */
+double rc_stat_fd(int fd, const char *path);
+
+/* rc_stat_fd on a fresh connection to url. */
 double rc_stat(const char *url, const char *path);
 
 #endif
