@@ -128,10 +128,16 @@ static void part_finish(gm_part *p, gm_todo *t)
 	gm_idmap_del(&p->cl->parts, p->id);
 	if (p->chunk != NULL)
 		gm_stage_part_over(p, t);
-	if (k != NULL && !k->ended && --k->open == 0)
+	if (k != NULL)
+		gm_call_open_done(k, t);
+	gm_part_drop(p);
+}
+
+void gm_call_open_done(gm_call *k, gm_todo *t)
+{
+	if (!k->ended && --k->open == 0)
 		gm_call_end(k, k->accepted ? GM_OK : k->refusal,
 			    k->accepted ? "" : k->refusal_msg, t);
-	gm_part_drop(p);
 }
 
 void gm_part_answered(gm_part *p, uint32_t index, gm_todo *t)
@@ -147,28 +153,32 @@ void gm_part_answered(gm_part *p, uint32_t index, gm_todo *t)
 		part_finish(p, t);
 }
 
+/* Part p of k was refused whole: its jobs say so. */
+static void refuse(gm_call *k, gm_part *p, int code, const char *msg)
+{
+	if (k->refusal == GM_OK) {
+		k->refusal = code;
+		snprintf(k->refusal_msg, sizeof(k->refusal_msg), "%s", msg);
+	}
+	for (uint32_t i = 0; i < p->njobs; i++) {
+		if (p->answered[i])
+			continue;
+		gm_call_job_status(&k->jobs[p->first + i], code, msg);
+		k->settled[p->first + i] = 1;
+	}
+}
+
 void gm_part_over(gm_part *p, int code, const char *msg, gm_todo *t)
 {
 	gm_call *k = p->call;
 
-	if (k != NULL && code == GM_ETRANSPORT) {
+	p->refused = code != GM_OK && code != GM_ETRANSPORT;
+	if (k != NULL && code == GM_ETRANSPORT)
 		gm_call_end(k, code, msg, t); /* p is over with it */
-	} else if (k != NULL && code != GM_OK) {
-		if (k->refusal == GM_OK) {
-			k->refusal = code;
-			snprintf(k->refusal_msg, sizeof(k->refusal_msg), "%s",
-				 msg);
-		}
-		for (uint32_t i = 0; i < p->njobs; i++) {
-			if (p->answered[i])
-				continue;
-			gm_call_job_status(&k->jobs[p->first + i], code, msg);
-			if (k->settled != NULL)
-				k->settled[p->first + i] = 1;
-		}
-	} else if (k != NULL) {
+	else if (k != NULL && code == GM_OK)
 		k->accepted++;
-	}
+	else if (k != NULL)
+		refuse(k, p, code, msg);
 	part_finish(p, t);
 }
 

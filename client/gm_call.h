@@ -115,6 +115,8 @@ struct gm_part {
 	size_t seg_off; /* at this offset */
 	int state;	/* enum gm_part_state */
 	bool queued;	/* in its connection's queue */
+	bool written;	/* a byte of it went out */
+	bool refused;	/* over by an ERROR: nothing of it ran */
 	int refs;
 	uint64_t work; /* what it adds to its daemon's outstanding work */
 	struct gm_chunk *chunk;	  /* staged: its space in the region */
@@ -148,6 +150,10 @@ gm_part *gm_part_new(gm_call *k, uint64_t id, uint32_t first, uint32_t njobs,
 /* The part's request frame is built: it enters the id map. GM_ENOMEM
  * ends the call. */
 int gm_part_ready(gm_part *p, gm_todo *t);
+
+/* One of k's open units (a part, or the staging of jobs not yet in
+ * one) is over; k ends when none is left. */
+void gm_call_open_done(gm_call *k, gm_todo *t);
 
 /* Holds and lets go of a part; the last hold frees it. */
 void gm_part_hold(gm_part *p);

@@ -204,6 +204,7 @@ static void advance(gm_conn *c, size_t n)
 		if (p->state == GM_PART_QUEUED) {
 			/* Its first byte is out: it is never written again. */
 			p->state = GM_PART_WRITING;
+			p->written = true;
 			p->next_w = c->written;
 			if (c->written != NULL)
 				c->written->prev_w = p;

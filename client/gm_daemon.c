@@ -75,6 +75,7 @@ int gm_daemon_new(gemmd_client *cl, const char *url, const gemmd_open_opts *o,
 	gm_daemon *dm;
 	char msg[GM_CLIENT_ERRLEN];
 	int rv, kind = gm_url_kind(url);
+	unsigned n;
 
 	if ((rv = check_opts(url, kind, o)) != GM_OK)
 		return rv;
@@ -83,19 +84,18 @@ int gm_daemon_new(gemmd_client *cl, const char *url, const gemmd_open_opts *o,
 	dm->cl = cl;
 	dm->kind = kind;
 	snprintf(dm->url, sizeof(dm->url), "%s", url);
-	dm->nconns = o->connections ? o->connections : 1;
 	if ((kind == GM_URL_TLS && (rv = make_tls(dm, o)) != GM_OK) ||
 	    (rv = gm_shm_new(url, o->region_socket, &dm->shm)) != GM_OK)
 		goto fail;
-	if ((dm->conns = calloc(dm->nconns, sizeof(*dm->conns))) == NULL) {
+	n = o->connections ? o->connections : 1;
+	if ((dm->conns = calloc(n, sizeof(*dm->conns))) == NULL) {
 		rv = gm_client_seterr(GM_ENOMEM, "out of memory");
 		goto fail;
 	}
-	for (unsigned i = 0; i < dm->nconns; i++)
-		if ((rv = gm_conn_init(&dm->conns[i], dm, i, url, dm->tls, msg,
-				       sizeof(msg))) != GM_OK) {
+	for (; dm->nconns < n; dm->nconns++)
+		if ((rv = gm_conn_init(&dm->conns[dm->nconns], dm, dm->nconns,
+				       url, dm->tls, msg, sizeof(msg)))) {
 			gm_client_seterr(rv, "%s", msg);
-			dm->nconns = i;
 			goto fail;
 		}
 	if (kind == GM_URL_IPC && !(o->flags & GEMMD_OPEN_NO_SHM) &&
@@ -147,7 +147,9 @@ void gm_daemon_shutdown(gm_daemon *dm)
 {
 	for (unsigned i = 0; i < dm->nconns; i++)
 		gm_conn_shutdown(&dm->conns[i]);
-	gm_stage_shutdown(dm->stage);
+	/* A worker waiting on the hand-off socket (making or releasing the
+	 * staging region) returns. */
+	gm_shm_hangup(dm->shm);
 }
 
 void gm_daemon_free(gm_daemon *dm)
@@ -344,8 +346,9 @@ int gm_daemon_plan(gm_daemon *dm, gm_call *k, const gm_job_desc *d,
 		bytes += job_bytes(&d[j]);
 	if (k->kind == GM_CALL_GEMM && dm->nconns > 1 && k->njobs > 1 &&
 	    bytes >= GM_DAEMON_STRIPE_BYTES)
-		stripe(pl, d, k->njobs,
-		       dm->nconns < k->njobs ? dm->nconns : k->njobs);
+		pl->nparts =
+		    stripe(pl, d, k->njobs,
+			   dm->nconns < k->njobs ? dm->nconns : k->njobs);
 	for (unsigned p = 0; p < pl->nparts && rv == GM_OK; p++) {
 		struct gm_plan_part *pp = &pl->part[p];
 

@@ -76,7 +76,8 @@ int gm_daemon_await(gm_daemon *dm);
 void gm_daemon_stopping(gm_daemon *dm);
 
 /* With dm stopping: ends every slot's dials and streams and waits for
- * them (gm_conn_shutdown), and the staging's work. Not under the lock. */
+ * them (gm_conn_shutdown); hangs up its hand-off socket. Not under the
+ * lock. */
 void gm_daemon_shutdown(gm_daemon *dm);
 
 /* Stops, shuts down and frees a daemon no call was routed to. Not under
