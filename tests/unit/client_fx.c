@@ -145,6 +145,24 @@ void tjob_make(tjob *j, int dtype, int layout, uint32_t m, uint32_t n,
 			     .out = j->out};
 }
 
+void tjobs_make(tjob *j, gemmd_job *jobs, int n, int dtype, uint32_t m,
+		uint32_t nn, uint32_t k)
+{
+	for (int i = 0; i < n; i++) {
+		tjob_make(&j[i], dtype, GEMMD_ROW_MAJOR, m, nn, k, 0, 0, i % 2);
+		jobs[i] = j[i].job;
+	}
+}
+
+void tjobs_check(tjob *j, const gemmd_job *jobs, int n)
+{
+	for (int i = 0; i < n; i++) {
+		j[i].job = jobs[i];
+		tjob_check(&j[i]);
+		tjob_free(&j[i]);
+	}
+}
+
 void tjob_check(const tjob *j)
 {
 	const gemmd_job *g = &j->job;

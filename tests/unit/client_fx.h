@@ -96,6 +96,13 @@ typedef struct tjob {
 void tjob_make(tjob *j, int dtype, int layout, uint32_t m, uint32_t n,
 	       uint32_t k, int trans_a, int trans_b, int has_c);
 
+/* n jobs of one shape, every other one with C, into j[] and jobs[]. */
+void tjobs_make(tjob *j, gemmd_job *jobs, int n, int dtype, uint32_t m,
+		uint32_t nn, uint32_t k);
+
+/* Takes jobs[] back into j[], checks each (tjob_check) and frees it. */
+void tjobs_check(tjob *j, const gemmd_job *jobs, int n);
+
 /* Asserts that j succeeded with the reference's result. */
 void tjob_check(const tjob *j);
 

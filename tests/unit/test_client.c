@@ -40,12 +40,9 @@ static void test_roundtrip(void **state)
 	assert_int_equal(gm_testconn_reply_all(fx->conn, &f), GM_OK);
 	gm_testframe_free(&f);
 	assert_int_equal(async_wait(fx), GM_OK);
-	for (int i = 0; i < 3; i++) {
-		j[i].job = jobs[i];
-		tjob_check(&j[i]);
+	for (int i = 0; i < 3; i++)
 		assert_true(jobs[i].t.total_us == 5);
-		tjob_free(&j[i]);
-	}
+	tjobs_check(j, jobs, 3);
 }
 
 /* Two requests pipelined on one connection, their jobs answered in an
@@ -86,16 +83,8 @@ static void test_out_of_order(void **state)
 		    GM_OK);
 	assert_int_equal(async_end(&wa), GM_OK);
 	assert_int_equal(async_end(&wb), GM_OK);
-	for (int i = 0; i < 3; i++) {
-		a[i].job = ja[i];
-		tjob_check(&a[i]);
-		tjob_free(&a[i]);
-	}
-	for (int i = 0; i < 2; i++) {
-		b[i].job = jb[i];
-		tjob_check(&b[i]);
-		tjob_free(&b[i]);
-	}
+	tjobs_check(a, ja, 3);
+	tjobs_check(b, jb, 2);
 	gm_testframe_free(&f[0]);
 	gm_testframe_free(&f[1]);
 }
@@ -110,10 +99,7 @@ static void test_many_small(void **state)
 	gemmd_job *jobs = calloc(N, sizeof(*jobs));
 	gm_testframe f;
 
-	for (int i = 0; i < N; i++) {
-		tjob_make(&j[i], GEMMD_FP32, GEMMD_ROW_MAJOR, 8, 8, 8, 0, 0, 0);
-		jobs[i] = j[i].job;
-	}
+	tjobs_make(j, jobs, N, GEMMD_FP32, 8, 8, 8);
 	fx_client(fx, 0);
 	async_submit(fx, jobs, N, 10000);
 	fx_accept(fx);
@@ -122,11 +108,7 @@ static void test_many_small(void **state)
 	for (uint32_t i = N; i-- > 0;)
 		assert_int_equal(gm_testconn_reply(fx->conn, &f, i), GM_OK);
 	assert_int_equal(async_wait(fx), GM_OK);
-	for (int i = 0; i < N; i++) {
-		j[i].job = jobs[i];
-		tjob_check(&j[i]);
-		tjob_free(&j[i]);
-	}
+	tjobs_check(j, jobs, N);
 	gm_testframe_free(&f);
 	free(j);
 	free(jobs);
@@ -142,11 +124,7 @@ static void test_large_operands(void **state)
 	gemmd_job jobs[N];
 	gm_testframe f;
 
-	for (int i = 0; i < N; i++) {
-		tjob_make(&j[i], GEMMD_FP64, GEMMD_ROW_MAJOR, 96, 80, 64, 0, 0,
-			  i % 2);
-		jobs[i] = j[i].job;
-	}
+	tjobs_make(j, jobs, N, GEMMD_FP64, 96, 80, 64);
 	fx_client(fx, 0);
 	async_submit(fx, jobs, N, 10000);
 	fx_accept(fx);
@@ -154,11 +132,7 @@ static void test_large_operands(void **state)
 	assert_int_equal(gm_testframe_check(&f, NULL), GM_OK);
 	assert_int_equal(gm_testconn_reply_all(fx->conn, &f), GM_OK);
 	assert_int_equal(async_wait(fx), GM_OK);
-	for (int i = 0; i < N; i++) {
-		j[i].job = jobs[i];
-		tjob_check(&j[i]);
-		tjob_free(&j[i]);
-	}
+	tjobs_check(j, jobs, N);
 	gm_testframe_free(&f);
 }
 
@@ -172,10 +146,7 @@ static void test_error_refusal(void **state)
 	gemmd_job jobs[2];
 	gm_testframe f;
 
-	tjob_make(&j[0], GEMMD_FP64, GEMMD_ROW_MAJOR, 3, 3, 3, 0, 0, 0);
-	tjob_make(&j[1], GEMMD_FP64, GEMMD_ROW_MAJOR, 3, 3, 3, 0, 0, 0);
-	jobs[0] = j[0].job;
-	jobs[1] = j[1].job;
+	tjobs_make(j, jobs, 2, GEMMD_FP64, 3, 3, 3);
 	fx_client(fx, 0);
 	async_submit(fx, jobs, 2, 5000);
 	fx_accept(fx);
@@ -192,11 +163,7 @@ static void test_error_refusal(void **state)
 	/* The same connection serves the next request. */
 	serve_one(fx, jobs, 2);
 	assert_int_equal(gm_testpeer_accepted(fx->peer), 1);
-	for (int i = 0; i < 2; i++) {
-		j[i].job = jobs[i];
-		tjob_check(&j[i]);
-		tjob_free(&j[i]);
-	}
+	tjobs_check(j, jobs, 2);
 }
 
 /* The connection drops half way through the second job's result: the
@@ -211,10 +178,7 @@ static void test_drop_mid_reply(void **state)
 	gm_reply_job r;
 	void *res;
 
-	tjob_make(&j[0], GEMMD_FP64, GEMMD_ROW_MAJOR, 64, 64, 8, 0, 0, 0);
-	tjob_make(&j[1], GEMMD_FP64, GEMMD_ROW_MAJOR, 64, 64, 8, 0, 0, 0);
-	jobs[0] = j[0].job;
-	jobs[1] = j[1].job;
+	tjobs_make(j, jobs, 2, GEMMD_FP64, 64, 64, 8);
 	fx_client(fx, 0);
 	async_submit(fx, jobs, 2, 5000);
 	fx_accept(fx);
@@ -235,11 +199,7 @@ static void test_drop_mid_reply(void **state)
 	/* A redial serves the next call. */
 	fx_accept_next(fx);
 	serve_one(fx, jobs, 2);
-	for (int i = 0; i < 2; i++) {
-		j[i].job = jobs[i];
-		tjob_check(&j[i]);
-		tjob_free(&j[i]);
-	}
+	tjobs_check(j, jobs, 2);
 }
 
 /* A stalled daemon: the call times out, its buffers untouched; the late
@@ -252,8 +212,7 @@ static void test_timeout_late_reply(void **state)
 	gm_testframe f;
 	double t0;
 
-	tjob_make(&j, GEMMD_FP64, GEMMD_ROW_MAJOR, 32, 32, 32, 0, 0, 0);
-	job = j.job;
+	tjobs_make(&j, &job, 1, GEMMD_FP64, 32, 32, 32);
 	fx_client(fx, 0);
 	t0 = now_ms();
 	async_submit(fx, &job, 1, 300);
@@ -284,8 +243,7 @@ static void test_unknown_and_duplicate(void **state)
 	gm_reply_job r;
 	void *res;
 
-	tjob_make(&j, GEMMD_FP64, GEMMD_ROW_MAJOR, 16, 16, 4, 0, 0, 0);
-	job = j.job;
+	tjobs_make(&j, &job, 1, GEMMD_FP64, 16, 16, 4);
 	fx_client(fx, 0);
 	async_submit(fx, &job, 1, 5000);
 	fx_accept(fx);
@@ -322,8 +280,7 @@ static void test_bad_frame(void **state)
 	gemmd_job job;
 	gm_testframe f;
 
-	tjob_make(&j, GEMMD_FP64, GEMMD_ROW_MAJOR, 3, 3, 3, 0, 0, 0);
-	job = j.job;
+	tjobs_make(&j, &job, 1, GEMMD_FP64, 3, 3, 3);
 	fx_client(fx, 0);
 	async_submit(fx, &job, 1, 5000);
 	fx_accept(fx);
@@ -344,8 +301,7 @@ static void test_v1_daemon(void **state)
 	tjob j;
 	gemmd_job job;
 
-	tjob_make(&j, GEMMD_FP64, GEMMD_ROW_MAJOR, 3, 3, 3, 0, 0, 0);
-	job = j.job;
+	tjobs_make(&j, &job, 1, GEMMD_FP64, 3, 3, 3);
 	fx_client(fx, 0);
 	async_submit(fx, &job, 1, 5000);
 	fx_accept(fx);
@@ -368,8 +324,7 @@ static void test_refused_connection(void **state)
 	tjob j;
 	gemmd_job job;
 
-	tjob_make(&j, GEMMD_FP64, GEMMD_ROW_MAJOR, 3, 3, 3, 0, 0, 0);
-	job = j.job;
+	tjobs_make(&j, &job, 1, GEMMD_FP64, 3, 3, 3);
 	fx_client(fx, 0);
 	fx_accept(fx);
 	assert_int_equal(gm_testconn_error(fx->conn, 0, GM_EBUSY,
@@ -394,8 +349,7 @@ static void test_at_most_once(void **state)
 	gemmd_job job;
 	gm_testframe f;
 
-	tjob_make(&j, GEMMD_FP64, GEMMD_ROW_MAJOR, 8, 8, 8, 0, 0, 0);
-	job = j.job;
+	tjobs_make(&j, &job, 1, GEMMD_FP64, 8, 8, 8);
 	fx_client(fx, 0);
 	async_submit(fx, &job, 1, 5000);
 	fx_accept(fx);
@@ -406,9 +360,7 @@ static void test_at_most_once(void **state)
 	fx_accept_next(fx);
 	assert_int_equal(gm_testconn_read(fx->conn, &f, 300), GM_ETIMEDOUT);
 	serve_one(fx, &job, 1);
-	j.job = job;
-	tjob_check(&j);
-	tjob_free(&j);
+	tjobs_check(&j, &job, 1);
 }
 
 /* A lazy client: a call waits for the daemon to appear; another, with
@@ -421,8 +373,7 @@ static void test_lazy(void **state)
 	tjob j;
 	gemmd_job job;
 
-	tjob_make(&j, GEMMD_FP64, GEMMD_ROW_MAJOR, 4, 4, 4, 0, 0, 0);
-	job = j.job;
+	tjobs_make(&j, &job, 1, GEMMD_FP64, 4, 4, 4);
 	fx_url(fx);
 	assert_int_equal(gemmd_open(fx->url, &o, &fx->cl), GM_OK);
 	assert_int_equal(gemmd_ping(fx->cl, NULL, 300), GM_ETIMEDOUT);
@@ -436,9 +387,7 @@ static void test_lazy(void **state)
 	assert_int_equal(gm_testconn_reply_all(fx->conn, &f), GM_OK);
 	gm_testframe_free(&f);
 	assert_int_equal(async_wait(fx), GM_OK);
-	j.job = job;
-	tjob_check(&j);
-	tjob_free(&j);
+	tjobs_check(&j, &job, 1);
 }
 
 /* ---- control calls ---- */
@@ -511,10 +460,7 @@ static void test_wait_and_detach(void **state)
 	assert_true(w.t.total_us == 9);
 	free(w.out);
 	/* Detached: the ids, in job order. */
-	tjob_make(&j[0], GEMMD_FP64, GEMMD_ROW_MAJOR, 3, 3, 3, 0, 0, 0);
-	tjob_make(&j[1], GEMMD_FP64, GEMMD_ROW_MAJOR, 3, 3, 3, 0, 0, 0);
-	jobs[0] = j[0].job;
-	jobs[1] = j[1].job;
+	tjobs_make(j, jobs, 2, GEMMD_FP64, 3, 3, 3);
 	detach_start(fx, &cc, jobs, 2, ids);
 	assert_int_equal(gm_testconn_read(fx->conn, &f, 5000), GM_OK);
 	assert_int_equal(gm_testframe_check(&f, &cc.batch), GM_OK);
@@ -540,8 +486,7 @@ static void test_close_in_flight(void **state)
 	gemmd_job job;
 	gm_testframe f;
 
-	tjob_make(&j, GEMMD_FP64, GEMMD_ROW_MAJOR, 8, 8, 8, 0, 0, 0);
-	job = j.job;
+	tjobs_make(&j, &job, 1, GEMMD_FP64, 8, 8, 8);
 	fx_client(fx, 0);
 	async_start(fx->cl, &job, 1, GEMMD_FOREVER, &a);
 	fx_accept(fx);
@@ -582,9 +527,7 @@ static void test_tls(void **state)
 	assert_int_equal(gm_testconn_reply_all(fx->conn, &f), GM_OK);
 	gm_testframe_free(&f);
 	assert_int_equal(async_wait(fx), GM_OK);
-	j.job = job;
-	tjob_check(&j);
-	tjob_free(&j);
+	tjobs_check(&j, &job, 1);
 	fx_free_peer(fx);
 	gm_tls_ctx_free(sctx);
 }

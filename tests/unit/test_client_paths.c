@@ -11,25 +11,6 @@
  */
 #include "client_fx.h"
 
-/* Jobs of one shape with random operands. */
-static void make_jobs(tjob *j, gemmd_job *jobs, int n, int dtype, uint32_t m,
-		      uint32_t nn, uint32_t k)
-{
-	for (int i = 0; i < n; i++) {
-		tjob_make(&j[i], dtype, GEMMD_ROW_MAJOR, m, nn, k, 0, 0, i % 2);
-		jobs[i] = j[i].job;
-	}
-}
-
-static void check_jobs(tjob *j, const gemmd_job *jobs, int n)
-{
-	for (int i = 0; i < n; i++) {
-		j[i].job = jobs[i];
-		tjob_check(&j[i]);
-		tjob_free(&j[i]);
-	}
-}
-
 /* Reads requests and answers each whole until n jobs are answered;
  * returns how many requests there were. With regions, every job must
  * name them and carry no payload. */
@@ -82,19 +63,19 @@ static void test_staging(void **state)
 	fx_client_opts(fx, &o);
 	fx_accept(fx);
 	for (int round = 0; round < 2; round++) {
-		make_jobs(j, jobs, 8, GEMMD_FP64, 128, 128, 128);
+		tjobs_make(j, jobs, 8, GEMMD_FP64, 128, 128, 128);
 		async_submit(fx, jobs, 8, 10000);
 		assert_true(serve_jobs(fx->conn, 8, 1) >= 4);
 		assert_int_equal(async_wait(fx), GM_OK);
-		check_jobs(j, jobs, 8);
+		tjobs_check(j, jobs, 8);
 		assert_int_equal(gm_testpeer_regions(fx->peer), 1);
 	}
 	/* Small calls keep the socket. */
-	make_jobs(j, jobs, 1, GEMMD_FP64, 8, 8, 8);
+	tjobs_make(j, jobs, 1, GEMMD_FP64, 8, 8, 8);
 	async_submit(fx, jobs, 1, 10000);
 	serve_jobs(fx->conn, 1, 0);
 	assert_int_equal(async_wait(fx), GM_OK);
-	check_jobs(j, jobs, 1);
+	tjobs_check(j, jobs, 1);
 }
 
 /* GEMMD_OPEN_NO_SHM: the same jobs go through the socket. */
@@ -107,11 +88,11 @@ static void test_no_shm(void **state)
 	handoff(fx);
 	fx_client(fx, GEMMD_OPEN_NO_SHM);
 	fx_accept(fx);
-	make_jobs(j, jobs, 8, GEMMD_FP64, 128, 128, 128);
+	tjobs_make(j, jobs, 8, GEMMD_FP64, 128, 128, 128);
 	async_submit(fx, jobs, 8, 10000);
 	assert_int_equal(serve_jobs(fx->conn, 8, 0), 1);
 	assert_int_equal(async_wait(fx), GM_OK);
-	check_jobs(j, jobs, 8);
+	tjobs_check(j, jobs, 8);
 	assert_int_equal(gm_testpeer_regions(fx->peer), 0);
 }
 
@@ -124,11 +105,11 @@ static void test_staging_falls_back(void **state)
 
 	fx_client(fx, 0);
 	fx_accept(fx);
-	make_jobs(j, jobs, 4, GEMMD_FP32, 256, 256, 64);
+	tjobs_make(j, jobs, 4, GEMMD_FP32, 256, 256, 64);
 	async_submit(fx, jobs, 4, 10000);
 	assert_int_equal(serve_jobs(fx->conn, 4, 0), 1);
 	assert_int_equal(async_wait(fx), GM_OK);
-	check_jobs(j, jobs, 4);
+	tjobs_check(j, jobs, 4);
 }
 
 /* A chunk lost with its connection may still be written by the daemon:
@@ -144,7 +125,7 @@ static void test_staging_lost_chunk(void **state)
 	handoff(fx);
 	fx_client_opts(fx, &o);
 	fx_accept(fx);
-	make_jobs(j, jobs, 8, GEMMD_FP64, 128, 128, 128);
+	tjobs_make(j, jobs, 8, GEMMD_FP64, 128, 128, 128);
 	async_submit(fx, jobs, 8, 10000);
 	assert_int_equal(gm_testconn_read(fx->conn, &f, 5000), GM_OK);
 	gm_testframe_free(&f);
@@ -157,7 +138,7 @@ static void test_staging_lost_chunk(void **state)
 	for (int i = 0; i < 100 && gm_testpeer_regions(fx->peer) > 1; i++)
 		usleep(20 * 1000);
 	assert_int_equal(gm_testpeer_regions(fx->peer), 1);
-	check_jobs(j, jobs, 8);
+	tjobs_check(j, jobs, 8);
 }
 
 /* ---- striping ---- */
@@ -178,7 +159,7 @@ static void test_striping(void **state)
 	c[1] = gm_testpeer_accept(fx->peer, 5000);
 	assert_non_null(c[0]);
 	assert_non_null(c[1]);
-	make_jobs(j, jobs, 2, GEMMD_FP64, 4096, 1, 1024);
+	tjobs_make(j, jobs, 2, GEMMD_FP64, 4096, 1, 1024);
 	async_submit(fx, jobs, 2, 20000);
 	for (int i = 0; i < 2; i++) {
 		assert_int_equal(gm_testconn_read(c[i], &f[i], 10000), GM_OK);
@@ -234,7 +215,7 @@ static void test_two_daemons(void **state)
 	c[1] = gm_testpeer_accept(p2, 5000);
 	assert_non_null(c[0]);
 	assert_non_null(c[1]);
-	make_jobs(j, jobs, 2, GEMMD_FP64, 64, 64, 64);
+	tjobs_make(j, jobs, 2, GEMMD_FP64, 64, 64, 64);
 	async_start(fx->cl, &jobs[0], 1, 10000, &a1);
 	first = gm_testconn_read(c[0], &f1, 1000) == GM_OK ? c[0] : c[1];
 	if (first == c[1])
@@ -246,7 +227,7 @@ static void test_two_daemons(void **state)
 	assert_int_equal(async_end(&a2), GM_OK);
 	assert_int_equal(gm_testconn_reply_all(first, &f1), GM_OK);
 	assert_int_equal(async_end(&a1), GM_OK);
-	check_jobs(j, jobs, 2);
+	tjobs_check(j, jobs, 2);
 	gm_testframe_free(&f1);
 	gm_testframe_free(&f2);
 	gemmd_close(fx->cl);
@@ -279,7 +260,7 @@ static void test_timeout_mid_write(void **state)
 
 	fx_client(fx, GEMMD_OPEN_NO_SHM);
 	fx_accept(fx);
-	make_jobs(&j, &job, 1, GEMMD_FP64, 4096, 1, 1024);
+	tjobs_make(&j, &job, 1, GEMMD_FP64, 4096, 1, 1024);
 	t0 = now_ms();
 	async_submit(fx, &job, 1, 300);
 	assert_int_equal(
