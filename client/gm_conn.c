@@ -150,6 +150,21 @@ void gm_conn_unlink(gm_part *p)
 
 /* ---- the writer ---- */
 
+/* Marks p written: its bytes are being handed to the stream. From now
+ * on it is never written again, and its replies may come at any time,
+ * even before the send's callback. */
+static void mark_written(gm_conn *c, gm_part *p)
+{
+	if (p->state != GM_PART_QUEUED)
+		return;
+	p->state = GM_PART_WRITING;
+	p->written = true;
+	p->next_w = c->written;
+	if (c->written != NULL)
+		c->written->prev_w = p;
+	c->written = p;
+}
+
 /* Takes what the next send writes from the head of the queue: up to
  * GM_IO_IOV_MAX pieces, holding their parts and pinning the calls whose
  * memory they are. */
@@ -180,6 +195,7 @@ static bool plan_send(gm_conn *c)
 			    len};
 			user |= sg->user && sg->p != NULL;
 		}
+		mark_written(c, p);
 		gm_part_hold(p);
 		c->wparts[c->nw] = p;
 		c->wpins[c->nw] = user ? p->call : NULL;
@@ -201,15 +217,6 @@ static void advance(gm_conn *c, size_t n)
 
 		if (take > n)
 			take = n;
-		if (p->state == GM_PART_QUEUED) {
-			/* Its first byte is out: it is never written again. */
-			p->state = GM_PART_WRITING;
-			p->written = true;
-			p->next_w = c->written;
-			if (c->written != NULL)
-				c->written->prev_w = p;
-			c->written = p;
-		}
 		p->seg_off += take;
 		n -= take;
 		if (p->seg_off == sg->len) {
@@ -374,7 +381,8 @@ static void send_cb(gm_io *io, int rv, size_t n)
 
 	pthread_mutex_lock(&cl->mu);
 	c->sending = false;
-	if (rv == GM_OK)
+	/* After a failure the parts it wrote are gone from the queue. */
+	if (rv == GM_OK && c->state == GM_CONN_UP)
 		advance(c, n);
 	for (unsigned i = 0; i < c->nw; i++) {
 		if (c->wpins[i] != NULL)

@@ -12,8 +12,9 @@
  * Writer: the slot keeps a queue of parts (request frames) to write in
  * order; one send at a time takes up to GM_IO_IOV_MAX pieces from the
  * head of the queue, across frames, straight from the built parts and
- * the caller's operands. A part whose first byte went out is written:
- * it is never written again. When the stream drops, every part written
+ * the caller's operands. A part is written once a send takes its first
+ * piece (its bytes may be out before the send's callback says so, and
+ * its replies may come before it too): it is never written again. When the stream drops, every part written
  * on it is lost (GM_ETRANSPORT, or the daemon's refusal when it refused
  * the connection itself); parts not yet written stay queued for the
  * next stream, or move to another slot of the daemon that is up.

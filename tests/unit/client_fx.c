@@ -263,7 +263,7 @@ int async_end(struct async *a)
 
 static int do_ctrl(struct bg *b)
 {
-	return gemmd_ctrl(b->cl, b->json, &b->reply, 5000);
+	return gemmd_ctrl(b->cl, b->json, &b->reply, 2000);
 }
 
 void ctrl_start(struct fixture *fx, struct bg *b, const char *json)

@@ -392,6 +392,19 @@ static void test_lazy(void **state)
 
 /* ---- control calls ---- */
 
+/* Replies that come before the library has heard its send complete:
+ * the request counts as written from the moment its bytes go to the
+ * stream, so its reply is routed to it. */
+static void test_reply_before_send_done(void **state)
+{
+	struct fixture *fx = *state;
+
+	fx_client(fx, 0);
+	fx_accept(fx);
+	for (int i = 0; i < 300; i++)
+		serve_ping(fx);
+}
+
 static void test_ctrl(void **state)
 {
 	struct fixture *fx = *state;
@@ -548,6 +561,7 @@ int main(void)
 	    FX_TEST(test_refused_connection),
 	    FX_TEST(test_at_most_once),
 	    FX_TEST(test_lazy),
+	    FX_TEST(test_reply_before_send_done),
 	    FX_TEST(test_ctrl),
 	    FX_TEST(test_wait_and_detach),
 	    FX_TEST(test_close_in_flight),
