@@ -118,6 +118,15 @@ static void take_hdr(gm_conn *c, gm_todo *t)
 	p = lookup(c, rd->h.id);
 	switch (rd->h.type) {
 	case GM_MSG_GEMM_REPLY:
+		if (p != NULL && p->call != NULL &&
+		    (p->call->kind == GM_CALL_CTRL ||
+		     p->call->kind == GM_CALL_DETACH)) {
+			gm_call_end(p->call, GM_EMSGTYPE,
+				    "a GEMM_REPLY to a control or detached "
+				    "request",
+				    t);
+			p = NULL;
+		}
 		if (p == NULL ||
 		    gm_proto_check_reply_hdr(&rd->h, p->njobs, rd->msg,
 					     sizeof(rd->msg))) {

@@ -489,6 +489,38 @@ static void test_wait_and_detach(void **state)
 	tjob_free(&j[1]);
 }
 
+/* Replies of the wrong type: a GEMM_REPLY to a control request, a
+ * CTRL_REPLY to a GEMM request. */
+static void test_wrong_reply_type(void **state)
+{
+	struct fixture *fx = *state;
+	gm_reply_job r = {.dtype = GM_FP64, .m = 1, .n = 1, .result_bytes = 8};
+	double one = 1;
+	struct bg cc;
+	gm_testframe f;
+	tjob j;
+	gemmd_job job;
+
+	fx_client(fx, 0);
+	ctrl_start(fx, &cc, "{\"op\":\"ping\"}");
+	fx_accept(fx);
+	assert_int_equal(gm_testconn_read(fx->conn, &f, 5000), GM_OK);
+	assert_int_equal(gm_testconn_job_reply(fx->conn, f.h.id, 0, &r, &one),
+			 GM_OK);
+	gm_testframe_free(&f);
+	assert_int_equal(bg_end(&cc), GM_EMSGTYPE);
+	tjobs_make(&j, &job, 1, GEMMD_FP64, 3, 3, 3);
+	async_submit(fx, &job, 1, 5000);
+	assert_int_equal(gm_testconn_read(fx->conn, &f, 5000), GM_OK);
+	assert_int_equal(
+	    gm_testconn_ctrl_reply(fx->conn, f.h.id, "{\"ok\":true}"), GM_OK);
+	gm_testframe_free(&f);
+	assert_int_equal(async_wait(fx), GM_EMSGTYPE);
+	/* The connection goes on. */
+	serve_ping(fx);
+	tjob_free(&j);
+}
+
 /* gemmd_close with calls in flight: their callbacks run, GM_ECANCELED,
  * before it returns. */
 static void test_close_in_flight(void **state)
@@ -564,6 +596,7 @@ int main(void)
 	    FX_TEST(test_reply_before_send_done),
 	    FX_TEST(test_ctrl),
 	    FX_TEST(test_wait_and_detach),
+	    FX_TEST(test_wrong_reply_type),
 	    FX_TEST(test_close_in_flight),
 	    FX_TEST(test_tls),
 	};
