@@ -2,8 +2,8 @@
  * gemmd.c - the client library's public calls: opening and closing a
  * client, GEMM requests (blocking, asynchronous, detached), control
  * requests and waits, and the last error. Each call checks what the
- * caller gave, encodes the request (gm_encode.h) and runs it as a call
- * (gm_call.h); dialling is gm_dial.h's, regions gm_shm.h's.
+ * caller gave and runs it as a call (gm_call.h) that a daemon's
+ * connections carry (gm_daemon.h, gm_conn.h); regions are gm_shm.h's.
  */
 #include "gemmd.h"
 
@@ -14,10 +14,11 @@
 
 #include "gm_call.h"
 #include "gm_client.h"
-#include "gm_dial.h"
+#include "gm_daemon.h"
 #include "gm_encode.h"
 #include "gm_proto.h"
-#include "gm_shm.h"
+#include "gm_stage.h"
+#include "gm_workers.h"
 
 _Static_assert((int)GEMMD_FP64 == GM_FP64 && (int)GEMMD_FP32 == GM_FP32 &&
 		   (int)GEMMD_TF32 == GM_TF32 && (int)GEMMD_FP16 == GM_FP16 &&
@@ -85,28 +86,62 @@ static int check_jobs(gemmd_job *jobs, uint32_t n, gm_job_desc *d,
 	return gm_client_seterr(rv, "job %" PRIu32 ": %s", bad, detail);
 }
 
-/* Builds the request and starts a call that owns it. */
-static int submit_start(gemmd_client *c, gemmd_job *jobs, const gm_job_desc *d,
-			uint32_t n, const gemmd_submit_opts *o, int timeout_ms,
-			uint64_t *ids, const gm_call_notify *nt)
+/* Routes k to a daemon, builds its frames and queues them: for a GEMM
+ * or detached call from its jobs' descriptions d and batch b, for a
+ * control call or a wait from json. On GM_OK the call is under way and
+ * may already have ended (k is no longer the caller's); on failure k
+ * was never started. */
+static int start_call(gemmd_client *c, gm_call *k, const gm_job_desc *d,
+		      const gm_batch *b, const char *json)
 {
-	gm_batch b = {GM_BATCH_PRIO_DEFAULT, 0, ids ? GM_BATCH_DETACH : 0};
-	gm_call_want want = {.jobs = jobs, .njobs = n, .ids = ids};
-	gm_call *k;
-	nng_msg *msg;
+	gm_todo t = GM_TODO_INIT(c);
+	gm_daemon *dm = NULL;
+	bool staged = false;
+	gm_plan pl;
 	int rv;
 
-	if (o != NULL) {
-		b.priority = (uint8_t)o->priority;
-		b.deadline_ms = o->deadline_ms;
+	pthread_mutex_lock(&c->mu);
+	if (!c->closing) {
+		dm = gm_daemon_pick(c, k->jobs, json ? 0 : k->njobs);
+		staged = json == NULL && gm_stage_wants(dm, k, d);
 	}
-	if ((rv = gm_call_get(c, &k)) != 0)
+	pthread_mutex_unlock(&c->mu);
+	if (dm == NULL)
+		return gm_client_seterr(GM_ECANCELED, "the client is closing");
+	/* Frames are built outside the lock: small operands are copied. */
+	if (!staged && (rv = gm_daemon_plan(dm, k, d, b, json, &pl)) != 0)
 		return rv;
-	if ((rv = gm_encode_gemm(jobs, d, n, &b, gm_call_id(k), &msg)) != 0) {
-		gm_call_put(k);
-		return rv;
+	pthread_mutex_lock(&c->mu);
+	if (c->closing) {
+		pthread_mutex_unlock(&c->mu);
+		if (!staged)
+			gm_plan_free(&pl);
+		return gm_client_seterr(GM_ECANCELED, "the client is closing");
 	}
-	gm_call_start(k, msg, timeout_ms, &want, nt);
+	gm_call_start(k);
+	if (staged)
+		gm_stage_submit(dm, k, d, b, &t);
+	else
+		gm_daemon_queue(dm, k, &pl, &t);
+	pthread_mutex_unlock(&c->mu);
+	gm_todo_run(&t);
+	return GM_OK;
+}
+
+/* A call of kind for jobs[0..n-1] (none for a control call). */
+static int new_call(gemmd_client *c, int kind, gemmd_job *jobs, uint32_t n,
+		    int timeout_ms, const gm_call_notify *nt, gm_call **out)
+{
+	int rv;
+
+	if ((rv = gm_call_new(c, kind, timeout_ms, nt, out)) != GM_OK)
+		return rv;
+	(*out)->jobs = jobs;
+	(*out)->njobs = n;
+	if (n > 0 && ((*out)->settled = calloc(n, 1)) == NULL) {
+		gm_call_free(*out);
+		return gm_client_seterr(GM_ENOMEM, "out of memory");
+	}
 	return GM_OK;
 }
 
@@ -115,7 +150,9 @@ static int submit(gemmd_client *c, gemmd_job *jobs, uint32_t n,
 		  const gemmd_submit_opts *o, int timeout_ms, uint64_t *ids,
 		  const gm_call_notify *nt)
 {
+	gm_batch b = {GM_BATCH_PRIO_DEFAULT, 0, ids ? GM_BATCH_DETACH : 0};
 	gm_job_desc *d = NULL;
+	gm_call *k = NULL;
 	uint32_t i;
 	int rv;
 
@@ -130,7 +167,16 @@ static int submit(gemmd_client *c, gemmd_job *jobs, uint32_t n,
 		free(d);
 		return rv; /* the jobs say which one */
 	}
-	rv = submit_start(c, jobs, d, n, o, timeout_ms, ids, nt);
+	if (o != NULL) {
+		b.priority = (uint8_t)o->priority;
+		b.deadline_ms = o->deadline_ms;
+	}
+	if ((rv = new_call(c, ids ? GM_CALL_DETACH : GM_CALL_GEMM, jobs, n,
+			   timeout_ms, nt, &k)) == GM_OK) {
+		k->ids = ids;
+		if ((rv = start_call(c, k, d, &b, NULL)) != GM_OK)
+			gm_call_free(k);
+	}
 	free(d);
 	if (rv == GM_OK)
 		return GM_OK;
@@ -184,23 +230,17 @@ int gemmd_submit_async(gemmd_client *c, gemmd_job *jobs, uint32_t n,
 static int ctrl_start(gemmd_client *c, const char *request, int timeout_ms,
 		      gm_call_waiter *w, gemmd_job *job)
 {
-	gm_call_want want = {.jobs = job,
-			     .njobs = job != NULL,
-			     .wait = job != NULL,
-			     .alloc_out = job != NULL && job->out == NULL};
 	gm_call_notify nt = {NULL, NULL, w};
 	gm_call *k;
-	nng_msg *msg;
 	int rv;
 
-	if ((rv = gm_call_get(c, &k)) != 0)
+	if ((rv = new_call(c, job ? GM_CALL_WAIT : GM_CALL_CTRL, job,
+			   job != NULL, timeout_ms, &nt, &k)) != GM_OK)
 		return rv;
-	if ((rv = gm_encode_ctrl(request, gm_call_id(k), &msg)) != 0) {
-		gm_call_put(k);
-		return rv;
-	}
-	gm_call_start(k, msg, timeout_ms, &want, &nt);
-	return GM_OK;
+	k->alloc_out = job != NULL && job->out == NULL;
+	if ((rv = start_call(c, k, NULL, NULL, request)) != GM_OK)
+		gm_call_free(k);
+	return rv;
 }
 
 int gemmd_ctrl(gemmd_client *c, const char *request, char **reply,
@@ -287,6 +327,53 @@ int gemmd_wait(gemmd_client *c, uint64_t id, gemmd_job *job, int timeout_ms)
 
 /* ---- opening and closing ---- */
 
+/* Adds a daemon at url to cl and dials it; without GEMMD_OPEN_LAZY
+ * waits for the first connection, and on failure forgets it. */
+static int add_daemon(gemmd_client *cl, const char *url,
+		      const gemmd_open_opts *o)
+{
+	gm_todo t = GM_TODO_INIT(cl);
+	gm_daemon *dm, **all;
+	int rv;
+
+	if ((rv = gm_daemon_new(cl, url, o, &dm)) != GM_OK)
+		return rv;
+	pthread_mutex_lock(&cl->mu);
+	gm_daemon_start(dm, &t);
+	pthread_mutex_unlock(&cl->mu);
+	gm_todo_run(&t);
+	if (!(o->flags & GEMMD_OPEN_LAZY) &&
+	    (rv = gm_daemon_await(dm)) != GM_OK) {
+		gm_daemon_stop(dm);
+		return rv;
+	}
+	pthread_mutex_lock(&cl->mu);
+	all = realloc(cl->daemons, (cl->ndaemons + 1) * sizeof(*all));
+	if (all != NULL) {
+		cl->daemons = all;
+		all[cl->ndaemons++] = dm;
+	}
+	pthread_mutex_unlock(&cl->mu);
+	if (all == NULL) {
+		gm_daemon_stop(dm);
+		return gm_client_seterr(GM_ENOMEM, "out of memory");
+	}
+	return GM_OK;
+}
+
+static void client_free(gemmd_client *cl)
+{
+	gm_workers_free(cl->workers);
+	gm_timer_free(cl->timer);
+	for (unsigned i = 0; i < cl->ndaemons; i++)
+		gm_daemon_free(cl->daemons[i]);
+	free(cl->daemons);
+	gm_idmap_free(&cl->parts);
+	pthread_cond_destroy(&cl->cv);
+	pthread_mutex_destroy(&cl->mu);
+	free(cl);
+}
+
 int gemmd_open(const char *url, const gemmd_open_opts *opts, gemmd_client **out)
 {
 	static const gemmd_open_opts none;
@@ -300,32 +387,19 @@ int gemmd_open(const char *url, const gemmd_open_opts *opts, gemmd_client **out)
 		url = GEMMD_DEFAULT_URL;
 	if ((cl = calloc(1, sizeof(*cl))) == NULL)
 		return gm_client_seterr(GM_ENOMEM, "out of memory");
-	if (pthread_mutex_init(&cl->mu, NULL) != 0) {
-		rv = gm_client_seterr(GM_ENOMEM, "out of memory");
-		goto fail_mutex;
+	pthread_mutex_init(&cl->mu, NULL);
+	pthread_cond_init(&cl->cv, NULL);
+	if (gm_timer_new(&cl->timer) != GM_OK) {
+		client_free(cl);
+		return gm_client_seterr(GM_ENOMEM, "out of memory");
 	}
-	cl->next_id = 1;
-	if ((rv = gm_shm_new(url, opts != NULL ? opts->region_socket : NULL,
-			     &cl->shm)) != 0) {
-		gm_client_seterr(rv, "out of memory");
-		goto fail_shm;
+	if ((rv = add_daemon(cl, url, opts ? opts : &none)) != GM_OK) {
+		client_free(cl);
+		return rv;
 	}
-	if ((rv = gm_dial_socket(&cl->sock)) != 0)
-		goto fail_socket;
-	if ((rv = gm_dial_url(cl->sock, url, opts != NULL ? opts : &none)) != 0)
-		goto fail_dial;
 	gm_client_clearerr();
 	*out = cl;
 	return GM_OK;
-fail_dial:
-	nng_close(cl->sock);
-fail_socket:
-	gm_shm_free(cl->shm);
-fail_shm:
-	pthread_mutex_destroy(&cl->mu);
-fail_mutex:
-	free(cl);
-	return rv;
 }
 
 int gemmd_dial(gemmd_client *c, const char *url, const gemmd_open_opts *opts)
@@ -335,20 +409,29 @@ int gemmd_dial(gemmd_client *c, const char *url, const gemmd_open_opts *opts)
 
 	if (c == NULL || url == NULL)
 		return gm_client_seterr(GM_EINVAL, "no client or no URL");
-	if ((rv = gm_dial_url(c->sock, url, opts != NULL ? opts : &none)) == 0)
+	if ((rv = add_daemon(c, url, opts ? opts : &none)) == GM_OK)
 		gm_client_clearerr();
 	return rv;
 }
 
 void gemmd_close(gemmd_client *cl)
 {
+	gm_todo t;
+
 	if (cl == NULL)
 		return;
-	gm_call_close_all(cl);
-	gm_dial_close(cl->sock);
-	gm_shm_free(cl->shm);
-	pthread_mutex_destroy(&cl->mu);
-	free(cl);
+	t = GM_TODO_INIT(cl);
+	pthread_mutex_lock(&cl->mu);
+	cl->closing = true;
+	for (unsigned i = 0; i < cl->ndaemons; i++)
+		gm_daemon_stopping(cl->daemons[i]);
+	while (cl->calls != NULL)
+		gm_call_end(cl->calls, GM_ECANCELED, "the client closed", &t);
+	pthread_mutex_unlock(&cl->mu);
+	gm_todo_run(&t);
+	for (unsigned i = 0; i < cl->ndaemons; i++)
+		gm_daemon_shutdown(cl->daemons[i]);
+	client_free(cl);
 }
 
 const char *gemmd_strerror(int code)

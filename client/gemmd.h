@@ -2,22 +2,31 @@
  * gemmd.h - the gemmd client library.
  *
  * A service links this library to have a gemmd daemon compute GEMM jobs,
- * C <- alpha * op(A) * op(B) + beta * C, over nng: ipc:// on the same
- * host, tcp:// or tls+tcp:// from another. A gemmd_client is one nng REQ
- * socket; every call may be made from any thread, and any number of
- * requests may be in flight at once, each on its own nng context. Every
- * function that can fail returns a gm_err code from gm_error.h (GM_OK is
- * 0; the same codes the daemon sends); gemmd_strerror() gives the text.
+ * C <- alpha * op(A) * op(B) + beta * C: over ipc:// on the same host,
+ * tcp:// or tls+tcp:// from another, in the wire format of
+ * proto/PROTOCOL.md (frames on plain byte streams). A gemmd_client holds
+ * one or more connections to each daemon it dialed; every call may be
+ * made from any thread, and any number of requests may be in flight at
+ * once: they are pipelined on the connections, each with its own request
+ * id, and answered in whatever order the daemon finishes them. Operands
+ * are written to the socket straight from the caller's buffers and
+ * results read straight into them. Every function that can fail returns
+ * a gm_err code from gm_error.h (GM_OK is 0; the same codes the daemon
+ * sends); gemmd_strerror() gives the text.
  *
- * A request runs at most once. nng's REQ socket would resend a request
- * that has had no reply for a minute, or whose connection dropped, and a
- * slow GEMM would then run twice; this library sets
- * NNG_OPT_REQ_RESENDTIME to NNG_DURATION_INFINITE, so a lost connection
- * fails the call with GM_ETRANSPORT instead and the caller decides
- * whether to retry. A call that times out on the client leaves its
- * request queued or running in the daemon; its reply is discarded when it
- * comes. Replies are as large as the results, so the socket has no
- * receive size limit (NNG_OPT_RECVMAXSZ 0).
+ * A request runs at most once: the library never writes a request
+ * twice. A request not yet written when its connection drops waits for
+ * the connection to be redialed, within its timeout; one with any byte
+ * written fails with GM_ETRANSPORT, and the caller decides whether to
+ * retry (whether its jobs ran is then unknown). A call that times out
+ * leaves its request queued or running in the daemon; its replies are
+ * read and discarded when they come. No call writes into, or reads
+ * from, a caller's buffer after it returned (or, asynchronously, after
+ * its done callback ran).
+ *
+ * Over ipc://, jobs with plain pointers of more than about a MiB are
+ * staged through a shared-memory region the library owns (see
+ * gemmd_open_opts), unless GEMMD_OPEN_NO_SHM.
  */
 #ifndef GEMMD_H
 #define GEMMD_H
@@ -145,26 +154,67 @@ typedef struct gemmd_submit_opts {
 /* gemmd_open_opts.flags: return at once and dial in the background, so
  * that a service may start before the daemon; requests wait for a
  * connection within their own timeout. Without it gemmd_open fails when
- * the first dial does. Either way a dropped connection is redialed. */
+ * the first dial does. Either way a dropped connection is redialed in
+ * the background (at once after one that carried replies, else backing
+ * off from 0.1 s to 2 s), for as long as the client is open. */
 #define GEMMD_OPEN_LAZY 0x1u
 
-/* Options of gemmd_open; NULL means all zero. The tls_ fields are for
- * tls+tcp:// URLs only and are an error with any other. */
+/* gemmd_open_opts.flags: over ipc://, send plain pointers through the
+ * socket instead of staging them through shared memory. */
+#define GEMMD_OPEN_NO_SHM 0x2u
+
+/* Staging region of a client over ipc:// when staging_bytes is 0. */
+#define GEMMD_STAGING_BYTES_DEFAULT (256ull << 20)
+
+/*
+ * Options of gemmd_open and gemmd_dial; NULL means all zero. The tls_
+ * fields are for tls+tcp:// URLs only and are an error with any other.
+ *
+ * connections: a large GEMM request (64 MiB of operands and results or
+ * more) to a daemon with several connections is striped: split into job
+ * ranges of about equal bytes, one request per connection, all in
+ * flight at once; the call ends when all are answered. The daemon sees
+ * several requests: each is queued, or refused, on its own. When some
+ * are refused whole (GM_EBUSY for a full queue, say) and others
+ * answered, the call returns GM_OK, the jobs of a refused part carry
+ * the refusal as their status and message and the others their own
+ * outcomes; when all are refused it returns the refusal, as for one
+ * request. A part whose connection drops fails the call as usual.
+ *
+ * Staging (ipc:// without GEMMD_OPEN_NO_SHM, when the daemon takes
+ * regions): a GEMM request whose jobs all have plain pointers and move
+ * at least a MiB goes through a region of staging_bytes that the library
+ * makes at its first such request (the daemon registers it with its
+ * engine: with CUDA about a millisecond per MiB, once) and reuses. A few
+ * threads copy the operands in, chunk by chunk of jobs (a chunk is one
+ * request to the daemon, sent as soon as its copies are done, while the
+ * next chunk is copied), and copy each result out as its reply comes.
+ * As with striping, the chunks are requests of their own: a chunk
+ * refused whole gives its jobs the refusal, later chunks are not sent
+ * (their jobs GM_ECANCELED), and the call returns GM_OK when some chunk
+ * was answered. Priority applies to each chunk, and deadline_ms counts
+ * from the call's start. Detached requests, jobs naming regions and
+ * jobs too large for the region take the socket, and so does everything
+ * when the region cannot be made (regions off in the daemon, a quota).
+ */
 typedef struct gemmd_open_opts {
-	unsigned flags;		     /* GEMMD_OPEN_LAZY */
+	unsigned flags;		     /* GEMMD_OPEN_LAZY, GEMMD_OPEN_NO_SHM */
 	const char *tls_ca_file;     /* PEM CA chain that signed the daemon's
 					certificate; required for TLS */
 	const char *tls_cert_file;   /* PEM client certificate, when the daemon
 					asks for one; with tls_key_file NULL
 					the key is in this file too */
 	const char *tls_key_file;    /* PEM private key, unencrypted */
-	const char *tls_server_name; /* DNS name the daemon's certificate must
-					carry; NULL: the URL's host. Set it
-					when the URL names an IP address:
-					nng's TLS checks DNS names only */
-	const char *region_socket;   /* gemmd_open: the daemon's hand-off
-					socket for regions; NULL: beside the
-					ipc:// socket of the URL */
+	const char *tls_server_name; /* the DNS name or IP address the
+					daemon's certificate must carry;
+					NULL: the URL's host */
+	const char *region_socket;   /* the daemon's hand-off socket for
+					regions; NULL: beside the ipc://
+					socket of the URL */
+	unsigned connections;	     /* connections to the daemon; 0: 1,
+					at most 64 */
+	uint64_t staging_bytes;	     /* ipc://: the staging region's size;
+					0: GEMMD_STAGING_BYTES_DEFAULT */
 } gemmd_open_opts;
 
 /* Completion of gemmd_submit_async: rv as gemmd_submit would return it. */
@@ -178,39 +228,59 @@ typedef void (*gemmd_done_fn)(void *arg, int rv);
 int gemmd_open(const char *url, const gemmd_open_opts *opts,
 	       gemmd_client **out);
 
-/* Dials one more daemon from c: requests then go to whichever connected
- * daemon is ready first (nng's REQ load balancing). opts as for
- * gemmd_open (NULL: none). Returns as gemmd_open does. Any thread. */
+/* Dials one more daemon from c. Each request then goes to one daemon:
+ * the one whose hand-off socket made the regions its jobs name, else,
+ * among the daemons with a connection up, the one with the least
+ * outstanding work (bytes of requests and results in flight plus FLOPs
+ * / 64), taken in turn when equal. A request whose connection drops
+ * fails; it is not moved to another daemon. opts as for gemmd_open
+ * (NULL: none). Returns as gemmd_open does. Any thread. */
 int gemmd_dial(gemmd_client *c, const char *url, const gemmd_open_opts *opts);
 
 /* Fails the requests still in flight (their done callbacks run with
- * GM_ECANCELED before this returns), closes the socket and frees c.
- * Blocks, for at most about a second in the socket's close: nng 1.5.2
- * can hang closing a connection that is half way through a large
- * message, and such a close is then left to finish on a thread of its
- * own. No other call on c may run or start during or after it, and it
- * must not be called from a done callback. */
+ * GM_ECANCELED before this returns), closes the connections, releases
+ * the regions and frees c. Blocks until the library's threads are done
+ * with c. No other call on c may run or start during or after it, and
+ * it must not be called from a done callback. */
 void gemmd_close(gemmd_client *c);
 
-/* Sends jobs[0..n-1] as one request and waits up to timeout_ms (> 0, or
- * GEMMD_FOREVER) for the reply. Returns GM_OK when the daemon answered:
- * each job's status then says whether it succeeded, and its out holds
- * the result when it did. Otherwise returns why no job ran, with each
- * job's status and message set to it: the daemon's refusal of the whole
- * request (GM_EBUSY, GM_ESHUTDOWN, ...), a job invalid before sending (its
- * own code; the others GM_ECANCELED), GM_ETIMEDOUT, GM_ETRANSPORT,
- * GM_EINVAL (bad arguments), GM_ENOMEM. gemmd_last_error() has the detail.
- * Blocks. Any thread. */
+/*
+ * Sends jobs[0..n-1] as one request and waits up to timeout_ms (> 0, or
+ * GEMMD_FOREVER) for the replies. Returns GM_OK when the daemon
+ * answered: each job's status then says whether it succeeded, and its
+ * out holds the result when it did. Otherwise returns why, with the
+ * status and message of each job that has no answer of its own set to
+ * it: the daemon's refusal of the whole request (GM_EBUSY,
+ * GM_ESHUTDOWN, ...: no job ran), a job invalid before sending (its own
+ * code; the others GM_ECANCELED), GM_ETIMEDOUT or GM_ETRANSPORT (the
+ * jobs answered before keep their outcomes; whether the others ran is
+ * unknown), GM_EINVAL (bad arguments), GM_ENOMEM. gemmd_last_error()
+ * has the detail.
+ *
+ * Results are read into out as they arrive, once their reply record has
+ * been checked: a job whose status is not GM_OK may have had part of
+ * its out written. A call returns at its timeout unless a read into, or
+ * a write from, the caller's buffers is in progress at that moment: it
+ * then returns when that operation ends, and if that takes more than a
+ * second (the daemon stopped reading or writing in the middle of it)
+ * the connection is closed, failing its other requests with
+ * GM_ETRANSPORT. A request half written when its call ends is finished
+ * with zeros in place of the rest of the caller's operands, so that the
+ * connection stays usable: its jobs may run on those operands, and a job
+ * whose result goes to a region may then write that result there.
+ * Blocks. Any thread.
+ */
 int gemmd_submit(gemmd_client *c, gemmd_job *jobs, uint32_t n,
 		 const gemmd_submit_opts *opts, int timeout_ms);
 
 /* As gemmd_submit without waiting. Returns GM_OK when the request is on
- * its way: done(arg, rv) will then be called exactly once, on an nng
- * thread, when the reply has been copied into the jobs, on failure or
- * timeout, or from gemmd_close; jobs and everything they point to must
- * stay valid and untouched until it is. Any other return means done will
- * not be called (the jobs say why, as for gemmd_submit). done must not
- * block for long: it holds an nng worker thread. */
+ * its way: done(arg, rv) will then be called exactly once, on one of the
+ * library's threads (nng's, its timer thread, a copy thread), when the
+ * replies are in the jobs, on failure or timeout, or from gemmd_close;
+ * jobs and everything they point to must stay valid and untouched until
+ * it is. Any other return means done will not be called (the jobs say
+ * why, as for gemmd_submit). done may start calls; it must not block for
+ * long, nor call gemmd_close. */
 int gemmd_submit_async(gemmd_client *c, gemmd_job *jobs, uint32_t n,
 		       const gemmd_submit_opts *opts, int timeout_ms,
 		       gemmd_done_fn done, void *arg);

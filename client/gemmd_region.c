@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "gm_client.h"
+#include "gm_daemon.h"
 #include "gm_shm.h"
 
 #define ALIGN_DEFAULT 256
@@ -22,7 +23,8 @@ int gemmd_region_create(gemmd_client *c, uint64_t bytes, gemmd_region **out)
 	if (c == NULL || out == NULL || bytes == 0)
 		return gm_client_seterr(GM_EINVAL, "no client, no place for "
 						   "the region, or 0 bytes");
-	if ((rv = gm_shm_create(c->shm, bytes, out)) == GM_OK)
+	/* Regions are made with the daemon gemmd_open dialed. */
+	if ((rv = gm_shm_create(c->daemons[0]->shm, bytes, out)) == GM_OK)
 		gm_client_clearerr();
 	return rv;
 }

@@ -1,110 +1,342 @@
 /*
- * gm_call.c - a request in flight, from its send to its reply read into
- * the caller's jobs; see gm_call.h.
+ * gm_call.c - calls and their parts, from start to the caller being
+ * told; see gm_call.h.
  */
 #include "gm_call.h"
 
-#include <cjson/cJSON.h>
 #include <inttypes.h>
-#include <nng/supplemental/util/platform.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "gm_error_nng.h"
-#include "gm_proto.h"
+#include "gm_conn.h"
+#include "gm_daemon.h"
+#include "gm_stage.h"
 
-enum call_state { CALL_SEND, CALL_RECV };
+static void deadline_cb(void *arg);
+static void grace_cb(void *arg);
 
-struct gm_call {
-	gemmd_client *cl;
-	gm_call *next_free, *next_all;
-	nng_ctx ctx;
-	nng_aio *aio;
-	enum call_state state;
-	uint64_t id;
-	int timeout_ms;
-	nng_time deadline; /* when timeout_ms != GEMMD_FOREVER */
-	gm_call_want want; /* what the reply is read into */
-	char *reply;	   /* control: the JSON document */
-	gm_call_notify nt;
-	char msg[GM_CLIENT_ERRLEN];
-};
-
-static void call_cb(void *arg);
-
-static int call_new(gemmd_client *cl, gm_call **out)
+int gm_call_new(gemmd_client *cl, int kind, int timeout_ms,
+		const gm_call_notify *nt, gm_call **out)
 {
-	gm_call *k;
-	int nrv;
+	gm_call *k = calloc(1, sizeof(*k));
 
-	if ((k = calloc(1, sizeof(*k))) == NULL)
+	if (k == NULL)
 		return gm_client_seterr(GM_ENOMEM, "out of memory");
 	k->cl = cl;
-	if ((nrv = nng_aio_alloc(&k->aio, call_cb, k)) != 0) {
-		free(k);
-		return gm_client_seterr(gm_error_nng(nrv), "aio: %s",
-					nng_strerror(nrv));
-	}
-	if ((nrv = nng_ctx_open(&k->ctx, cl->sock)) != 0) {
-		nng_aio_free(k->aio);
-		free(k);
-		return gm_client_seterr(gm_error_nng(nrv), "context: %s",
-					nng_strerror(nrv));
-	}
-	pthread_mutex_lock(&cl->mu);
-	k->next_all = cl->all;
-	cl->all = k;
-	pthread_mutex_unlock(&cl->mu);
+	k->kind = kind;
+	k->timeout_ms = timeout_ms;
+	k->nt = *nt;
+	k->start = gm_timer_now();
+	gm_tev_init(&k->deadline, deadline_cb, k);
+	gm_tev_init(&k->grace, grace_cb, k);
 	*out = k;
 	return GM_OK;
 }
 
-/* Takes a free slot, or makes one, and gives it a fresh request id. */
-int gm_call_get(gemmd_client *cl, gm_call **out)
+void gm_call_free(gm_call *k)
 {
-	gm_call *k;
-	bool closing;
-	int rv;
-
-	pthread_mutex_lock(&cl->mu);
-	closing = cl->closing;
-	if ((k = cl->free) != NULL)
-		cl->free = k->next_free;
-	pthread_mutex_unlock(&cl->mu);
-	if (closing)
-		return gm_client_seterr(GM_ECANCELED, "client is closing");
-	if (k == NULL && (rv = call_new(cl, &k)) != 0)
-		return rv;
-	pthread_mutex_lock(&cl->mu);
-	k->id = cl->next_id++;
-	pthread_mutex_unlock(&cl->mu);
-	k->msg[0] = '\0';
-	k->reply = NULL;
-	*out = k;
-	return GM_OK;
+	free(k->settled);
+	free(k->reply);
+	free(k);
 }
 
-void gm_call_put(gm_call *k)
+static uint64_t ms_ns(int ms)
+{
+	return (uint64_t)ms * 1000000u;
+}
+
+void gm_call_start(gm_call *k)
 {
 	gemmd_client *cl = k->cl;
 
-	pthread_mutex_lock(&cl->mu);
-	k->next_free = cl->free;
-	cl->free = k;
-	pthread_mutex_unlock(&cl->mu);
+	k->next_call = cl->calls;
+	if (cl->calls != NULL)
+		cl->calls->prev_call = k;
+	cl->calls = k;
+	/* Without a deadline event the call would have no timeout; the
+	 * heap only fails to grow when memory is gone, and then so is
+	 * everything else. */
+	if (k->timeout_ms != GEMMD_FOREVER)
+		gm_timer_arm(cl->timer, &k->deadline,
+			     k->start + ms_ns(k->timeout_ms));
 }
 
-__attribute__((format(printf, 3, 4))) static int
-call_error(gm_call *k, int code, const char *fmt, ...)
-{
-	va_list ap;
+/* ---- parts ---- */
 
-	va_start(ap, fmt);
-	vsnprintf(k->msg, sizeof(k->msg), fmt, ap);
-	va_end(ap);
-	return code;
+uint64_t gm_call_next_id(gemmd_client *cl)
+{
+	return __atomic_add_fetch(&cl->next_id, 1, __ATOMIC_RELAXED);
+}
+
+gm_part *gm_part_new(gm_call *k, uint64_t id, uint32_t first, uint32_t njobs,
+		     gm_todo *t)
+{
+	gm_part *p = calloc(1, sizeof(*p));
+
+	if (p == NULL || (p->answered = calloc(njobs ? njobs : 1, 1)) == NULL) {
+		free(p);
+		gm_call_end(k, GM_ENOMEM, "out of memory", t);
+		return NULL;
+	}
+	p->cl = k->cl;
+	p->call = k;
+	p->id = id;
+	p->first = first;
+	p->njobs = p->left = njobs;
+	p->refs = 2; /* its life, and its call's list until told */
+	p->next_of_call = k->parts;
+	k->parts = p;
+	k->open++;
+	return p;
+}
+
+int gm_part_ready(gm_part *p, gm_todo *t)
+{
+	if (gm_idmap_put(&p->call->cl->parts, p->id, p) == GM_OK)
+		return GM_OK;
+	gm_call_end(p->call, GM_ENOMEM, "out of memory", t);
+	return GM_ENOMEM;
+}
+
+void gm_part_hold(gm_part *p)
+{
+	p->refs++;
+}
+
+void gm_part_drop(gm_part *p)
+{
+	if (--p->refs > 0)
+		return;
+	gm_frame_free(&p->f);
+	free(p->answered);
+	free(p);
+}
+
+/* Takes p out of everything that finds it and ends its life; tells its
+ * call when the call has nothing more to wait for. */
+static void part_finish(gm_part *p, gm_todo *t)
+{
+	gm_call *k = p->call;
+
+	if (p->state == GM_PART_DONE)
+		return;
+	if (p->state == GM_PART_QUEUED)
+		gm_conn_unqueue(p);
+	gm_conn_unlink(p);
+	p->state = GM_PART_DONE;
+	gm_idmap_del(&p->cl->parts, p->id);
+	if (p->chunk != NULL)
+		gm_stage_part_over(p, t);
+	if (k != NULL)
+		gm_call_open_done(k, t);
+	gm_part_drop(p);
+}
+
+void gm_call_open_done(gm_call *k, gm_todo *t)
+{
+	if (!k->ended && --k->open == 0)
+		gm_call_end(k, k->accepted ? GM_OK : k->refusal,
+			    k->accepted ? "" : k->refusal_msg, t);
+}
+
+void gm_part_answered(gm_part *p, uint32_t index, gm_todo *t)
+{
+	gm_call *k = p->call;
+
+	if (p->answered[index])
+		return;
+	p->answered[index] = 1;
+	if (p->left == p->njobs && k != NULL)
+		k->accepted++;
+	if (--p->left == 0)
+		part_finish(p, t);
+}
+
+/* Part p of k was refused whole: its jobs say so. */
+static void refuse(gm_call *k, gm_part *p, int code, const char *msg)
+{
+	if (k->refusal == GM_OK) {
+		k->refusal = code;
+		snprintf(k->refusal_msg, sizeof(k->refusal_msg), "%s", msg);
+	}
+	for (uint32_t i = 0; i < p->njobs; i++) {
+		if (p->answered[i])
+			continue;
+		gm_call_job_status(&k->jobs[p->first + i], code, msg);
+		k->settled[p->first + i] = 1;
+	}
+}
+
+void gm_part_over(gm_part *p, int code, const char *msg, gm_todo *t)
+{
+	gm_call *k = p->call;
+
+	p->refused = code != GM_OK && code != GM_ETRANSPORT;
+	if (k != NULL && code == GM_ETRANSPORT)
+		gm_call_end(k, code, msg, t); /* p is over with it */
+	else if (k != NULL && code == GM_OK)
+		k->accepted++;
+	else if (k != NULL)
+		refuse(k, p, code, msg);
+	part_finish(p, t);
+}
+
+/* ---- the end of a call ---- */
+
+/* A half-written frame is finished with zeros in place of the caller's
+ * bytes: the write in flight, if any, still holds its own pointers. */
+static void zero_rest(gm_part *p)
+{
+	for (unsigned i = p->seg; i < p->f.nsegs; i++)
+		if (p->f.segs[i].user)
+			p->f.segs[i].p = NULL;
+}
+
+static void detach_part(gm_part *p, gm_todo *t)
+{
+	/* Half written, perhaps already refused: still to finish. */
+	if (p->queued && p->state != GM_PART_QUEUED)
+		zero_rest(p);
+	p->call = NULL;
+	if (p->state == GM_PART_NEW || p->state == GM_PART_QUEUED)
+		part_finish(p, t);
+}
+
+static void queue_tell(gm_call *k, gm_todo *t)
+{
+	if (k->tell_queued)
+		return;
+	k->tell_queued = true;
+	k->next_tell = t->tell;
+	t->tell = k;
+}
+
+void gm_call_end(gm_call *k, int rv, const char *msg, gm_todo *t)
+{
+	gemmd_client *cl = k->cl;
+
+	if (k->ended)
+		return;
+	k->ended = true;
+	k->rv = rv;
+	snprintf(k->msg, sizeof(k->msg), "%s", msg);
+	if (k->prev_call != NULL)
+		k->prev_call->next_call = k->next_call;
+	else
+		cl->calls = k->next_call;
+	if (k->next_call != NULL)
+		k->next_call->prev_call = k->prev_call;
+	gm_timer_disarm(cl->timer, &k->deadline);
+	for (uint32_t i = 0; rv != GM_OK && i < k->njobs; i++)
+		if (k->settled == NULL || !k->settled[i])
+			gm_call_job_status(&k->jobs[i], rv, msg);
+	for (gm_part *p = k->parts; p != NULL; p = p->next_of_call)
+		detach_part(p, t);
+	if (k->stage != NULL)
+		gm_stage_call_end(k, t);
+	if (k->pins == 0)
+		queue_tell(k, t);
+	else
+		gm_timer_arm(cl->timer, &k->grace,
+			     gm_timer_now() + ms_ns(GM_CALL_GRACE_MS));
+}
+
+void gm_call_pin(gm_call *k)
+{
+	k->pins++;
+}
+
+void gm_call_unpin(gm_call *k, gm_todo *t)
+{
+	if (--k->pins == 0 && k->ended)
+		queue_tell(k, t);
+}
+
+/* Whether any part of k was written, in part or whole. */
+static bool any_written(const gm_call *k)
+{
+	for (const gm_part *p = k->parts; p != NULL; p = p->next_of_call)
+		if (p->state >= GM_PART_WRITING)
+			return true;
+	return false;
+}
+
+static void deadline_cb(void *arg)
+{
+	gm_call *k = arg;
+	gemmd_client *cl = k->cl;
+	gm_todo t = GM_TODO_INIT(cl);
+	char msg[GM_CLIENT_ERRLEN];
+
+	pthread_mutex_lock(&cl->mu);
+	if (!k->ended && !any_written(k) && k->stage == NULL)
+		gm_daemon_no_connection(k->dm, k->timeout_ms, msg, sizeof(msg));
+	else
+		snprintf(msg, sizeof(msg), "no reply within %d ms",
+			 k->timeout_ms);
+	gm_call_end(k, GM_ETIMEDOUT, msg, &t);
+	pthread_mutex_unlock(&cl->mu);
+	gm_todo_run(&t);
+}
+
+/* I/O on the caller's memory did not finish in time after its call
+ * ended: the connections it runs on are closed, which ends it. */
+static void grace_cb(void *arg)
+{
+	gm_call *k = arg;
+	gemmd_client *cl = k->cl;
+	gm_todo t = GM_TODO_INIT(cl);
+
+	pthread_mutex_lock(&cl->mu);
+	for (gm_part *p = k->parts; k->pins > 0 && p != NULL;
+	     p = p->next_of_call)
+		if (p->conn != NULL && p->state != GM_PART_QUEUED)
+			gm_conn_fail(p->conn, GM_ETRANSPORT,
+				     "closed: a call that timed out was still "
+				     "being read or written",
+				     &t);
+	pthread_mutex_unlock(&cl->mu);
+	gm_todo_run(&t);
+}
+
+void gm_call_tell(gm_call *k)
+{
+	gemmd_client *cl = k->cl;
+	gm_call_waiter *w = k->nt.w;
+	gm_part *p, *next;
+
+	gm_timer_cancel(cl->timer, &k->deadline);
+	gm_timer_cancel(cl->timer, &k->grace);
+	pthread_mutex_lock(&cl->mu);
+	for (p = k->parts; p != NULL; p = next) {
+		next = p->next_of_call;
+		gm_part_drop(p);
+	}
+	pthread_mutex_unlock(&cl->mu);
+	/* A wait that allocated out for a result that did not come. */
+	if (k->alloc_out && k->jobs[0].status != GM_OK) {
+		free(k->jobs[0].out);
+		k->jobs[0].out = NULL;
+	}
+	if (w != NULL) {
+		pthread_mutex_lock(&w->mu);
+		w->rv = k->rv;
+		w->reply = k->reply;
+		k->reply = NULL;
+		memcpy(w->msg, k->msg, sizeof(w->msg));
+		w->done = true;
+		pthread_cond_signal(&w->cv);
+		pthread_mutex_unlock(&w->mu);
+		gm_call_free(k);
+	} else {
+		gemmd_done_fn done = k->nt.done;
+		void *arg = k->nt.arg;
+		int rv = k->rv;
+
+		gm_call_free(k);
+		done(arg, rv);
+	}
 }
 
 /* Keeps what fits of msg; a longer detail stays in gemmd_last_error(). */
@@ -117,285 +349,7 @@ void gm_call_job_status(gemmd_job *j, int status, const char *msg)
 	j->message[n] = '\0';
 }
 
-/* Hands the outcome to the waiter or the done callback, then frees the
- * slot: the waiter may return and close the client the moment it is
- * signalled, and gemmd_close waits for this callback to end. */
-static void call_finish(gm_call *k, int rv)
-{
-	gm_call_waiter *w = k->nt.w;
-	uint32_t i;
-
-	for (i = 0; rv != 0 && i < k->want.njobs; i++)
-		gm_call_job_status(&k->want.jobs[i], rv, k->msg);
-	if (w != NULL) {
-		pthread_mutex_lock(&w->mu);
-		w->rv = rv;
-		w->reply = k->reply;
-		memcpy(w->msg, k->msg, sizeof(w->msg));
-		w->done = true;
-		pthread_cond_signal(&w->cv);
-		pthread_mutex_unlock(&w->mu);
-	} else {
-		k->nt.done(k->nt.arg, rv);
-	}
-	gm_call_put(k);
-}
-
-static nng_duration call_remaining(const gm_call *k)
-{
-	nng_time now = nng_clock();
-
-	if (k->timeout_ms == GEMMD_FOREVER)
-		return NNG_DURATION_INFINITE;
-	return k->deadline > now ? (nng_duration)(k->deadline - now)
-				 : NNG_DURATION_ZERO;
-}
-
-static int call_transport(gm_call *k, int nrv)
-{
-	if (nrv == NNG_ETIMEDOUT && k->state == CALL_SEND)
-		return call_error(k, GM_ETIMEDOUT,
-				  "no connection to the daemon within %d ms",
-				  k->timeout_ms);
-	if (nrv == NNG_ETIMEDOUT)
-		return call_error(k, GM_ETIMEDOUT, "no reply within %d ms",
-				  k->timeout_ms);
-	if (nrv == NNG_ECONNRESET || nrv == NNG_ECONNSHUT)
-		return call_error(k, GM_ETRANSPORT,
-				  "connection lost before the reply; the "
-				  "request was not resent");
-	return call_error(k, gm_error_nng(nrv), "%s: %s",
-			  k->state == CALL_SEND ? "send" : "receive",
-			  nng_strerror(nrv));
-}
-
-/* ---- replies ---- */
-
-/* A reply echoes the job's dtype, layout, m and n (PROTOCOL.md 5.1);
- * anything else is a daemon bug that must not reach the caller's out. */
-static bool result_matches(const gemmd_job *j, const gm_reply_job *r)
-{
-	/* A result written to a region comes back without bytes. */
-	uint64_t want = j->out_ref.region != NULL
-			    ? 0
-			    : (uint64_t)j->m * j->n * gm_dtype_size(j->dtype);
-
-	return r->dtype == j->dtype && r->m == j->m && r->n == j->n &&
-	       r->layout == j->layout && r->result_bytes == want;
-}
-
-/* A wait for a job given without out: the shape is the result's, and
- * out is made to hold it. */
-static int adopt_shape(gemmd_job *j, const gm_reply_job *r)
-{
-	j->dtype = r->dtype;
-	j->layout = r->layout;
-	j->m = r->m;
-	j->n = r->n;
-	if (r->status == GM_OK &&
-	    (j->out = malloc(r->result_bytes ? r->result_bytes : 1)) == NULL) {
-		gm_call_job_status(j, GM_ENOMEM, "no memory for the result");
-		return GM_ENOMEM;
-	}
-	return GM_OK;
-}
-
-/* mismatch: the status of a result whose shape is not the job's. */
-static void take_job(gemmd_job *j, const gm_reply_job *r, int mismatch)
-{
-	j->t.queue_us = r->t.queue_us;
-	j->t.h2d_us = r->t.h2d_us;
-	j->t.kernel_us = r->t.kernel_us;
-	j->t.d2h_us = r->t.d2h_us;
-	j->t.total_us = r->t.total_us;
-	gm_call_job_status(j, (int)r->status, r->message);
-	if (r->status != GM_OK)
-		return;
-	if (!result_matches(j, r)) {
-		snprintf(j->message, sizeof(j->message),
-			 "reply is %" PRIu32 "x%" PRIu32 " %s layout %u, job "
-			 "was %" PRIu32 "x%" PRIu32 " %s layout %d",
-			 r->m, r->n, gm_dtype_name(r->dtype), r->layout, j->m,
-			 j->n, gm_dtype_name(j->dtype), j->layout);
-		j->status = mismatch;
-		return;
-	}
-	if (r->result_bytes != 0)
-		memcpy(j->out, r->result, r->result_bytes);
-}
-
-static int take_gemm(gm_call *k, const void *buf, size_t len)
-{
-	char detail[2 * GM_MSG_TEXT];
-	gm_job_iter it;
-	gm_reply_job r;
-	uint32_t i;
-	int rv;
-
-	rv = gm_proto_check_reply(buf, len, k->id, k->want.njobs, detail,
-				  sizeof(detail));
-	if (rv != 0)
-		return call_error(k, rv, "bad reply: %s", detail);
-	gm_proto_reply_begin(buf, len, &it);
-	for (i = 0; gm_proto_reply_next(&it, &r) == GM_OK; i++)
-		if (!k->want.alloc_out ||
-		    adopt_shape(&k->want.jobs[i], &r) == GM_OK)
-			take_job(&k->want.jobs[i], &r,
-				 k->want.wait ? GM_EINVAL : GM_EINTERNAL);
-	return GM_OK;
-}
-
-static int take_error(gm_call *k, const void *buf, size_t len)
-{
-	char text[GM_MSG_TEXT + 1];
-	uint32_t status;
-	int rv;
-
-	if ((rv = gm_proto_get_error(buf, len, &status, text)) != 0)
-		return call_error(k, rv, "bad ERROR reply: %s",
-				  gm_strerror(rv));
-	if (status == GM_OK)
-		return call_error(k, GM_EINTERNAL,
-				  "daemon refused the request with status 0");
-	return call_error(k, (int)status, "%s",
-			  text[0] ? text : gm_strerror((int)status));
-}
-
-/* {"ok":true,...} is kept whole for the caller; {"ok":false,...} becomes
- * its code and message. */
-static int take_ctrl(gm_call *k, const char *body, size_t len)
-{
-	cJSON *doc = cJSON_ParseWithLength(body, len);
-	const cJSON *ok = cJSON_GetObjectItemCaseSensitive(doc, "ok");
-	const cJSON *code = cJSON_GetObjectItemCaseSensitive(doc, "code");
-	const cJSON *text = cJSON_GetObjectItemCaseSensitive(doc, "message");
-	int rv = GM_OK;
-
-	if (!cJSON_IsObject(doc) || !cJSON_IsBool(ok))
-		rv = call_error(k, GM_EJSON,
-				"reply is not a JSON object with \"ok\"");
-	else if (cJSON_IsTrue(ok) && (k->reply = strndup(body, len)) == NULL)
-		rv = call_error(k, GM_ENOMEM, "out of memory");
-	else if (cJSON_IsFalse(ok))
-		rv = call_error(
-		    k,
-		    cJSON_IsNumber(code) && code->valueint > 0 ? code->valueint
-							       : GM_EINTERNAL,
-		    "%s", cJSON_IsString(text) ? text->valuestring : "refused");
-	cJSON_Delete(doc);
-	return rv;
-}
-
-/* {"ok":true,"jobs":[ID,...]}: the answer to a detached request. */
-static int take_ids(gm_call *k, const char *body, size_t len)
-{
-	const cJSON *list, *id = NULL;
-	cJSON *doc;
-	uint32_t i = 0;
-	int rv;
-
-	if ((rv = take_ctrl(k, body, len)) != GM_OK)
-		return rv;
-	doc = cJSON_Parse(k->reply);
-	free(k->reply);
-	k->reply = NULL;
-	list = cJSON_GetObjectItemCaseSensitive(doc, "jobs");
-	cJSON_ArrayForEach(id, list)
-	{
-		if (i == k->want.njobs || !cJSON_IsNumber(id) ||
-		    id->valuedouble < 1 || id->valuedouble >= 0x1p53)
-			break;
-		k->want.ids[i++] = (uint64_t)id->valuedouble;
-	}
-	if (i != k->want.njobs || id != NULL)
-		rv = call_error(k, GM_EJSON,
-				"bad reply: want %" PRIu32 " job ids in "
-				"\"jobs\"",
-				k->want.njobs);
-	cJSON_Delete(doc);
-	return rv;
-}
-
-/* A wait is answered by a result or refused; "ok" is neither. */
-static int take_refusal(gm_call *k, const char *body, size_t len)
-{
-	int rv = take_ctrl(k, body, len);
-
-	if (rv != GM_OK)
-		return rv;
-	free(k->reply);
-	k->reply = NULL;
-	return call_error(k, GM_EMSGTYPE, "wait answered without a result");
-}
-
-static int take_reply(gm_call *k, const uint8_t *buf, size_t len)
-{
-	char detail[2 * GM_MSG_TEXT];
-	gm_hdr h;
-	int rv;
-
-	if ((rv = gm_proto_get_hdr(buf, len, &h, detail, sizeof(detail))) != 0)
-		return call_error(k, rv, "bad reply: %s", detail);
-	if (h.type == GM_MSG_ERROR)
-		return take_error(k, buf, len);
-	if (k->want.jobs != NULL && k->want.ids == NULL &&
-	    h.type == GM_MSG_GEMM_REPLY)
-		return take_gemm(k, buf, len);
-	if (k->want.ids != NULL && h.type == GM_MSG_CTRL_REPLY)
-		return take_ids(k, (const char *)buf + GM_HDR_SIZE, h.count);
-	if (k->want.wait && h.type == GM_MSG_CTRL_REPLY)
-		return take_refusal(k, (const char *)buf + GM_HDR_SIZE,
-				    h.count);
-	if (k->want.jobs == NULL && h.type == GM_MSG_CTRL_REPLY)
-		return take_ctrl(k, (const char *)buf + GM_HDR_SIZE, h.count);
-	return call_error(k, GM_EMSGTYPE, "reply of type %u to a %s request",
-			  h.type, k->want.jobs != NULL ? "GEMM" : "control");
-}
-
-static void call_cb(void *arg)
-{
-	gm_call *k = arg;
-	int nrv = nng_aio_result(k->aio);
-	nng_msg *msg = nng_aio_get_msg(k->aio);
-	int rv;
-
-	nng_aio_set_msg(k->aio, NULL);
-	if (nrv != 0) {
-		/* A failed send hands the request back to us. */
-		if (msg != NULL)
-			nng_msg_free(msg);
-		call_finish(k, call_transport(k, nrv));
-		return;
-	}
-	if (k->state == CALL_SEND) {
-		k->state = CALL_RECV;
-		nng_aio_set_timeout(k->aio, call_remaining(k));
-		nng_ctx_recv(k->ctx, k->aio);
-		return;
-	}
-	rv = take_reply(k, nng_msg_body(msg), nng_msg_len(msg));
-	nng_msg_free(msg);
-	call_finish(k, rv);
-}
-
-uint64_t gm_call_id(const gm_call *k)
-{
-	return k->id;
-}
-
-/* Sends msg and lets call_cb take it from there. */
-void gm_call_start(gm_call *k, nng_msg *msg, int timeout_ms,
-		   const gm_call_want *want, const gm_call_notify *nt)
-{
-	k->want = *want;
-	k->nt = *nt;
-	k->state = CALL_SEND;
-	k->timeout_ms = timeout_ms;
-	k->deadline = nng_clock() + (nng_time)(timeout_ms > 0 ? timeout_ms : 0);
-	nng_aio_set_msg(k->aio, msg);
-	nng_aio_set_timeout(k->aio, call_remaining(k));
-	nng_ctx_send(k->ctx, k->aio);
-}
+/* ---- waiters ---- */
 
 int gm_call_waiter_init(gm_call_waiter *w)
 {
@@ -425,27 +379,4 @@ int gm_call_wait(gm_call_waiter *w)
 	if (w->rv != 0)
 		gm_client_seterr(w->rv, "%s", w->msg);
 	return w->rv;
-}
-
-void gm_call_close_all(gemmd_client *cl)
-{
-	gm_call *k, *next, *all;
-
-	pthread_mutex_lock(&cl->mu);
-	cl->closing = true; /* no call is added to cl->all from now on */
-	all = cl->all;
-	pthread_mutex_unlock(&cl->mu);
-	/* Stopping cancels what is in flight and waits for the callbacks,
-	 * which report GM_ECANCELED; the stopped aios are then unused. */
-	for (k = all; k != NULL; k = k->next_all)
-		nng_aio_stop(k->aio);
-	/* Closing a context frees the request it still holds for a pipe
-	 * (one that never connected, say), whatever becomes of the socket's
-	 * own close. */
-	for (k = all; k != NULL; k = next) {
-		next = k->next_all;
-		nng_ctx_close(k->ctx);
-		nng_aio_free(k->aio);
-		free(k);
-	}
 }

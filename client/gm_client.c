@@ -1,12 +1,34 @@
 /*
- * gm_client.c - the calling thread's last error; see gm_client.h.
+ * gm_client.c - what is done after the client's lock, and the calling
+ * thread's last error; see gm_client.h.
  */
 #include "gm_client.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 
+#include "gm_call.h"
+#include "gm_conn.h"
+
 static _Thread_local char last_error[GM_CLIENT_ERRLEN];
+
+void gm_todo_run(gm_todo *t)
+{
+	gm_conn *c;
+	gm_call *k;
+
+	for (;;) {
+		if ((c = t->run) != NULL) {
+			t->run = gm_conn_next_run(c);
+			gm_conn_run(c, t);
+		} else if ((k = t->tell) != NULL) {
+			t->tell = k->next_tell;
+			gm_call_tell(k);
+		} else {
+			break;
+		}
+	}
+}
 
 int gm_client_seterr(int code, const char *fmt, ...)
 {

@@ -1,36 +1,72 @@
 /*
  * gm_client.h - private to the client library: what a gemmd_client is,
+ * the one lock that guards it, what is done once that lock is let go,
  * and the calling thread's last error, which every file of the library
  * sets and gemmd_last_error() reads.
  *
- * A client is one nng REQ socket, the pool of calls made on it (each a
- * state machine of gm_call.h, reused and freed only by gemmd_close) and
- * its shared-memory regions (gm_shm.h).
+ * A client holds the daemons it dialed (gm_daemon.h), each with its
+ * connections (gm_conn.h); the calls in flight (gm_call.h), each sent as
+ * one or more request frames, its parts; a timer thread (gm_timer.h) for
+ * deadlines, redials and the freeing of closed streams; and, made on
+ * first use, the copy threads that stage plain pointers through shared
+ * memory (gm_stage.h).
+ *
+ * Threads: the caller's, nng's (stream and dial callbacks), the timer
+ * thread and the copy threads all take the client's lock, mu, to change
+ * any of that state, and none of them holds it while it starts stream
+ * I/O, closes a stream or tells a caller that its call ended: a stream
+ * may complete an operation on the thread that starts it, and a done
+ * callback may start the next call. What must wait for the lock to be
+ * let go is collected in a gm_todo and run after (gm_todo_run).
  */
 #ifndef GM_CLIENT_H
 #define GM_CLIENT_H
 
-#include <nng/nng.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "gemmd.h"
+#include "gm_idmap.h"
+#include "gm_timer.h"
 
 /* Longest detail kept for gemmd_last_error(), with its NUL. */
 #define GM_CLIENT_ERRLEN 256
 
-struct gm_call;
-typedef struct gm_shm gm_shm;
+typedef struct gm_call gm_call;
+typedef struct gm_part gm_part;
+typedef struct gm_conn gm_conn;
+typedef struct gm_daemon gm_daemon;
+typedef struct gm_workers gm_workers;
 
 struct gemmd_client {
-	nng_socket sock;
-	gm_shm *shm;	    /* shared-memory regions */
-	pthread_mutex_t mu; /* guards the calls below */
-	struct gm_call *free, *all;
-	uint64_t next_id;
-	bool closing; /* gemmd_close began: no call is added */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;   /* a connection went down (gemmd_close waits) */
+	gm_daemon **daemons; /* [0]: gemmd_open's; under mu */
+	unsigned ndaemons;
+	unsigned next_daemon; /* round robin among equals */
+	gm_idmap parts;	      /* request id -> gm_part in flight */
+	uint64_t next_id;     /* atomic */
+	gm_timer *timer;
+	gm_workers *workers; /* copy threads; NULL until staging needs them */
+	gm_call *calls;	     /* not ended, through next_call/prev_call */
+	bool closing;	     /* gemmd_close began: no call starts */
 };
+
+/* What a thread holding the lock leaves for after it: calls whose end
+ * is to be told, connections whose I/O may start or that are to be
+ * closed. */
+typedef struct gm_todo {
+	gemmd_client *cl;
+	gm_call *tell; /* through gm_call.next_tell */
+	gm_conn *run;  /* through gm_conn.next_run */
+} gm_todo;
+
+#define GM_TODO_INIT(client) ((gm_todo){.cl = (client)})
+
+/* Runs t: starts connections' I/O, closes streams, tells callers. Not
+ * with the lock held. */
+void gm_todo_run(gm_todo *t);
 
 /* Sets the calling thread's gemmd_last_error() and returns code. */
 int gm_client_seterr(int code, const char *fmt, ...)

@@ -14,7 +14,6 @@
 #include <string.h>
 
 #include "gm_ctl.h"
-#include "gm_ctlshm.h"
 #include "gm_npy.h"
 #include "gm_proto.h"
 #include "gm_verify.h"
@@ -24,7 +23,7 @@ struct submit_args {
 	struct gm_ctl_conn conn;
 	gemmd_job job; /* flags, scalars and dtype; the rest filled later */
 	gemmd_submit_opts opts;
-	bool verify, dtype_set, detach, no_shm;
+	bool verify, dtype_set, detach;
 };
 
 static const char submit_help[] =
@@ -60,8 +59,9 @@ static const char submit_help[] =
     "                      daemon keeps the result for 'gemmctl wait'\n"
     "                      (no -o, no --verify)\n"
     "      --no-shm        over ipc://, send the operands through the\n"
-    "                      socket; by default they go through a shared-\n"
-    "                      memory region when the daemon takes one\n" CONN_HELP;
+    "                      socket; by default the library stages them\n"
+    "                      through a shared-memory region when the\n"
+    "                      daemon takes regions\n" CONN_HELP;
 
 static int parse_kernel(const char *s)
 {
@@ -140,7 +140,7 @@ static int submit_opt(struct submit_args *s, int opt)
 		s->detach = true;
 		break;
 	case 'S':
-		s->no_shm = true;
+		s->conn.tls.flags |= GEMMD_OPEN_NO_SHM;
 		break;
 	case 'h':
 		fputs(submit_help, stdout);
@@ -323,10 +323,7 @@ static int run_job(const struct submit_args *s, gemmd_job *j)
 
 	if ((rc = gm_ctl_connect(&s->conn, &cl)) != 0)
 		return rc;
-	if (!s->no_shm && gm_ctlshm_usable(gm_ctl_conn_url(&s->conn)))
-		rv = gm_ctlshm_submit(cl, j, &s->opts, s->conn.timeout_ms);
-	else
-		rv = gemmd_submit(cl, j, 1, &s->opts, s->conn.timeout_ms);
+	rv = gemmd_submit(cl, j, 1, &s->opts, s->conn.timeout_ms);
 	gemmd_close(cl);
 	if (rv == GM_OK && j->status == GM_OK)
 		return 0;

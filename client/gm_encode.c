@@ -1,5 +1,5 @@
 /*
- * gm_encode.c - jobs and control requests as request messages; see
+ * gm_encode.c - jobs and control requests as request frames; see
  * gm_encode.h.
  */
 #include "gm_encode.h"
@@ -8,16 +8,14 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <stdlib.h>
+
 #include "gm_client.h"
-#include "gm_error_nng.h"
-#include "gm_proto_region.h"
 #include "gm_shm.h"
 
 /* ---- jobs naming regions ---- */
 
-/* Fills ref[] from j's region operands (ids and offsets; inline ones
- * 0); returns whether any operand is in a region. */
-static int region_refs(const gemmd_job *j, gm_region_ref ref[GM_OPND_COUNT])
+int gm_encode_refs(const gemmd_job *j, gm_region_ref ref[GM_OPND_COUNT])
 {
 	const gemmd_region_ref *in[GM_OPND_COUNT] = {&j->a_ref, &j->b_ref,
 						     &j->c_ref, &j->out_ref};
@@ -72,7 +70,7 @@ static int in_regions(const gemmd_job *j, const gm_job_desc *d, char *detail,
 	gm_job_sizes z;
 	int rv;
 
-	if (!region_refs(j, ref))
+	if (!gm_encode_refs(j, ref))
 		return GM_OK;
 	gm_job_sizes_of(d, &z);
 	if ((rv = gm_proto_check_refs(d, &z, ref, detail, len)) != GM_OK)
@@ -123,7 +121,8 @@ static void to_desc(const gemmd_job *j, gm_job_desc *d)
 int gm_encode_job(const gemmd_job *j, bool need_out, gm_job_desc *d,
 		  char *detail, size_t len)
 {
-	const gm_limits lim = {GM_MAX_JOBS, GM_MAX_DIM, UINT64_MAX};
+	const gm_limits lim = {GM_MAX_JOBS, GM_MAX_DIM, UINT64_MAX, UINT64_MAX,
+			       UINT64_MAX};
 	int rv;
 
 	to_desc(j, d);
@@ -133,89 +132,186 @@ int gm_encode_job(const gemmd_job *j, bool need_out, gm_job_desc *d,
 	return rv;
 }
 
-static void fill_gemm(uint8_t *p, const gemmd_job *jobs, const gm_job_desc *d,
-		      uint32_t n, const gm_batch *b, uint64_t id)
-{
-	gm_region_ref ref[GM_OPND_COUNT];
-	gm_job_sizes sz;
-	uint32_t i;
+/* ---- frames ---- */
 
-	gm_proto_put_hdr(p, GM_MSG_GEMM, id, n);
-	gm_proto_put_batch(p + GM_HDR_SIZE, b);
-	p += GM_HDR_SIZE + GM_BATCH_SIZE;
-	for (i = 0; i < n; i++) {
+/* The pieces of a frame, counted (fill NULL) or written. */
+struct builder {
+	gm_frame *f;
+	uint8_t *fill; /* the built part's next byte; NULL: counting */
+	size_t built;  /* bytes of the built part so far */
+	bool open;     /* the last piece is of the built part */
+};
+
+/* Appends len bytes to the built part, copied from src when given. */
+static uint8_t *put_built(struct builder *bd, const void *src, size_t len)
+{
+	uint8_t *p = bd->fill ? bd->fill + bd->built : NULL;
+
+	if (!bd->open) {
+		if (p != NULL)
+			bd->f->segs[bd->f->nsegs] = (gm_seg){p, 0, false};
+		bd->f->nsegs++;
+		bd->open = true;
+	}
+	if (p != NULL) {
+		if (src != NULL)
+			memcpy(p, src, len);
+		bd->f->segs[bd->f->nsegs - 1].len += len;
+	}
+	bd->built += len;
+	return p;
+}
+
+/* Appends an operand: copied when small, else a piece of its own. */
+static void put_operand(struct builder *bd, const void *src, uint64_t len)
+{
+	if (len < GM_ENCODE_COALESCE) {
+		put_built(bd, src, (size_t)len);
+		return;
+	}
+	if (bd->fill != NULL)
+		bd->f->segs[bd->f->nsegs] = (gm_seg){src, (size_t)len, true};
+	bd->f->nsegs++;
+	bd->open = false;
+}
+
+/* Where job i's operands are: refs' four when given, else the job's
+ * own, filled into own. *di is d with GM_JOB_REGIONS as they say. */
+static const gm_region_ref *job_refs(const gemmd_job *jobs,
+				     const gm_job_desc *d, uint32_t i,
+				     const gm_region_ref *refs,
+				     gm_region_ref own[GM_OPND_COUNT],
+				     gm_job_desc *di, int *regions)
+{
+	const gm_region_ref *ref = refs ? refs + GM_OPND_COUNT * i : own;
+
+	*regions = refs ? 0 : gm_encode_refs(&jobs[i], own);
+	for (int op = 0; refs && op < GM_OPND_COUNT; op++)
+		*regions |= gm_ref_in_region(ref, op);
+	*di = d[i];
+	di->flags = (uint8_t)((di->flags & ~GM_JOB_REGIONS) |
+			      (*regions ? GM_JOB_REGIONS : 0));
+	return ref;
+}
+
+static void build_gemm(struct builder *bd, const gemmd_job *jobs,
+		       const gm_job_desc *d, uint32_t n, const gm_batch *b,
+		       uint64_t id, const gm_region_ref *refs)
+{
+	uint8_t *p = put_built(bd, NULL, GM_HDR_SIZE + GM_BATCH_SIZE);
+	gm_region_ref own[GM_OPND_COUNT];
+	const gm_region_ref *ref;
+	gm_job_desc di;
+	int regions;
+
+	if (p != NULL) {
+		gm_proto_put_hdr(p, GM_MSG_GEMM, id, n,
+				 bd->f->bytes - GM_HDR_SIZE);
+		gm_proto_put_batch(p + GM_HDR_SIZE, b);
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		ref = job_refs(jobs, d, i, refs, own, &di, &regions);
+		p = put_built(bd, NULL, GM_JOB_HDR_SIZE);
+		if (p != NULL)
+			gm_proto_put_job_refs(p, &di, regions ? ref : NULL);
+	}
+	/* The descriptors follow every job header, in job order. */
+	for (uint32_t i = 0; i < n; i++) {
+		ref = job_refs(jobs, d, i, refs, own, &di, &regions);
+		if (regions && (p = put_built(bd, NULL, GM_REGION_DESC_SIZE)))
+			gm_proto_put_refs(p, ref);
+	}
+	for (uint32_t i = 0; i < n; i++) {
 		const void *src[GM_OPND_OUT] = {jobs[i].a, jobs[i].b,
 						jobs[i].c};
-		int regions = region_refs(&jobs[i], ref);
+		gm_job_sizes sz;
 
+		ref = job_refs(jobs, d, i, refs, own, &di, &regions);
 		gm_job_sizes_of(&d[i], &sz);
-		gm_proto_put_job_refs(p, &d[i], regions ? ref : NULL);
-		p += GM_JOB_HDR_SIZE;
-		if (regions) {
-			gm_proto_put_refs(p, ref);
-			p += GM_REGION_DESC_SIZE;
-		}
 		/* Only what is not in a region travels. */
-		for (int op = GM_OPND_A; op < GM_OPND_OUT; op++) {
-			uint64_t len = gm_operand_bytes(&sz, op);
-
-			if (len == 0 || gm_ref_in_region(ref, op))
-				continue;
-			memcpy(p, src[op], len);
-			p += len;
-		}
+		for (int op = GM_OPND_A; op < GM_OPND_OUT; op++)
+			if (gm_operand_bytes(&sz, op) != 0 &&
+			    !gm_ref_in_region(ref, op))
+				put_operand(bd, src[op],
+					    gm_operand_bytes(&sz, op));
 	}
 }
 
 /* Bytes of the request for jobs d[0..n-1]: headers, descriptors and
  * whatever of the operands is inline. */
 static int request_size(const gemmd_job *jobs, const gm_job_desc *d, uint32_t n,
-			uint64_t *size)
+			const gm_region_ref *refs, uint64_t *size)
 {
-	gm_region_ref ref[GM_OPND_COUNT];
+	gm_region_ref own[GM_OPND_COUNT];
+	const gm_region_ref *ref;
 	uint64_t payload;
+	gm_job_desc di;
+	int regions;
 
 	*size = GM_HDR_SIZE + GM_BATCH_SIZE;
 	for (uint32_t i = 0; i < n; i++) {
-		region_refs(&jobs[i], ref);
-		if (gm_proto_job_payload(&d[i], ref, &payload) != GM_OK ||
+		ref = job_refs(jobs, d, i, refs, own, &di, &regions);
+		if (gm_proto_job_payload(&di, ref, &payload) != GM_OK ||
 		    __builtin_add_overflow(*size, GM_JOB_HDR_SIZE, size) ||
-		    __builtin_add_overflow(*size, payload, size))
+		    __builtin_add_overflow(*size, payload, size) ||
+		    (regions &&
+		     __builtin_add_overflow(*size, GM_REGION_DESC_SIZE, size)))
 			return GM_EOVERFLOW;
 	}
 	return GM_OK;
 }
 
-/* The whole request in one message of exactly its size, each operand
- * copied once. */
 int gm_encode_gemm(const gemmd_job *jobs, const gm_job_desc *d, uint32_t n,
-		   const gm_batch *b, uint64_t id, nng_msg **out)
+		   const gm_batch *b, uint64_t id, const gm_region_ref *refs,
+		   gm_frame *f)
 {
-	uint64_t size;
-	int nrv;
+	struct builder bd = {.f = f};
 
-	if (request_size(jobs, d, n, &size) != 0 || size > SIZE_MAX)
+	*f = (gm_frame){0};
+	if (request_size(jobs, d, n, refs, &f->bytes) != 0 ||
+	    f->bytes > SIZE_MAX)
 		return gm_client_seterr(GM_EOVERFLOW, "request size overflows");
-	if ((nrv = nng_msg_alloc(out, (size_t)size)) != 0)
-		return gm_client_seterr(gm_error_nng(nrv),
-					"%" PRIu64 "-byte request: %s", size,
-					nng_strerror(nrv));
-	fill_gemm(nng_msg_body(*out), jobs, d, n, b, id);
+	/* Counted first, so that each part is allocated once. */
+	build_gemm(&bd, jobs, d, n, b, id, refs);
+	f->segs = calloc(f->nsegs, sizeof(*f->segs));
+	f->built = malloc(bd.built);
+	if (f->segs == NULL || f->built == NULL) {
+		gm_frame_free(f);
+		return gm_client_seterr(
+		    GM_ENOMEM, "no memory for a request of %" PRIu64 " bytes",
+		    f->bytes);
+	}
+	bd = (struct builder){.f = f, .fill = f->built};
+	f->nsegs = 0;
+	build_gemm(&bd, jobs, d, n, b, id, refs);
 	return GM_OK;
 }
 
-int gm_encode_ctrl(const char *request, uint64_t id, nng_msg **out)
+int gm_encode_ctrl(const char *request, uint64_t id, gm_frame *f)
 {
 	size_t len = strlen(request);
-	int nrv;
 
+	*f = (gm_frame){0};
 	if (len > UINT32_MAX)
 		return gm_client_seterr(GM_ETOOBIG, "request of %zu bytes",
 					len);
-	if ((nrv = nng_msg_alloc(out, GM_HDR_SIZE + len)) != 0)
-		return gm_client_seterr(gm_error_nng(nrv), "%s",
-					nng_strerror(nrv));
-	gm_proto_put_hdr(nng_msg_body(*out), GM_MSG_CTRL, id, (uint32_t)len);
-	memcpy((uint8_t *)nng_msg_body(*out) + GM_HDR_SIZE, request, len);
+	f->bytes = GM_HDR_SIZE + len;
+	f->built = malloc(f->bytes);
+	f->segs = calloc(1, sizeof(*f->segs));
+	if (f->built == NULL || f->segs == NULL) {
+		gm_frame_free(f);
+		return gm_client_seterr(GM_ENOMEM, "out of memory");
+	}
+	gm_proto_put_hdr(f->built, GM_MSG_CTRL, id, 0, len);
+	memcpy(f->built + GM_HDR_SIZE, request, len);
+	f->segs[0] = (gm_seg){f->built, (size_t)f->bytes, false};
+	f->nsegs = 1;
 	return GM_OK;
+}
+
+void gm_frame_free(gm_frame *f)
+{
+	free(f->built);
+	free(f->segs);
+	*f = (gm_frame){0};
 }

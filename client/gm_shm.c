@@ -80,9 +80,19 @@ void gm_shm_free(gm_shm *g)
 
 /* ---- the hand-off connection ---- */
 
+void gm_shm_hangup(gm_shm *g)
+{
+	/* Read without the lock: an exchange may hold it, blocked. */
+	int fd = __atomic_load_n(&g->fd, __ATOMIC_ACQUIRE);
+
+	if (fd >= 0)
+		shutdown(fd, SHUT_RDWR);
+}
+
 static int dial(gm_shm *g)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd;
 
 	if (g->fd >= 0)
 		return GM_OK;
@@ -91,26 +101,31 @@ static int dial(gm_shm *g)
 					"regions need an ipc:// URL or "
 					"region_socket");
 	memcpy(sa.sun_path, g->path, strlen(g->path));
-	g->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (g->fd < 0 || connect(g->fd, (struct sockaddr *)&sa, sizeof(sa))) {
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
 		int e = errno;
 
-		if (g->fd >= 0)
-			close(g->fd);
-		g->fd = -1;
+		if (fd >= 0)
+			close(fd);
 		return gm_client_seterr(GM_ETRANSPORT, "region socket %s: %s",
 					g->path, strerror(e));
 	}
+	__atomic_store_n(&g->fd, fd, __ATOMIC_RELEASE);
 	return GM_OK;
 }
 
 /* The connection failed: regions made on it are gone in the daemon. */
+static void drop_fd(gm_shm *g)
+{
+	close(g->fd);
+	__atomic_store_n(&g->fd, -1, __ATOMIC_RELEASE);
+}
+
 static int hang_up(gm_shm *g, const char *what)
 {
 	int e = errno;
 
-	close(g->fd);
-	g->fd = -1;
+	drop_fd(g);
 	return gm_client_seterr(GM_ETRANSPORT, "region socket %s: %s: %s",
 				g->path, what, e ? strerror(e) : "closed");
 }
@@ -151,8 +166,7 @@ static int exchange(gm_shm *g, const gm_handoff_req *req, int fd,
 	if (rv == GM_OK && rep->op != req->op)
 		rv = GM_EFIELD;
 	if (rv != GM_OK) {
-		close(g->fd);
-		g->fd = -1;
+		drop_fd(g);
 		return gm_client_seterr(rv, "region socket %s: bad reply: %s",
 					g->path, detail);
 	}

@@ -45,6 +45,11 @@ int gm_shm_new(const char *url, const char *socket, gm_shm **out);
  * of it), unmaps and frees every region, and frees g. NULL is fine. */
 void gm_shm_free(gm_shm *g);
 
+/* Shuts the hand-off connection down, so that an exchange waiting on a
+ * daemon that does not answer returns (GM_ETRANSPORT): for gemmd_close.
+ * Any thread. */
+void gm_shm_hangup(gm_shm *g);
+
 /* Makes a region of bytes, hands it to the daemon and adds it to g.
  * GM_OK, or an error with gemmd_last_error() set (the daemon's refusal,
  * GM_ETRANSPORT when the hand-off connection fails, GM_ENOMEM). */

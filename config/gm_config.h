@@ -47,16 +47,16 @@ enum gm_log_format {
 #define GM_CONFIG_MAX_IDS 64
 
 typedef struct gm_config {
-	char **listen;	      /* "listen": nng URLs to bind */
+	char **listen;	      /* "listen": URLs to serve on */
 	unsigned nlisten;     /* 1..GM_CONFIG_MAX_LISTEN */
-	unsigned contexts;    /* "contexts": nng rep contexts */
 	unsigned queue_depth; /* "queue_depth": most jobs queued */
 	/* "queue_depth_per_priority": most jobs queued at each priority;
 	 * 0: only queue_depth applies */
 	unsigned queue_depth_prio[GM_BATCH_PRIO_MAX + 1];
 	unsigned detach_keep_s;	    /* "detach_keep_s": results kept, s */
 	uint64_t detach_max_bytes;  /* "detach_max_bytes": all kept results */
-	uint64_t max_message_bytes; /* "max_message_bytes": NNG_OPT_RECVMAXSZ */
+	uint64_t max_message_bytes; /* "max_message_bytes": GEMM frame body */
+	uint64_t max_ctrl_bytes;    /* "max_ctrl_bytes": CTRL frame body */
 	unsigned max_jobs;	    /* "max_jobs_per_request" */
 	unsigned max_dim;	    /* "max_dim": largest m, n or k */
 	int log_level;		    /* "log_level": enum gm_log_level */
@@ -69,6 +69,14 @@ typedef struct gm_config {
 	uint32_t *allow_gids;	    /* "allow_gids": ipc peers let in by gid */
 	unsigned nallow_gids;	    /* 0: no gid check */
 	char *metrics_listen;	    /* "metrics_listen": HOST:PORT, or NULL */
+	/* Connections (PROTOCOL.md 2.1, 2.2). */
+	unsigned max_conns;	    /* "max_connections" */
+	unsigned max_conns_peer;    /* "max_connections_per_peer" */
+	unsigned handshake_ms;	    /* "handshake_timeout_ms" */
+	unsigned stall_ms;	    /* "stall_timeout_ms" */
+	unsigned send_ms;	    /* "send_timeout_ms" */
+	unsigned conn_inflight;	    /* "conn_max_inflight" */
+	uint64_t conn_unsent_bytes; /* "conn_max_unsent_bytes" */
 	gm_engine_config engine;    /* "engine", "pool_bytes", "streams", ... */
 	int regions;		    /* "regions": take shared-memory regions */
 	char *region_socket;	    /* "region_socket": hand-off socket path;

@@ -1,257 +1,217 @@
 /*
  * gm_admit.c - admitting requests on the loop thread; see gm_admit.h. A
- * GEMM request is refused whole or queued whole: everything it needs is
- * allocated before any of its jobs is queued. Each job of a detached
- * request is queued as a one-job request of its own and recorded in
- * gm_detach, which keeps its reply for a wait.
+ * GEMM request is refused whole or accepted whole: its queue room, its
+ * room on the connection's queue and, once granted, its slab are
+ * reserved before any of its payload is read, so that nothing it needs
+ * later can fail.
  */
 #include "gm_admit.h"
 
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "gm_clock.h"
 #include "gm_ctrl.h"
-#include "gm_loop.h"
 #include "gm_reply.h"
 #include "gm_request.h"
 
-/* ---- detached requests ---- */
-
-static void free_group(gm_request_group *g, uint32_t n)
+/* Writes into text why the scheduler has no room (rv from gm_sched) for
+ * njobs more jobs of batch b. */
+static void no_room(const gm_loop *l, int rv, const gm_batch *b, uint32_t njobs,
+		    char *text, size_t len)
 {
-	for (uint32_t i = 0; i < n; i++) {
-		if (g->jobs[i].rep != NULL)
-			nng_msg_free(g->jobs[i].rep);
-		gm_sched_free_request(g->jobs[i].sr);
-	}
-	free(g);
+	unsigned lim = l->cfg->queue_depth_prio[b->priority];
+
+	if (rv != GM_EBUSY)
+		snprintf(text, len, "gemmd is shutting down");
+	else if (lim != 0 &&
+		 gm_sched_queued_prio(l->sched, b->priority) + njobs > lim)
+		snprintf(text, len,
+			 "priority %u queue full (%u jobs): try again later",
+			 b->priority, lim);
+	else
+		snprintf(text, len, "queue full: try again later");
 }
 
-/* What a detached request's jobs count against detach_max_bytes. */
-static uint64_t detached_cost(nng_msg *msg)
+/* What the detached jobs of a request would keep: their reply frames. */
+static uint64_t detached_cost(const gm_hdr *h, const uint8_t *head,
+			      const uint8_t *desc)
 {
+	gm_job_operands ops;
 	uint64_t cost = 0;
 	gm_job_iter it;
-	gm_job_desc jd;
+	gm_job_desc d;
 	gm_job_sizes z;
-	const uint8_t *a, *b, *c;
 
-	gm_proto_jobs_begin(nng_msg_body(msg), nng_msg_len(msg), &it);
-	while (gm_proto_jobs_next(&it, &jd, &a, &b, &c) == 0) {
-		gm_job_sizes_of(&jd, &z);
+	gm_proto_jobs_begin(&it, h, head, desc, NULL);
+	while (gm_proto_jobs_next(&it, &d, &ops) == GM_OK) {
+		gm_job_sizes_of(&d, &z);
 		cost += gm_detach_cost(GM_HDR_SIZE + GM_REPLY_JOB_SIZE + z.out);
 	}
 	return cost;
 }
 
-/*
- * Allocates everything a detached request needs before any of it is
- * queued, so that it is refused whole or not at all: the group, and per
- * job a one-job scheduler request and a one-job reply message of its
- * own, which the result lands in and the table keeps; and *ans, room
- * for the reply listing the ids.
- */
-static int make_group(gm_loop *l, nng_msg *msg, const gm_hdr *h,
-		      const gm_batch *b, gm_request_group **out, char **ans)
+/* Steps 20-24 (19, the regions, came first): GM_OK with the queue room
+ * reserved, or the refusal and text. */
+static int check_state(gm_loop *l, const gm_hdr *h, const gm_batch *b,
+		       const uint8_t *head, const uint8_t *desc, uint32_t nrefs,
+		       uint64_t slab, char *text, size_t len)
 {
-	uint32_t conn = nng_pipe_id(nng_msg_get_pipe(msg));
-	gm_request_group *g =
-	    calloc(1, sizeof(*g) + h->count * sizeof(gm_request));
-	double now = gm_clock_now_us();
-	const uint8_t *a, *bb, *c;
-	gm_job_iter it;
-	gm_job_desc jd;
-	gm_job_sizes z;
+	int detach = (b->flags & GM_BATCH_DETACH) != 0, rv;
 
-	if (g == NULL || (*ans = malloc(32 + 21 * (size_t)h->count)) == NULL) {
-		free(g);
-		return GM_ENOMEM;
+	if (detach && nrefs != 0) {
+		snprintf(text, len, "a detached request cannot name regions");
+		return GM_EUNSUPPORTED;
 	}
-	g->req = msg;
-	gm_proto_jobs_begin(nng_msg_body(msg), nng_msg_len(msg), &it);
-	for (uint32_t i = 0; i < h->count; i++) {
-		gm_request *rq = &g->jobs[i];
-		gm_sched_request *sr = rq->sr = gm_sched_alloc_request(1);
-
-		gm_proto_jobs_next(&it, &jd, &a, &bb, &c);
-		gm_job_sizes_of(&jd, &z);
-		if (sr == NULL ||
-		    nng_msg_alloc(&rq->rep, GM_HDR_SIZE + GM_REPLY_JOB_SIZE +
-						z.out) != 0) {
-			free_group(g, i + 1);
-			free(*ans);
-			return GM_ENOMEM;
-		}
-		sr->id = h->id;
-		sr->batch = *b;
-		sr->conn = conn;
-		sr->recv_us = now;
-		sr->user = rq;
-		rq->group = g;
-		gm_request_fill_job(l, &sr->jobs[0].job, &jd, a,
-				    (uint8_t *)nng_msg_body(rq->rep) +
-					GM_HDR_SIZE);
+	if (l->stopping) {
+		rv = gm_engine_faulted(l->eng) ? GM_EGPUFAULT : GM_ESHUTDOWN;
+		snprintf(text, len, "%s", gm_strerror(rv));
+		return rv;
 	}
-	*out = g;
-	return GM_OK;
-}
-
-/* Records and queues each job of g; writes the ids reply into ans. */
-static void start_group(gm_loop *l, gm_request_group *g, uint32_t n, char *ans)
-{
-	size_t off = (size_t)sprintf(ans, "{\"ok\":true,\"jobs\":[");
-
-	/* A hold of its own while queueing: a job failing at once must
-	 * not free the group under this loop. */
-	g->left = n + 1;
-	for (uint32_t i = 0; i < n; i++) {
-		gm_request *rq = &g->jobs[i];
-
-		rq->detach_id =
-		    gm_detach_add(l->detach, rq->sr, nng_msg_len(rq->rep));
-		off += (size_t)sprintf(ans + off, "%s%" PRIu64, i ? "," : "",
-				       rq->detach_id);
-		/* Cannot fail: there was room for all, on this thread. */
-		(void)gm_sched_submit(l->sched, rq->sr);
+	if (l->draining) {
+		snprintf(text, len,
+			 "gemmd is draining: no new jobs until it resumes");
+		return GM_EDRAINING;
 	}
-	strcpy(ans + off, "]}");
-	gm_request_group_release(g);
-}
-
-/* A request with GM_BATCH_DETACH: answered at once with its job ids. */
-static void admit_detached(gm_loop *l, gm_work *w, nng_msg *msg,
-			   const gm_hdr *h, const gm_batch *b)
-{
-	char text[GM_MSG_TEXT + 1], *ans = NULL;
-	gm_request_group *g = NULL;
-	int rv;
-
-	if ((rv = gm_sched_room(l->sched, b->priority, h->count)) != 0)
-		gm_request_no_room(l, rv, b, h->count, text, sizeof(text));
-	else if ((rv = gm_detach_room(l->detach, h->count,
-				      detached_cost(msg))) != 0)
-		snprintf(text, sizeof(text), "%s",
+	if ((rv = gm_sched_room(l->sched, b->priority, h->count)) != GM_OK) {
+		no_room(l, rv, b, h->count, text, len);
+		l->stats.jobs_rejected += rv == GM_EBUSY ? h->count : 0;
+		return rv;
+	}
+	if (detach &&
+	    (rv = gm_detach_room(l->detach, h->count,
+				 detached_cost(h, head, desc))) != GM_OK) {
+		snprintf(text, len, "%s",
 			 rv == GM_EBUSY ? "no room for more detached results "
 					  "(detach_max_bytes): wait for or "
 					  "cancel some"
 					: "no memory for the request");
-	else if ((rv = make_group(l, msg, h, b, &g, &ans)) != 0)
-		snprintf(text, sizeof(text), "no memory for the request");
-	if (rv != 0) {
-		l->stats.jobs_rejected += rv == GM_EBUSY ? h->count : 0;
-		gm_reply_error(l, w, h->id, rv, text);
-		nng_msg_free(msg);
-		return;
+		return rv;
 	}
-	l->stats.requests++;
-	start_group(l, g, h->count, ans);
-	gm_reply_json(l, w, h->id, ans);
-	free(ans);
-	gm_loop_arm_tick(l);
+	if (slab > gm_pool_size(l->pool)) {
+		snprintf(text, len,
+			 "request needs %" PRIu64 " bytes of staging pool, "
+			 "pool_bytes=%" PRIu64,
+			 slab, gm_pool_size(l->pool));
+		return GM_ETOOBIG;
+	}
+	return gm_sched_reserve(l->sched, b->priority, h->count);
 }
 
-/* ---- GEMM requests ---- */
-
-static void admit_gemm(gm_loop *l, gm_work *w, nng_msg *msg)
+/* The slab is rq's: its jobs placed, its payload read. */
+static void start_payload(gm_request *rq)
 {
-	const uint8_t *body = nng_msg_body(msg);
-	size_t len = nng_msg_len(msg);
+	const uint8_t *head, *desc;
+
+	gm_conn_frame(rq->conn, &head, &desc);
+	gm_request_place(rq, head, desc);
+	gm_conn_read_payload(rq->conn, rq, rq->wait.slab);
+}
+
+void gm_admit_granted(gm_poolq_wait *w, void *arg)
+{
+	gm_request *rq =
+	    (gm_request *)(void *)((char *)w - offsetof(gm_request, wait));
+
+	(void)arg;
+	rq->waiting = false;
+	start_payload(rq);
+}
+
+static int on_gemm(gm_loop *l, gm_conn *c, const gm_hdr *h, const gm_batch *b,
+		   const uint8_t *head, const uint8_t *desc, uint64_t payload)
+{
 	char text[GM_MSG_TEXT + 1];
-	gm_region_holds *holds = NULL;
-	nng_msg *rep = NULL;
+	int detach = (b->flags & GM_BATCH_DETACH) != 0;
+	uint64_t slab = gm_request_slab_bytes(h, head, desc, payload);
+	gm_request *rq;
 	uint32_t nrefs;
-	gm_batch b;
-	gm_hdr h;
-	gm_sched_request *sr = NULL;
-	gm_request *rq = NULL;
 	int rv;
 
-	if ((rv = gm_proto_check_gemm(body, len, &l->lim, &h, &b, text,
-				      sizeof(text))) != 0 ||
-	    (rv = gm_regions_check_req(l->regions, msg, &nrefs, text,
-				       sizeof(text))) != 0)
-		goto refuse;
-	if ((b.flags & GM_BATCH_DETACH) && nrefs != 0) {
-		rv = GM_EUNSUPPORTED;
-		snprintf(text, sizeof(text),
-			 "a detached request cannot name regions");
-		goto refuse;
+	if ((rv = gm_regions_check_req(l->regions, gm_conn_peer(c), h, head,
+				       desc, &nrefs, text, sizeof(text))) !=
+		GM_OK ||
+	    (rv = check_state(l, h, b, head, desc, nrefs, slab, text,
+			      sizeof(text))) != GM_OK) {
+		gm_conn_error(c, h->id, rv, text);
+		return rv;
 	}
-	if (b.flags & GM_BATCH_DETACH) {
-		admit_detached(l, w, msg, &h, &b);
-		return;
+	if ((!detach && gm_conn_reserve(c, h->count) != GM_OK) ||
+	    (rq = gm_request_new(l, c, h, b, head, desc, nrefs, payload)) ==
+		NULL) {
+		if (!detach)
+			gm_conn_unreserve(c, h->count);
+		gm_sched_unreserve(l->sched, b->priority, h->count);
+		gm_conn_error(c, h->id, GM_ENOMEM, "no memory for the request");
+		return GM_ENOMEM;
 	}
-	rv = GM_ENOMEM;
-	snprintf(text, sizeof(text), "no memory for the request");
-	sr = gm_sched_alloc_request(h.count);
-	rq = malloc(sizeof(*rq));
-	if (sr == NULL || rq == NULL ||
-	    (nrefs != 0 && (holds = gm_regions_holds_new(nrefs)) == NULL) ||
-	    nng_msg_alloc(&rep, (size_t)gm_request_reply_size(body, len)) != 0)
-		goto free;
-	sr->id = h.id;
-	sr->batch = b;
-	sr->conn = nng_pipe_id(nng_msg_get_pipe(msg));
-	sr->recv_us = gm_clock_now_us();
-	sr->user = rq;
-	*rq = (gm_request){
-	    .sr = sr, .w = w, .req = msg, .rep = rep, .holds = holds};
-	gm_request_fill_jobs(l, sr, body, len, nng_msg_body(rep), holds);
 	l->stats.requests++;
-	if ((rv = gm_sched_submit(l->sched, sr)) == 0) {
-		gm_loop_arm_tick(l);
-		return;
-	}
-	gm_request_no_room(l, rv, &b, h.count, text, sizeof(text));
-	l->stats.requests--;
-free:
-	if (rep != NULL)
-		nng_msg_free(rep);
-	gm_regions_holds_drop(l->regions, holds);
-	gm_sched_free_request(sr);
-	free(rq);
-refuse:
-	l->stats.jobs_rejected += rv == GM_EBUSY ? h.count : 0;
-	gm_reply_error(l, w, h.id, rv, text);
-	nng_msg_free(msg);
+	gm_conn_begin(c);
+	if ((rv = gm_poolq_get(l->poolq, &rq->wait)) == GM_OK)
+		start_payload(rq);
+	else
+		rq->waiting = true; /* never GM_ETOOBIG: step 24 */
+	return GM_OK;
 }
 
-void gm_admit_on(gm_work *w, nng_msg *msg, void *arg)
+/* The ids of a detached request's jobs, as its CTRL_REPLY says them. */
+static void answer_ids(gm_request *rq)
 {
-	gm_loop *l = arg;
-	char text[GM_MSG_TEXT + 1];
-	gm_hdr h;
-	int rv;
+	char *ans = malloc(32 + 21 * (size_t)rq->h.count);
+	size_t off;
 
-	l->stats.bytes_in += nng_msg_len(msg);
-	rv = gm_proto_get_hdr(nng_msg_body(msg), nng_msg_len(msg), &h, text,
-			      sizeof(text));
-	if (rv == 0 && h.type == GM_MSG_CTRL) {
-		gm_ctrl_handle(
-		    l, w, &h, (const uint8_t *)nng_msg_body(msg) + GM_HDR_SIZE);
-		nng_msg_free(msg);
+	if (ans == NULL) {
+		gm_conn_error(rq->conn, rq->h.id, GM_ENOMEM,
+			      "no memory for the reply: the jobs run, ids "
+			      "lost");
 		return;
 	}
-	if (rv == 0 && h.type != GM_MSG_GEMM) {
-		rv = GM_EMSGTYPE;
-		snprintf(text, sizeof(text), "message type %u is not a request",
-			 h.type);
-	}
-	if (rv == 0 && l->stopping) {
-		rv = gm_engine_faulted(l->eng) ? GM_EGPUFAULT : GM_ESHUTDOWN;
-		snprintf(text, sizeof(text), "%s", gm_strerror(rv));
-	} else if (rv == 0 && l->draining) {
-		rv = GM_EDRAINING;
-		snprintf(text, sizeof(text),
-			 "gemmd is draining: no new jobs until it resumes");
-	}
-	if (rv != 0) {
-		gm_reply_error(l, w, h.id, rv, text);
-		nng_msg_free(msg);
-		return;
-	}
-	admit_gemm(l, w, msg);
+	off = (size_t)sprintf(ans, "{\"ok\":true,\"jobs\":[");
+	for (uint32_t i = 0; i < rq->h.count; i++)
+		off += (size_t)sprintf(ans + off, "%s%" PRIu64, i ? "," : "",
+				       rq->detach_ids[i]);
+	strcpy(ans + off, "]}");
+	gm_reply_json(rq->conn, rq->h.id, ans);
+	free(ans);
 }
+
+static void on_payload(gm_loop *l, gm_conn *c, void *owner)
+{
+	gm_request *rq = owner;
+	int detach = (rq->b.flags & GM_BATCH_DETACH) != 0;
+	int rv = gm_request_submit(rq);
+
+	(void)l;
+	if (rv != GM_OK) {
+		gm_conn_error(c, rq->h.id, rv,
+			      rv == GM_EBUSY ? "no room for more detached "
+					       "results (detach_max_bytes)"
+					     : "no memory for the request");
+		gm_request_drop(rq);
+		return;
+	}
+	if (detach) {
+		answer_ids(rq);
+		gm_conn_end(c);
+	}
+}
+
+static void on_abandon(gm_loop *l, gm_conn *c, void *owner)
+{
+	gm_request *rq = owner;
+
+	(void)c;
+	if (rq->waiting)
+		gm_poolq_cancel(l->poolq, &rq->wait);
+	gm_request_drop(rq);
+}
+
+const gm_conn_ops gm_admit_ops = {
+    .gemm = on_gemm,
+    .payload = on_payload,
+    .abandon = on_abandon,
+    .ctrl = gm_ctrl_handle,
+    .frames_done = gm_request_frames_done,
+};

@@ -1,20 +1,24 @@
 /*
- * gm_admit.h - every request that arrives on the server, on the loop
- * thread: a control request goes to gm_ctrl; a GEMM request is checked
- * (header, jobs, regions), refused while the daemon drains or stops or
- * when the queue has no room, and otherwise recorded (gm_request.h) and
- * queued whole. A detached request is answered at once with its jobs'
- * ids.
+ * gm_admit.h - the request layer under the connections, on the loop
+ * thread: a control request goes to gm_ctrl; a GEMM request whose
+ * frame passed the wire checks is checked against the daemon's state
+ * (PROTOCOL.md 8 steps 19-24: regions, draining or stopping, queue room,
+ * room for detached results, the staging pool's size) and refused
+ * whole, or accepted: recorded (gm_request.h), given its slab now or
+ * when the pool has room (gm_poolq.h), its payload read into it, its
+ * jobs queued. A detached request is answered with its jobs' ids once
+ * its payload is in.
  */
 #ifndef GM_ADMIT_H
 #define GM_ADMIT_H
 
-#include <nng/nng.h>
+#include "gm_conn.h"
+#include "gm_poolq.h"
 
-#include "gm_server.h"
+/* The connections' request layer (gm_conn.h). */
+extern const gm_conn_ops gm_admit_ops;
 
-/* gm_server's request callback (arg is the gm_loop): a request arrived
- * on w. Takes msg; w is answered, now or when the jobs are back. */
-void gm_admit_on(gm_work *w, nng_msg *msg, void *arg);
+/* gm_poolq's grant callback (arg the gm_loop): a request's slab. */
+void gm_admit_granted(gm_poolq_wait *w, void *arg);
 
 #endif

@@ -20,13 +20,12 @@
 
 static void live_stats(gm_loop *l, gm_stats_live *live)
 {
-	gm_server_count sc;
+	const gm_config *cfg = l->cfg;
 
-	gm_server_counts(l->srv, &sc);
-	live->contexts = sc.contexts;
-	live->contexts_busy = sc.busy;
-	live->conn_open = sc.open;
-	live->conn_refused = sc.refused;
+	gm_conns_counts(l, &live->conns);
+	live->contexts = (uint64_t)cfg->max_conns * cfg->conn_inflight;
+	live->requests_inflight = gm_conns_inflight(l);
+	live->pool_waiting = gm_poolq_waiting(l->poolq);
 	live->engine = gm_engine_name(l->eng);
 	live->queue_depth = gm_sched_queued(l->sched);
 	live->queue_limit = l->cfg->queue_depth;
@@ -62,6 +61,8 @@ static int is_ready(void *arg, const char **why)
 
 	if (gm_engine_faulted(l->eng))
 		*why = "GPU fault";
+	else if (!l->warm)
+		*why = "warming up";
 	else if (l->stopping || l->draining)
 		*why = "draining";
 	else
@@ -135,7 +136,7 @@ static int timeout_member(const cJSON *req, int64_t *ms, char *text, size_t len)
 /* status, wait and cancel of a detached job: GM_OK with the reply in
  * *ans, -1 when the wait answers on its own (now or later), or a
  * refusal with text for it. */
-static int job_answer(gm_loop *l, gm_work *w, uint64_t id, const cJSON *req,
+static int job_answer(gm_loop *l, gm_conn *c, uint64_t id, const cJSON *req,
 		      const char *op, char **ans, char *text, size_t len)
 {
 	uint64_t job;
@@ -147,7 +148,15 @@ static int job_answer(gm_loop *l, gm_work *w, uint64_t id, const cJSON *req,
 	if (strcmp(op, "wait") == 0) {
 		if ((rv = timeout_member(req, &ms, text, len)) != 0)
 			return rv;
-		rv = gm_detach_wait(l->detach, job, ms, w, id, text, len);
+		/* A wait that parks holds c and counts against its cap
+		 * until answered; one answered at once lets go there. */
+		gm_conn_hold(c);
+		gm_conn_begin(c);
+		rv = gm_detach_wait(l->detach, job, ms, c, id, text, len);
+		if (rv != GM_OK) {
+			gm_conn_end(c);
+			gm_conn_release(c);
+		}
 		return rv == GM_OK ? -1 : rv;
 	}
 	if (strcmp(op, "status") == 0)
@@ -166,27 +175,27 @@ static int job_answer(gm_loop *l, gm_work *w, uint64_t id, const cJSON *req,
 	return rv;
 }
 
-static void job_op(gm_loop *l, gm_work *w, uint64_t id, const cJSON *req,
+static void job_op(gm_loop *l, gm_conn *c, uint64_t id, const cJSON *req,
 		   const char *op)
 {
 	char text[160], *ans = NULL;
-	int rv = job_answer(l, w, id, req, op, &ans, text, sizeof(text));
+	int rv = job_answer(l, c, id, req, op, &ans, text, sizeof(text));
 
 	if (rv > 0)
-		gm_reply_refusal(l, w, id, rv, text);
+		gm_reply_refusal(c, id, rv, text);
 	else if (rv == 0)
-		gm_reply_json(l, w, id, ans);
+		gm_reply_json(c, id, ans);
 	free(ans);
 	gm_loop_arm_tick(l);
 }
 
-/* drain and resume; answers on w. */
-static void drain_op(gm_loop *l, gm_work *w, uint64_t id, int on)
+/* drain and resume; answers on c. */
+static void drain_op(gm_loop *l, gm_conn *c, uint64_t id, int on)
 {
 	char ans[160];
 
 	if (!on && l->stopping) {
-		gm_reply_refusal(l, w, id, GM_ESHUTDOWN,
+		gm_reply_refusal(c, id, GM_ESHUTDOWN,
 				 "gemmd is stopping; it cannot resume");
 		return;
 	}
@@ -196,56 +205,59 @@ static void drain_op(gm_loop *l, gm_work *w, uint64_t id, int on)
 		 ",\"running\":%" PRIu64 "}",
 		 on ? "true" : "false", gm_sched_queued(l->sched),
 		 gm_sched_inflight(l->sched));
-	gm_reply_json(l, w, id, ans);
+	gm_reply_json(c, id, ans);
 }
 
-/* The ops that answer on w themselves (a wait perhaps later); returns 1
+/* The ops that answer on c themselves (a wait perhaps later); returns 1
  * when op is one of them. */
-static int reply_op(gm_loop *l, gm_work *w, uint64_t id, const cJSON *req,
+static int reply_op(gm_loop *l, gm_conn *c, uint64_t id, const cJSON *req,
 		    const char *op)
 {
 	if (strcmp(op, "status") == 0 || strcmp(op, "wait") == 0 ||
 	    strcmp(op, "cancel") == 0)
-		job_op(l, w, id, req, op);
+		job_op(l, c, id, req, op);
 	else if (strcmp(op, "drain") == 0 || strcmp(op, "resume") == 0)
-		drain_op(l, w, id, op[0] == 'd');
+		drain_op(l, c, id, op[0] == 'd');
 	else
 		return 0;
 	return 1;
 }
 
-void gm_ctrl_handle(gm_loop *l, gm_work *w, const gm_hdr *h,
+void gm_ctrl_handle(gm_loop *l, gm_conn *c, const gm_hdr *h,
 		    const uint8_t *body)
 {
-	cJSON *req = cJSON_ParseWithLength((const char *)body, h->count);
+	cJSON *req = cJSON_ParseWithLength((const char *)body, h->length);
 	const cJSON *op = cJSON_GetObjectItemCaseSensitive(req, "op");
 	char *ans = NULL;
 
 	l->stats.ctrl_requests++;
 	if (req == NULL)
-		gm_reply_refusal(l, w, h->id, GM_EJSON, "body is not JSON");
+		gm_reply_refusal(c, h->id, GM_EJSON, "body is not JSON");
 	else if (!cJSON_IsString(op))
-		gm_reply_refusal(l, w, h->id, GM_EINVAL,
+		gm_reply_refusal(c, h->id, GM_EINVAL,
 				 "missing string member \\\"op\\\"");
-	else if (reply_op(l, w, h->id, req, op->valuestring))
+	else if (reply_op(l, c, h->id, req, op->valuestring))
 		; /* answered, or a wait parked */
 	else if ((ans = ctrl_answer(l, op->valuestring)) != NULL)
-		gm_reply_json(l, w, h->id, ans);
+		gm_reply_json(c, h->id, ans);
 	else
-		gm_reply_refusal(l, w, h->id, GM_EINVAL,
+		gm_reply_refusal(c, h->id, GM_EINVAL,
 				 "unknown op; known: ping, stats, status, "
 				 "wait, cancel, drain, resume");
 	free(ans);
 	cJSON_Delete(req);
 }
 
-void gm_ctrl_answer_wait(void *w, uint64_t id, nng_msg *result, int code,
-			 const char *text, void *arg)
+void gm_ctrl_answer_wait(void *w, uint64_t id, uint8_t *result, uint64_t len,
+			 int code, const char *text, void *arg)
 {
-	gm_loop *l = arg;
+	gm_conn *c = w;
 
+	(void)arg;
 	if (result != NULL)
-		gm_reply_send(l, w, result);
+		gm_conn_push_heap(c, result, len);
 	else
-		gm_reply_refusal(l, w, id, code, text);
+		gm_reply_refusal(c, id, code, text);
+	gm_conn_end(c);
+	gm_conn_release(c);
 }

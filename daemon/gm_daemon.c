@@ -1,24 +1,31 @@
 /*
  * gm_daemon.c - the daemon's lifecycle on the loop thread: open the
- * engine, the regions and the listeners, serve, and on a signal (or a
- * sticky GPU fault) stop taking jobs, answer every accepted one and tear
- * everything down. Engine completions arrive on engine threads and
- * reach the loop through an inbox (gm_inbox.h), like nng's receives.
- * Startup checks every step and, on failure, closes what it opened and
- * says what failed. What the loop owns is a gm_loop (gm_loop.h);
- * requests are admitted in gm_admit.c, recorded and answered in
- * gm_request.c and gm_reply.c, control requests served in gm_ctrl.c.
+ * engine (and start its warm-up), the regions, the connections and the
+ * listeners, serve, and on a signal (or a sticky GPU fault) stop taking
+ * jobs, answer every accepted one and tear everything down. Engine
+ * completions arrive on engine threads and reach the loop through an
+ * inbox (gm_inbox.h); stream I/O, accepts and the warm-up's end through
+ * another, of gm_event. Startup checks every step and, on failure,
+ * closes what it opened and says what failed. What the loop owns is a
+ * gm_loop (gm_loop.h); connections are gm_conn.c's, requests are
+ * admitted in gm_admit.c and answered in gm_request.c, control requests
+ * served in gm_ctrl.c.
  */
 #include "gm_daemon.h"
 
+#include <inttypes.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "gm_admit.h"
 #include "gm_build.h"
+#include "gm_clock.h"
+#include "gm_conn.h"
 #include "gm_ctrl.h"
+#include "gm_listen.h"
 #include "gm_log.h"
 #include "gm_loop.h"
 #include "gm_notify.h"
@@ -27,6 +34,24 @@
 #define EXIT_STARTUP 1
 #define EXIT_FAULT   3
 #define STOP_POLL_MS 20
+/* Descriptors kept beside connections: listeners, the engine, logs. */
+#define FD_RESERVE 64
+/* The CPU engine's budget of work in flight: enough for a wave of
+ * small jobs to go together, small enough for priorities to matter. */
+#define CPU_BUDGET_BYTES (64ull << 20)
+/* How long a stop waits for connections to be freed once closed. */
+#define CLOSE_WAIT_US 5e6
+
+/* The events of the daemon itself: the warm-up's end. */
+typedef struct daemon_ev {
+	gm_event ev;
+	int status;
+	double ms;
+	char msg[160];
+} daemon_ev;
+
+static daemon_ev warm_ev;
+static double close_started;
 
 /* Engine thread: hand the job back to the loop. The inbox is open while
  * any job is out. */
@@ -46,6 +71,14 @@ static void on_job_back(void *item, void *arg)
 	gm_sched_complete(l->sched, &j->job);
 }
 
+/* Loop thread: an event from another thread. */
+static void on_event(void *item, void *arg)
+{
+	gm_event *ev = item;
+
+	ev->fn(ev, arg);
+}
+
 static void begin_stop(gm_loop *l, int code);
 
 /* Loop thread: after the jobs handed back at one wake-up. */
@@ -61,12 +94,63 @@ static void after_jobs_back(void *arg)
 	gm_loop_arm_tick(l);
 }
 
-/* The server, the region socket and HTTP; NULL ones are skipped. */
+/* Whether the loop has told systemd it is ready. */
+static int announced;
+
+/* READY once the listeners are up and the engine is warm, whichever
+ * comes last. */
+static void announce(gm_loop *l)
+{
+	char msg[128];
+
+	if (announced || !l->warm || l->listen == NULL)
+		return;
+	announced = 1;
+	GM_LOG(GM_LOG_INFO, "gemmd %s ready", GEMMD_VERSION);
+	snprintf(msg, sizeof(msg), "serving on %u listener(s), engine %s",
+		 l->cfg->nlisten, gm_engine_name(l->eng));
+	gm_notify_ready(msg);
+}
+
+/* Loop thread: the engine's warm-up ended. */
+static void on_warm(gm_event *ev, gm_loop *l)
+{
+	daemon_ev *w = (daemon_ev *)(void *)ev;
+
+	l->warm = 1;
+	if (w->status == GM_OK)
+		GM_LOG(GM_LOG_INFO, "engine %s warm in %.1f ms",
+		       gm_engine_name(l->eng), w->ms);
+	else
+		GM_LOG(GM_LOG_WARN,
+		       "engine %s warm-up failed after %.1f ms: %s: %s; "
+		       "serving anyway",
+		       gm_engine_name(l->eng), w->ms, gm_errname(w->status),
+		       w->msg);
+	announce(l);
+}
+
+/* Engine thread: the warm-up ended; say so on the loop. */
+static void warm_done(void *arg, int status, double ms, const char *msg)
+{
+	gm_loop *l = arg;
+
+	warm_ev.ev.fn = on_warm;
+	warm_ev.status = status;
+	warm_ev.ms = ms;
+	snprintf(warm_ev.msg, sizeof(warm_ev.msg), "%s", msg ? msg : "");
+	gm_loop_post(l, &warm_ev.ev);
+}
+
+/* The listeners, the connections, the region socket and HTTP; NULL
+ * ones are skipped. Connections close; they are freed as the loop
+ * runs on. */
 static void close_listeners(gm_loop *l)
 {
-	if (l->srv != NULL)
-		gm_server_close(l->srv);
-	l->srv = NULL;
+	if (l->listen != NULL)
+		gm_listen_close(l->listen);
+	l->listen = NULL;
+	gm_conns_close(l);
 	if (l->http != NULL)
 		gm_http_close(l->http);
 	l->http = NULL;
@@ -80,24 +164,37 @@ static void close_handle(uv_handle_t *h, void *arg)
 		uv_close(h, NULL);
 }
 
-/* Closes every handle of the loop, the engine's inbox first (it frees
- * itself when its handle is closed). */
+/* Closes every handle of the loop, the inboxes first (they free
+ * themselves when their handle is closed). */
 static void close_all_handles(gm_loop *l)
 {
 	if (l->done != NULL)
 		gm_inbox_close(l->done, NULL, NULL);
 	l->done = NULL;
+	if (l->events != NULL)
+		gm_inbox_close(l->events, NULL, NULL);
+	l->events = NULL;
 	uv_walk(&l->uv, close_handle, NULL);
 }
 
+/* A stop: once every accepted job is answered and written, the
+ * listeners and connections close; once the connections are freed (or
+ * after CLOSE_WAIT_US), every handle. */
 static void stop_poll(uv_timer_t *t)
 {
 	gm_loop *l = t->data;
 
-	if (gm_sched_requests(l->sched) != 0 || !gm_server_flushed(l->srv))
+	if (close_started == 0.0) {
+		if (gm_sched_requests(l->sched) != 0 || l->requests != 0 ||
+		    !gm_conns_quiet(l))
+			return;
+		GM_LOG(GM_LOG_INFO, "every accepted job answered; exiting");
+		close_listeners(l);
+		close_started = gm_clock_now_us();
+	}
+	if (l->conns.head != NULL &&
+	    gm_clock_now_us() < close_started + CLOSE_WAIT_US)
 		return;
-	GM_LOG(GM_LOG_INFO, "every accepted job answered; exiting");
-	close_listeners(l);
 	close_all_handles(l);
 }
 
@@ -147,8 +244,8 @@ static int watch_signal(gm_loop *l, uv_signal_t *h, uv_signal_cb cb, int signum)
 	return GM_EINTERNAL;
 }
 
-/* The loop's own handles: the engine's inbox, the signals, the timers.
- * On failure the caller closes those made (close_all_handles). */
+/* The loop's own handles: the inboxes, the signals, the timers. On
+ * failure the caller closes those made (close_all_handles). */
 static int open_handles(gm_loop *l)
 {
 	char msg[256];
@@ -156,7 +253,9 @@ static int open_handles(gm_loop *l)
 
 	if ((rv = gm_inbox_open(&l->uv, offsetof(gm_sched_job, link),
 				on_job_back, after_jobs_back, l, &l->done, msg,
-				sizeof(msg))) != 0) {
+				sizeof(msg))) != 0 ||
+	    (rv = gm_inbox_open(&l->uv, offsetof(gm_event, link), on_event,
+				NULL, l, &l->events, msg, sizeof(msg))) != 0) {
 		GM_LOG(GM_LOG_ERROR, "%s", msg);
 		return rv;
 	}
@@ -175,10 +274,28 @@ static int open_handles(gm_loop *l)
 	return GM_OK;
 }
 
-/* The engine, its host pool, the scheduler, the detached-job table and
- * the region table; on failure what was made is closed again. */
+/* How much work the scheduler keeps on the engine: what the devices'
+ * memory holds (CUDA), or CPU_BUDGET_BYTES; jobs, as many as a queue. */
+static void engine_budget(gm_loop *l, gm_sched_budget *b)
+{
+	gm_device_stats ds;
+
+	b->jobs = l->cfg->queue_depth;
+	b->bytes = 0;
+	for (unsigned d = 0; d < gm_engine_devices(l->eng); d++) {
+		gm_engine_device_stats(l->eng, d, &ds);
+		b->bytes += ds.mem_total;
+	}
+	if (b->bytes == 0)
+		b->bytes = CPU_BUDGET_BYTES;
+}
+
+/* The engine (its warm-up started), its host pool and the queue for
+ * it, the scheduler, the detached-job table and the region table; on
+ * failure what was made is closed again. */
 static int open_core(gm_loop *l)
 {
+	gm_sched_budget budget;
 	char msg[256];
 	uint64_t size;
 	void *arena;
@@ -195,17 +312,26 @@ static int open_core(gm_loop *l)
 		       strcmp(gm_engine_name(l->eng), "cuda") == 0
 			   ? "CUDA device found, using cuda"
 			   : "no CUDA device found, using cpu");
+	/* Cold libraries load while the rest opens; /readyz says "warming
+	 * up" until it is done. */
+	if ((rv = gm_engine_warmup(l->eng, warm_done, l)) != GM_OK) {
+		GM_LOG(GM_LOG_WARN, "engine warm-up: %s", gm_strerror(rv));
+		l->warm = 1;
+	}
 	arena = gm_engine_arena(l->eng, &size);
-	if ((rv = gm_pool_create(arena, size, &l->pool)) != 0) {
+	if ((rv = gm_pool_create(arena, size, &l->pool)) != 0 ||
+	    (rv = gm_poolq_create(l->pool, gm_admit_granted, l, &l->poolq)) !=
+		0) {
 		GM_LOG(GM_LOG_ERROR, "host pool: %s", gm_strerror(rv));
 		goto fail_pool;
 	}
 	GM_LOG(GM_LOG_INFO, "engine %s: %u device(s), host pool %llu MiB",
 	       gm_engine_name(l->eng), gm_engine_devices(l->eng),
 	       (unsigned long long)(size >> 20));
-	if ((rv = gm_sched_create(l->eng, l->pool, l->cfg->queue_depth,
-				  &l->stats, gm_request_done, l, &l->sched)) !=
-	    0) {
+	engine_budget(l, &budget);
+	if ((rv = gm_sched_create(l->eng, l->cfg->queue_depth, &budget,
+				  &l->stats, gm_request_job_done,
+				  gm_request_sched_done, l, &l->sched)) != 0) {
 		GM_LOG(GM_LOG_ERROR, "scheduler: %s", gm_strerror(rv));
 		goto fail_sched;
 	}
@@ -228,9 +354,12 @@ fail_detach:
 	gm_sched_destroy(l->sched);
 	l->sched = NULL;
 fail_sched:
-	gm_pool_destroy(l->pool);
-	l->pool = NULL;
 fail_pool:
+	gm_poolq_destroy(l->poolq);
+	l->poolq = NULL;
+	if (l->pool != NULL)
+		gm_pool_destroy(l->pool);
+	l->pool = NULL;
 	gm_engine_close(l->eng);
 	l->eng = NULL;
 	return rv;
@@ -244,23 +373,48 @@ static void close_core(gm_loop *l)
 	gm_regions_destroy(l->regions);
 	gm_detach_destroy(l->detach);
 	gm_sched_destroy(l->sched);
+	gm_poolq_destroy(l->poolq);
 	if (l->pool != NULL)
 		gm_pool_destroy(l->pool);
 	if (l->eng != NULL)
 		gm_engine_close(l->eng);
 }
 
-/* The nng server, the region hand-off socket and the HTTP endpoints;
- * on failure what was opened is closed again. */
+/* Each connection takes a descriptor: use all the process may have, and
+ * say so when that is fewer than the configuration lets in. */
+static void raise_fd_limit(const gm_config *cfg)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+		getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur < (rlim_t)cfg->max_conns + FD_RESERVE)
+		GM_LOG(GM_LOG_WARN,
+		       "the process may open %llu descriptors, fewer than "
+		       "max_connections=%u and %d more: connections beyond "
+		       "them wait to be accepted (raise LimitNOFILE)",
+		       (unsigned long long)rl.rlim_cur, cfg->max_conns,
+		       FD_RESERVE);
+}
+
+/* The connections, the listeners, the region hand-off socket and the
+ * HTTP endpoints; on failure what was opened is closed again. */
 static int open_listeners(gm_loop *l)
 {
 	const gm_config *cfg = l->cfg;
 	char msg[512];
 	int rv;
 
-	if ((rv = gm_server_open(&l->uv, cfg, gm_admit_on, l, &l->srv, msg,
-				 sizeof(msg))) != 0)
-		goto fail_server;
+	raise_fd_limit(cfg);
+	if ((rv = gm_conns_open(l, &gm_admit_ops, msg, sizeof(msg))) != 0 ||
+	    (rv = gm_listen_open(l, &l->listen, msg, sizeof(msg))) != 0)
+		goto fail_listen;
 	if ((rv = gm_region_srv_open(&l->uv, cfg, l->regions, &l->region_srv,
 				     msg, sizeof(msg))) != 0)
 		goto fail_region_srv;
@@ -276,9 +430,9 @@ fail_http:
 	gm_region_srv_close(l->region_srv);
 	l->region_srv = NULL;
 fail_region_srv:
-	gm_server_close(l->srv);
-	l->srv = NULL;
-fail_server:
+	gm_listen_close(l->listen);
+	l->listen = NULL;
+fail_listen:
 	GM_LOG(GM_LOG_ERROR, "%s", msg);
 	return rv;
 }
@@ -286,12 +440,13 @@ fail_server:
 int gm_daemon_run(const gm_config *cfg)
 {
 	gm_loop l = {.cfg = cfg};
-	char msg[128];
 	int rv;
 
 	l.lim = (gm_limits){.max_jobs = cfg->max_jobs,
 			    .max_dim = cfg->max_dim,
-			    .max_job_bytes = cfg->max_message_bytes};
+			    .max_job_bytes = cfg->max_message_bytes,
+			    .max_frame = cfg->max_message_bytes,
+			    .max_ctrl = cfg->max_ctrl_bytes};
 	gm_stats_init(&l.stats);
 	if ((rv = uv_loop_init(&l.uv)) != 0) {
 		GM_LOG(GM_LOG_ERROR, "event loop: %s", uv_strerror(rv));
@@ -303,16 +458,13 @@ int gm_daemon_run(const gm_config *cfg)
 		goto fail;
 	if ((rv = gm_notify_watchdog_start(&l.uv)) != 0)
 		goto fail_watchdog;
-	GM_LOG(GM_LOG_INFO, "gemmd %s ready", GEMMD_VERSION);
-	snprintf(msg, sizeof(msg), "serving on %u listener(s), engine %s",
-		 cfg->nlisten, gm_engine_name(l.eng));
-	gm_notify_ready(msg);
+	announce(&l);
 	uv_run(&l.uv, UV_RUN_DEFAULT);
 fail_watchdog:
 	close_listeners(&l);
 fail:
-	/* The loop runs before the core goes, so that regions retire and
-	 * every handle closes. */
+	/* The loop runs before the core goes, so that regions retire,
+	 * connections are freed and every handle closes. */
 	close_all_handles(&l);
 	uv_run(&l.uv, UV_RUN_DEFAULT);
 	uv_loop_close(&l.uv);

@@ -34,7 +34,8 @@ typedef struct entry {
 	int status;
 	char msg[GM_MSG_TEXT + 1];
 	gm_timings t;
-	nng_msg *result;
+	uint8_t *result; /* its GEMM_REPLY frame, or NULL */
+	uint64_t result_len;
 	uint64_t bytes;	 /* counted against the limit */
 	double since_us; /* finished (kept), or its result went (record) */
 	void *waiter;	 /* a parked wait's context, or NULL */
@@ -124,8 +125,7 @@ void gm_detach_destroy(gm_detach *t)
 
 		for (; e != NULL; e = next) {
 			next = e->hnext;
-			if (e->result != NULL)
-				nng_msg_free(e->result);
+			free(e->result);
 			free(e);
 		}
 	}
@@ -197,9 +197,9 @@ uint64_t gm_detach_cost(uint64_t reply_bytes)
 }
 
 /* Takes e's kept result out of the table; e becomes a record. */
-static nng_msg *take_result(gm_detach *t, entry *e)
+static uint8_t *take_result(gm_detach *t, entry *e)
 {
-	nng_msg *m = e->result;
+	uint8_t *m = e->result;
 
 	list_del(&t->kept, e);
 	e->result = NULL;
@@ -213,7 +213,7 @@ static nng_msg *take_result(gm_detach *t, entry *e)
 /* Drops e's kept result; e becomes a record in state. */
 static void drop_result(gm_detach *t, entry *e, int state)
 {
-	nng_msg_free(take_result(t, e));
+	free(take_result(t, e));
 	e->state = state;
 }
 
@@ -275,30 +275,50 @@ uint64_t gm_detach_add(gm_detach *t, gm_sched_request *r, uint64_t reply_bytes)
 	return e->id;
 }
 
-/* Answers e's parked wait, if any, with result or code and text. */
-static void answer(gm_detach *t, entry *e, nng_msg *result, int code,
-		   const char *text)
+/* The frame's header, rewritten for the wait that takes it: the wait's
+ * id, job index 0. */
+static void readdress(uint8_t *frame, uint64_t len, uint64_t req_id)
+{
+	gm_proto_put_hdr(frame, GM_MSG_GEMM_REPLY, req_id, 0,
+			 len - GM_HDR_SIZE);
+}
+
+/* Answers e's parked wait, if any, with result (len bytes) or code and
+ * text. */
+static void answer(gm_detach *t, entry *e, uint8_t *result, uint64_t len,
+		   int code, const char *text)
 {
 	void *w = e->waiter;
 
-	if (w == NULL)
+	if (w == NULL) {
+		free(result);
 		return;
+	}
 	list_del(&t->waits, e);
 	e->waiter = NULL;
 	if (result != NULL)
-		gm_proto_put_hdr(nng_msg_body(result), GM_MSG_GEMM_REPLY,
-				 e->wait_req, 1);
-	t->answer(w, e->wait_req, result, code, text, t->arg);
+		readdress(result, len, e->wait_req);
+	t->answer(w, e->wait_req, result, len, code, text, t->arg);
 }
 
-static void read_reply(entry *e, nng_msg *reply)
+/* The outcome a reply frame carries; ENOMEM when there is none. */
+static void read_reply(entry *e, const uint8_t *reply, uint64_t len)
 {
-	gm_job_iter it;
+	char text[GM_MSG_TEXT + 1];
 	gm_reply_job r;
+	gm_hdr h;
 
-	gm_proto_reply_begin(nng_msg_body(reply), nng_msg_len(reply), &it);
-	if (gm_proto_reply_next(&it, &r) != GM_OK) {
+	if (reply == NULL) {
+		e->status = GM_ENOMEM;
+		snprintf(e->msg, sizeof(e->msg),
+			 "no memory to keep the result");
+		return;
+	}
+	if (gm_proto_get_hdr(reply, len, &h, text, sizeof(text)) != GM_OK ||
+	    gm_proto_get_reply_job(&h, reply + GM_HDR_SIZE, &r, text,
+				   sizeof(text)) != GM_OK) {
 		e->status = GM_EINTERNAL;
+		snprintf(e->msg, sizeof(e->msg), "%s", text);
 		return;
 	}
 	e->status = (int)r.status;
@@ -306,15 +326,15 @@ static void read_reply(entry *e, nng_msg *reply)
 	memcpy(e->msg, r.message, sizeof(e->msg));
 }
 
-void gm_detach_done(gm_detach *t, uint64_t id, nng_msg *reply)
+void gm_detach_done(gm_detach *t, uint64_t id, uint8_t *reply, uint64_t len)
 {
 	entry *e = find(t, id);
 
 	if (e == NULL) {
-		nng_msg_free(reply);
+		free(reply);
 		return;
 	}
-	read_reply(e, reply);
+	read_reply(e, reply, len);
 	e->job = NULL;
 	e->since_us = gm_clock_now_us();
 	t->pending--;
@@ -327,20 +347,29 @@ void gm_detach_done(gm_detach *t, uint64_t id, nng_msg *reply)
 		/* Nothing to keep: a record from now on, once off the
 		 * waits list, whose links it shares. */
 		if (e->state == GM_JOBSTATE_CANCELED) {
-			nng_msg_free(reply);
-			answer(t, e, NULL, GM_ECANCELED,
+			free(reply);
+			answer(t, e, NULL, 0, GM_ECANCELED,
 			       "the job was canceled");
+		} else if (reply == NULL) {
+			answer(t, e, NULL, 0, e->status, e->msg);
 		} else {
 			e->taken = 1;
-			answer(t, e, reply, 0, NULL);
+			answer(t, e, reply, len, 0, NULL);
 		}
 		e->bytes = sizeof(entry);
 		t->bytes += e->bytes;
 		list_add(&t->records, e);
 		return;
 	}
+	if (reply == NULL) { /* no memory kept it: a record */
+		e->bytes = sizeof(entry);
+		t->bytes += e->bytes;
+		list_add(&t->records, e);
+		return;
+	}
 	e->result = reply;
-	e->bytes = gm_detach_cost(nng_msg_len(reply));
+	e->result_len = len;
+	e->bytes = gm_detach_cost(len);
 	t->bytes += e->bytes;
 	list_add(&t->kept, e);
 }
@@ -421,17 +450,19 @@ int gm_detach_wait(gm_detach *t, uint64_t id, int64_t timeout_ms, void *w,
 		   uint64_t req_id, char *text, size_t len)
 {
 	entry *e = find(t, id);
-	nng_msg *m;
+	uint64_t mlen;
+	uint8_t *m;
 
 	if (e == NULL) {
 		snprintf(text, len, "no detached job %" PRIu64, id);
 		return GM_ENOTFOUND;
 	}
 	if (e->result != NULL) {
+		mlen = e->result_len;
 		m = take_result(t, e);
 		e->taken = 1;
-		gm_proto_put_hdr(nng_msg_body(m), GM_MSG_GEMM_REPLY, req_id, 1);
-		t->answer(w, req_id, m, 0, NULL, t->arg);
+		readdress(m, mlen, req_id);
+		t->answer(w, req_id, m, mlen, 0, NULL, t->arg);
 		return GM_OK;
 	}
 	if (e->job == NULL)
@@ -503,7 +534,7 @@ void gm_detach_sweep(gm_detach *t)
 		snprintf(text, sizeof(text),
 			 "job %" PRIu64 " did not finish within the wait",
 			 e->id);
-		answer(t, e, NULL, GM_ETIMEDOUT, text);
+		answer(t, e, NULL, 0, GM_ETIMEDOUT, text);
 	}
 }
 

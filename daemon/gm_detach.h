@@ -2,13 +2,13 @@
  * gm_detach.h - detached jobs: the ids a detached request was answered
  * with, each job's state, and its result until a wait takes it.
  *
- * A detached job is recorded (gm_detach_add) when its request is
- * accepted and finished (gm_detach_done) with its reply: the one-job
- * GEMM_REPLY message the daemon built for it, which the table keeps as
- * it is and hands to the wait that asks for it with only the request id
- * in its header rewritten, so a result is never copied. A wait for a job
- * that has not finished parks the caller's context here (the loop goes
- * on) until the job finishes or the wait's timeout passes.
+ * A detached job is recorded (gm_detach_add) when its request's payload
+ * is in and finished (gm_detach_done) with its reply: the GEMM_REPLY
+ * frame the daemon built for it, copied out of the request's slab, which
+ * the table keeps as it is and hands to the wait that asks for it with
+ * only the request id and job index in its header rewritten. A wait for
+ * a job that has not finished parks the caller's connection here (the
+ * loop goes on) until the job finishes or the wait's timeout passes.
  *
  * A result is kept detach_keep_s after its job finished, then dropped
  * with a log line (the job reads "expired"); the job's record (state,
@@ -28,7 +28,6 @@
 #ifndef GM_DETACH_H
 #define GM_DETACH_H
 
-#include <nng/nng.h>
 #include <stdint.h>
 
 #include "gm_jobstate.h"
@@ -37,14 +36,15 @@
 typedef struct gm_detach gm_detach;
 
 /*
- * Answers a parked wait on context w for request req_id: with result,
- * the job's one-job GEMM_REPLY whose header already carries req_id
- * (ownership passes), or when result is NULL with a refusal, code and
- * text. Called from gm_detach_wait, gm_detach_done, gm_detach_cancel and
- * gm_detach_sweep.
+ * Answers a parked wait of waiter w for request req_id: with result (len
+ * bytes, malloc'd), the job's GEMM_REPLY frame whose header already
+ * carries req_id and index 0 (ownership passes), or when result is NULL
+ * with a refusal, code and text. Called from gm_detach_wait,
+ * gm_detach_done, gm_detach_cancel and gm_detach_sweep.
  */
-typedef void (*gm_detach_answer_fn)(void *w, uint64_t req_id, nng_msg *result,
-				    int code, const char *text, void *arg);
+typedef void (*gm_detach_answer_fn)(void *w, uint64_t req_id, uint8_t *result,
+				    uint64_t len, int code, const char *text,
+				    void *arg);
 
 /* A table keeping results keep_s seconds within max_bytes; s is the
  * scheduler queued jobs are canceled from. GM_ENOMEM. */
@@ -68,10 +68,11 @@ int gm_detach_room(gm_detach *t, uint32_t njobs, uint64_t bytes);
  * gm_detach_room made room for it. */
 uint64_t gm_detach_add(gm_detach *t, gm_sched_request *r, uint64_t reply_bytes);
 
-/* Job id is back: reply is its one-job GEMM_REPLY (ownership passes).
- * Hands it to a parked wait, drops it if the job was canceled, or keeps
- * it. */
-void gm_detach_done(gm_detach *t, uint64_t id, nng_msg *reply);
+/* Job id is back: reply is its GEMM_REPLY frame, len bytes, malloc'd
+ * (ownership passes), or NULL when there was no memory for it (the job
+ * then reads failed, ENOMEM). Hands it to a parked wait, drops it if
+ * the job was canceled, or keeps it. */
+void gm_detach_done(gm_detach *t, uint64_t id, uint8_t *reply, uint64_t len);
 
 /* The status document of job id ({"ok":true,"job":ID,...}, malloc'd),
  * or NULL when out of memory; GM_ENOTFOUND for an id not (or no
@@ -79,7 +80,7 @@ void gm_detach_done(gm_detach *t, uint64_t id, nng_msg *reply);
 int gm_detach_status(gm_detach *t, uint64_t id, char **json);
 
 /*
- * A wait for job id from context w, request req_id, answered through the
+ * A wait for job id from waiter w, request req_id, answered through the
  * callback at once when the job has finished, else when it does or when
  * timeout_ms (< 0: none) has passed (GM_ETIMEDOUT); the result goes to
  * the wait, which takes it. Returns GM_OK when the callback has answered

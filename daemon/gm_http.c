@@ -17,9 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gm_error_nng.h"
+#include "gm_error.h"
 #include "gm_inbox.h"
 #include "gm_metrics.h"
+#include "gm_net.h"
 
 enum route { R_METRICS, R_HEALTHZ, R_READYZ, R_COUNT };
 
@@ -216,7 +217,7 @@ static int start_server(gm_http *h, const char *addr, char *msg, size_t len)
 		return 0;
 	snprintf(msg, len, "metrics_listen \"%.200s\": %s", addr,
 		 nng_strerror(rv));
-	return gm_error_nng(rv);
+	return gm_net_err(rv);
 }
 
 int gm_http_open(uv_loop_t *loop, const char *addr, const gm_http_ops *ops,

@@ -73,3 +73,8 @@ void gm_loop_set_draining(gm_loop *l, int on, const char *why)
 	else
 		GM_LOG(GM_LOG_INFO, "resumed (%s): accepting jobs", why);
 }
+
+bool gm_loop_post(gm_loop *l, gm_event *ev)
+{
+	return gm_inbox_post(l->events, ev);
+}

@@ -1,16 +1,19 @@
 /*
  * gm_loop.h - what the daemon's loop thread owns, in one struct: the
- * event loop, the engine, the host pool, the scheduler, the stats, the
- * detached jobs, the regions and the listeners; and the two things
- * about it that every request path moves: the tick timer (deadlines,
- * detached results, parked waits) and draining.
+ * event loop, the engine, the host pool and the requests waiting for
+ * it, the scheduler, the stats, the detached jobs, the regions, the
+ * listeners and the connections; and the things about it that every
+ * request path moves: events handed over from other threads, the tick
+ * timer (deadlines, detached results, parked waits) and draining.
  *
- * gm_daemon.c opens and closes what is in it; gm_admit.c, gm_request.c,
- * gm_reply.c and gm_ctrl.c serve requests with it. Loop thread only.
+ * gm_daemon.c opens and closes what is in it; gm_listen.c and gm_conn.c
+ * carry the transport, gm_admit.c, gm_request.c, gm_reply.c and
+ * gm_ctrl.c serve requests with it. Loop thread only, but gm_loop_post.
  */
 #ifndef GM_LOOP_H
 #define GM_LOOP_H
 
+#include <stdint.h>
 #include <uv.h>
 
 #include "gm_config.h"
@@ -18,33 +21,73 @@
 #include "gm_http.h"
 #include "gm_inbox.h"
 #include "gm_pool.h"
+#include "gm_poolq.h"
 #include "gm_region_srv.h"
 #include "gm_regions.h"
 #include "gm_sched.h"
-#include "gm_server.h"
 
-typedef struct gm_loop {
+typedef struct gm_loop gm_loop;
+typedef struct gm_listen gm_listen;
+typedef struct gm_conn gm_conn;
+typedef struct gm_conn_ops gm_conn_ops;
+typedef struct gm_peers gm_peers;
+
+/* Something another thread hands to the loop: fn runs there with it.
+ * The poster's struct embeds it; nothing is allocated per post. */
+typedef struct gm_event gm_event;
+struct gm_event {
+	void *link; /* the inbox's */
+	void (*fn)(gm_event *ev, gm_loop *l);
+};
+
+/* Every connection (gm_conn.h), for the caps, the deadlines, the sends
+ * and the stats. */
+typedef struct gm_conns {
+	const gm_conn_ops *ops; /* the request layer */
+	gm_peers *peers;	/* open connections by peer */
+	gm_conn *head;		/* all of them, refused ones lingering too */
+	gm_conn *flush;		/* those with frames queued since a flush */
+	uint32_t next_id;	/* for the scheduler's turns; never 0 */
+	uv_timer_t timer;	/* deadlines; runs while one is pending */
+	int timer_on;		/* started */
+	uint64_t sweep_ms;	/* its period */
+	uv_prepare_t flusher;	/* sends what the loop's turn queued */
+	double refusal_logged;	/* when a refusal was last logged */
+	gm_stats_conns n;	/* counts for the stats document */
+} gm_conns;
+
+struct gm_loop {
 	const gm_config *cfg;
 	uv_loop_t uv;
 	gm_engine *eng;
 	gm_pool *pool;
+	gm_poolq *poolq; /* requests waiting for pool room */
 	gm_sched *sched;
-	gm_server *srv;
+	gm_listen *listen;
+	gm_conns conns;
 	gm_http *http; /* "metrics_listen"; NULL when off */
 	gm_stats stats;
 	gm_limits lim;
 	gm_inbox *done;		   /* jobs the engine returned */
+	gm_inbox *events;	   /* gm_event: I/O, accepts, warm-up */
 	gm_detach *detach;	   /* detached jobs and their results */
 	gm_regions *regions;	   /* shared-memory regions mapped */
 	gm_region_srv *region_srv; /* their hand-off socket; NULL when off */
+	uint64_t requests;	   /* GEMM request records alive */
+	uint64_t next_seq;	   /* orders requests and frames */
 	uv_signal_t sigint, sigterm, sigusr1;
 	uv_timer_t stop_timer;
 	uv_timer_t tick; /* queued deadlines, detached results and waits */
 	double tick_due; /* when tick fires (gm_clock_now_us); 0: stopped */
+	int warm;	 /* the engine's warm-up ended */
 	int draining;	 /* drained: new jobs refused with EDRAINING */
 	int stopping;	 /* a stop began: new jobs refused, then exit */
 	int exit_code;
-} gm_loop;
+};
+
+/* Hands ev to the loop, where ev->fn runs. Any thread. Returns false
+ * once the loop's events are closed (the daemon is exiting). */
+bool gm_loop_post(gm_loop *l, gm_event *ev);
 
 /* Initializes the tick timer on l->uv. GM_OK, or GM_EINTERNAL (logged);
  * an initialized timer is closed with every handle of the loop. */

@@ -45,6 +45,16 @@ static void single(FILE *f, const char *name, const char *type,
 	fprintf(f, "%s %.17g\n", name, v);
 }
 
+/* A counter family with one sample per reason. */
+static void by_reason(FILE *f, const char *name, const char *help,
+		      const char *const *names, const uint64_t *v, int n)
+{
+	family(f, name, "counter", help);
+	for (int i = 0; i < n; i++)
+		fprintf(f, "%s{reason=\"%s\"} %" PRIu64 "\n", name, names[i],
+			v[i]);
+}
+
 static void put_info(FILE *f, const gm_stats *s, const gm_stats_live *l)
 {
 	family(f, "gemmd_build_info", "gauge",
@@ -118,15 +128,38 @@ static void put_requests(FILE *f, const gm_stats *s, const gm_stats_live *l)
 		s->bytes_in);
 	fprintf(f, "gemmd_message_bytes_total{direction=\"out\"} %" PRIu64 "\n",
 		s->bytes_out);
-	single(f, "gemmd_contexts", "gauge", "nng reply contexts.",
-	       l->contexts);
+	single(f, "gemmd_contexts", "gauge",
+	       "Requests all connections may have in flight at once "
+	       "(max_connections x conn_max_inflight).",
+	       (double)l->contexts);
 	single(f, "gemmd_contexts_busy", "gauge",
-	       "nng reply contexts holding a request.", l->contexts_busy);
+	       "Requests in the daemon: read, not yet fully answered.",
+	       (double)l->requests_inflight);
 	single(f, "gemmd_connections_open", "gauge", "Connections open now.",
-	       (double)l->conn_open);
-	single(f, "gemmd_connections_refused_total", "counter",
-	       "Connections refused by the allow-lists.",
-	       (double)l->conn_refused);
+	       (double)l->conns.open);
+	single(f, "gemmd_connections_accepted_total", "counter",
+	       "Connections accepted, refused ones included.",
+	       (double)l->conns.accepted);
+	by_reason(f, "gemmd_connections_refused_total",
+		  "Connections refused as they came, by reason.",
+		  gm_conn_refusal_names, l->conns.refused_by,
+		  GM_CONN_REFUSAL_COUNT);
+	by_reason(f, "gemmd_connections_dropped_total",
+		  "Connections the daemon closed, by reason.",
+		  gm_conn_drop_names, l->conns.dropped_by, GM_CONN_DROP_COUNT);
+	single(f, "gemmd_connections_paused", "gauge",
+	       "Connections not read now: back-pressure, or waiting for "
+	       "pool room.",
+	       (double)l->conns.paused);
+	single(f, "gemmd_connections_unsent_bytes", "gauge",
+	       "Reply bytes waiting to be written, over every connection.",
+	       (double)l->conns.unsent_bytes);
+	single(f, "gemmd_accept_pauses_total", "counter",
+	       "Times a listener paused accepting (out of descriptors).",
+	       (double)l->conns.accept_pauses);
+	single(f, "gemmd_pool_waiting", "gauge",
+	       "Requests waiting for room in the staging pool.",
+	       (double)l->pool_waiting);
 }
 
 /* Every dtype's "ok" sample always, so that rates start from zero;

@@ -236,29 +236,12 @@ void gm_regions_refused(gm_regions *rs)
 
 /* ---- requests ---- */
 
-void gm_regions_peer(nng_msg *msg, gm_region_peer *p)
-{
-	nng_pipe pipe = nng_msg_get_pipe(msg);
-	nng_sockaddr sa;
-	uint64_t uid;
-
-	p->ipc = 0;
-	p->uid = UINT32_MAX;
-	if (nng_pipe_id(pipe) < 0 ||
-	    nng_pipe_get_addr(pipe, NNG_OPT_LOCADDR, &sa) != 0 ||
-	    sa.s_family != NNG_AF_IPC ||
-	    nng_pipe_get_uint64(pipe, NNG_OPT_IPC_PEER_UID, &uid) != 0)
-		return;
-	p->ipc = 1;
-	p->uid = (uint32_t)uid;
-}
-
 static int check_ref(gm_regions *rs, const gm_region_ref *ref, uint64_t len,
-		     const gm_region_peer *peer, char *msg, size_t msglen)
+		     const gm_peer *peer, char *msg, size_t msglen)
 {
 	gm_region *r;
 
-	if (!peer->ipc) {
+	if (peer->kind != GM_URL_IPC || !peer->has_cred) {
 		snprintf(msg, msglen, "regions can be named over ipc:// only");
 		return GM_EACCES;
 	}
@@ -282,10 +265,10 @@ static int check_ref(gm_regions *rs, const gm_region_ref *ref, uint64_t len,
 	return GM_OK;
 }
 
-int gm_regions_check_req(gm_regions *rs, nng_msg *req, uint32_t *nrefs,
-			 char *msg, size_t msglen)
+int gm_regions_check_req(gm_regions *rs, const gm_peer *peer, const gm_hdr *h,
+			 const uint8_t *head, const uint8_t *desc,
+			 uint32_t *nrefs, char *msg, size_t msglen)
 {
-	gm_region_peer peer = {0, UINT32_MAX};
 	char detail[2 * GM_MSG_TEXT];
 	gm_job_operands ops;
 	gm_job_iter it;
@@ -295,18 +278,16 @@ int gm_regions_check_req(gm_regions *rs, nng_msg *req, uint32_t *nrefs,
 	int rv;
 
 	*nrefs = 0;
-	gm_proto_jobs_begin(nng_msg_body(req), nng_msg_len(req), &it);
-	for (i = 0; gm_proto_jobs_next_ops(&it, &d, &ops) == GM_OK; i++) {
+	gm_proto_jobs_begin(&it, h, head, desc, NULL);
+	for (i = 0; gm_proto_jobs_next(&it, &d, &ops) == GM_OK; i++) {
 		if (!(d.flags & GM_JOB_REGIONS))
 			continue;
 		gm_job_sizes_of(&d, &z);
 		for (int op = 0; op < GM_OPND_COUNT; op++) {
 			if (!gm_ref_in_region(ops.ref, op))
 				continue;
-			if (*nrefs == 0)
-				gm_regions_peer(req, &peer);
 			rv = check_ref(rs, &ops.ref[op],
-				       gm_operand_bytes(&z, op), &peer, detail,
+				       gm_operand_bytes(&z, op), peer, detail,
 				       sizeof(detail));
 			if (rv != GM_OK) {
 				snprintf(msg, msglen, "job %" PRIu32 ": %s: %s",

@@ -18,11 +18,11 @@
 #ifndef GM_REGIONS_H
 #define GM_REGIONS_H
 
-#include <nng/nng.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "gm_engine.h"
+#include "gm_net.h"
 #include "gm_proto_region.h"
 #include "gm_stats.h"
 
@@ -99,28 +99,19 @@ void gm_regions_refused(gm_regions *rs);
 
 /* ---- requests ---- */
 
-/* Who sent a request: over ipc:// with the peer's uid, or not. */
-typedef struct gm_region_peer {
-	int ipc;
-	uint32_t uid;
-} gm_region_peer;
-
-/* Reads the peer of the pipe msg came on. A pipe already gone, or one
- * whose credentials cannot be read, reads as not ipc. Any thread. */
-void gm_regions_peer(nng_msg *msg, gm_region_peer *p);
-
 /*
- * Checks every operand that a job of the request req (already accepted
- * by gm_proto_check_gemm) names in a region, job by job in order, each
- * in the order A, B, C, OUT: the request came over ipc:// (GM_EACCES),
- * the region exists (GM_ENOTFOUND), the peer (gm_regions_peer, read at
- * the first region named) has its owner's uid (GM_EACCES), the operand
- * lies inside it (GM_EBOUNDS). On success *nrefs is the number of region
- * operands (0: the request names no region). On failure msg names the
- * job, operand and value.
+ * Checks every operand that a job of the request h (head and desc
+ * already accepted by gm_proto_check_head and gm_proto_check_descs)
+ * names in a region, job by job in order, each in the order A, B, C,
+ * OUT: the request came over ipc:// from a peer whose credentials were
+ * read (GM_EACCES), the region exists (GM_ENOTFOUND), the peer has its
+ * owner's uid (GM_EACCES), the operand lies inside it (GM_EBOUNDS). On
+ * success *nrefs is the number of region operands (0: the request names
+ * no region). On failure msg names the job, operand and value.
  */
-int gm_regions_check_req(gm_regions *rs, nng_msg *req, uint32_t *nrefs,
-			 char *msg, size_t msglen);
+int gm_regions_check_req(gm_regions *rs, const gm_peer *peer, const gm_hdr *h,
+			 const uint8_t *head, const uint8_t *desc,
+			 uint32_t *nrefs, char *msg, size_t msglen);
 
 /* A request's references on regions. */
 typedef struct gm_region_holds {

@@ -1,34 +1,84 @@
 /*
  * gm_request.c - a GEMM request's record on the loop thread: its jobs
- * filled from the request and pointed at their places in the reply or
- * in regions, and its one reply built when the last job is back; see
- * gm_request.h.
+ * described and bound to their regions when it is accepted, placed in
+ * its slab when the slab is granted, queued when the payload is in, and
+ * each answered in place in the slab as it finishes; see gm_request.h.
  */
 #include "gm_request.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "gm_clock.h"
 #include "gm_log.h"
-#include "gm_reply.h"
 #include "gm_slab.h"
 
-uint64_t gm_request_reply_size(const uint8_t *body, size_t len)
+static bool detached(const gm_request *rq)
 {
-	uint64_t size = GM_HDR_SIZE;
-	gm_job_operands ops;
-	gm_job_iter it;
-	gm_job_desc jd;
+	return (rq->b.flags & GM_BATCH_DETACH) != 0;
+}
+
+/* Job i of the request. */
+static gm_sched_job *job_at(const gm_request *rq, uint32_t i)
+{
+	return detached(rq) ? &rq->sr[i].jobs[0] : &rq->sr->jobs[i];
+}
+
+/* Bytes of a job's result that come back in its reply: none when the
+ * result goes to a region. */
+static uint64_t reply_result(const gm_job_desc *d, const gm_job_operands *ops)
+{
 	gm_job_sizes z;
 
-	gm_proto_jobs_begin(body, len, &it);
-	while (gm_proto_jobs_next_ops(&it, &jd, &ops) == 0) {
-		gm_job_sizes_of(&jd, &z);
-		size += GM_REPLY_JOB_SIZE +
-			(gm_ref_in_region(ops.ref, GM_OPND_OUT) ? 0 : z.out);
+	if (gm_ref_in_region(ops->ref, GM_OPND_OUT))
+		return 0;
+	gm_job_sizes_of(d, &z);
+	return z.out;
+}
+
+uint64_t gm_request_slab_bytes(const gm_hdr *h, const uint8_t *head,
+			       const uint8_t *desc, uint64_t payload)
+{
+	gm_job_operands ops;
+	gm_slab_cursor cur;
+	gm_job_iter it;
+	gm_job_desc d;
+
+	gm_slab_begin(&cur, payload);
+	gm_proto_jobs_begin(&it, h, head, desc, NULL);
+	while (gm_proto_jobs_next(&it, &d, &ops) == GM_OK)
+		gm_slab_next(&cur, reply_result(&d, &ops));
+	return gm_slab_size(&cur);
+}
+
+/* The scheduler's records: one request, or one per job when detached,
+ * in one allocation. */
+static gm_sched_request *alloc_sched(const gm_request *rq, uint32_t n)
+{
+	gm_sched_request *r;
+	gm_sched_job *j;
+
+	if (!detached(rq))
+		return gm_sched_alloc_request(n);
+	r = calloc(n, sizeof(*r) + sizeof(*j));
+	if (r == NULL)
+		return NULL;
+	j = (gm_sched_job *)(r + n);
+	for (uint32_t i = 0; i < n; i++) {
+		r[i].njobs = 1;
+		r[i].jobs = &j[i];
 	}
-	return size;
+	return r;
+}
+
+static void free_sched(gm_request *rq)
+{
+	if (detached(rq))
+		free(rq->sr);
+	else
+		gm_sched_free_request(rq->sr);
 }
 
 /* The configured kernel, unless it cannot run dtype: the tiled kernel
@@ -42,139 +92,244 @@ static uint8_t default_kernel(const gm_loop *l, int dtype)
 	return (uint8_t)k;
 }
 
-uint64_t gm_request_fill_job(const gm_loop *l, gm_job *j, const gm_job_desc *jd,
-			     const uint8_t *a, uint8_t *rec)
+gm_request *gm_request_new(gm_loop *l, gm_conn *c, const gm_hdr *h,
+			   const gm_batch *b, const uint8_t *head,
+			   const uint8_t *desc, uint32_t nrefs,
+			   uint64_t payload)
 {
-	gm_job_sizes z;
-
-	j->d = *jd;
-	if (j->d.kernel == GM_KERNEL_DEFAULT)
-		j->d.kernel = default_kernel(l, j->d.dtype);
-	gm_job_sizes_of(&j->d, &z);
-	j->copy_in = a;
-	j->copy_in_bytes = z.a + z.b + z.c;
-	j->copy_out = rec + GM_REPLY_JOB_SIZE;
-	return GM_REPLY_JOB_SIZE + z.out;
-}
-
-/* A job naming regions (checked by gm_regions_check_req): points those
- * operands into them, holding each in h, and stages only the inline
- * ones. Returns the reply bytes the result no longer needs: all of them
- * when it goes to a region. */
-static uint64_t place_regions(gm_loop *l, gm_sched_job *j,
-			      const gm_job_operands *ops, gm_region_holds *h)
-{
-	gm_job_sizes z;
-
-	j->placed = gm_regions_bind(l->regions, ops, &j->job, h);
-	j->job.copy_in = ops->inline_bytes != 0 ? ops->inline_start : NULL;
-	j->job.copy_in_bytes = ops->inline_bytes;
-	if (!(j->placed & GM_PLACED(GM_OPND_OUT)))
-		return 0;
-	j->job.copy_out = NULL;
-	gm_job_sizes_of(&j->job.d, &z);
-	return z.out;
-}
-
-void gm_request_fill_jobs(gm_loop *l, gm_sched_request *sr, const uint8_t *body,
-			  size_t len, uint8_t *rep, gm_region_holds *holds)
-{
-	uint64_t off = GM_HDR_SIZE;
+	gm_request *rq = calloc(1, sizeof(*rq));
 	gm_job_operands ops;
 	gm_job_iter it;
-	gm_job_desc jd;
+	gm_job_desc d;
 
-	gm_proto_jobs_begin(body, len, &it);
-	for (uint32_t i = 0; i < sr->njobs; i++) {
-		gm_proto_jobs_next_ops(&it, &jd, &ops);
-		off += gm_request_fill_job(l, &sr->jobs[i].job, &jd,
-					   ops.inline_start, rep + off);
-		if (jd.flags & GM_JOB_REGIONS)
-			off -= place_regions(l, &sr->jobs[i], &ops, holds);
+	if (rq == NULL)
+		return NULL;
+	*rq = (gm_request){
+	    .l = l, .conn = c, .h = *h, .b = *b, .payload = payload};
+	if ((rq->sr = alloc_sched(rq, h->count)) == NULL ||
+	    (nrefs != 0 && (rq->holds = gm_regions_holds_new(nrefs)) == NULL) ||
+	    (detached(rq) &&
+	     (rq->detach_ids = calloc(h->count, sizeof(uint64_t))) == NULL)) {
+		if (rq->sr != NULL)
+			free_sched(rq);
+		free(rq->holds);
+		free(rq);
+		return NULL;
+	}
+	rq->wait.bytes = gm_request_slab_bytes(h, head, desc, payload);
+	gm_proto_jobs_begin(&it, h, head, desc, NULL);
+	for (uint32_t i = 0; gm_proto_jobs_next(&it, &d, &ops) == GM_OK; i++) {
+		gm_sched_job *j = job_at(rq, i);
+
+		j->job.d = d;
+		if (d.kernel == GM_KERNEL_DEFAULT)
+			j->job.d.kernel = default_kernel(l, d.dtype);
+		if (d.flags & GM_JOB_REGIONS)
+			gm_regions_bind(l->regions, &ops, &j->job, rq->holds);
+	}
+	for (uint32_t i = 0; i < (detached(rq) ? h->count : 1); i++) {
+		gm_sched_request *r = &rq->sr[i];
+
+		r->id = h->id;
+		r->batch = *b;
+		r->conn = gm_conn_id(c);
+		r->reserved = 1;
+		r->user = rq;
+	}
+	rq->seq = l->next_seq++;
+	rq->reserved = true;
+	l->requests++;
+	gm_conn_hold(c);
+	return rq;
+}
+
+void gm_request_place(gm_request *rq, const uint8_t *head, const uint8_t *desc)
+{
+	uint8_t *slab = rq->wait.slab;
+	gm_job_operands ops;
+	gm_slab_cursor cur;
+	gm_job_iter it;
+	gm_job_desc d;
+
+	gm_slab_begin(&cur, rq->payload);
+	gm_proto_jobs_begin(&it, &rq->h, head, desc, slab);
+	for (uint32_t i = 0; gm_proto_jobs_next(&it, &d, &ops) == GM_OK; i++) {
+		gm_sched_job *j = job_at(rq, i);
+		uint64_t out = reply_result(&d, &ops);
+
+		/* Inline operands are where the payload put them. */
+		if (!gm_ref_in_region(ops.ref, GM_OPND_A))
+			j->job.a = (void *)ops.data[GM_OPND_A];
+		if (!gm_ref_in_region(ops.ref, GM_OPND_B))
+			j->job.b = (void *)ops.data[GM_OPND_B];
+		if ((d.flags & GM_JOB_HAS_C) &&
+		    !gm_ref_in_region(ops.ref, GM_OPND_C))
+			j->job.c = (void *)ops.data[GM_OPND_C];
+		j->reply = slab + gm_slab_next(&cur, out);
+		if (out != 0)
+			j->job.out = j->reply + GM_SLAB_REPLY_HEAD;
 	}
 }
 
-void gm_request_no_room(const gm_loop *l, int rv, const gm_batch *b,
-			uint32_t njobs, char *text, size_t len)
+/* Frees the record, its slab last: giving the slab back may let a
+ * waiting request in at once. */
+static void free_request(gm_request *rq)
 {
-	unsigned lim = l->cfg->queue_depth_prio[b->priority];
+	gm_loop *l = rq->l;
+	gm_conn *c = rq->conn;
+	void *slab = rq->wait.slab;
 
-	if (rv != GM_EBUSY)
-		snprintf(text, len, "gemmd is shutting down");
-	else if (lim != 0 &&
-		 gm_sched_queued_prio(l->sched, b->priority) + njobs > lim)
-		snprintf(text, len,
-			 "priority %u queue full (%u jobs): try again later",
-			 b->priority, lim);
-	else
-		snprintf(text, len, "queue full: try again later");
-}
-
-/* Writes each job's reply record, logging the jobs that failed; a failed
- * job carries no result, so later results move down over the room it
- * left. */
-static size_t build_reply(gm_sched_request *sr, uint8_t *rep)
-{
-	size_t off = GM_HDR_SIZE;
-
-	gm_proto_put_hdr(rep, GM_MSG_GEMM_REPLY, sr->id, sr->njobs);
-	for (uint32_t i = 0; i < sr->njobs; i++) {
-		gm_sched_job *j = &sr->jobs[i];
-		gm_reply_job rj = {.status = (uint32_t)j->job.status,
-				   .dtype = j->job.d.dtype,
-				   .layout = j->job.d.layout,
-				   .m = j->job.d.m,
-				   .n = j->job.d.n,
-				   .t = j->t};
-		gm_job_sizes z;
-
-		gm_job_sizes_of(&j->job.d, &z);
-		if (j->job.status != 0)
-			GM_LOGJ(GM_LOG_DEBUG, sr->id, i, "failed: %s: %s",
-				gm_errname(j->job.status), j->job.msg);
-		if (j->job.status == 0 && j->job.copy_out != NULL) {
-			rj.result_bytes = z.out;
-			/* Usually already in place: then no pass over it. */
-			if (rep + off + GM_REPLY_JOB_SIZE != j->job.copy_out)
-				memmove(rep + off + GM_REPLY_JOB_SIZE,
-					j->job.copy_out, z.out);
-		} else if (j->job.status != 0) { /* 0: in its region */
-			snprintf(rj.message, sizeof(rj.message), "%s",
-				 j->job.msg[0] ? j->job.msg
-					       : gm_strerror(j->job.status));
-		}
-		gm_proto_put_reply_job(rep + off, &rj);
-		off += GM_REPLY_JOB_SIZE + rj.result_bytes;
-	}
-	return off;
-}
-
-void gm_request_done(gm_sched_request *sr, void *arg)
-{
-	gm_loop *l = arg;
-	gm_request *rq = sr->user;
-	size_t len = nng_msg_len(rq->rep);
-	size_t used = build_reply(sr, nng_msg_body(rq->rep));
-
-	nng_msg_chop(rq->rep, len - used);
 	gm_regions_holds_drop(l->regions, rq->holds);
-	if (rq->group != NULL) {
-		/* Detached: the table keeps the reply for a wait. */
-		gm_detach_done(l->detach, rq->detach_id, rq->rep);
-		gm_sched_free_request(sr);
-		gm_request_group_release(rq->group);
-		return;
-	}
-	gm_reply_send(l, rq->w, rq->rep);
-	nng_msg_free(rq->req);
+	free_sched(rq);
+	free(rq->detach_ids);
 	free(rq);
-	gm_sched_free_request(sr);
+	l->requests--;
+	gm_conn_release(c);
+	if (slab != NULL)
+		gm_poolq_put(l->poolq, slab);
 }
 
-void gm_request_group_release(gm_request_group *g)
+static void maybe_free(gm_request *rq)
 {
-	if (--g->left != 0)
+	if (rq->submitted && rq->parts == 0 && rq->frames == 0)
+		free_request(rq);
+}
+
+/* Gives back what an accepted request was promised. */
+static void unreserve(gm_request *rq)
+{
+	if (!rq->reserved)
 		return;
-	nng_msg_free(g->req);
-	free(g);
+	rq->reserved = false;
+	gm_sched_unreserve(rq->l->sched, rq->b.priority, rq->h.count);
+	if (!detached(rq))
+		gm_conn_unreserve(rq->conn, rq->h.count);
+}
+
+void gm_request_drop(gm_request *rq)
+{
+	unreserve(rq);
+	gm_conn_end(rq->conn);
+	free_request(rq);
+}
+
+/* What a detached request's jobs take in the table: their frames. */
+static uint64_t detached_cost(const gm_request *rq)
+{
+	uint64_t cost = 0;
+	gm_job_sizes z;
+
+	for (uint32_t i = 0; i < rq->h.count; i++) {
+		gm_job_sizes_of(&job_at(rq, i)->job.d, &z);
+		cost += gm_detach_cost(GM_SLAB_REPLY_HEAD + z.out);
+	}
+	return cost;
+}
+
+static void part_done(gm_request *rq);
+
+int gm_request_submit(gm_request *rq)
+{
+	gm_loop *l = rq->l;
+	double now = gm_clock_now_us();
+	uint32_t n = detached(rq) ? rq->h.count : 1;
+	gm_job_sizes z;
+	int rv;
+
+	/* Room for detached results was there when it was accepted; its
+	 * payload came since, and others may have taken it. */
+	if (detached(rq) && (rv = gm_detach_room(l->detach, rq->h.count,
+						 detached_cost(rq))) != GM_OK)
+		return rv;
+	rq->reserved = false; /* the scheduler takes its room now */
+	rq->submitted = true;
+	rq->parts = n + 1; /* held while submitting */
+	for (uint32_t i = 0; i < n; i++) {
+		rq->sr[i].recv_us = now;
+		if (detached(rq)) {
+			gm_job_sizes_of(&rq->sr[i].jobs[0].job.d, &z);
+			rq->detach_ids[i] = gm_detach_add(
+			    l->detach, &rq->sr[i], GM_SLAB_REPLY_HEAD + z.out);
+		}
+		/* Cannot fail: its room was reserved. */
+		(void)gm_sched_submit(l->sched, &rq->sr[i]);
+	}
+	part_done(rq);
+	gm_loop_arm_tick(l);
+	return GM_OK;
+}
+
+/* Job j's reply frame, in place in the slab; returns its length. */
+static uint64_t write_reply(const gm_request *rq, gm_sched_job *j, uint32_t idx)
+{
+	gm_reply_job rj = {.status = (uint32_t)j->job.status,
+			   .dtype = j->job.d.dtype,
+			   .layout = j->job.d.layout,
+			   .m = j->job.d.m,
+			   .n = j->job.d.n,
+			   .t = j->t};
+	gm_job_sizes z;
+
+	gm_job_sizes_of(&j->job.d, &z);
+	if (j->job.status == GM_OK &&
+	    (uint8_t *)j->job.out == j->reply + GM_SLAB_REPLY_HEAD)
+		rj.result_bytes = z.out;
+	if (j->job.status != GM_OK) {
+		GM_LOGJ(GM_LOG_DEBUG, rq->h.id, idx, "failed: %s: %s",
+			gm_errname(j->job.status), j->job.msg);
+		snprintf(rj.message, sizeof(rj.message), "%s",
+			 j->job.msg[0] ? j->job.msg
+				       : gm_strerror(j->job.status));
+	}
+	gm_proto_put_hdr(j->reply, GM_MSG_GEMM_REPLY, rq->h.id, idx,
+			 GM_REPLY_JOB_SIZE + rj.result_bytes);
+	gm_proto_put_reply_job(j->reply + GM_HDR_SIZE, &rj);
+	return GM_SLAB_REPLY_HEAD + rj.result_bytes;
+}
+
+void gm_request_job_done(gm_sched_job *j, void *arg)
+{
+	gm_request *rq = j->req->user;
+	uint32_t idx = detached(rq) ? (uint32_t)(j->req - rq->sr) : j->idx;
+	uint64_t len = write_reply(rq, j, idx);
+	uint8_t *copy;
+
+	(void)arg;
+	if (detached(rq)) {
+		/* The table keeps its own copy: the slab goes with the
+		 * request's last job. */
+		if ((copy = malloc(len)) != NULL)
+			memcpy(copy, j->reply, len);
+		gm_detach_done(rq->l->detach, rq->detach_ids[idx], copy, len);
+		return;
+	}
+	rq->frames++;
+	gm_conn_push_frame(rq->conn, j->reply, len, rq, rq->seq);
+}
+
+void gm_request_sched_done(gm_sched_request *sr, void *arg)
+{
+	(void)arg;
+	part_done(sr->user);
+}
+
+/* A scheduler request of rq is done (or the hold while submitting). */
+static void part_done(gm_request *rq)
+{
+	if (--rq->parts != 0)
+		return;
+	/* Every reply is queued: the request no longer counts against its
+	 * connection's inflight cap (a detached one stopped counting when
+	 * its ids were sent). */
+	if (!detached(rq))
+		gm_conn_end(rq->conn);
+	maybe_free(rq);
+}
+
+void gm_request_frames_done(void *owner, uint32_t n)
+{
+	gm_request *rq = owner;
+
+	rq->frames -= n;
+	maybe_free(rq);
 }

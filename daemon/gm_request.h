@@ -1,74 +1,88 @@
 /*
  * gm_request.h - the daemon's record of a GEMM request, from the moment
- * it is admitted (gm_admit.h) to its one reply: the context it came on,
- * the request message (which the jobs read their inline operands from),
- * the reply message (which the results are written into, each after its
- * job's record, so that the engine writes them there directly) and the
- * regions its jobs hold. The scheduler's view of the same request is a
- * gm_sched_request whose user is the record.
+ * it is accepted (gm_admit.h) to its last reply: the connection it came
+ * on, its slab (gm_slab.h: the payload as it came, then each job's
+ * reply frame with its result), the regions its jobs hold, and its jobs
+ * as the scheduler sees them.
  *
- * A detached request is answered as soon as it is admitted. Each of its
- * jobs is then a request of its own, so that it finishes, is waited for
- * and is canceled on its own: a record without a context whose one-job
- * reply goes to the detached-job table. The records of one detached
- * request form a group that holds the request message until the last of
- * them is done.
+ * Each job, when it finishes, gets its reply frame written in place in
+ * the slab, and the frame is queued on the connection (gm_conn.h) to be
+ * written from there. The record, its slab and its hold on the
+ * connection go when its jobs are all back and its last frame is
+ * written (or dropped with its connection): a request whose client went
+ * away still runs, and is freed like any other.
+ *
+ * A detached request is answered at once with its jobs' ids. Each of its
+ * jobs is a scheduler request of its own, so that it finishes, is
+ * waited for and is canceled on its own; when a job is done its reply
+ * frame is copied out of the slab into memory the detached-job table
+ * keeps, and the slab goes when the last of them is back.
  *
  * Loop thread.
  */
 #ifndef GM_REQUEST_H
 #define GM_REQUEST_H
 
-#include <nng/nng.h>
-#include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
+#include "gm_conn.h"
 #include "gm_loop.h"
 
-typedef struct gm_request_group gm_request_group;
-
 typedef struct gm_request {
-	gm_sched_request *sr;	 /* the scheduler's view of it */
-	gm_work *w;		 /* where to reply; NULL when detached */
-	nng_msg *req, *rep;	 /* req: NULL when detached (the group's) */
-	gm_request_group *group; /* detached: the request's jobs */
-	uint64_t detach_id;	 /* detached: the job's id */
-	gm_region_holds *holds;	 /* regions its jobs point into, or NULL */
+	gm_loop *l;
+	gm_conn *conn; /* held until the record goes */
+	gm_hdr h;
+	gm_batch b;
+	uint64_t seq;		/* orders its frames among others */
+	uint64_t payload;	/* bytes of the payload section */
+	gm_poolq_wait wait;	/* its slab: bytes, then where */
+	gm_region_holds *holds; /* regions its jobs point into, or NULL */
+	gm_sched_request *sr;	/* its jobs; detached: sr[0..count-1],
+				   one job each */
+	uint64_t *detach_ids;	/* detached: each job's id */
+	uint32_t parts;		/* scheduler requests not yet done */
+	uint32_t frames;	/* reply frames queued, not yet gone */
+	bool waiting;		/* for pool room, in gm_poolq */
+	bool submitted;		/* its jobs went to the scheduler */
+	bool reserved;		/* holds queue room and frame room */
 } gm_request;
 
-/* The jobs of one detached request. */
-struct gm_request_group {
-	nng_msg *req;
-	uint32_t left; /* records not yet done (and a hold while queueing) */
-	gm_request jobs[];
-};
+/*
+ * A record for the accepted request h (head and descriptors at hand,
+ * checked, regions checked: PROTOCOL.md 8 steps 1-24) on c, whose jobs
+ * are described from head and desc and bound to the regions they name
+ * (nrefs references taken). Its slab is not reserved yet. Returns NULL
+ * when out of memory.
+ */
+gm_request *gm_request_new(gm_loop *l, gm_conn *c, const gm_hdr *h,
+			   const gm_batch *b, const uint8_t *head,
+			   const uint8_t *desc, uint32_t nrefs,
+			   uint64_t payload);
 
-/* Bytes of the reply to a checked GEMM request: a header, and per job
- * its record and its result (none for a result written to a region). */
-uint64_t gm_request_reply_size(const uint8_t *body, size_t len);
+/* The slab bytes the request needs (gm_slab.h), from its head: what
+ * step 24 checks and gm_poolq reserves. */
+uint64_t gm_request_slab_bytes(const gm_hdr *h, const uint8_t *head,
+			       const uint8_t *desc, uint64_t payload);
 
-/* Fills job j described by jd with payload a; its result goes after the
- * reply record at rec. Returns the bytes of record and result. */
-uint64_t gm_request_fill_job(const gm_loop *l, gm_job *j, const gm_job_desc *jd,
-			     const uint8_t *a, uint8_t *rec);
+/* Points the jobs' inline operands, results and reply frames into the
+ * slab just granted (rq->wait.slab), head and desc as for
+ * gm_request_new. */
+void gm_request_place(gm_request *rq, const uint8_t *head, const uint8_t *desc);
 
-/* Fills the jobs of sr from the checked request body, each result at its
- * place in the reply rep or in the region it names (taking holds in
- * holds). */
-void gm_request_fill_jobs(gm_loop *l, gm_sched_request *sr, const uint8_t *body,
-			  size_t len, uint8_t *rep, gm_region_holds *holds);
+/* The payload is in: queues the jobs (GM_OK), or, detached, records
+ * them and returns their ids in *ids (rq->detach_ids). */
+int gm_request_submit(gm_request *rq);
 
-/* Writes into text why the scheduler has no room (rv from gm_sched) for
- * njobs more jobs of batch b. */
-void gm_request_no_room(const gm_loop *l, int rv, const gm_batch *b,
-			uint32_t njobs, char *text, size_t len);
+/* Frees a record whose jobs were never submitted (refused, or abandoned
+ * before its payload was in), with its slab if it has one. */
+void gm_request_drop(gm_request *rq);
 
-/* The scheduler's done callback (arg is the gm_loop): every job of sr is
- * back. Logs the jobs that failed, builds the reply and sends it, or
- * hands it to the detached-job table; frees the request. */
-void gm_request_done(gm_sched_request *sr, void *arg);
+/* The scheduler's callbacks (arg the gm_loop). */
+void gm_request_job_done(gm_sched_job *j, void *arg);
+void gm_request_sched_done(gm_sched_request *sr, void *arg);
 
-/* Drops a record's hold on its group; the last frees it. */
-void gm_request_group_release(gm_request_group *g);
+/* The connection's callback: n of the request's frames are gone. */
+void gm_request_frames_done(void *owner, uint32_t n);
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * gm_proto.c - gemmd wire format v1: job arithmetic, the common header
+ * gm_proto.c - gemmd wire format v2: job arithmetic, the frame header
  * and GEMM requests (replies and errors are in gm_proto_reply.c).
  *
  * Decoders trust no length they have
@@ -203,9 +203,10 @@ int gm_job_check(const gm_job_desc *d, const gm_limits *lim, char *msg,
 	return check_job_bytes(sz.a + sz.b + sz.c, lim, "A+B+C", msg, msglen);
 }
 
-/* ---- common header ---- */
+/* ---- frame header ---- */
 
-void gm_proto_put_hdr(uint8_t *p, uint16_t type, uint64_t id, uint32_t count)
+void gm_proto_put_hdr(uint8_t *p, uint16_t type, uint64_t id, uint32_t count,
+		      uint64_t length)
 {
 	put_u32(p, GM_PROTO_MAGIC);
 	put_u16(p + 4, GM_PROTO_VERSION);
@@ -213,13 +214,14 @@ void gm_proto_put_hdr(uint8_t *p, uint16_t type, uint64_t id, uint32_t count)
 	put_u64(p + 8, id);
 	put_u32(p + 16, count);
 	put_u32(p + 20, 0);
+	put_u64(p + 24, length);
 }
 
-/* The checks every message shares; the id is filled first so that a
- * refusal can echo it. */
-int gm_proto_parse_hdr(const uint8_t *p, size_t len, gm_hdr *h, char *msg,
-		       size_t msglen)
+/* The id is filled first so that a refusal can echo it. */
+int gm_proto_get_hdr(const void *buf, size_t len, gm_hdr *h, char *msg,
+		     size_t msglen)
 {
+	const uint8_t *p = buf;
 	uint32_t magic;
 
 	memset(h, 0, sizeof(*h));
@@ -234,6 +236,7 @@ int gm_proto_parse_hdr(const uint8_t *p, size_t len, gm_hdr *h, char *msg,
 	h->type = get_u16(p + 6);
 	h->count = get_u32(p + 16);
 	h->flags = get_u32(p + 20);
+	h->length = get_u64(p + 24);
 	if (magic != GM_PROTO_MAGIC)
 		return gm_proto_fail(GM_EMAGIC, msg, msglen,
 				     "magic=0x%08" PRIx32
@@ -253,6 +256,13 @@ int gm_proto_parse_hdr(const uint8_t *p, size_t len, gm_hdr *h, char *msg,
 	return GM_OK;
 }
 
+int gm_proto_is_sp(const void *buf, size_t len)
+{
+	static const uint8_t sp[4] = {0x00, 'S', 'P', 0x00};
+
+	return len >= sizeof(sp) && memcmp(buf, sp, sizeof(sp)) == 0;
+}
+
 int gm_proto_want_type(const gm_hdr *h, uint16_t type, char *msg, size_t msglen)
 {
 	if (h->type != type)
@@ -261,34 +271,60 @@ int gm_proto_want_type(const gm_hdr *h, uint16_t type, char *msg, size_t msglen)
 	return GM_OK;
 }
 
-/* For messages whose count is the body length, that length is exact. */
-static int check_body_len(const gm_hdr *h, size_t len, char *msg, size_t msglen)
+uint64_t gm_proto_head_size(const gm_hdr *h)
 {
-	size_t body = len - GM_HDR_SIZE;
+	return GM_BATCH_SIZE + (uint64_t)h->count * GM_JOB_HDR_SIZE;
+}
 
-	if (body < h->count)
-		return gm_proto_fail(GM_ETRUNC, msg, msglen,
-				     "count=%" PRIu32
-				     " body bytes, %zu present",
-				     h->count, body);
-	if (body > h->count)
-		return gm_proto_fail(GM_ETRAILING, msg, msglen,
-				     "count=%" PRIu32
-				     " body bytes, %zu present",
-				     h->count, body);
+static int check_ctrl_hdr(const gm_hdr *h, const gm_limits *lim, char *msg,
+			  size_t msglen)
+{
+	/* The length first, as for GEMM: a frame refused for its count is
+	 * read to its end and discarded, which its length must bound. */
+	if (h->length > lim->max_ctrl)
+		return gm_proto_fail(GM_ETOOBIG, msg, msglen,
+				     "CTRL body of %" PRIu64
+				     " bytes, max_ctrl_bytes=%" PRIu64,
+				     h->length, lim->max_ctrl);
+	if (h->count != 0)
+		return gm_proto_fail(GM_EFIELD, msg, msglen,
+				     "CTRL count=%" PRIu32 ", must be 0",
+				     h->count);
 	return GM_OK;
 }
 
-int gm_proto_get_hdr(const void *buf, size_t len, gm_hdr *h, char *msg,
-		     size_t msglen)
+int gm_proto_check_request(const gm_hdr *h, const gm_limits *lim, char *msg,
+			   size_t msglen)
 {
-	int rv;
+	uint32_t max_jobs = min_u32(lim->max_jobs, GM_MAX_JOBS);
 
-	if ((rv = gm_proto_parse_hdr(buf, len, h, msg, msglen)) != 0)
-		return rv;
-	if (h->type == GM_MSG_GEMM || h->type == GM_MSG_GEMM_REPLY)
-		return GM_OK;
-	return check_body_len(h, len, msg, msglen);
+	if (h->type != GM_MSG_GEMM && h->type != GM_MSG_CTRL)
+		return gm_proto_fail(GM_EMSGTYPE, msg, msglen,
+				     "type=%u is not a request (1 GEMM, 3 "
+				     "CTRL)",
+				     h->type);
+	if (h->type == GM_MSG_CTRL)
+		return check_ctrl_hdr(h, lim, msg, msglen);
+	if (h->length > lim->max_frame)
+		return gm_proto_fail(GM_ETOOBIG, msg, msglen,
+				     "frame of %" PRIu64
+				     " bytes, max_message_bytes=%" PRIu64,
+				     h->length, lim->max_frame);
+	if (h->count == 0)
+		return gm_proto_fail(GM_EFIELD, msg, msglen,
+				     "count=0, must be 1..%" PRIu32, max_jobs);
+	if (h->count > max_jobs)
+		return gm_proto_fail(GM_ETOOMANY, msg, msglen,
+				     "count=%" PRIu32 " jobs, limit %" PRIu32,
+				     h->count, max_jobs);
+	/* Refuses a lying count before any of the head is read. */
+	if (h->length < gm_proto_head_size(h))
+		return gm_proto_fail(
+		    GM_ETRUNC, msg, msglen,
+		    "count=%" PRIu32 " jobs need at least %" PRIu64
+		    " body bytes, length=%" PRIu64,
+		    h->count, gm_proto_head_size(h), h->length);
+	return GM_OK;
 }
 
 /* ---- GEMM request ---- */
@@ -367,168 +403,157 @@ static int check_job_reserved(const uint8_t *p, char *msg, size_t msglen)
 	return GM_OK;
 }
 
-/* The payload of a GM_JOB_REGIONS job: its descriptor, which must be
- * there before anything in it is read, then only the inline operands. */
-static int check_region_job(const uint8_t *p, size_t left, const gm_job_desc *d,
-			    const gm_job_sizes *sz, const gm_limits *lim,
-			    uint64_t *used, char *msg, size_t msglen)
-{
-	uint64_t payload = get_u64(p + 40), inl, want;
-	gm_region_ref ref[GM_OPND_COUNT];
-	int rv;
-
-	if (left - GM_JOB_HDR_SIZE < GM_REGION_DESC_SIZE)
-		return gm_proto_fail(GM_ETRUNC, msg, msglen,
-				     "region descriptor needs %d bytes, %zu "
-				     "left",
-				     GM_REGION_DESC_SIZE,
-				     left - GM_JOB_HDR_SIZE);
-	gm_proto_get_refs(p + GM_JOB_HDR_SIZE, ref);
-	if ((rv = gm_proto_check_refs(d, sz, ref, msg, msglen)) != 0)
-		return rv;
-	inl = gm_proto_inline_bytes(sz, ref);
-	if ((rv = check_job_bytes(inl, lim, "inline A+B+C", msg, msglen)) != 0)
-		return rv;
-	want = GM_REGION_DESC_SIZE + inl;
-	if (payload != want)
-		return gm_proto_fail(GM_EFIELD, msg, msglen,
-				     "payload_bytes=%" PRIu64
-				     ", must be %" PRIu64
-				     " (descriptor %d + inline %" PRIu64 ")",
-				     payload, want, GM_REGION_DESC_SIZE, inl);
-	if (payload > left - GM_JOB_HDR_SIZE)
-		return gm_proto_fail(GM_ETRUNC, msg, msglen,
-				     "payload_bytes=%" PRIu64 ", %zu left",
-				     payload, left - GM_JOB_HDR_SIZE);
-	*used = GM_JOB_HDR_SIZE + payload;
-	return GM_OK;
-}
-
-/* Checks the job at p, with left bytes left in the message; on success
- * *used is its header plus payload. */
-static int check_job(const uint8_t *p, size_t left, const gm_limits *lim,
-		     uint64_t *used, char *msg, size_t msglen)
+/* What a job header says on its own, in PROTOCOL.md's order. */
+static int check_job_head(const uint8_t *p, const gm_limits *lim, char *msg,
+			  size_t msglen)
 {
 	gm_job_desc d;
 	gm_job_sizes sz;
-	uint64_t payload;
 	int rv;
 
-	if (left < GM_JOB_HDR_SIZE)
-		return gm_proto_fail(GM_ETRUNC, msg, msglen,
-				     "header needs %d bytes, %zu left",
-				     GM_JOB_HDR_SIZE, left);
 	gm_proto_parse_job(p, &d);
-	if ((rv = check_dtype(&d, msg, msglen)) != 0)
+	if ((rv = check_dtype(&d, msg, msglen)) != 0 ||
+	    (rv = check_job_reserved(p, msg, msglen)) != 0 ||
+	    (rv = check_fields(&d, msg, msglen)) != 0)
 		return rv;
-	if ((rv = check_job_reserved(p, msg, msglen)) != 0)
+	return check_dims(&d, lim, &sz, msg, msglen);
+}
+
+/* Prefixes a job's failure with its index. */
+static int job_fail(int rv, uint32_t i, const char *detail, char *msg,
+		    size_t msglen)
+{
+	return gm_proto_fail(rv, msg, msglen, "job %" PRIu32 ": %s", i, detail);
+}
+
+int gm_proto_check_head(const gm_hdr *h, const uint8_t *head,
+			const gm_limits *lim, gm_batch *b, uint32_t *ndesc,
+			char *msg, size_t msglen)
+{
+	char detail[2 * GM_MSG_TEXT];
+	const uint8_t *p = head + GM_BATCH_SIZE;
+	uint64_t need;
+	int rv;
+
+	memset(b, 0, sizeof(*b));
+	*ndesc = 0;
+	if ((rv = check_batch(head, b, msg, msglen)) != 0)
 		return rv;
-	if ((rv = check_fields(&d, msg, msglen)) != 0)
-		return rv;
-	if ((rv = check_dims(&d, lim, &sz, msg, msglen)) != 0)
-		return rv;
-	payload = get_u64(p + 40);
-	if (d.flags & GM_JOB_REGIONS)
-		return check_region_job(p, left, &d, &sz, lim, used, msg,
-					msglen);
-	if ((rv = check_job_bytes(sz.a + sz.b + sz.c, lim, "A+B+C", msg,
-				  msglen)) != 0)
-		return rv;
-	if (payload != sz.a + sz.b + sz.c)
-		return gm_proto_fail(
-		    GM_EFIELD, msg, msglen,
-		    "payload_bytes=%" PRIu64 ", must be %" PRIu64 " (A %" PRIu64
-		    " + B %" PRIu64 " + C %" PRIu64 ")",
-		    payload, sz.a + sz.b + sz.c, sz.a, sz.b, sz.c);
-	if (payload > left - GM_JOB_HDR_SIZE)
+	for (uint32_t i = 0; i < h->count; i++, p += GM_JOB_HDR_SIZE) {
+		rv = check_job_head(p, lim, detail, sizeof(detail));
+		if (rv != 0)
+			return job_fail(rv, i, detail, msg, msglen);
+		*ndesc += (p[5] & GM_JOB_REGIONS) != 0;
+	}
+	need = gm_proto_head_size(h) + (uint64_t)*ndesc * GM_REGION_DESC_SIZE;
+	if (h->length < need)
 		return gm_proto_fail(GM_ETRUNC, msg, msglen,
-				     "payload_bytes=%" PRIu64 ", %zu left",
-				     payload, left - GM_JOB_HDR_SIZE);
-	*used = GM_JOB_HDR_SIZE + payload;
+				     "%" PRIu32
+				     " region descriptors need %" PRIu64
+				     " body bytes, length=%" PRIu64,
+				     *ndesc, need, h->length);
 	return GM_OK;
 }
 
-/* Walks count jobs from *p; on success *p is just past the last one. */
-static int check_jobs(const uint8_t **p, const uint8_t *end, uint32_t count,
-		      const gm_limits *lim, char *msg, size_t msglen)
+/* Checks one job's descriptor (when it has one) and payload_bytes, and
+ * adds its inline bytes to *sum. */
+static int check_job_payload(const uint8_t *p, const uint8_t *desc,
+			     const gm_limits *lim, uint64_t *sum, char *msg,
+			     size_t msglen)
 {
-	char detail[2 * GM_MSG_TEXT];
-	uint64_t used = 0;
-	uint32_t i;
+	gm_region_ref ref[GM_OPND_COUNT] = {{0}};
+	uint64_t payload = get_u64(p + 40), inl;
+	gm_job_desc d;
+	gm_job_sizes sz;
 	int rv;
 
-	for (i = 0; i < count; i++) {
-		rv = check_job(*p, (size_t)(end - *p), lim, &used, detail,
-			       sizeof(detail));
-		if (rv != 0)
-			return gm_proto_fail(rv, msg, msglen,
-					     "job %" PRIu32 ": %s", i, detail);
-		*p += used;
+	gm_proto_parse_job(p, &d);
+	gm_job_sizes_of(&d, &sz);
+	if (desc != NULL) {
+		gm_proto_get_refs(desc, ref);
+		if ((rv = gm_proto_check_refs(&d, &sz, ref, msg, msglen)) != 0)
+			return rv;
 	}
+	inl = gm_proto_inline_bytes(&sz, ref);
+	if ((rv = check_job_bytes(inl, lim, desc ? "inline A+B+C" : "A+B+C",
+				  msg, msglen)) != 0)
+		return rv;
+	if (payload != inl)
+		return gm_proto_fail(GM_EFIELD, msg, msglen,
+				     "payload_bytes=%" PRIu64
+				     ", must be %" PRIu64 " (A %" PRIu64
+				     " + B %" PRIu64 " + C %" PRIu64 "%s)",
+				     payload, inl, sz.a, sz.b, sz.c,
+				     desc ? ", those inline" : "");
+	/* Dims are at most GM_MAX_DIM, so each inl is below 3 * 2^43, and
+	 * count is at most 2^16: the sum stays below 2^62 whatever
+	 * max_job_bytes is. */
+	*sum += inl;
+	return GM_OK;
+}
+
+int gm_proto_check_descs(const gm_hdr *h, const uint8_t *head,
+			 const uint8_t *desc, const gm_limits *lim,
+			 uint64_t *payload, char *msg, size_t msglen)
+{
+	char detail[2 * GM_MSG_TEXT];
+	const uint8_t *p = head + GM_BATCH_SIZE;
+	uint64_t sum = 0, front;
+	uint32_t nd = 0;
+	int rv;
+
+	*payload = 0;
+	for (uint32_t i = 0; i < h->count; i++, p += GM_JOB_HDR_SIZE) {
+		const uint8_t *d = NULL;
+
+		if (p[5] & GM_JOB_REGIONS)
+			d = desc + (uint64_t)nd++ * GM_REGION_DESC_SIZE;
+		rv = check_job_payload(p, d, lim, &sum, detail, sizeof(detail));
+		if (rv != 0)
+			return job_fail(rv, i, detail, msg, msglen);
+	}
+	front = gm_proto_head_size(h) + (uint64_t)nd * GM_REGION_DESC_SIZE;
+	if (h->length - front < sum)
+		return gm_proto_fail(
+		    GM_ETRUNC, msg, msglen,
+		    "length=%" PRIu64 ", the jobs need %" PRIu64
+		    " (head and descriptors %" PRIu64 " + payload %" PRIu64 ")",
+		    h->length, front + sum, front, sum);
+	if (h->length - front > sum)
+		return gm_proto_fail(
+		    GM_ETRAILING, msg, msglen,
+		    "length=%" PRIu64 ", the jobs need %" PRIu64
+		    " (head and descriptors %" PRIu64 " + payload %" PRIu64 ")",
+		    h->length, front + sum, front, sum);
+	*payload = sum;
 	return GM_OK;
 }
 
 int gm_proto_check_gemm(const void *buf, size_t len, const gm_limits *lim,
 			gm_hdr *h, gm_batch *b, char *msg, size_t msglen)
 {
-	const uint8_t *p = buf, *end = p + len;
-	uint32_t max_jobs = min_u32(lim->max_jobs, GM_MAX_JOBS);
-	uint64_t floor;
+	const uint8_t *p = buf;
+	uint64_t payload;
+	uint32_t ndesc;
 	int rv;
 
 	memset(b, 0, sizeof(*b));
-	if ((rv = gm_proto_parse_hdr(p, len, h, msg, msglen)) != 0)
+	if ((rv = gm_proto_get_hdr(p, len, h, msg, msglen)) != 0)
 		return rv;
 	if ((rv = gm_proto_want_type(h, GM_MSG_GEMM, msg, msglen)) != 0)
 		return rv;
-	if (h->count == 0)
-		return gm_proto_fail(GM_EFIELD, msg, msglen,
-				     "count=0, must be 1..%" PRIu32, max_jobs);
-	if (h->count > max_jobs)
-		return gm_proto_fail(GM_ETOOMANY, msg, msglen,
-				     "count=%" PRIu32 " jobs, limit %" PRIu32,
-				     h->count, max_jobs);
-	/* Refuses a lying count before walking any job. */
-	floor = GM_BATCH_SIZE + (uint64_t)h->count * GM_JOB_HDR_SIZE;
-	if (len - GM_HDR_SIZE < floor)
-		return gm_proto_fail(GM_ETRUNC, msg, msglen,
-				     "count=%" PRIu32
-				     " jobs need at least %" PRIu64
-				     " bytes after the header, %zu present",
-				     h->count, floor, len - GM_HDR_SIZE);
-	if ((rv = check_batch(p + GM_HDR_SIZE, b, msg, msglen)) != 0)
+	if (h->length != len - GM_HDR_SIZE)
+		return gm_proto_fail(
+		    h->length > len - GM_HDR_SIZE ? GM_ETRUNC : GM_ETRAILING,
+		    msg, msglen, "length=%" PRIu64 ", %zu body bytes present",
+		    h->length, len - GM_HDR_SIZE);
+	if ((rv = gm_proto_check_request(h, lim, msg, msglen)) != 0 ||
+	    (rv = gm_proto_check_head(h, p + GM_HDR_SIZE, lim, b, &ndesc, msg,
+				      msglen)) != 0)
 		return rv;
-	p += GM_HDR_SIZE + GM_BATCH_SIZE;
-	if ((rv = check_jobs(&p, end, h->count, lim, msg, msglen)) != 0)
-		return rv;
-	if (p != end)
-		return gm_proto_fail(GM_ETRAILING, msg, msglen,
-				     "%zu bytes after the last job",
-				     (size_t)(end - p));
-	return GM_OK;
-}
-
-void gm_proto_jobs_begin(const void *buf, size_t len, gm_job_iter *it)
-{
-	const uint8_t *p = buf;
-
-	it->p = p + GM_HDR_SIZE + GM_BATCH_SIZE;
-	it->end = p + len;
-	it->left = get_u32(p + 16);
-}
-
-int gm_proto_jobs_next(gm_job_iter *it, gm_job_desc *d, const uint8_t **a,
-		       const uint8_t **b, const uint8_t **c)
-{
-	gm_job_operands ops;
-	int rv;
-
-	if ((rv = gm_proto_jobs_next_ops(it, d, &ops)) != GM_OK)
-		return rv;
-	*a = ops.data[GM_OPND_A];
-	*b = ops.data[GM_OPND_B];
-	*c = ops.data[GM_OPND_C];
-	return GM_OK;
+	return gm_proto_check_descs(h, p + GM_HDR_SIZE,
+				    p + GM_HDR_SIZE + gm_proto_head_size(h),
+				    lim, &payload, msg, msglen);
 }
 
 int gm_proto_gemm_size(const gm_job_desc *d, uint32_t n, uint64_t *size)

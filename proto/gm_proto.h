@@ -1,13 +1,18 @@
 /*
- * gm_proto.h - gemmd wire format v1: encode, decode and validate.
+ * gm_proto.h - gemmd wire format v2: frames on a byte stream; encode,
+ * decode and validate.
  *
- * Every message starts with a 24-byte header (magic, version, type,
- * request id, count, flags); all integers and floats are little-endian.
- * proto/PROTOCOL.md is the byte-level specification; this header is the
- * C view of it. Nothing here allocates: decoders validate a whole buffer
- * in place and the caller allocates only after a check has passed, sized
- * by what the check returned. All functions are pure and may be called
- * from any thread.
+ * Every frame starts with a 32-byte header (magic, version, type,
+ * request id, count, flags, body length); all integers and floats are
+ * little-endian. proto/PROTOCOL.md is the byte-level specification; this
+ * header is the C view of it. A GEMM request puts everything a reader
+ * must check before it commits memory first (batch header, job headers,
+ * region descriptors) and the operands last, so that a daemon reading
+ * from a stream validates the headers, reserves the request's memory and
+ * only then reads the operands, straight into that memory. Nothing here
+ * allocates: decoders validate bytes in place and the caller allocates
+ * only after a check has passed, sized by what the check returned. All
+ * functions are pure and may be called from any thread.
  */
 #ifndef GM_PROTO_H
 #define GM_PROTO_H
@@ -22,22 +27,22 @@ extern "C" {
 #endif
 
 #define GM_PROTO_MAGIC	 0x4D4D4547u /* bytes 'G' 'E' 'M' 'M' on the wire */
-#define GM_PROTO_VERSION 1
+#define GM_PROTO_VERSION 2
 
-#define GM_HDR_SIZE	  24  /* common header */
-#define GM_BATCH_SIZE	  16  /* batch header after a GEMM request header */
-#define GM_JOB_HDR_SIZE	  48  /* per job, followed by its payload */
-#define GM_REPLY_JOB_SIZE 160 /* per reply job, followed by its result */
-#define GM_ERROR_SIZE	  104 /* body of an ERROR message */
+#define GM_HDR_SIZE	  32  /* frame header */
+#define GM_BATCH_SIZE	  16  /* batch header, first in a GEMM body */
+#define GM_JOB_HDR_SIZE	  48  /* per job, in the request's head */
+#define GM_REPLY_JOB_SIZE 160 /* first in a GEMM_REPLY body */
+#define GM_ERROR_SIZE	  104 /* body of an ERROR frame */
 #define GM_MSG_TEXT	  96  /* NUL-padded message field in replies */
 
-/* Hard ceilings of v1; configuration may only lower them. */
+/* Hard ceilings of v2; configuration may only lower them. */
 #define GM_MAX_DIM  (1u << 20)
 #define GM_MAX_JOBS 65536u
 
 enum gm_msg_type {
 	GM_MSG_GEMM = 1,       /* client -> daemon: a batch of jobs */
-	GM_MSG_GEMM_REPLY = 2, /* daemon -> client: one result per job */
+	GM_MSG_GEMM_REPLY = 2, /* daemon -> client: one job's result */
 	GM_MSG_CTRL = 3,       /* client -> daemon: JSON control request */
 	GM_MSG_CTRL_REPLY = 4, /* daemon -> client: JSON control reply */
 	GM_MSG_ERROR = 5,      /* daemon -> client: request refused whole */
@@ -62,10 +67,10 @@ enum gm_kernel {
 	GM_KERNEL_TILED = 2, /* shared-memory tiled kernel, fp64/fp32 */
 };
 
-#define GM_JOB_HAS_C 0x01u /* job flag: payload carries C (beta input) */
-/* Job flag: the payload starts with a region descriptor naming where
- * A, B, C and the result live in shared-memory regions (see
- * gm_proto_region.h); only the inline operands follow it. */
+#define GM_JOB_HAS_C 0x01u /* job flag: the job has C (beta input) */
+/* Job flag: a region descriptor (gm_proto_region.h) names where A, B, C
+ * and the result live in shared-memory regions; only the inline
+ * operands are in the payload. */
 #define GM_JOB_REGIONS 0x02u
 
 #define GM_BATCH_PRIO_MAX     3 /* priorities 0 (lowest) .. 3 (highest) */
@@ -75,13 +80,14 @@ enum gm_kernel {
  * results for "wait" instead of replying with them. */
 #define GM_BATCH_DETACH 0x1u
 
-/* The common header, decoded. */
+/* The frame header, decoded. */
 typedef struct gm_hdr {
 	uint16_t version;
 	uint16_t type;
-	uint64_t id;	/* request id, chosen by the client, echoed */
-	uint32_t count; /* GEMM: jobs; CTRL, ERROR: body bytes */
-	uint32_t flags; /* must be 0 in v1 */
+	uint64_t id;	 /* request id, chosen by the client, echoed */
+	uint32_t count;	 /* GEMM: jobs; GEMM_REPLY: the job's index; else 0 */
+	uint32_t flags;	 /* must be 0 in v2 */
+	uint64_t length; /* body bytes after the header */
 } gm_hdr;
 
 /* The batch header of a GEMM request. */
@@ -107,7 +113,9 @@ typedef struct gm_job_desc {
 typedef struct gm_limits {
 	uint32_t max_jobs;	/* per request */
 	uint32_t max_dim;	/* each of m, n, k */
-	uint64_t max_job_bytes; /* A + B + C of one job */
+	uint64_t max_job_bytes; /* inline A + B + C of one job */
+	uint64_t max_frame;	/* body bytes of one GEMM frame */
+	uint64_t max_ctrl;	/* body bytes of one CTRL frame */
 } gm_limits;
 
 /* Byte sizes of one job's operands; c is 0 when the job has no C. */
@@ -120,7 +128,7 @@ typedef struct gm_timings {
 	double queue_us, h2d_us, kernel_us, d2h_us, total_us;
 } gm_timings;
 
-/* One job of a GEMM reply, decoded (result points into the buffer). */
+/* One job's reply record, decoded. */
 typedef struct gm_reply_job {
 	uint32_t status; /* gm_err */
 	uint8_t dtype, layout;
@@ -128,14 +136,7 @@ typedef struct gm_reply_job {
 	gm_timings t;
 	uint64_t result_bytes;
 	char message[GM_MSG_TEXT + 1]; /* NUL-terminated */
-	const uint8_t *result;
 } gm_reply_job;
-
-/* Iterator over the jobs of a checked GEMM request or reply. */
-typedef struct gm_job_iter {
-	const uint8_t *p, *end;
-	uint32_t left;
-} gm_job_iter;
 
 /* Element size in bytes of dtype; 0 for an unknown code. */
 size_t gm_dtype_size(int dtype);
@@ -160,64 +161,120 @@ int gm_job_check(const gm_job_desc *d, const gm_limits *lim, char *msg,
 /* Useful FLOPs of one job: 2*m*n*k (+ m*n for beta != 0 is not counted). */
 double gm_job_flops(const gm_job_desc *d);
 
-/* Decodes and validates the common header of any message: magic,
- * version, known type, zero flags, enough bytes; for CTRL, CTRL_REPLY and
- * ERROR also count == len - GM_HDR_SIZE (GM_ETRUNC short, GM_ETRAILING
- * long). On failure h->id is the request id when at least 16 bytes were
- * present, else 0. */
+/* ---- frames ---- */
+
+/* Writes a frame header at p (GM_HDR_SIZE bytes). */
+void gm_proto_put_hdr(uint8_t *p, uint16_t type, uint64_t id, uint32_t count,
+		      uint64_t length);
+
+/*
+ * Decodes and validates the frame header at buf (len >= GM_HDR_SIZE
+ * bytes, else GM_ETRUNC): magic (GM_EMAGIC), version (GM_EVERSION),
+ * known type (GM_EMSGTYPE), zero flags (GM_EFIELD). Whatever could be
+ * read is in h even on failure, the id included, so that a refusal can
+ * echo it.
+ */
 int gm_proto_get_hdr(const void *buf, size_t len, gm_hdr *h, char *msg,
 		     size_t msglen);
 
-/* Validates a whole GEMM request in place: header, batch header, every
- * job header and payload length, no trailing bytes. Limits above the hard
- * ceilings are taken as the ceilings. On success fills h and b; the job
- * count is h->count. On failure h->id is set as by gm_proto_get_hdr, so
- * the refusal can echo it. Allocates nothing. */
+/* Non-zero when the first len bytes (len >= 4) are the start of a
+ * Scalability Protocols handshake ("\0SP\0"): an nng REQ/REP client of
+ * protocol v1, which a v2 peer answers with GM_EVERSION. */
+int gm_proto_is_sp(const void *buf, size_t len);
+
+/*
+ * Checks what a request frame's header says before any of its body is
+ * read: the type is GEMM or CTRL (GM_EMSGTYPE); for CTRL, length within
+ * lim->max_ctrl (GM_ETOOBIG), then count 0 (GM_EFIELD); for GEMM,
+ * length within lim->max_frame (GM_ETOOBIG), count 1..max_jobs
+ * (GM_EFIELD for 0, GM_ETOOMANY), and length at least the head
+ * (GM_ETRUNC). On success the reader may read gm_proto_head_size(h)
+ * bytes of the body.
+ */
+int gm_proto_check_request(const gm_hdr *h, const gm_limits *lim, char *msg,
+			   size_t msglen);
+
+/* Bytes of a GEMM request's head, its first part: the batch header and
+ * the job headers (h->count of them). */
+uint64_t gm_proto_head_size(const gm_hdr *h);
+
+/*
+ * Validates the head of a GEMM request whose header h passed
+ * gm_proto_check_request: the batch header, then every job header
+ * (without what depends on its region descriptor). Fills b and *ndesc,
+ * the number of jobs with GM_JOB_REGIONS: their descriptors, 64 bytes
+ * each, come next in the body (GM_ETRUNC when length has no room for
+ * them).
+ */
+int gm_proto_check_head(const gm_hdr *h, const uint8_t *head,
+			const gm_limits *lim, gm_batch *b, uint32_t *ndesc,
+			char *msg, size_t msglen);
+
+/*
+ * Validates the region descriptors (desc: ndesc x 64 bytes, NULL when
+ * ndesc is 0) against the head, then each job's payload_bytes, then the
+ * frame length: it must be exactly head + descriptors + payloads
+ * (GM_ETRUNC shorter, GM_ETRAILING longer). On success *payload is the
+ * bytes of the payload section, which ends the frame.
+ */
+int gm_proto_check_descs(const gm_hdr *h, const uint8_t *head,
+			 const uint8_t *desc, const gm_limits *lim,
+			 uint64_t *payload, char *msg, size_t msglen);
+
+/* Validates a whole GEMM request frame in one buffer (header, head,
+ * descriptors, payload): the three checks above in turn. */
 int gm_proto_check_gemm(const void *buf, size_t len, const gm_limits *lim,
 			gm_hdr *h, gm_batch *b, char *msg, size_t msglen);
 
-/* Starts iterating over the jobs of a buffer that gm_proto_check_gemm
- * accepted. */
-void gm_proto_jobs_begin(const void *buf, size_t len, gm_job_iter *it);
-
-/* Next job of a checked request: fills d and points a, b, c at the
- * payload (c NULL when the job has no C, each NULL when in a region:
- * gm_proto_jobs_next_ops says where). Returns 0, or GM_ENOTFOUND at
- * the end. */
-int gm_proto_jobs_next(gm_job_iter *it, gm_job_desc *d, const uint8_t **a,
-		       const uint8_t **b, const uint8_t **c);
-
 /* Writers. Each writes exactly its fixed size at p, which must have room.
  */
-void gm_proto_put_hdr(uint8_t *p, uint16_t type, uint64_t id, uint32_t count);
 void gm_proto_put_batch(uint8_t *p, const gm_batch *b);
-/* gm_proto_put_job computes payload_bytes from d (0 when d has no size:
- * unknown dtype or overflow); the caller writes the payload after it. */
+/* gm_proto_put_job writes payload_bytes as the job's A + B + C (0 when d
+ * has no size: unknown dtype or overflow); a job with regions takes
+ * gm_proto_put_job_refs (gm_proto_region.h). */
 void gm_proto_put_job(uint8_t *p, const gm_job_desc *d);
-/* Writes the fixed part of a reply job; the result bytes follow it. */
+
+/* Bytes of a GEMM request frame (header included) for jobs d[0..n-1]
+ * with every operand inline; GM_EDTYPE for an unknown dtype,
+ * GM_EOVERFLOW if it does not fit in 64 bits. */
+int gm_proto_gemm_size(const gm_job_desc *d, uint32_t n, uint64_t *size);
+
+/* ---- replies ---- */
+
+/* Writes a reply record (GM_REPLY_JOB_SIZE bytes); the result bytes
+ * follow it in the frame. */
 void gm_proto_put_reply_job(uint8_t *p, const gm_reply_job *r);
-/* Writes a whole ERROR message (GM_HDR_SIZE + GM_ERROR_SIZE bytes);
+
+/*
+ * Checks a GEMM_REPLY frame header for a request of njobs jobs: count
+ * (the job's index) below njobs (GM_EFIELD), length at least a reply
+ * record (GM_ETRUNC).
+ */
+int gm_proto_check_reply_hdr(const gm_hdr *h, uint32_t njobs, char *msg,
+			     size_t msglen);
+
+/*
+ * Decodes the reply record at rec of a frame with header h and validates
+ * it: reserved bytes (GM_EFIELD); with status 0 a known dtype
+ * (GM_EDTYPE), layout (GM_EFIELD) and m, n (GM_EDIM); result_bytes m * n
+ * * element or 0 (a result written to a region) on success, 0 on
+ * failure (GM_EFIELD); and the frame length exactly record + result
+ * (GM_ETRUNC, GM_ETRAILING). The result bytes follow the record.
+ */
+int gm_proto_get_reply_job(const gm_hdr *h, const uint8_t *rec, gm_reply_job *r,
+			   char *msg, size_t msglen);
+
+/* Writes a whole ERROR frame (GM_HDR_SIZE + GM_ERROR_SIZE bytes);
  * message NULL writes gm_strerror(status). Message fields keep at most
  * GM_MSG_TEXT - 1 bytes, cut at a UTF-8 boundary. */
 void gm_proto_put_error(uint8_t *p, uint64_t id, uint32_t status,
 			const char *message);
 
-/* Bytes of a GEMM request for jobs d[0..n-1] (headers and payloads);
- * GM_EDTYPE for an unknown dtype, GM_EOVERFLOW if it does not fit in 64
- * bits. */
-int gm_proto_gemm_size(const gm_job_desc *d, uint32_t n, uint64_t *size);
-
-/* Validates a GEMM reply in place for a request with id and njobs jobs,
- * then iterate it with gm_proto_reply_begin / gm_proto_reply_next. */
-int gm_proto_check_reply(const void *buf, size_t len, uint64_t id,
-			 uint32_t njobs, char *msg, size_t msglen);
-void gm_proto_reply_begin(const void *buf, size_t len, gm_job_iter *it);
-int gm_proto_reply_next(gm_job_iter *it, gm_reply_job *r);
-
-/* Decodes a whole ERROR message (header checked again): GM_EMSGTYPE for
- * another type, GM_EFIELD when count != GM_ERROR_SIZE or reserved != 0,
- * or a gm_proto_get_hdr code. */
-int gm_proto_get_error(const void *buf, size_t len, uint32_t *status,
+/* Decodes the body of an ERROR frame with header h (GM_EMSGTYPE for
+ * another type): GM_EFIELD when count is not 0, length is not
+ * GM_ERROR_SIZE, status is 0 or reserved bytes are set. body is read
+ * only when length is GM_ERROR_SIZE. */
+int gm_proto_get_error(const gm_hdr *h, const uint8_t *body, uint32_t *status,
 		       char message[GM_MSG_TEXT + 1]);
 
 #ifdef __cplusplus

@@ -54,13 +54,10 @@ int gm_proto_job_payload(const gm_job_desc *d, const gm_region_ref *ref,
 	*bytes = 0;
 	if ((rv = gm_job_sizes_of(d, &z)) != GM_OK)
 		return rv;
-	if (!(d->flags & GM_JOB_REGIONS) || ref == NULL) {
+	if (!(d->flags & GM_JOB_REGIONS) || ref == NULL)
 		*bytes = z.a + z.b + z.c;
-		return GM_OK;
-	}
-	if (__builtin_add_overflow(gm_proto_inline_bytes(&z, ref),
-				   (uint64_t)GM_REGION_DESC_SIZE, bytes))
-		return GM_EOVERFLOW;
+	else
+		*bytes = gm_proto_inline_bytes(&z, ref);
 	return GM_OK;
 }
 
@@ -183,34 +180,42 @@ void gm_proto_put_job_refs(uint8_t *p, const gm_job_desc *d,
 		put_u64(p + 40, payload);
 }
 
-int gm_proto_jobs_next_ops(gm_job_iter *it, gm_job_desc *d,
-			   gm_job_operands *ops)
+void gm_proto_jobs_begin(gm_job_iter *it, const gm_hdr *h, const uint8_t *head,
+			 const uint8_t *desc, const uint8_t *payload)
 {
-	const uint8_t *q;
+	it->job = head + GM_BATCH_SIZE;
+	it->desc = desc;
+	it->payload = payload;
+	it->off = 0;
+	it->left = h->count;
+}
+
+int gm_proto_jobs_next(gm_job_iter *it, gm_job_desc *d, gm_job_operands *ops)
+{
 	gm_job_sizes z;
 
 	if (it->left == 0)
 		return GM_ENOTFOUND;
-	gm_proto_parse_job(it->p, d);
+	gm_proto_parse_job(it->job, d);
 	gm_job_sizes_of(d, &z);
 	memset(ops, 0, sizeof(*ops));
-	q = it->p + GM_JOB_HDR_SIZE;
 	if (d->flags & GM_JOB_REGIONS) {
-		gm_proto_get_refs(q, ops->ref);
-		q += GM_REGION_DESC_SIZE;
+		gm_proto_get_refs(it->desc, ops->ref);
+		it->desc += GM_REGION_DESC_SIZE;
 	}
+	ops->inline_off = it->off;
 	for (int op = GM_OPND_A; op < GM_OPND_OUT; op++) {
 		uint64_t len = gm_operand_bytes(&z, op);
 
 		if (len == 0 || gm_ref_in_region(ops->ref, op))
 			continue;
-		ops->data[op] = q;
-		if (ops->inline_start == NULL)
-			ops->inline_start = q;
+		ops->off[op] = it->off;
+		if (it->payload != NULL)
+			ops->data[op] = it->payload + it->off;
 		ops->inline_bytes += len;
-		q += len;
+		it->off += len;
 	}
-	it->p = q;
+	it->job += GM_JOB_HDR_SIZE;
 	it->left--;
 	return GM_OK;
 }

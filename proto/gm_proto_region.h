@@ -23,7 +23,7 @@ extern "C" {
 
 /* ---- the region descriptor of a GM_JOB_REGIONS job ---- */
 
-#define GM_REGION_DESC_SIZE 64 /* first in the payload: 4 x (id, offset) */
+#define GM_REGION_DESC_SIZE 64 /* 4 x (id, offset), after the job headers */
 #define GM_REGION_INLINE    0  /* region id of an operand that is inline */
 
 /* The operands of a job, in descriptor order. */
@@ -42,15 +42,26 @@ typedef struct gm_region_ref {
 	uint64_t offset;
 } gm_region_ref;
 
-/* One job of a checked request, its operands located. */
+/* One job of a checked request, its operands located. Offsets of
+ * inline operands count from the start of the request's payload
+ * section; data[] are pointers into it when the iterator was given it. */
 typedef struct gm_job_operands {
 	gm_region_ref ref[GM_OPND_COUNT]; /* all inline without the flag */
-	/* A, B and C in the message, NULL when in a region or absent. */
-	const uint8_t *data[GM_OPND_OUT];
+	uint64_t off[GM_OPND_OUT];	  /* inline A, B, C: offsets */
+	const uint8_t *data[GM_OPND_OUT]; /* inline A, B, C, or NULL */
 	/* The inline ones of A, B, C back to back: what the job carries. */
-	const uint8_t *inline_start; /* NULL when none is inline */
+	uint64_t inline_off;
 	uint64_t inline_bytes;
 } gm_job_operands;
+
+/* Iterator over the jobs of a checked GEMM request. */
+typedef struct gm_job_iter {
+	const uint8_t *job;	/* next job header */
+	const uint8_t *desc;	/* next region descriptor */
+	const uint8_t *payload; /* the payload section, or NULL */
+	uint64_t off;		/* the next job's inline bytes */
+	uint32_t left;
+} gm_job_iter;
 
 /* Bytes of operand op (enum gm_operand) of a job with sizes z. */
 uint64_t gm_operand_bytes(const gm_job_sizes *z, int op);
@@ -80,9 +91,9 @@ int gm_proto_check_refs(const gm_job_desc *d, const gm_job_sizes *z,
 uint64_t gm_proto_inline_bytes(const gm_job_sizes *z,
 			       const gm_region_ref ref[GM_OPND_COUNT]);
 
-/* payload_bytes of job d: with GM_JOB_REGIONS the descriptor plus the
- * inline bytes, else A + B + C. GM_EDTYPE or GM_EOVERFLOW as
- * gm_job_sizes_of. ref may be NULL without the flag. */
+/* payload_bytes of job d: its inline bytes, A + B + C without
+ * GM_JOB_REGIONS, else those of them ref leaves inline. GM_EDTYPE or
+ * GM_EOVERFLOW as gm_job_sizes_of. ref may be NULL without the flag. */
 int gm_proto_job_payload(const gm_job_desc *d, const gm_region_ref *ref,
 			 uint64_t *bytes);
 
@@ -95,10 +106,15 @@ void gm_proto_put_refs(uint8_t *p, const gm_region_ref ref[GM_OPND_COUNT]);
 void gm_proto_put_job_refs(uint8_t *p, const gm_job_desc *d,
 			   const gm_region_ref *ref);
 
-/* Next job of a checked request, with or without regions: fills d and
- * ops. Returns 0, or GM_ENOTFOUND at the end. */
-int gm_proto_jobs_next_ops(gm_job_iter *it, gm_job_desc *d,
-			   gm_job_operands *ops);
+/* Starts iterating over the jobs of a request with header h that
+ * passed gm_proto_check_descs: head and desc are its head and
+ * descriptors, payload its payload section (NULL: not at hand; the
+ * operands then carry offsets only). */
+void gm_proto_jobs_begin(gm_job_iter *it, const gm_hdr *h, const uint8_t *head,
+			 const uint8_t *desc, const uint8_t *payload);
+
+/* Next job: fills d and ops. Returns 0, or GM_ENOTFOUND at the end. */
+int gm_proto_jobs_next(gm_job_iter *it, gm_job_desc *d, gm_job_operands *ops);
 
 /* ---- the hand-off socket ---- */
 

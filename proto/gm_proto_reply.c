@@ -1,5 +1,5 @@
 /*
- * gm_proto_reply.c - GEMM replies and ERROR messages: writers and the
+ * gm_proto_reply.c - GEMM_REPLY and ERROR frames: writers and the
  * validating decoders a client runs on what the daemon sent.
  */
 #include <inttypes.h>
@@ -42,7 +42,6 @@ static void get_reply_job(const uint8_t *p, gm_reply_job *r)
 	r->t.total_us = get_f64(p + 48);
 	r->result_bytes = get_u64(p + 56);
 	get_text(p + 64, r->message);
-	r->result = r->result_bytes != 0 ? p + GM_REPLY_JOB_SIZE : NULL;
 }
 
 /* Result bytes a reply job must carry. A failed job carries none and may
@@ -70,109 +69,52 @@ static int reply_result_bytes(const gm_reply_job *r, uint64_t *want, char *msg,
 	return GM_OK;
 }
 
-static int check_reply_job(const uint8_t *p, size_t left, uint64_t *used,
-			   char *msg, size_t msglen)
+int gm_proto_check_reply_hdr(const gm_hdr *h, uint32_t njobs, char *msg,
+			     size_t msglen)
 {
-	gm_reply_job r;
-	uint64_t want;
 	int rv;
 
-	if (left < GM_REPLY_JOB_SIZE)
+	if ((rv = gm_proto_want_type(h, GM_MSG_GEMM_REPLY, msg, msglen)) != 0)
+		return rv;
+	if (h->count >= njobs)
+		return gm_proto_fail(GM_EFIELD, msg, msglen,
+				     "count=%" PRIu32 " (job index), request "
+				     "had %" PRIu32 " jobs",
+				     h->count, njobs);
+	if (h->length < GM_REPLY_JOB_SIZE)
 		return gm_proto_fail(GM_ETRUNC, msg, msglen,
-				     "header needs %d bytes, %zu left",
-				     GM_REPLY_JOB_SIZE, left);
-	get_reply_job(p, &r);
-	if (get_u16(p + 6) != 0)
+				     "length=%" PRIu64 ", a reply record needs "
+				     "%d",
+				     h->length, GM_REPLY_JOB_SIZE);
+	return GM_OK;
+}
+
+int gm_proto_get_reply_job(const gm_hdr *h, const uint8_t *rec, gm_reply_job *r,
+			   char *msg, size_t msglen)
+{
+	uint64_t want, body;
+	int rv;
+
+	get_reply_job(rec, r);
+	if (get_u16(rec + 6) != 0)
 		return gm_proto_fail(GM_EFIELD, msg, msglen,
 				     "reserved bytes 6..7 must be 0");
-	if ((rv = reply_result_bytes(&r, &want, msg, msglen)) != 0)
+	if ((rv = reply_result_bytes(r, &want, msg, msglen)) != 0)
 		return rv;
 	/* 0 on success: the result went to a region (GM_JOB_REGIONS). */
-	if (r.result_bytes != want &&
-	    !(r.status == GM_OK && r.result_bytes == 0))
+	if (r->result_bytes != want &&
+	    !(r->status == GM_OK && r->result_bytes == 0))
 		return gm_proto_fail(GM_EFIELD, msg, msglen,
 				     "result_bytes=%" PRIu64
 				     ", must be %" PRIu64
 				     " for status %" PRIu32,
-				     r.result_bytes, want, r.status);
-	if (r.result_bytes > left - GM_REPLY_JOB_SIZE)
-		return gm_proto_fail(GM_ETRUNC, msg, msglen,
-				     "result_bytes=%" PRIu64 ", %zu left",
-				     r.result_bytes, left - GM_REPLY_JOB_SIZE);
-	*used = GM_REPLY_JOB_SIZE + r.result_bytes;
-	return GM_OK;
-}
-
-static int check_reply_jobs(const uint8_t **p, const uint8_t *end,
-			    uint32_t count, char *msg, size_t msglen)
-{
-	char detail[2 * GM_MSG_TEXT];
-	uint64_t used = 0;
-	uint32_t i;
-	int rv;
-
-	for (i = 0; i < count; i++) {
-		rv = check_reply_job(*p, (size_t)(end - *p), &used, detail,
-				     sizeof(detail));
-		if (rv != 0)
-			return gm_proto_fail(rv, msg, msglen,
-					     "job %" PRIu32 ": %s", i, detail);
-		*p += used;
-	}
-	return GM_OK;
-}
-
-int gm_proto_check_reply(const void *buf, size_t len, uint64_t id,
-			 uint32_t njobs, char *msg, size_t msglen)
-{
-	const uint8_t *p = buf, *end = p + len;
-	gm_hdr h;
-	int rv;
-
-	if ((rv = gm_proto_parse_hdr(p, len, &h, msg, msglen)) != 0)
-		return rv;
-	if ((rv = gm_proto_want_type(&h, GM_MSG_GEMM_REPLY, msg, msglen)) != 0)
-		return rv;
-	if (h.id != id)
-		return gm_proto_fail(GM_EFIELD, msg, msglen,
-				     "id=%" PRIu64 ", request id was %" PRIu64,
-				     h.id, id);
-	if (h.count != njobs)
-		return gm_proto_fail(GM_EFIELD, msg, msglen,
-				     "count=%" PRIu32 ", request had %" PRIu32
-				     " jobs",
-				     h.count, njobs);
-	if (len - GM_HDR_SIZE < (uint64_t)h.count * GM_REPLY_JOB_SIZE)
-		return gm_proto_fail(GM_ETRUNC, msg, msglen,
-				     "count=%" PRIu32
-				     " reply jobs, %zu bytes present",
-				     h.count, len - GM_HDR_SIZE);
-	p += GM_HDR_SIZE;
-	if ((rv = check_reply_jobs(&p, end, h.count, msg, msglen)) != 0)
-		return rv;
-	if (p != end)
-		return gm_proto_fail(GM_ETRAILING, msg, msglen,
-				     "%zu bytes after the last job",
-				     (size_t)(end - p));
-	return GM_OK;
-}
-
-void gm_proto_reply_begin(const void *buf, size_t len, gm_job_iter *it)
-{
-	const uint8_t *p = buf;
-
-	it->p = p + GM_HDR_SIZE;
-	it->end = p + len;
-	it->left = get_u32(p + 16);
-}
-
-int gm_proto_reply_next(gm_job_iter *it, gm_reply_job *r)
-{
-	if (it->left == 0)
-		return GM_ENOTFOUND;
-	get_reply_job(it->p, r);
-	it->p += GM_REPLY_JOB_SIZE + r->result_bytes;
-	it->left--;
+				     r->result_bytes, want, r->status);
+	body = GM_REPLY_JOB_SIZE + r->result_bytes;
+	if (h->length != body)
+		return gm_proto_fail(
+		    h->length < body ? GM_ETRUNC : GM_ETRAILING, msg, msglen,
+		    "length=%" PRIu64 ", record and result are %" PRIu64,
+		    h->length, body);
 	return GM_OK;
 }
 
@@ -181,29 +123,25 @@ int gm_proto_reply_next(gm_job_iter *it, gm_reply_job *r)
 void gm_proto_put_error(uint8_t *p, uint64_t id, uint32_t status,
 			const char *message)
 {
-	gm_proto_put_hdr(p, GM_MSG_ERROR, id, GM_ERROR_SIZE);
+	gm_proto_put_hdr(p, GM_MSG_ERROR, id, 0, GM_ERROR_SIZE);
 	p += GM_HDR_SIZE;
 	put_u32(p, status);
 	put_u32(p + 4, 0);
 	put_text(p + 8, message != NULL ? message : gm_strerror((int)status));
 }
 
-int gm_proto_get_error(const void *buf, size_t len, uint32_t *status,
+int gm_proto_get_error(const gm_hdr *h, const uint8_t *body, uint32_t *status,
 		       char message[GM_MSG_TEXT + 1])
 {
-	const uint8_t *p = buf;
-	gm_hdr h;
-	int rv;
-
 	*status = GM_OK;
 	message[0] = '\0';
-	if ((rv = gm_proto_get_hdr(p, len, &h, NULL, 0)) != 0)
-		return rv;
-	if (h.type != GM_MSG_ERROR)
+	if (h->type != GM_MSG_ERROR)
 		return GM_EMSGTYPE;
-	if (h.count != GM_ERROR_SIZE || get_u32(p + GM_HDR_SIZE + 4) != 0)
+	/* A status of 0 would read as success for a request refused whole. */
+	if (h->count != 0 || h->length != GM_ERROR_SIZE ||
+	    get_u32(body) == GM_OK || get_u32(body + 4) != 0)
 		return GM_EFIELD;
-	*status = get_u32(p + GM_HDR_SIZE);
-	get_text(p + GM_HDR_SIZE + 8, message);
+	*status = get_u32(body);
+	get_text(body + 8, message);
 	return GM_OK;
 }

@@ -90,11 +90,6 @@ static inline void get_text(const uint8_t *p, char out[GM_MSG_TEXT + 1])
 __attribute__((format(printf, 4, 5))) int
 gm_proto_fail(int code, char *msg, size_t msglen, const char *fmt, ...);
 
-/* Decodes the common header at p (len bytes present): magic, version,
- * known type, zero flags. */
-int gm_proto_parse_hdr(const uint8_t *p, size_t len, gm_hdr *h, char *msg,
-		       size_t msglen);
-
 /* Decodes the job header at p (48 bytes present), unchecked. */
 void gm_proto_parse_job(const uint8_t *p, gm_job_desc *d);
 

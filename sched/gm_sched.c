@@ -10,27 +10,29 @@
 #include <string.h>
 
 #include "gm_fairq.h"
-#include "gm_slab.h"
 
 #define NPRIO	    (GM_BATCH_PRIO_MAX + 1)
 #define EXPIRED_MSG "deadline passed before the job started"
 
 struct gm_sched {
 	gm_engine *eng;
-	gm_pool *pool;
 	gm_stats *st;
 	unsigned depth;
 	unsigned limit[NPRIO]; /* per priority; 0: only depth */
-	uint64_t inflight, requests;
+	gm_sched_budget budget;
+	uint64_t inflight, inflight_bytes, requests;
+	uint64_t reserved, reserved_prio[NPRIO];
 	int stopped;
 	gm_fairq *q;
 	double next_dl_us; /* at or before the earliest queued deadline */
 	gm_job **wave;	   /* depth entries: a wave never exceeds the queue */
+	gm_sched_job_fn job_done;
 	gm_sched_done_fn done;
 	void *arg;
 };
 
-int gm_sched_create(gm_engine *e, gm_pool *p, unsigned depth, gm_stats *st,
+int gm_sched_create(gm_engine *e, unsigned depth, const gm_sched_budget *b,
+		    gm_stats *st, gm_sched_job_fn job_done,
 		    gm_sched_done_fn done, void *arg, gm_sched **out)
 {
 	gm_sched *s = calloc(1, sizeof(*s));
@@ -44,9 +46,12 @@ int gm_sched_create(gm_engine *e, gm_pool *p, unsigned depth, gm_stats *st,
 		return GM_ENOMEM;
 	}
 	s->eng = e;
-	s->pool = p;
 	s->st = st;
 	s->depth = depth;
+	s->budget = *b;
+	if (s->budget.jobs == 0)
+		s->budget.jobs = 1;
+	s->job_done = job_done;
 	s->done = done;
 	s->arg = arg;
 	*out = s;
@@ -74,12 +79,30 @@ int gm_sched_room(const gm_sched *s, unsigned prio, uint64_t njobs)
 		return GM_EINVAL;
 	if (s->stopped)
 		return GM_ESHUTDOWN;
-	if (gm_fairq_total(s->q) + njobs > s->depth)
+	if (gm_fairq_total(s->q) + s->reserved + njobs > s->depth)
 		return GM_EBUSY;
 	if (s->limit[prio] != 0 &&
-	    gm_fairq_count(s->q, prio) + njobs > s->limit[prio])
+	    gm_fairq_count(s->q, prio) + s->reserved_prio[prio] + njobs >
+		s->limit[prio])
 		return GM_EBUSY;
 	return GM_OK;
+}
+
+int gm_sched_reserve(gm_sched *s, unsigned prio, uint64_t njobs)
+{
+	int rv = gm_sched_room(s, prio, njobs);
+
+	if (rv == GM_OK) {
+		s->reserved += njobs;
+		s->reserved_prio[prio] += njobs;
+	}
+	return rv;
+}
+
+void gm_sched_unreserve(gm_sched *s, unsigned prio, uint64_t njobs)
+{
+	s->reserved -= njobs;
+	s->reserved_prio[prio] -= njobs;
 }
 
 gm_sched_request *gm_sched_alloc_request(uint32_t njobs)
@@ -100,38 +123,27 @@ void gm_sched_free_request(gm_sched_request *r)
 	free(r);
 }
 
-/* Bytes of the slab a job needs (gm_slab.h): its inline payload, plus
- * room for the result when there is no inline C to compute in place;
- * 0 when every operand is in a region. */
-static uint64_t slab_bytes(const gm_sched_job *j)
+/* Host bytes the engine moves for a job: what the budget counts. */
+static uint64_t job_bytes(const gm_job *j)
 {
-	return gm_slab_bytes(&j->job.d, j->placed);
-}
+	gm_job_sizes z;
 
-static void place_in_slab(gm_sched_job *j, void *slab)
-{
-	j->slab = slab;
-	gm_slab_place(&j->job, j->placed, slab);
-}
-
-static void finish_request(gm_sched *s, gm_sched_request *r)
-{
-	double now = gm_clock_now_us();
-
-	for (uint32_t i = 0; i < r->njobs; i++) {
-		gm_sched_job *j = &r->jobs[i];
-
-		j->t.total_us = now - r->recv_us;
-		gm_stats_job(s->st, &j->job.d, j->job.status, &j->t);
-	}
-	s->requests--;
-	s->done(r, s->arg);
+	if (gm_job_sizes_of(&j->d, &z) != GM_OK)
+		return 0;
+	return z.a + z.b + z.c + z.out;
 }
 
 static void finish_job(gm_sched *s, gm_sched_job *j)
 {
-	if (--j->req->left == 0)
-		finish_request(s, j->req);
+	gm_sched_request *r = j->req;
+
+	j->t.total_us = gm_clock_now_us() - r->recv_us;
+	gm_stats_job(s->st, &j->job.d, j->job.status, &j->t);
+	s->job_done(j, s->arg);
+	if (--r->left == 0) {
+		s->requests--;
+		s->done(r, s->arg);
+	}
 }
 
 static void fail_job(gm_sched *s, gm_sched_job *j, int code, const char *msg)
@@ -157,24 +169,6 @@ static int expired(const gm_sched_job *j, double now)
 	return due != 0.0 && now > due;
 }
 
-/* Checks what can be known before queueing; returns 0 to queue. */
-static int precheck(gm_sched *s, gm_sched_job *j, char *msg, size_t len)
-{
-	uint64_t need = slab_bytes(j);
-	int rv;
-
-	if ((rv = gm_engine_supports(s->eng, &j->job.d, msg, len)) != 0)
-		return rv;
-	if (need > gm_pool_size(s->pool)) {
-		snprintf(msg, len,
-			 "job needs %llu bytes of host pool, pool holds %llu",
-			 (unsigned long long)need,
-			 (unsigned long long)gm_pool_size(s->pool));
-		return GM_ETOOBIG;
-	}
-	return 0;
-}
-
 int gm_sched_submit(gm_sched *s, gm_sched_request *r)
 {
 	double due = deadline_of(r);
@@ -183,7 +177,9 @@ int gm_sched_submit(gm_sched *s, gm_sched_request *r)
 
 	if (r->njobs == 0)
 		return GM_EINVAL;
-	if ((rv = gm_sched_room(s, r->batch.priority, r->njobs)) != 0)
+	if (r->reserved)
+		gm_sched_unreserve(s, r->batch.priority, r->njobs);
+	else if ((rv = gm_sched_room(s, r->batch.priority, r->njobs)) != 0)
 		return rv;
 	s->requests++;
 	if (due != 0.0 && (s->next_dl_us == 0.0 || due < s->next_dl_us))
@@ -198,16 +194,30 @@ int gm_sched_submit(gm_sched *s, gm_sched_request *r)
 		j->idx = i;
 		j->job.user = j;
 		j->job.device = -1;
-		if ((rv = precheck(s, j, msg, sizeof(msg))) != 0) {
+		j->bytes = job_bytes(&j->job);
+		if ((rv = gm_engine_supports(s->eng, &j->job.d, msg,
+					     sizeof(msg))) != 0) {
 			fail_job(s, j, rv, msg);
 		} else {
 			j->state = GM_SCHED_JOB_QUEUED;
 			gm_fairq_push(s->q, j);
 		}
 	}
-	finish_job(s, &r->jobs[0]);
+	if (--r->left == 0) {
+		s->requests--;
+		s->done(r, s->arg);
+	}
 	gm_sched_pump(s);
 	return GM_OK;
+}
+
+/* Whether j may start now: the engine is idle, or j fits the budget
+ * beside what it runs. */
+static int fits(const gm_sched *s, const gm_sched_job *j)
+{
+	return s->inflight == 0 ||
+	       (s->inflight < s->budget.jobs &&
+		s->inflight_bytes + j->bytes <= s->budget.bytes);
 }
 
 /* Moves the jobs whose turn it is into the wave while they fit; returns
@@ -217,7 +227,6 @@ static size_t fill_wave(gm_sched *s, double now)
 {
 	size_t n = 0;
 	gm_sched_job *j;
-	void *slab;
 
 	for (int p = GM_BATCH_PRIO_MAX; p >= 0; p--) {
 		while ((j = gm_fairq_peek(s->q, (unsigned)p)) != NULL) {
@@ -226,16 +235,14 @@ static size_t fill_wave(gm_sched *s, double now)
 				fail_job(s, j, GM_ETIMEDOUT, EXPIRED_MSG);
 				continue;
 			}
-			slab = NULL;
-			if (slab_bytes(j) != 0 &&
-			    gm_pool_alloc(s->pool, slab_bytes(j), &slab) != 0)
+			if (!fits(s, j))
 				return n;
 			gm_fairq_take(s->q, (unsigned)p);
-			place_in_slab(j, slab);
 			j->state = GM_SCHED_JOB_RUNNING;
 			j->start_us = now;
 			s->wave[n++] = &j->job;
 			s->inflight++;
+			s->inflight_bytes += j->bytes;
 		}
 	}
 	return n;
@@ -296,8 +303,8 @@ void gm_sched_pump(gm_sched *s)
 	size_t n;
 	int rv;
 
-	/* A refused wave frees its slabs, so what waited behind it may fit
-	 * now: go on until the engine takes a wave or nothing fits. */
+	/* A refused wave gives its budget back, so what waited behind it
+	 * may start: go on until the engine takes a wave or none starts. */
 	while ((n = fill_wave(s, gm_clock_now_us())) != 0) {
 		if ((rv = gm_engine_submit(s->eng, s->wave, n)) == 0)
 			return;
@@ -306,9 +313,8 @@ void gm_sched_pump(gm_sched *s)
 		for (size_t i = 0; i < n; i++) {
 			gm_sched_job *j = s->wave[i]->user;
 
-			gm_pool_free(s->pool, j->slab);
-			j->slab = NULL;
 			s->inflight--;
+			s->inflight_bytes -= j->bytes;
 			fail_job(s, j, rv, "the engine refused the job");
 		}
 	}
@@ -318,10 +324,9 @@ void gm_sched_complete(gm_sched *s, gm_job *job)
 {
 	gm_sched_job *j = job->user;
 
-	gm_pool_free(s->pool, j->slab);
-	j->slab = NULL;
 	j->state = GM_SCHED_JOB_DONE;
 	s->inflight--;
+	s->inflight_bytes -= j->bytes;
 	j->t.queue_us = j->start_us - j->req->recv_us;
 	j->t.h2d_us = job->h2d_us;
 	j->t.kernel_us = job->kernel_us;
@@ -350,7 +355,17 @@ uint64_t gm_sched_inflight(const gm_sched *s)
 	return s->inflight;
 }
 
+uint64_t gm_sched_inflight_bytes(const gm_sched *s)
+{
+	return s->inflight_bytes;
+}
+
 uint64_t gm_sched_requests(const gm_sched *s)
 {
 	return s->requests;
+}
+
+uint64_t gm_sched_reserved(const gm_sched *s)
+{
+	return s->reserved;
 }

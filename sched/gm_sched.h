@@ -4,23 +4,28 @@
  *
  * Requests enter whole (all their jobs or none: a request that does not
  * fit in the queue, overall or at its priority, is refused with GM_EBUSY
- * at once). gm_sched_pump moves as many jobs as the host pool has room
- * for onto the engine in one wave, highest priority first. Within a
- * priority each connection has its own FIFO and the connections take
- * turns, one job each, so that one client flooding the queue cannot
+ * at once), with their memory already reserved: the daemon gives each
+ * request its slab (gm_slab.h) before its payload is read, so nothing
+ * here allocates for a job. gm_sched_pump hands queued jobs to the
+ * engine in one wave, highest priority first, while the work on the
+ * engine stays within a budget of jobs and bytes: the engine is kept
+ * busy, priorities still decide what starts next, and the small jobs of
+ * one request still reach the engine together, where they are batched.
+ * Within a priority each connection has its own FIFO and the connections
+ * take turns, one job each, so that one client flooding the queue cannot
  * starve another at the same priority; jobs of one connection start in
  * the order they came.
  *
- * Back-pressure comes before fairness: a job whose slab does not fit
- * stops the whole wave until a slab is freed, and its connection keeps
- * its turn, so a large job is never starved by smaller ones (of its
- * priority or below) that would fit; it is never a fallback to other
- * memory. A job whose deadline passed before it started fails with
- * GM_ETIMEDOUT and never runs: at the latest when the pump reaches it,
- * or when the owner calls gm_sched_expire at gm_sched_next_deadline. A
- * queued job can be canceled. When every job of a request has come
- * back, the request's done callback runs once. Everything here runs on
- * the loop thread.
+ * A job that does not fit in the budget stops the whole wave until work
+ * comes back, and its connection keeps its turn, so a large job is never
+ * starved by smaller ones of its priority or below; a job larger than
+ * the whole budget starts alone. A job whose deadline passed before it
+ * started fails with GM_ETIMEDOUT and never runs: at the latest when the
+ * pump reaches it, or when the owner calls gm_sched_expire at
+ * gm_sched_next_deadline. A queued job can be canceled. Each job, when
+ * it finishes (run or not), goes to the job callback; when every job of
+ * a request has, the request's done callback runs once. Everything here
+ * runs on the loop thread.
  */
 #ifndef GM_SCHED_H
 #define GM_SCHED_H
@@ -28,19 +33,31 @@
 #include <stdint.h>
 
 #include "gm_engine.h"
-#include "gm_pool.h"
 #include "gm_sched_job.h"
 #include "gm_stats.h"
 
 typedef struct gm_sched gm_sched;
+
+/* Called once per job when it is finished (status and timings filled,
+ * total_us up to now), before its request's done callback. */
+typedef void (*gm_sched_job_fn)(gm_sched_job *j, void *arg);
+
 /* Called once per request when its last job is back. The request and
  * its jobs belong to the caller again. */
 typedef void (*gm_sched_done_fn)(gm_sched_request *r, void *arg);
 
-/* Creates a scheduler over engine e and pool p (both stay the caller's)
- * holding at most depth queued jobs. Its memory is allocated here, sized
- * by depth, so that queueing never allocates. */
-int gm_sched_create(gm_engine *e, gm_pool *p, unsigned depth, gm_stats *st,
+/* How much work may be on the engine at once. */
+typedef struct gm_sched_budget {
+	uint64_t jobs;	/* at least 1 */
+	uint64_t bytes; /* host bytes of the jobs: A, B, C and result */
+} gm_sched_budget;
+
+/* Creates a scheduler over engine e (which stays the caller's) holding
+ * at most depth queued jobs and keeping the engine's work within b. Its
+ * memory is allocated here, sized by depth, so that queueing never
+ * allocates. */
+int gm_sched_create(gm_engine *e, unsigned depth, const gm_sched_budget *b,
+		    gm_stats *st, gm_sched_job_fn job_done,
 		    gm_sched_done_fn done, void *arg, gm_sched **out);
 void gm_sched_destroy(gm_sched *s);
 
@@ -49,10 +66,18 @@ void gm_sched_destroy(gm_sched *s);
 void gm_sched_set_limits(gm_sched *s,
 			 const unsigned per_prio[GM_BATCH_PRIO_MAX + 1]);
 
-/* Whether njobs more jobs of priority prio would be queued now: GM_OK,
- * GM_EBUSY (over the depth or the priority's limit), GM_ESHUTDOWN after
- * gm_sched_stop, GM_EINVAL for a priority over GM_BATCH_PRIO_MAX. */
+/* Whether njobs more jobs of priority prio would be queued now (room
+ * reserved counts as taken): GM_OK, GM_EBUSY (over the depth or the
+ * priority's limit), GM_ESHUTDOWN after gm_sched_stop, GM_EINVAL for a
+ * priority over GM_BATCH_PRIO_MAX. */
 int gm_sched_room(const gm_sched *s, unsigned prio, uint64_t njobs);
+
+/* Takes queue room for njobs jobs of priority prio now, for a request
+ * that is queued later (once its payload is read): as gm_sched_room,
+ * then the room is held until gm_sched_submit of requests marked
+ * reserved uses it, or gm_sched_unreserve gives it back. */
+int gm_sched_reserve(gm_sched *s, unsigned prio, uint64_t njobs);
+void gm_sched_unreserve(gm_sched *s, unsigned prio, uint64_t njobs);
 
 /*
  * Allocates a request with njobs zeroed jobs (one allocation). The
@@ -63,11 +88,12 @@ void gm_sched_free_request(gm_sched_request *r);
 
 /*
  * Queues every job of r at the back of its connection's FIFO at its
- * priority. GM_EINVAL for no jobs, else as gm_sched_room for all of
- * them; then r stays the caller's and the done callback will not run.
- * Jobs the engine cannot run or that can never fit the pool are failed
- * at once (they still come back through done, perhaps before this
- * returns). Calls gm_sched_pump.
+ * priority. GM_EINVAL for no jobs; else, unless r->reserved (its room
+ * was reserved: then it is used, and this cannot fail, even after
+ * gm_sched_stop), as gm_sched_room for all of them; then r stays the
+ * caller's and no callback runs. Jobs the engine cannot run are failed
+ * at once (they still come back through the callbacks, perhaps before
+ * this returns). Calls gm_sched_pump.
  */
 int gm_sched_submit(gm_sched *s, gm_sched_request *r);
 
@@ -88,19 +114,23 @@ unsigned gm_sched_expire(gm_sched *s);
 double gm_sched_next_deadline(const gm_sched *s);
 
 /* Takes back a job the engine returned (the loop receives it from the
- * engine's done callback), frees its slab, and pumps. */
+ * engine's done callback) and pumps. */
 void gm_sched_complete(gm_sched *s, gm_job *job);
 
-/* Starts queued jobs while the pool has room. */
+/* Starts queued jobs while the engine's work is within the budget. */
 void gm_sched_pump(gm_sched *s);
 
-/* Refuses new requests from now on; queued jobs still run. */
+/* Refuses new requests from now on; queued jobs and reserved room still
+ * run. */
 void gm_sched_stop(gm_sched *s);
 
-/* Jobs waiting, jobs on the engine, requests not yet done. */
+/* Jobs waiting, jobs on the engine (and their bytes), requests not yet
+ * done, job room reserved. */
 uint64_t gm_sched_queued(const gm_sched *s);
 uint64_t gm_sched_inflight(const gm_sched *s);
+uint64_t gm_sched_inflight_bytes(const gm_sched *s);
 uint64_t gm_sched_requests(const gm_sched *s);
+uint64_t gm_sched_reserved(const gm_sched *s);
 
 /* Jobs waiting at priority prio (0..GM_BATCH_PRIO_MAX; 0 past it). */
 uint64_t gm_sched_queued_prio(const gm_sched *s, unsigned prio);

@@ -23,25 +23,24 @@ enum gm_sched_job_state {
 	GM_SCHED_JOB_DONE,    /* back, or failed without running */
 };
 
-/* One job of a request. The caller fills job.d, job.copy_in (the wire
- * payload: A, B, C back to back) and job.copy_out (where the result must
- * land), and placed; the scheduler fills the rest. */
+/* One job of a request. The caller fills job.d and the operand
+ * pointers (job.a, b, c, out: in the request's slab or in regions) and
+ * reply; the scheduler fills the rest. */
 typedef struct gm_sched_job {
 	gm_job job;
 	gm_sched_request *req;
 	uint32_t idx;
-	int state; /* enum gm_sched_job_state */
-	/* Set by the caller: operands it pointed into registered regions
-	 * (GM_PLACED bits of gm_slab.h); the slab holds the others. */
-	unsigned placed;
-	void *slab;	 /* NULL when the job needs none */
+	int state;	 /* enum gm_sched_job_state */
+	uint8_t *reply;	 /* the caller's: where its reply frame goes */
+	uint64_t bytes;	 /* host bytes the engine moves (budget) */
 	double start_us; /* handed to the engine */
 	gm_timings t;
 	struct gm_sched_job *qnext; /* the queue's, while queued */
 	void *link; /* the caller's: to hand the job between threads */
 } gm_sched_job;
 
-/* A request: the caller fills id, batch, conn, recv_us and user. */
+/* A request: the caller fills id, batch, conn, recv_us, reserved and
+ * user. */
 struct gm_sched_request {
 	uint64_t id;
 	gm_batch batch;
@@ -49,6 +48,7 @@ struct gm_sched_request {
 			  between these */
 	uint32_t njobs;
 	uint32_t left; /* jobs not yet back */
+	int reserved;  /* its queue room was reserved (gm_sched_reserve) */
 	double recv_us;
 	void *user; /* the caller's */
 	gm_sched_job *jobs;

@@ -1,48 +1,30 @@
 /*
- * gm_slab.c - the layout of a job's slab; see gm_slab.h.
+ * gm_slab.c - the layout of a request's slab; see gm_slab.h.
  */
 #include "gm_slab.h"
 
-#include <stddef.h>
-
-static int inline_c(const gm_job_sizes *z, unsigned placed)
+void gm_slab_begin(gm_slab_cursor *c, uint64_t payload)
 {
-	return z->c != 0 && !(placed & GM_PLACED(GM_OPND_C));
+	c->at = payload;
 }
 
-uint64_t gm_slab_bytes(const gm_job_desc *d, unsigned placed)
+uint64_t gm_slab_next(gm_slab_cursor *c, uint64_t out)
 {
-	uint64_t n = 0;
-	gm_job_sizes z;
+	uint64_t head = c->at;
 
-	gm_job_sizes_of(d, &z);
-	for (int op = GM_OPND_A; op < GM_OPND_OUT; op++)
-		if (!(placed & GM_PLACED(op)))
-			n += gm_operand_bytes(&z, op);
-	if (!(placed & GM_PLACED(GM_OPND_OUT)) && !inline_c(&z, placed))
-		n += z.out;
-	return n;
-}
+	if (out != 0) {
+		uint64_t res = head + GM_SLAB_REPLY_HEAD;
 
-void gm_slab_place(gm_job *j, unsigned placed, void *slab)
-{
-	void **at[GM_OPND_OUT] = {&j->a, &j->b, &j->c};
-	uint8_t *p = slab;
-	gm_job_sizes z;
-
-	gm_job_sizes_of(&j->d, &z);
-	for (int op = GM_OPND_A; op < GM_OPND_OUT; op++) {
-		uint64_t len = gm_operand_bytes(&z, op);
-
-		if (placed & GM_PLACED(op))
-			continue;
-		*at[op] = NULL;
-		if (len != 0) {
-			*at[op] = p;
-			p += len;
-		}
+		/* Pad before the reply, never between its parts. */
+		res = (res + GM_SLAB_OUT_ALIGN - 1) &
+		      ~(uint64_t)(GM_SLAB_OUT_ALIGN - 1);
+		head = res - GM_SLAB_REPLY_HEAD;
 	}
-	j->copy_to = placed != 0 && p != (uint8_t *)slab ? slab : NULL;
-	if (!(placed & GM_PLACED(GM_OPND_OUT)))
-		j->out = inline_c(&z, placed) ? j->c : p;
+	c->at = head + GM_SLAB_REPLY_HEAD + out;
+	return head;
+}
+
+uint64_t gm_slab_size(const gm_slab_cursor *c)
+{
+	return c->at;
 }

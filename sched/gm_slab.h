@@ -1,37 +1,59 @@
 /*
- * gm_slab.h - where a job's operands go in its slab of the host pool.
+ * gm_slab.h - the layout of a GEMM request's slab in the host pool.
  *
- * A slab holds what of a job arrives in the request message: those of
- * A, B and C that are inline, back to back in that order as on the wire,
- * so that one copy stages them all, then room for the result unless it
- * overwrites an inline C or goes to a region. Operands in registered
- * shared-memory regions take no room: the daemon points the job at them
- * first and says which with the GM_PLACED bits, and a job with every
- * operand in regions needs no slab at all. Pure arithmetic; any thread.
+ * A request gets one slab, reserved once its head and descriptors have
+ * passed their checks and before any of its payload is read:
+ *
+ *   [payload section, byte for byte as on the wire]
+ *   [reply 0][reply 1]...[reply count-1]
+ *
+ * where reply i is job i's whole GEMM_REPLY frame: its frame header and
+ * reply record (GM_SLAB_REPLY_HEAD bytes, written by the daemon when the
+ * job is done) and, when the job's result comes back through the
+ * socket, OUT_i, where the engine writes the result. The payload is read
+ * from the socket straight into the slab, so a job's inline A, B and C
+ * are where the wire put them; replies are written to the socket
+ * straight from the slab, and those of jobs that finished one after
+ * another are one run of bytes, sent in one piece. OUT_i is aligned to
+ * GM_SLAB_OUT_ALIGN, with padding before reply i only when its natural
+ * place is not, so that jobs of one shape sit at one constant stride
+ * both in the payload and among the results: the engine moves a run of
+ * them with one copy each way. Operands in regions take no room; a
+ * job's reply always does, so that answering it never allocates.
+ * Pure arithmetic; any thread.
  */
 #ifndef GM_SLAB_H
 #define GM_SLAB_H
 
 #include <stdint.h>
 
-#include "gm_job.h"
-#include "gm_proto_region.h"
+#include "gm_proto.h"
 
-/* Bit of an operand (enum gm_operand) already placed in a region. */
+/* Bytes before a result in its reply frame. */
+#define GM_SLAB_REPLY_HEAD (GM_HDR_SIZE + GM_REPLY_JOB_SIZE)
+
+/* Alignment of every OUT_i: what the CPU engine's BLAS and cuBLAS with
+ * mapped output want of a result. */
+#define GM_SLAB_OUT_ALIGN 16
+
+/* Bit of an operand (enum gm_operand) that is in a region. */
 #define GM_PLACED(op) (1u << (op))
 
-/* Slab bytes a job d needs with the operands in placed already placed;
- * 0: none. */
-uint64_t gm_slab_bytes(const gm_job_desc *d, unsigned placed);
+/* Lays a slab out, reply by reply. */
+typedef struct gm_slab_cursor {
+	uint64_t at; /* bytes laid out so far */
+} gm_slab_cursor;
 
-/*
- * Points the operands of j not in placed into slab (which has
- * gm_slab_bytes of room; NULL when that is 0). With C inline the result
- * overwrites C in the slab: C is on the device, or already in the
- * result on the CPU, by the time it is written. Sets j->copy_to to the
- * slab when some inputs are in regions and others inline, so that the
- * engine copies the message's inline bytes to the slab, not to a.
- */
-void gm_slab_place(gm_job *j, unsigned placed, void *slab);
+/* Starts a slab whose payload section takes payload bytes. */
+void gm_slab_begin(gm_slab_cursor *c, uint64_t payload);
+
+/* Places the next job's reply, whose result takes out bytes in the slab
+ * (0: it has none there, its result going to a region). Returns the
+ * reply's offset; the result's, when out is not 0, is that plus
+ * GM_SLAB_REPLY_HEAD. */
+uint64_t gm_slab_next(gm_slab_cursor *c, uint64_t out);
+
+/* The slab's bytes: what was laid out so far. */
+uint64_t gm_slab_size(const gm_slab_cursor *c);
 
 #endif

@@ -13,6 +13,13 @@
 static const char *const phase_names[GM_PHASE_COUNT] = {
     "queue", "h2d", "kernel", "d2h", "total"};
 
+#define GM_CONN_NAME(name, key) key,
+const char *const gm_conn_refusal_names[GM_CONN_REFUSAL_COUNT] = {
+    GM_CONN_REFUSAL_MAP(GM_CONN_NAME)};
+const char *const gm_conn_drop_names[GM_CONN_DROP_COUNT] = {
+    GM_CONN_DROP_MAP(GM_CONN_NAME)};
+#undef GM_CONN_NAME
+
 void gm_stats_init(gm_stats *s)
 {
 	memset(s, 0, sizeof(*s));
@@ -93,6 +100,37 @@ static cJSON *render_regions(const gm_stats_regions *r)
 	cJSON_AddNumberToObject(o, "refused", (double)r->refused);
 	cJSON_AddNumberToObject(o, "jobs", (double)r->jobs);
 	cJSON_AddNumberToObject(o, "connections", (double)r->connections);
+	return o;
+}
+
+/* An object with n counts named by names. */
+static cJSON *render_counts(const char *const *names, const uint64_t *v, int n)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	for (int i = 0; i < n; i++)
+		cJSON_AddNumberToObject(o, names[i], (double)v[i]);
+	return o;
+}
+
+static cJSON *render_conns(const gm_stats_conns *c)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	cJSON_AddNumberToObject(o, "open", (double)c->open);
+	cJSON_AddNumberToObject(o, "refused", (double)c->refused);
+	cJSON_AddNumberToObject(o, "accepted", (double)c->accepted);
+	cJSON_AddItemToObject(o, "refused_by",
+			      render_counts(gm_conn_refusal_names,
+					    c->refused_by,
+					    GM_CONN_REFUSAL_COUNT));
+	cJSON_AddNumberToObject(o, "dropped", (double)c->dropped);
+	cJSON_AddItemToObject(o, "dropped_by",
+			      render_counts(gm_conn_drop_names, c->dropped_by,
+					    GM_CONN_DROP_COUNT));
+	cJSON_AddNumberToObject(o, "accept_pauses", (double)c->accept_pauses);
+	cJSON_AddNumberToObject(o, "paused", (double)c->paused);
+	cJSON_AddNumberToObject(o, "unsent_bytes", (double)c->unsent_bytes);
 	return o;
 }
 
@@ -265,6 +303,7 @@ char *gm_stats_render(const gm_stats *s, const gm_stats_live *l)
 	cJSON_AddNumberToObject(req, "total", (double)s->requests);
 	cJSON_AddNumberToObject(req, "refused", (double)s->requests_refused);
 	cJSON_AddNumberToObject(req, "ctrl", (double)s->ctrl_requests);
+	cJSON_AddNumberToObject(req, "inflight", (double)l->requests_inflight);
 	cJSON_AddItemToObject(o, "jobs", render_jobs(s, l));
 	add_pair(o, "bytes", "in", (double)s->bytes_in, "out",
 		 (double)s->bytes_out);
@@ -292,9 +331,11 @@ char *gm_stats_render(const gm_stats *s, const gm_stats_live *l)
 		 (double)l->pool_size);
 	cJSON_AddNumberToObject(cJSON_GetObjectItem(o, "pool"), "slabs",
 				(double)l->pool_slabs);
-	add_pair(o, "contexts", "total", l->contexts, "busy", l->contexts_busy);
-	add_pair(o, "connections", "open", (double)l->conn_open, "refused",
-		 (double)l->conn_refused);
+	cJSON_AddNumberToObject(cJSON_GetObjectItem(o, "pool"), "waiting",
+				(double)l->pool_waiting);
+	add_pair(o, "contexts", "total", (double)l->contexts, "busy",
+		 (double)l->requests_inflight);
+	cJSON_AddItemToObject(o, "connections", render_conns(&l->conns));
 	cJSON_AddItemToObject(o, "regions", render_regions(&l->regions));
 	err = cJSON_AddObjectToObject(o, "errors");
 	for (int i = 1; i < GM_ERR_COUNT; i++)

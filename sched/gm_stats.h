@@ -83,14 +83,65 @@ typedef struct gm_stats_regions {
 	uint64_t connections;	   /* hand-off connections open */
 } gm_stats_regions;
 
+/* Why the daemon refused a connection as it came (PROTOCOL.md 2.1):
+ * X(NAME, key in the stats document). */
+#define GM_CONN_REFUSAL_MAP(X)                \
+	X(ALLOW_LIST, "allow_list")           \
+	X(MAX_CONNECTIONS, "max_connections") \
+	X(MAX_PER_PEER, "max_connections_per_peer")
+
+/* Why the daemon closed a connection it had taken: its deadlines, a
+ * frame it cannot read past (a bad header, a length over a limit), a
+ * client of protocol version 1. */
+#define GM_CONN_DROP_MAP(X)               \
+	X(HANDSHAKE, "handshake_timeout") \
+	X(STALL, "stall_timeout")         \
+	X(SEND, "send_timeout")           \
+	X(PROTOCOL, "protocol")           \
+	X(V1_CLIENT, "v1_client")
+
+enum gm_conn_refusal {
+#define GM_CONN_ENUM(name, key) GM_CONN_REFUSED_##name,
+	GM_CONN_REFUSAL_MAP(GM_CONN_ENUM)
+#undef GM_CONN_ENUM
+	    GM_CONN_REFUSAL_COUNT
+};
+
+enum gm_conn_drop {
+#define GM_CONN_ENUM(name, key) GM_CONN_DROPPED_##name,
+	GM_CONN_DROP_MAP(GM_CONN_ENUM)
+#undef GM_CONN_ENUM
+	    GM_CONN_DROP_COUNT
+};
+
+/* The names of the reasons, as the stats document writes them. */
+extern const char *const gm_conn_refusal_names[GM_CONN_REFUSAL_COUNT];
+extern const char *const gm_conn_drop_names[GM_CONN_DROP_COUNT];
+
+/* Connections (the daemon's transport), as the stats document shows
+ * them. */
+typedef struct gm_stats_conns {
+	uint64_t open;	   /* served now (refused ones not counted) */
+	uint64_t accepted; /* since start, refused ones included */
+	uint64_t refused;  /* sent one ERROR at accept and closed */
+	uint64_t refused_by[GM_CONN_REFUSAL_COUNT];
+	uint64_t dropped; /* closed by the daemon */
+	uint64_t dropped_by[GM_CONN_DROP_COUNT];
+	uint64_t accept_pauses; /* accepting paused: out of descriptors */
+	uint64_t paused;	/* not read now: back-pressure, pool room */
+	uint64_t unsent_bytes;	/* reply bytes waiting to be written */
+} gm_stats_conns;
+
 /* Live values the stats document shows beside the counters. */
 typedef struct gm_stats_live {
 	const char *engine;
 	uint64_t queue_depth, queue_limit;
 	uint64_t inflight; /* jobs on the engine */
 	uint64_t pool_used, pool_size, pool_slabs;
-	unsigned contexts, contexts_busy; /* nng contexts; out of RECV */
-	uint64_t conn_open, conn_refused; /* connections; allow-list refusals */
+	uint64_t pool_waiting; /* requests waiting for pool room */
+	uint64_t contexts;     /* requests all connections may have in flight */
+	uint64_t requests_inflight; /* read, not yet fully answered */
+	gm_stats_conns conns;
 	uint64_t
 	    queued_prio[GM_BATCH_PRIO_MAX + 1]; /* jobs waiting, by priority */
 	uint64_t limit_prio[GM_BATCH_PRIO_MAX + 1]; /* 0: queue_limit only */

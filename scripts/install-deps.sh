@@ -4,7 +4,7 @@
 # root (or with sudo available) on Debian 12.
 set -eu
 
-build="build-essential pkg-config meson ninja-build libuv1-dev libnng-dev
+build="build-essential pkg-config meson ninja-build libuv1-dev libnng-dev libssl-dev
 libcjson-dev libopenblas-dev"
 # cmocka: the unit and integration tests. clang and its runtime (libclang-rt-14-dev): the libFuzzer targets of
 # scripts/ci-fuzz.sh. libsystemd-dev: sd_notify and the unit file;

@@ -15,8 +15,8 @@ from typing import Any, Iterable, Optional, Union
 import numpy as np
 
 from ._errors import Error, codes, errname, error, last_error
-from ._ffi import (DTYPES, FOREVER, OPEN_LAZY, PRIORITY_DEFAULT, ffi, lib,
-                   libc, text)
+from ._ffi import (DTYPES, FOREVER, OPEN_LAZY, OPEN_NO_SHM, PRIORITY_DEFAULT,
+                   ffi, lib, libc, text)
 from . import _handle
 from ._handle import Handle, in_callback
 from ._plan import Plan, finish, plan
@@ -131,6 +131,10 @@ class Client:
     :class:`TransportError` when it cannot be reached, unless ``lazy``:
     then calls wait, within their timeout, for a connection made in the
     background. The ``tls_*`` files are for ``tls+tcp://``.
+    ``connections`` (default 1) connections to the daemon carry large
+    requests striped over them; over ``ipc://`` arrays are staged through
+    shared memory of ``staging_bytes`` (default 256 MiB) unless
+    ``no_shm`` (see gemmd.h, ``gemmd_open_opts``).
 
     All methods may be called from any thread, concurrently. A request
     runs at most once: after TimeoutError or TransportError, whether its
@@ -142,7 +146,9 @@ class Client:
                  tls_ca: Optional[str] = None, tls_cert: Optional[str] = None,
                  tls_key: Optional[str] = None,
                  tls_server_name: Optional[str] = None,
-                 region_socket: Optional[str] = None):
+                 region_socket: Optional[str] = None,
+                 connections: int = 0, staging_bytes: int = 0,
+                 no_shm: bool = False):
         self.timeout = timeout
         self._closed = True
         if _handle.forked:
@@ -160,12 +166,15 @@ class Client:
             return keep[-1]
 
         opts = ffi.new("gemmd_open_opts *")
-        opts.flags = OPEN_LAZY if lazy else 0
+        opts.flags = (OPEN_LAZY if lazy else 0) | \
+            (OPEN_NO_SHM if no_shm else 0)
         opts.tls_ca_file = cstr(tls_ca)
         opts.tls_cert_file = cstr(tls_cert)
         opts.tls_key_file = cstr(tls_key)
         opts.tls_server_name = cstr(tls_server_name)
         opts.region_socket = cstr(region_socket)
+        opts.connections = connections
+        opts.staging_bytes = staging_bytes
         out = ffi.new("gemmd_client **")
         rv = lib.gemmd_open(cstr(url), opts, out)
         if rv != 0:

@@ -65,6 +65,8 @@ typedef struct gemmd_open_opts {
     const char *tls_key_file;
     const char *tls_server_name;
     const char *region_socket;
+    unsigned connections;
+    uint64_t staging_bytes;
 } gemmd_open_opts;
 
 typedef void (*gemmd_done_fn)(void *arg, int rv);
@@ -119,6 +121,7 @@ const char *gemmd_version(void);
 # Constants of gemmd.h that cffi in ABI mode does not read from it.
 FOREVER = -1
 OPEN_LAZY = 0x1
+OPEN_NO_SHM = 0x2
 PRIORITY_DEFAULT = 1
 PRIORITY_MAX = 3
 ROW_MAJOR, COL_MAJOR = 0, 1

@@ -20,7 +20,8 @@
 	X(gemmd_submit_opts, F(priority) F(deadline_ms))                    \
 	X(gemmd_open_opts,                                                  \
 	  F(flags) F(tls_ca_file) F(tls_cert_file) F(tls_key_file)          \
-	      F(tls_server_name) F(region_socket))                          \
+	      F(tls_server_name) F(region_socket) F(connections)            \
+		  F(staging_bytes))                                         \
 	X(gemmd_job_info,                                                   \
 	  F(id) F(state) F(status) F(message) F(has_result) F(priority)     \
 	      F(dtype) F(layout) F(m) F(n) F(k) F(t))

@@ -34,33 +34,63 @@ static void put(const char *dir, const char *name, const void *p, size_t n)
 	}
 }
 
-/* Encodes a GEMM request for jobs d[0..n-1] into buf, operands filled
- * with small numbers; returns its length. */
-static size_t request(uint64_t id, const gm_batch *b, const gm_job_desc *d,
-		      uint32_t n)
+/* Encodes a GEMM request at p for jobs d[0..n-1], the descriptors of
+ * those with GM_JOB_REGIONS from ref[i], inline operands filled with
+ * small numbers; returns its length. */
+static size_t request(uint8_t *p, uint64_t id, const gm_batch *b,
+		      const gm_job_desc *d,
+		      const gm_region_ref (*ref)[GM_OPND_COUNT], uint32_t n)
 {
-	uint8_t *q = buf + GM_HDR_SIZE + GM_BATCH_SIZE;
-	gm_job_sizes z;
+	uint8_t *job = p + GM_HDR_SIZE + GM_BATCH_SIZE, *desc, *q;
+	uint64_t payload;
+	uint32_t nd = 0;
 
-	gm_proto_put_hdr(buf, GM_MSG_GEMM, id, n);
-	gm_proto_put_batch(buf + GM_HDR_SIZE, b);
-	for (uint32_t i = 0; i < n; i++) {
-		gm_job_sizes_of(&d[i], &z);
-		gm_proto_put_job(q, &d[i]);
-		q += GM_JOB_HDR_SIZE;
-		for (uint64_t j = 0; j < z.a + z.b + z.c; j++)
+	for (uint32_t i = 0; i < n; i++)
+		nd += (d[i].flags & GM_JOB_REGIONS) != 0;
+	desc = job + (size_t)n * GM_JOB_HDR_SIZE;
+	q = desc + (size_t)nd * GM_REGION_DESC_SIZE;
+	for (uint32_t i = 0; i < n; i++, job += GM_JOB_HDR_SIZE) {
+		const gm_region_ref *r =
+		    (d[i].flags & GM_JOB_REGIONS) ? ref[i] : NULL;
+
+		gm_proto_put_job_refs(job, &d[i], r);
+		if (r != NULL) {
+			gm_proto_put_refs(desc, r);
+			desc += GM_REGION_DESC_SIZE;
+		}
+		gm_proto_job_payload(&d[i], r, &payload);
+		for (uint64_t j = 0; j < payload; j++)
 			q[j] = (uint8_t)(j % 7);
-		q += z.a + z.b + z.c;
+		q += payload;
 	}
-	return (size_t)(q - buf);
+	gm_proto_put_hdr(p, GM_MSG_GEMM, id, n,
+			 (uint64_t)(q - p) - GM_HDR_SIZE);
+	gm_proto_put_batch(p + GM_HDR_SIZE, b);
+	return (size_t)(q - p);
 }
 
+static void put_u64le(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* A job header's field of job i in a request at p. */
+static uint8_t *job_field(uint8_t *p, uint32_t i, size_t off)
+{
+	return p + GM_HDR_SIZE + GM_BATCH_SIZE + i * GM_JOB_HDR_SIZE + off;
+}
+
+static const gm_batch plain = {.priority = GM_BATCH_PRIO_DEFAULT};
+
+/* PROTOCOL.md §12's job, and near-misses of it that each stop at one
+ * check of §8. */
 static void proto_requests(void)
 {
-	const gm_batch plain = {.priority = GM_BATCH_PRIO_DEFAULT};
 	const gm_batch urgent = {.priority = 3, .deadline_ms = 250};
+	const gm_batch detach = {.priority = 1, .flags = GM_BATCH_DETACH};
 	gm_job_desc one = {
-	    .dtype = GM_FP64, .m = 2, .n = 3, .k = 4, .alpha = 1.0};
+	    .dtype = GM_FP64, .m = 1, .n = 1, .k = 1, .alpha = 1.0};
 	gm_job_desc mixed[3] = {
 	    {.dtype = GM_FP32,
 	     .trans_a = 1,
@@ -87,58 +117,81 @@ static void proto_requests(void)
 	};
 	size_t n;
 
-	n = request(1, &plain, &one, 1);
+	n = request(buf, 1, &plain, &one, NULL, 1);
 	put("proto", "gemm-fp64", buf, n);
 	put("proto", "gemm-truncated", buf, n - 1);
 	buf[n] = 0;
+	put_u64le(buf + 24, n + 1 - GM_HDR_SIZE);
 	put("proto", "gemm-trailing", buf, n + 1);
-	buf[GM_HDR_SIZE + GM_BATCH_SIZE + 40] ^= 8; /* payload_bytes */
+	put_u64le(buf + 24, n - GM_HDR_SIZE);
+	put_u64le(job_field(buf, 0, 40), 15); /* payload_bytes */
 	put("proto", "gemm-bad-payload", buf, n);
+	put_u64le(job_field(buf, 0, 40), 16);
+	put_u64le(buf + 16, 4); /* count 4 and u32 flags 0: a lying count */
+	put("proto", "gemm-count-lies", buf, n);
+	put_u64le(buf + 16, 0);
+	put("proto", "gemm-count0", buf, n);
+	put_u64le(buf + 16, 1);
+	put_u64le(buf + 24, 1000);
+	put("proto", "gemm-length-lies", buf, n);
+	put_u64le(buf + 24, 1ull << 40);
+	put("proto", "gemm-over-limit", buf, n);
 
-	n = request(2, &urgent, mixed, 3);
+	n = request(buf, 2, &detach, &one, NULL, 1);
+	put("proto", "gemm-detached", buf, n);
+
+	n = request(buf, 3, &urgent, mixed, NULL, 3);
 	put("proto", "gemm-mixed", buf, n);
-	buf[GM_HDR_SIZE + GM_BATCH_SIZE + 6] = 1; /* job reserved bytes */
+	*job_field(buf, 1, 6) = 1; /* job 1's reserved bytes */
 	put("proto", "gemm-reserved", buf, n);
 
 	mixed[0].dtype = GM_TF32;
 	mixed[0].m = 0;
-	n = request(3, &plain, mixed, 1);
+	n = request(buf, 4, &plain, mixed, NULL, 1);
 	put("proto", "gemm-dim0", buf, n);
-
-	gm_proto_put_hdr(buf, GM_MSG_GEMM, 4, 0);
-	memset(buf + GM_HDR_SIZE, 0, GM_BATCH_SIZE);
-	put("proto", "gemm-count0", buf, GM_HDR_SIZE + GM_BATCH_SIZE);
 }
 
-/* A job with A and the result in region 1, B inline; then the records
- * of the hand-off socket that register and release such a region. */
+/* Jobs with regions, their near-misses, and the records of the hand-off
+ * socket that register and release a region. */
 static void proto_regions(void)
 {
-	const gm_job_desc d = {.dtype = GM_FP32,
-			       .flags = GM_JOB_REGIONS,
-			       .m = 4,
-			       .n = 2,
-			       .k = 3,
-			       .alpha = 1.0};
-	const gm_region_ref ref[GM_OPND_COUNT] = {
-	    [GM_OPND_A] = {1, 0}, [GM_OPND_OUT] = {1, 64}};
-	const gm_batch b = {.priority = 2, .flags = GM_BATCH_DETACH};
+	gm_job_desc d[2] = {
+	    {.dtype = GM_FP32,
+	     .flags = GM_JOB_REGIONS | GM_JOB_HAS_C,
+	     .m = 4,
+	     .n = 2,
+	     .k = 3,
+	     .alpha = 1.0,
+	     .beta = 1.0},
+	    {.dtype = GM_FP64, .m = 1, .n = 2, .k = 1, .alpha = 1.0},
+	};
+	const gm_region_ref ref[2][GM_OPND_COUNT] = {
+	    [0] = {{1, 0}, {0, 0}, {1, 64}, {1, 64}}};
+	/* §14.6: A and B in the region, the result in the reply. */
+	gm_job_desc ex = {.dtype = GM_FP64,
+			  .flags = GM_JOB_REGIONS,
+			  .m = 1,
+			  .n = 1,
+			  .k = 1,
+			  .alpha = 1.0};
+	const gm_region_ref ex_ref[1][GM_OPND_COUNT] = {
+	    {{0x6c1f0e2a9d3b4c57u, 0}, {0x6c1f0e2a9d3b4c57u, 8}}};
 	const gm_handoff_req reg = {.op = GM_HANDOFF_REGISTER, .size = 1 << 20};
 	const gm_handoff_req rel = {.op = GM_HANDOFF_RELEASE, .region = 1};
 	gm_handoff_rep rep = {
 	    .op = GM_HANDOFF_REGISTER, .region = 1, .size = 1 << 20};
-	uint64_t payload;
-	uint8_t *q = buf + GM_HDR_SIZE + GM_BATCH_SIZE;
+	uint8_t *desc = job_field(buf, 2, 0);
+	size_t n;
 
-	gm_proto_job_payload(&d, ref, &payload);
-	gm_proto_put_hdr(buf, GM_MSG_GEMM, 8, 1);
-	gm_proto_put_batch(buf + GM_HDR_SIZE, &b);
-	gm_proto_put_job_refs(q, &d, ref);
-	gm_proto_put_refs(q + GM_JOB_HDR_SIZE, ref);
-	memset(q + GM_JOB_HDR_SIZE + GM_REGION_DESC_SIZE, 0x3f,
-	       payload - GM_REGION_DESC_SIZE);
-	put("proto", "gemm-regions", buf,
-	    (size_t)(q + GM_JOB_HDR_SIZE + payload - buf));
+	n = request(buf, 8, &plain, d, ref, 2);
+	put("proto", "gemm-regions", buf, n);
+	put_u64le(desc + 56, 60); /* OUT 4 bytes before C */
+	put("proto", "gemm-regions-overlap", buf, n);
+	put_u64le(desc + 56, 64);
+	*job_field(buf, 1, 5) = GM_JOB_REGIONS; /* job 1: no descriptor */
+	put("proto", "gemm-regions-desc-missing", buf, n);
+	n = request(buf, 1, &plain, &ex, ex_ref, 1);
+	put("proto", "gemm-regions-all", buf, n);
 
 	gm_handoff_put_req(buf, &reg);
 	put("proto", "handoff-register", buf, GM_HANDOFF_REQ_SIZE);
@@ -152,9 +205,31 @@ static void proto_regions(void)
 	put("proto", "handoff-reply-error", buf, GM_HANDOFF_REP_SIZE);
 }
 
+/* A CTRL request at p; returns its length. */
+static size_t ctrl(uint8_t *p, uint16_t type, uint64_t id, const char *json)
+{
+	size_t n = strlen(json);
+
+	gm_proto_put_hdr(p, type, id, 0, n);
+	memcpy(p + GM_HDR_SIZE, json, n);
+	return GM_HDR_SIZE + n;
+}
+
+/* A GEMM_REPLY at p for job index; returns its length. */
+static size_t reply(uint8_t *p, uint64_t id, uint32_t index,
+		    const gm_reply_job *r)
+{
+	gm_proto_put_hdr(p, GM_MSG_GEMM_REPLY, id, index,
+			 GM_REPLY_JOB_SIZE + r->result_bytes);
+	gm_proto_put_reply_job(p + GM_HDR_SIZE, r);
+	memset(p + GM_HDR_SIZE + GM_REPLY_JOB_SIZE, 0x3f, r->result_bytes);
+	return GM_HDR_SIZE + GM_REPLY_JOB_SIZE + r->result_bytes;
+}
+
+/* CTRL, replies and errors, alone and as streams of several frames. */
 static void proto_others(void)
 {
-	static const char ping[] = "{\"op\":\"ping\"}";
+	static const uint8_t v1[8] = {0, 'S', 'P', 0, 0, 0x30, 0, 0};
 	gm_reply_job ok = {.dtype = GM_FP32,
 			   .layout = GM_ROW_MAJOR,
 			   .m = 2,
@@ -162,26 +237,50 @@ static void proto_others(void)
 			   .result_bytes = 16};
 	gm_reply_job bad = {
 	    .status = GM_EDIM, .dtype = GM_FP64, .m = 0, .n = 5};
-	size_t n;
+	gm_reply_job region = {.dtype = GM_FP64, .m = 8, .n = 8};
+	gm_job_desc one = {
+	    .dtype = GM_FP64, .m = 1, .n = 1, .k = 1, .alpha = 1.0};
+	size_t n, refused;
 
 	ok.t = (gm_timings){1.5, 2.0, 3.25, 2.0, 9.0};
 	bad.t.total_us = 4.0;
 	snprintf(bad.message, sizeof(bad.message), "m=0, must be 1..65536");
 
-	gm_proto_put_hdr(buf, GM_MSG_CTRL, 5, sizeof(ping) - 1);
-	memcpy(buf + GM_HDR_SIZE, ping, sizeof(ping) - 1);
-	put("proto", "ctrl-ping", buf, GM_HDR_SIZE + sizeof(ping) - 1);
-	put("proto", "ctrl-short", buf, GM_HDR_SIZE + 3);
+	n = ctrl(buf, GM_MSG_CTRL, 5, "{\"op\":\"ping\"}");
+	put("proto", "ctrl-ping", buf, n);
+	put("proto", "ctrl-short", buf, n - 3);
+	buf[16] = 1; /* count */
+	put("proto", "ctrl-count", buf, n);
+	n = ctrl(buf, GM_MSG_CTRL_REPLY, 1,
+		 "{\"ok\":true,\"jobs\":[1882517841903616]}");
+	put("proto", "ctrl-reply-detached", buf, n);
+	put("proto", "v1-handshake", v1, sizeof(v1));
 
-	gm_proto_put_hdr(buf, GM_MSG_GEMM_REPLY, 6, 2);
-	n = GM_HDR_SIZE;
-	gm_proto_put_reply_job(buf + n, &ok);
-	n += GM_REPLY_JOB_SIZE;
-	memset(buf + n, 0x3f, ok.result_bytes);
-	n += ok.result_bytes;
-	gm_proto_put_reply_job(buf + n, &bad);
-	n += GM_REPLY_JOB_SIZE;
-	put("proto", "reply-ok-failed", buf, n);
+	n = reply(buf, 6, 1, &ok);
+	put("proto", "reply-ok", buf, n);
+	n = reply(buf, 6, 0, &bad);
+	put("proto", "reply-failed", buf, n);
+	n = reply(buf, 6, 2, &region);
+	put("proto", "reply-region", buf, n);
+	/* A client's view: replies of two requests interleaved, a CTRL
+	 * reply and a refusal. */
+	n = reply(buf, 6, 1, &ok);
+	n += reply(buf + n, 9, 0, &region);
+	n += ctrl(buf + n, GM_MSG_CTRL_REPLY, 7, "{\"ok\":true}");
+	n += reply(buf + n, 6, 0, &bad);
+	gm_proto_put_error(buf + n, 10, GM_EBUSY, NULL);
+	n += GM_HDR_SIZE + GM_ERROR_SIZE;
+	put("proto", "replies-stream", buf, n);
+
+	/* The daemon's view: requests back to back, one refused at its
+	 * head, whose body is skipped. */
+	n = request(buf, 11, &plain, &one, NULL, 1);
+	n += ctrl(buf + n, GM_MSG_CTRL, 12, "{\"op\":\"stats\"}");
+	refused = n;
+	n += request(buf + n, 13, &plain, &one, NULL, 1);
+	buf[refused + GM_HDR_SIZE] = 9; /* priority */
+	n += request(buf + n, 14, &plain, &one, NULL, 1);
+	put("proto", "requests-stream", buf, n);
 
 	gm_proto_put_error(buf, 7, GM_EBUSY, NULL);
 	put("proto", "error-busy", buf, GM_HDR_SIZE + GM_ERROR_SIZE);

@@ -1,8 +1,9 @@
 /*
  * test_access.c - who may talk to gemmd. The ipc:// socket and the
  * directory gemmd makes for it have modes 0660 and 0750 whatever the
- * umask; allow_uids and allow_gids refuse other peers (counted in stats,
- * read over tcp://, which the lists do not cover) and let the named ones
+ * umask; allow_uids and allow_gids refuse other peers (one EACCES ERROR,
+ * counted in stats, read over tcp://, which the lists do not cover) and
+ * let the named ones
  * in; plain tcp:// off the loopback is warned about; tls+tcp:// serves a
  * client whose certificate the configured CA signed and no other, with
  * certificates made by the openssl command; and a broken TLS file stops
@@ -55,16 +56,23 @@ static void test_allow_list_refuses(void **state)
 	gemmd_client *c, *mon;
 	gemmd_job j;
 	it_daemon d;
-	int fd, ipc;
+	rc_frame f;
+	char msg[97];
+	int fd;
 
 	snprintf(uids, sizeof(uids), "allow_uids=%u", other_id(getuid()));
 	snprintf(gids, sizeof(gids), "allow_gids=%u", other_id(getgid()));
 	assert_int_equal(it_setup(&d), 0);
 	assert_int_equal(it_start(&d, args), 0);
 	assert_int_equal(gemmd_open(d.tcp, NULL, &mon), GM_OK);
-	/* The connection is closed as soon as it is made ... */
-	fd = it_sp_connect(d.ipc, &ipc);
+	/* The connection is answered EACCES and closed as soon as it is
+	 * made ... */
+	fd = rc_connect(d.ipc, NULL);
 	assert_true(fd >= 0);
+	assert_int_equal(rc_read_frame(fd, &f, 5000), 0);
+	assert_int_equal(f.id, 0);
+	assert_int_equal(rc_error(&f, msg), GM_EACCES);
+	rc_frame_free(&f);
 	assert_true(it_closed_by_peer(fd, 2000));
 	close(fd);
 	/* ... so a client's calls fail and run nothing. */

@@ -3,8 +3,8 @@
  * with SIGKILL mid-send or while waiting for a reply, hundreds of times
  * beside a client that keeps running jobs: gemmd stays up and, once
  * idle, holds no pool bytes, slabs, queued or running jobs, busy
- * contexts or stale connections. gemmd killed in the middle of a batch
- * and restarted on the same socket: the waiting call fails, no result
+ * requests in flight or stale connections. gemmd killed in the middle of a
+ * batch and restarted on the same socket: the waiting call fails, no result
  * byte lands, and the new daemon never sees the request (the client
  * library does not resend); with two daemons dialed, the request of the
  * one killed is not moved to the other. gemmd stopped (SIGSTOP): the
@@ -27,7 +27,6 @@
 #include "itest.h"
 
 #define KILLS	     200
-#define SP_ID_BYTES  4 /* REQ puts a request id before the message */
 #define LOAD_TIMEOUT 30000
 #define IDLE_WAIT_US 20e6
 #define CALL_TIMEOUT 30000
@@ -103,23 +102,36 @@ static void *load_run(void *arg)
 }
 
 /*
- * The child's whole life: connect with a plain socket, send the frame
- * (SP id included), then, when wait is set, read until the reply comes;
- * then hold the connection until killed. Plain syscalls on buffers made
- * before the fork: the parent's nng threads do not exist in the child.
+ * The child's whole life: connect with a plain socket, send the frame,
+ * then, when wait is set, read until the reply comes; then hold the
+ * connection until killed. Plain syscalls on buffers made before the
+ * fork: the parent's nng threads do not exist in the child.
  */
 static void child(const char *url, uint8_t *msg, size_t len, int wait)
 {
 	char buf[4096];
-	int ipc, fd = it_sp_connect(url, &ipc);
+	int fd = rc_connect(url, NULL);
 
-	if (fd < 0 || it_sp_frame(fd, ipc, len) != 0 ||
-	    it_write_all(fd, msg, len) != 0)
+	if (fd < 0 || it_write_all(fd, msg, len) != 0)
 		_exit(1);
 	while (wait && read(fd, buf, sizeof(buf)) > 0)
 		;
 	pause();
 	_exit(0);
+}
+
+/* j as a one-job GEMM request frame with id (malloc'd, *len bytes). */
+static uint8_t *request(const gemmd_job *j, uint64_t id, size_t *len)
+{
+	rc_job r = {.dtype = 1,
+		    .m = j->m,
+		    .n = j->n,
+		    .k = j->k,
+		    .alpha = j->alpha,
+		    .a = j->a,
+		    .b = j->b};
+
+	return rc_gemm(id, 1, 0, 0, &r, 1, len);
 }
 
 /* What an idle gemmd holds; the regions keys only where the daemon has
@@ -180,8 +192,7 @@ static int wait_idle(gemmd_client *mon, unsigned open)
 
 static void test_clients_killed(void **state)
 {
-	const char *args[] = {"--set", "contexts=16", "--set",
-			      "pool_bytes=256M", NULL};
+	const char *args[] = {"--set", "pool_bytes=256M", NULL};
 	gemmd_job big, small;
 	uint8_t *big_msg, *small_msg;
 	size_t big_len, small_len;
@@ -197,12 +208,10 @@ static void test_clients_killed(void **state)
 	it_job(&big, 512, 512, 512, 5);
 	/* Runs for a few ms: a kill lands while it is queued or running. */
 	it_job(&small, 160, 160, 160, 6);
-	big_msg = it_request(&big, 1, SP_ID_BYTES, &big_len);
-	small_msg = it_request(&small, 2, SP_ID_BYTES, &small_len);
+	big_msg = request(&big, 1, &big_len);
+	small_msg = request(&small, 2, &small_len);
 	assert_non_null(big_msg);
 	assert_non_null(small_msg);
-	memcpy(big_msg, "\x80\x00\x00\x01", SP_ID_BYTES);
-	memcpy(small_msg, "\x80\x00\x00\x02", SP_ID_BYTES);
 	l.url = d.ipc;
 	assert_int_equal(pthread_create(&l.thread, NULL, load_run, &l), 0);
 	for (int i = 0; i < KILLS; i++) {

@@ -5,8 +5,6 @@
  * answered busy, and SIGTERM answering every accepted job before exit 0.
  */
 #include <math.h>
-#include <nng/nng.h>
-#include <nng/protocol/reqrep0/req.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -188,50 +186,45 @@ static void test_many_in_flight(void **state)
 	assert_int_equal(stop_daemon(&d), 0);
 }
 
-/* Sends raw bytes on a REQ socket and returns the ERROR reply's code. */
-static int send_raw(const char *url, const void *buf, size_t len)
+/* Sends bytes as one frame on a fresh connection, its header's length
+ * set to what follows it, and returns the ERROR's code. */
+static int send_raw(const char *url, uint8_t *buf, size_t len)
 {
-	nng_socket s;
-	nng_msg *m;
+	int fd = rc_connect(url, NULL);
+	char msg[97];
+	rc_frame f;
 	uint32_t status;
-	char text[GM_MSG_TEXT + 1];
-	gm_hdr h;
 
-	assert_int_equal(nng_req0_open(&s), 0);
-	nng_socket_set_ms(s, NNG_OPT_RECVTIMEO, 5000);
-	assert_int_equal(nng_dial(s, url, NULL, 0), 0);
-	assert_int_equal(nng_send(s, (void *)buf, len, 0), 0);
-	assert_int_equal(nng_recvmsg(s, &m, 0), 0);
-	assert_int_equal(gm_proto_get_hdr(nng_msg_body(m), nng_msg_len(m), &h,
-					  text, sizeof(text)),
-			 GM_OK);
-	assert_int_equal(h.type, GM_MSG_ERROR);
-	assert_int_equal(
-	    gm_proto_get_error(nng_msg_body(m), nng_msg_len(m), &status, text),
-	    GM_OK);
-	nng_msg_free(m);
-	nng_close(s);
+	assert_true(fd >= 0 && len >= RC_HDR);
+	for (int i = 0; i < 8; i++)
+		buf[24 + i] = (uint8_t)((uint64_t)(len - RC_HDR) >> (8 * i));
+	assert_int_equal(rc_write(fd, buf, len), 0);
+	assert_int_equal(rc_read_frame(fd, &f, 5000), 0);
+	assert_int_equal(f.type, RC_ERROR_T);
+	status = rc_error(&f, msg);
+	rc_frame_free(&f);
+	close(fd);
 	return (int)status;
 }
 
-/* A valid one-job 2x2x2 fp64 request; returns its length. */
+/* A valid one-job m x 2 x 2 fp64 request in p; returns its length. */
 static size_t valid_request(uint8_t *p, uint32_t m)
 {
-	gm_job_desc jd = {
-	    .dtype = GM_FP64, .m = m, .n = 2, .k = 2, .alpha = 1.0};
-	gm_batch b = {.priority = 1};
-	size_t payload = (size_t)(m * 2 + 4) * 8;
+	static double ops[1024];
+	rc_job j = {.dtype = GM_FP64,
+		    .m = m,
+		    .n = 2,
+		    .k = 2,
+		    .alpha = 1.0,
+		    .a = ops,
+		    .b = ops};
+	uint8_t *req;
+	size_t len;
 
-	gm_proto_put_hdr(p, GM_MSG_GEMM, 42, 1);
-	gm_proto_put_batch(p + GM_HDR_SIZE, &b);
-	gm_proto_put_job(p + GM_HDR_SIZE + GM_BATCH_SIZE, &jd);
-	memset(p + GM_HDR_SIZE + GM_BATCH_SIZE + GM_JOB_HDR_SIZE, 0x3f,
-	       payload);
-	/* payload_bytes is the last field of the job header. */
-	for (int i = 0; i < 8; i++)
-		p[GM_HDR_SIZE + GM_BATCH_SIZE + 40 + i] =
-		    (uint8_t)((uint64_t)payload >> (8 * i));
-	return GM_HDR_SIZE + GM_BATCH_SIZE + GM_JOB_HDR_SIZE + payload;
+	assert_non_null(req = rc_gemm(42, 1, 0, 0, &j, 1, &len));
+	memcpy(p, req, len);
+	free(req);
+	return len;
 }
 
 static void test_bad_input(void **state)
@@ -249,7 +242,7 @@ static void test_bad_input(void **state)
 	assert_int_equal(send_raw(d.ipc, rnd, sizeof(rnd)), GM_EMAGIC);
 	len = valid_request(buf, 2);
 	assert_int_equal(send_raw(d.tcp, buf, len - 9), GM_ETRUNC);
-	assert_int_equal(send_raw(d.ipc, buf, 10), GM_ETRUNC);
+	assert_int_equal(send_raw(d.ipc, buf, RC_HDR + 10), GM_ETRUNC);
 	buf[4] = 9; /* version */
 	assert_int_equal(send_raw(d.ipc, buf, len), GM_EVERSION);
 	len = valid_request(buf, 101);
@@ -271,25 +264,13 @@ static void make_slow_job(gemmd_job *j)
 	make_job(j, GEMMD_FP64, GEMMD_ROW_MAJOR, 0, 0, 400, 400, 400, 0);
 }
 
-static double stat_number(gemmd_client *c, const char *key)
-{
-	char *doc, *p;
-	double v = -1;
-
-	assert_int_equal(gemmd_stats(c, &doc, 2000), GM_OK);
-	if ((p = strstr(doc, key)) != NULL)
-		v = strtod(p + strlen(key), NULL);
-	free(doc);
-	return v;
-}
-
 static void test_queue_full_is_busy(void **state)
 {
 	enum { N = 12 };
 	/* The pool holds the first, large job and nothing beside it; the
-	 * queue holds two more; everything after that is refused busy. */
-	const char *sets[] = {"queue_depth=2", "contexts=32", "pool_bytes=52M",
-			      NULL};
+	 * queue has room for two more, which wait for the pool; everything
+	 * after that is refused busy. */
+	const char *sets[] = {"queue_depth=2", "pool_bytes=52M", NULL};
 	it_daemon d;
 	gemmd_client *c;
 	gemmd_job jobs[N];
@@ -302,7 +283,7 @@ static void test_queue_full_is_busy(void **state)
 	assert_int_equal(
 	    gemmd_submit_async(c, &jobs[0], 1, NULL, 60000, on_done, &w[0]),
 	    GM_OK);
-	while (stat_number(c, "\"inflight\":") < 1)
+	while (it_stat(c, "jobs.inflight") < 1)
 		usleep(1000);
 	for (int i = 1; i < N; i++)
 		make_job(&jobs[i], GEMMD_FP64, GEMMD_ROW_MAJOR, 0, 1, 200, 200,
@@ -311,7 +292,7 @@ static void test_queue_full_is_busy(void **state)
 		assert_int_equal(gemmd_submit_async(c, &jobs[i], 1, NULL, 60000,
 						    on_done, &w[i]),
 				 GM_OK);
-	while (stat_number(c, "\"queued\":") < 2)
+	while (it_stat(c, "jobs.queued") + it_stat(c, "pool.waiting") < 2)
 		usleep(1000);
 	for (int i = 3; i < N; i++) {
 		assert_int_equal(gemmd_submit(c, &jobs[i], 1, NULL, 60000),
@@ -326,7 +307,7 @@ static void test_queue_full_is_busy(void **state)
 		}
 		free_job(&jobs[i]);
 	}
-	assert_true(stat_number(c, "\"EBUSY\":") >= N - 3);
+	assert_true(it_stat(c, "errors.EBUSY") >= N - 3);
 	gemmd_close(c);
 	assert_int_equal(stop_daemon(&d), 0);
 }
@@ -350,9 +331,8 @@ static void test_sigterm_drains(void **state)
 	}
 	/* Wait until the daemon holds them all, queued or running. */
 	for (int i = 0; i < 500; i++) {
-		if (stat_number(c, "\"queued\":") +
-			stat_number(c, "\"inflight\":") +
-			stat_number(c, "\"ok\":") >=
+		if (it_stat(c, "jobs.queued") + it_stat(c, "jobs.inflight") +
+			it_stat(c, "jobs.ok") >=
 		    N)
 			break;
 		usleep(2000);

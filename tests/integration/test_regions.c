@@ -19,8 +19,6 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <math.h>
-#include <nng/nng.h>
-#include <nng/protocol/reqrep0/req.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -337,56 +335,46 @@ static void test_results_equal_mapped(void **state)
 /* ---- refusals ---- */
 
 /* Sends one job d with region descriptor ref (inline operands zeros)
- * over url; returns the code of the ERROR reply, or the job's status. */
+ * over url in a raw frame; returns the code of the ERROR reply, or the
+ * job's status. */
 static int raw(const char *url, const gm_job_desc *d, const gm_region_ref *ref)
 {
-	gm_batch b = {.priority = 1};
-	uint64_t payload;
-	nng_socket s;
-	nng_msg *m;
-	uint8_t *p;
-	uint32_t status;
-	char text[GM_MSG_TEXT + 1];
-	gm_hdr h;
-	int rv;
+	static uint8_t zeros[1 << 16];
+	rc_job j = {.dtype = d->dtype,
+		    .flags = d->flags,
+		    .m = d->m,
+		    .n = d->n,
+		    .k = d->k,
+		    .alpha = d->alpha,
+		    .beta = d->beta,
+		    .a = zeros,
+		    .b = zeros,
+		    .c = zeros};
+	char msg[97];
+	uint8_t *req;
+	rc_reply rj;
+	rc_frame f;
+	size_t len;
+	int fd, rv;
 
-	assert_int_equal(gm_proto_job_payload(d, ref, &payload), GM_OK);
-	assert_int_equal(nng_msg_alloc(&m, GM_HDR_SIZE + GM_BATCH_SIZE +
-					       GM_JOB_HDR_SIZE + payload),
-			 0);
-	p = nng_msg_body(m);
-	memset(p, 0, nng_msg_len(m));
-	gm_proto_put_hdr(p, GM_MSG_GEMM, 42, 1);
-	gm_proto_put_batch(p + GM_HDR_SIZE, &b);
-	gm_proto_put_job_refs(p + GM_HDR_SIZE + GM_BATCH_SIZE, d, ref);
-	gm_proto_put_refs(p + GM_HDR_SIZE + GM_BATCH_SIZE + GM_JOB_HDR_SIZE,
-			  ref);
-	assert_int_equal(nng_req0_open(&s), 0);
-	nng_socket_set_ms(s, NNG_OPT_RECVTIMEO, 10000);
-	assert_int_equal(nng_dial(s, url, NULL, 0), 0);
-	assert_int_equal(nng_sendmsg(s, m, 0), 0);
-	assert_int_equal(nng_recvmsg(s, &m, 0), 0);
-	p = nng_msg_body(m);
-	assert_int_equal(
-	    gm_proto_get_hdr(p, nng_msg_len(m), &h, text, sizeof(text)), GM_OK);
-	if (h.type == GM_MSG_ERROR) {
-		assert_int_equal(
-		    gm_proto_get_error(p, nng_msg_len(m), &status, text),
-		    GM_OK);
-		rv = (int)status;
+	for (int op = 0; op < GM_OPND_COUNT; op++) {
+		j.refs[2 * op] = ref[op].region;
+		j.refs[2 * op + 1] = ref[op].offset;
+	}
+	assert_non_null(req = rc_gemm(42, 1, 0, 0, &j, 1, &len));
+	assert_true((fd = rc_connect(url, NULL)) >= 0);
+	assert_int_equal(rc_write(fd, req, len), 0);
+	assert_int_equal(rc_read_frame(fd, &f, 10000), 0);
+	assert_int_equal(f.id, 42);
+	if (f.type == RC_ERROR_T) {
+		rv = (int)rc_error(&f, msg);
 	} else {
-		gm_job_iter it;
-		gm_reply_job rj;
-
-		assert_int_equal(gm_proto_check_reply(p, nng_msg_len(m), 42, 1,
-						      text, sizeof(text)),
-				 GM_OK);
-		gm_proto_reply_begin(p, nng_msg_len(m), &it);
-		assert_int_equal(gm_proto_reply_next(&it, &rj), GM_OK);
+		assert_int_equal(rc_reply_of(&f, &rj), 0);
 		rv = (int)rj.status;
 	}
-	nng_msg_free(m);
-	nng_close(s);
+	rc_frame_free(&f);
+	free(req);
+	close(fd);
 	return rv;
 }
 

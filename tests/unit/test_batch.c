@@ -389,8 +389,8 @@ static int cut_all(gm_batch_groups *g, uint64_t max_bytes, uint32_t max_jobs,
 	gm_job *head;
 	int batches = 0;
 
-	while ((n = gm_batch_groups_cut(g, max_bytes, max_jobs, &head,
-					&dev)) != 0) {
+	while ((n = gm_batch_groups_cut(g, max_bytes, max_jobs, &head, &dev)) !=
+	       0) {
 		uint32_t i = 0;
 
 		assert_true(n <= max_jobs);
@@ -429,8 +429,7 @@ static void test_groups(void **state)
 	/* Emptied: usable again, and full at eight keys. */
 	for (i = 0; i < 8; i++) {
 		j[i].d = desc(GM_FP64, 1 + (uint32_t)i, 2, 3, 1);
-		assert_int_equal(gm_batch_groups_add(g, &j[i], 10, 768),
-				 GM_OK);
+		assert_int_equal(gm_batch_groups_add(g, &j[i], 10, 768), GM_OK);
 	}
 	j[8].d = desc(GM_FP64, 100, 2, 3, 1);
 	assert_int_equal(gm_batch_groups_add(g, &j[8], 10, 768), GM_ENOMEM);
@@ -471,8 +470,7 @@ static void test_groups_large(void **state)
 	assert_int_equal(gm_batch_groups_add(g, &j[0], 96, 768), GM_OK);
 	for (i = 1; i <= N; i++) {
 		j[i].d = desc(GM_FP32, 1, 1, 1, 0);
-		assert_int_equal(gm_batch_groups_add(g, &j[i], 12, 768),
-				 GM_OK);
+		assert_int_equal(gm_batch_groups_add(g, &j[i], 12, 768), GM_OK);
 	}
 	j[N + 1].d = desc(GM_FP64, 3, 3, 3, 0);
 	assert_int_equal(gm_batch_groups_add(g, &j[N + 1], 216, 768), GM_OK);

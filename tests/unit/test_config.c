@@ -42,13 +42,13 @@ static void assert_config_equal(const gm_config *a, const gm_config *b)
 	assert_int_equal(a->nlisten, b->nlisten);
 	for (unsigned i = 0; i < a->nlisten; i++)
 		assert_string_equal(a->listen[i], b->listen[i]);
-	assert_int_equal(a->contexts, b->contexts);
 	assert_int_equal(a->queue_depth, b->queue_depth);
 	assert_memory_equal(a->queue_depth_prio, b->queue_depth_prio,
 			    sizeof(a->queue_depth_prio));
 	assert_int_equal(a->detach_keep_s, b->detach_keep_s);
 	assert_int_equal(a->detach_max_bytes, b->detach_max_bytes);
 	assert_int_equal(a->max_message_bytes, b->max_message_bytes);
+	assert_int_equal(a->max_ctrl_bytes, b->max_ctrl_bytes);
 	assert_int_equal(a->max_jobs, b->max_jobs);
 	assert_int_equal(a->max_dim, b->max_dim);
 	assert_int_equal(a->log_level, b->log_level);
@@ -57,6 +57,13 @@ static void assert_config_equal(const gm_config *a, const gm_config *b)
 	assert_same_string(a->tls_key, b->tls_key);
 	assert_same_string(a->tls_ca, b->tls_ca);
 	assert_same_string(a->metrics_listen, b->metrics_listen);
+	assert_int_equal(a->max_conns, b->max_conns);
+	assert_int_equal(a->max_conns_peer, b->max_conns_peer);
+	assert_int_equal(a->handshake_ms, b->handshake_ms);
+	assert_int_equal(a->stall_ms, b->stall_ms);
+	assert_int_equal(a->send_ms, b->send_ms);
+	assert_int_equal(a->conn_inflight, b->conn_inflight);
+	assert_int_equal(a->conn_unsent_bytes, b->conn_unsent_bytes);
 	assert_int_equal(a->engine.kind, b->engine.kind);
 	assert_int_equal(a->engine.pool_bytes, b->engine.pool_bytes);
 	assert_int_equal(a->engine.device_pool_bytes,
@@ -75,10 +82,14 @@ static void assert_config_equal(const gm_config *a, const gm_config *b)
 /* Every key away from its default. */
 static const char *const all_changed =
     "{\"listen\": [\"tcp://127.0.0.1:5555\", \"tls+tcp://0.0.0.0:5556\"],"
-    " \"contexts\": 8, \"queue_depth\": 100,"
+    " \"conn_max_inflight\": 8, \"queue_depth\": 100,"
     " \"queue_depth_per_priority\": [10, 0, 30, 40],"
     " \"detach_keep_s\": 60, \"detach_max_bytes\": \"64M\","
     " \"max_message_bytes\": \"64M\", \"max_jobs_per_request\": 7,"
+    " \"max_ctrl_bytes\": \"8K\", \"max_connections\": 100,"
+    " \"max_connections_per_peer\": 10, \"handshake_timeout_ms\": 500,"
+    " \"stall_timeout_ms\": 600, \"send_timeout_ms\": 700,"
+    " \"conn_max_unsent_bytes\": \"1M\","
     " \"max_dim\": 4096, \"log_level\": \"debug\", \"log_format\": \"json\","
     " \"tls_cert\": \"/etc/gemmd/cert.pem\","
     " \"tls_key\": \"/etc/gemmd/key.pem\", \"tls_ca\": \"/etc/gemmd/ca.pem\","
@@ -95,7 +106,14 @@ static void assert_all_changed(const gm_config *c)
 	assert_int_equal(c->nlisten, 2);
 	assert_string_equal(c->listen[0], "tcp://127.0.0.1:5555");
 	assert_string_equal(c->listen[1], "tls+tcp://0.0.0.0:5556");
-	assert_int_equal(c->contexts, 8);
+	assert_int_equal(c->conn_inflight, 8);
+	assert_int_equal(c->max_ctrl_bytes, 8192);
+	assert_int_equal(c->max_conns, 100);
+	assert_int_equal(c->max_conns_peer, 10);
+	assert_int_equal(c->handshake_ms, 500);
+	assert_int_equal(c->stall_ms, 600);
+	assert_int_equal(c->send_ms, 700);
+	assert_int_equal(c->conn_unsent_bytes, 1u << 20);
 	assert_int_equal(c->queue_depth, 100);
 	assert_int_equal(c->queue_depth_prio[0], 10);
 	assert_int_equal(c->queue_depth_prio[1], 0);
@@ -134,7 +152,14 @@ static void test_defaults(void **state)
 	gm_config_defaults(&c);
 	assert_int_equal(c.nlisten, 1);
 	assert_string_equal(c.listen[0], "ipc:///run/gemmd/gemmd.sock");
-	assert_int_equal(c.contexts, 64);
+	assert_int_equal(c.conn_inflight, 256);
+	assert_int_equal(c.max_ctrl_bytes, 64 * 1024);
+	assert_int_equal(c.max_conns, 1024);
+	assert_int_equal(c.max_conns_peer, 128);
+	assert_int_equal(c.handshake_ms, 10000);
+	assert_int_equal(c.stall_ms, 30000);
+	assert_int_equal(c.send_ms, 30000);
+	assert_int_equal(c.conn_unsent_bytes, 256u << 20);
 	assert_int_equal(c.queue_depth, 4096);
 	for (int p = 0; p <= GM_BATCH_PRIO_MAX; p++)
 		assert_int_equal(c.queue_depth_prio[p], 0);
@@ -174,7 +199,7 @@ static void test_load_every_key(void **state)
 	/* Keys a document leaves out keep their value. */
 	assert_int_equal(load(&c, "{\"streams\": 2}", msg, sizeof(msg)), GM_OK);
 	assert_int_equal(c.engine.streams, 2);
-	assert_int_equal(c.contexts, 8);
+	assert_int_equal(c.conn_inflight, 8);
 	assert_int_equal(load(&c, "{\"tls_ca\": null}", msg, sizeof(msg)),
 			 GM_OK);
 	assert_null(c.tls_ca);
@@ -207,7 +232,14 @@ static void test_set_every_key(void **state)
 {
 	static const char *const sets[][2] = {
 	    {"listen", "tcp://127.0.0.1:5555"},
-	    {"contexts", "8"},
+	    {"conn_max_inflight", "8"},
+	    {"max_ctrl_bytes", "8K"},
+	    {"max_connections", "100"},
+	    {"max_connections_per_peer", "10"},
+	    {"handshake_timeout_ms", "500"},
+	    {"stall_timeout_ms", "600"},
+	    {"send_timeout_ms", "700"},
+	    {"conn_max_unsent_bytes", "1M"},
 	    {"queue_depth", "100"},
 	    {"queue_depth_per_priority", "10,0,30,40"},
 	    {"detach_keep_s", "60"},
@@ -266,7 +298,13 @@ static void test_bounds_and_sizes(void **state)
 	} ok[] = {
 	    {"streams", "1", 1},
 	    {"streams", "64", 64},
-	    {"contexts", "4096", 4096},
+	    {"conn_max_inflight", "65536", 65536},
+	    {"max_connections", "1048576", 1048576},
+	    {"handshake_timeout_ms", "10", 10},
+	    {"send_timeout_ms", "3600000", 3600000},
+	    {"max_ctrl_bytes", "1K", 1024},
+	    {"max_ctrl_bytes", "16M", UINT64_C(16) << 20},
+	    {"conn_max_unsent_bytes", "64K", 65536},
 	    {"queue_depth", "1048576", 1048576},
 	    {"detach_keep_s", "1", 1},
 	    {"detach_keep_s", "604800", 604800},
@@ -633,12 +671,12 @@ static const struct bad_doc {
      "config key \"streams\": 0 is out of range 1..64"},
     {"{\"streams\": 65}", GM_ECONFIG,
      "config key \"streams\": 65 is out of range 1..64"},
-    {"{\"contexts\": \"ten\"}", GM_ECONFIG,
-     "config key \"contexts\": expected an integer, got \"ten\""},
-    {"{\"contexts\": \"10\"}", GM_ECONFIG,
-     "config key \"contexts\": expected an integer, got \"10\""},
-    {"{\"contexts\": 1.5}", GM_ECONFIG,
-     "config key \"contexts\": expected an integer, got 1.5"},
+    {"{\"conn_max_inflight\": \"ten\"}", GM_ECONFIG,
+     "config key \"conn_max_inflight\": expected an integer, got \"ten\""},
+    {"{\"conn_max_inflight\": \"10\"}", GM_ECONFIG,
+     "config key \"conn_max_inflight\": expected an integer, got \"10\""},
+    {"{\"conn_max_inflight\": 1.5}", GM_ECONFIG,
+     "config key \"conn_max_inflight\": expected an integer, got 1.5"},
     {"{\"streams\": true}", GM_ECONFIG,
      "config key \"streams\": expected an integer, got true"},
     {"{\"queue_depth\": -1}", GM_ECONFIG,
@@ -772,12 +810,13 @@ static const struct bad_set {
      "config key \"streams\": expected an integer, got \" 4\""},
     {"streams", "+4",
      "config key \"streams\": expected an integer, got \"+4\""},
-    {"contexts", "0x10",
-     "config key \"contexts\": expected an integer, got \"0x10\""},
-    {"contexts", "1K",
-     "config key \"contexts\": expected an integer, got \"1K\""},
-    {"contexts", "18446744073709551616",
-     "config key \"contexts\": 18446744073709551616 is out of range 1..4096"},
+    {"conn_max_inflight", "0x10",
+     "config key \"conn_max_inflight\": expected an integer, got \"0x10\""},
+    {"conn_max_inflight", "1K",
+     "config key \"conn_max_inflight\": expected an integer, got \"1K\""},
+    {"conn_max_inflight", "18446744073709551616",
+     "config key \"conn_max_inflight\": 18446744073709551616 is out of range "
+     "1..65536"},
     {"pool_bytes", "1P",
      "config key \"pool_bytes\": expected a size (an integer or \"512M\"), got "
      "\"1P\""},

@@ -32,7 +32,8 @@ static struct answer {
 	int n;
 	void *w;
 	uint64_t id;
-	nng_msg *result;
+	uint8_t *result;
+	uint64_t len;
 	int code;
 	char text[160];
 } ans;
@@ -40,16 +41,16 @@ static struct answer {
 static gm_sched_request *reqs[MAXREQ];
 static int nreqs;
 
-static void on_answer(void *w, uint64_t id, nng_msg *result, int code,
-		      const char *text, void *arg)
+static void on_answer(void *w, uint64_t id, uint8_t *result, uint64_t len,
+		      int code, const char *text, void *arg)
 {
 	(void)arg;
-	if (ans.result != NULL)
-		nng_msg_free(ans.result);
+	free(ans.result);
 	ans.n++;
 	ans.w = w;
 	ans.id = id;
 	ans.result = result;
+	ans.len = len;
 	ans.code = code;
 	snprintf(ans.text, sizeof(ans.text), "%s", text ? text : "");
 }
@@ -68,8 +69,7 @@ static gm_detach *open_t(unsigned keep_s, uint64_t max_bytes)
 static void close_t(gm_detach *t)
 {
 	gm_detach_destroy(t);
-	if (ans.result != NULL)
-		nng_msg_free(ans.result);
+	free(ans.result);
 	ans.result = NULL;
 	for (int i = 0; i < nreqs; i++)
 		gm_sched_free_request(reqs[i]);
@@ -107,8 +107,9 @@ static uint64_t add(gm_detach *t, gm_sched_request *r)
 	return gm_detach_add(t, r, reply_bytes(m));
 }
 
-/* r's reply: its result (every byte 0x5a) when status is 0. */
-static nng_msg *reply(const gm_sched_request *r, int status)
+/* r's reply frame (malloc'd, *len bytes): its result (every byte 0x5a)
+ * when status is 0. */
+static uint8_t *reply(const gm_sched_request *r, int status, uint64_t *len)
 {
 	const gm_job_desc *d = &r->jobs[0].job.d;
 	uint64_t out = status == 0 ? (uint64_t)d->m * d->n * 8 : 0;
@@ -118,25 +119,26 @@ static nng_msg *reply(const gm_sched_request *r, int status)
 			   .n = d->n,
 			   .t = {1.5, 0, 2.5, 0, 4.0},
 			   .result_bytes = out};
-	nng_msg *m;
+	uint8_t *m;
 
-	assert_int_equal(
-	    nng_msg_alloc(&m, GM_HDR_SIZE + GM_REPLY_JOB_SIZE + (size_t)out),
-	    0);
+	*len = GM_HDR_SIZE + GM_REPLY_JOB_SIZE + out;
+	assert_non_null(m = malloc(*len));
 	if (status != 0)
 		snprintf(rj.message, sizeof(rj.message), "it failed");
-	gm_proto_put_hdr(nng_msg_body(m), GM_MSG_GEMM_REPLY, 77, 1);
-	gm_proto_put_reply_job((uint8_t *)nng_msg_body(m) + GM_HDR_SIZE, &rj);
-	memset((uint8_t *)nng_msg_body(m) + GM_HDR_SIZE + GM_REPLY_JOB_SIZE,
-	       0x5a, (size_t)out);
+	gm_proto_put_hdr(m, GM_MSG_GEMM_REPLY, 77, 3, GM_REPLY_JOB_SIZE + out);
+	gm_proto_put_reply_job(m + GM_HDR_SIZE, &rj);
+	memset(m + GM_HDR_SIZE + GM_REPLY_JOB_SIZE, 0x5a, (size_t)out);
 	return m;
 }
 
 /* Finishes r's job (id) with status. */
 static void finish(gm_detach *t, gm_sched_request *r, uint64_t id, int status)
 {
+	uint64_t len;
+	uint8_t *m = reply(r, status, &len);
+
 	r->jobs[0].state = GM_SCHED_JOB_DONE;
-	gm_detach_done(t, id, reply(r, status));
+	gm_detach_done(t, id, m, len);
 }
 
 static cJSON *status_doc(gm_detach *t, uint64_t id)
@@ -173,26 +175,24 @@ static gm_stats_detach counts(gm_detach *t)
 }
 
 /* The GEMM_REPLY a wait was answered with: its header carries the
- * wait's request id. */
+ * wait's request id and job index 0. */
 static void check_result(uint64_t req_id, int status)
 {
 	gm_hdr h;
 	char msg[128];
-	gm_job_iter it;
 	gm_reply_job r;
 
 	assert_non_null(ans.result);
 	assert_int_equal(ans.id, req_id);
-	assert_int_equal(gm_proto_get_hdr(nng_msg_body(ans.result),
-					  nng_msg_len(ans.result), &h, msg,
-					  sizeof(msg)),
-			 GM_OK);
+	assert_int_equal(
+	    gm_proto_get_hdr(ans.result, ans.len, &h, msg, sizeof(msg)), GM_OK);
 	assert_int_equal(h.type, GM_MSG_GEMM_REPLY);
 	assert_int_equal(h.id, req_id);
-	assert_int_equal(h.count, 1);
-	gm_proto_reply_begin(nng_msg_body(ans.result), nng_msg_len(ans.result),
-			     &it);
-	assert_int_equal(gm_proto_reply_next(&it, &r), GM_OK);
+	assert_int_equal(h.count, 0);
+	assert_int_equal(h.length + GM_HDR_SIZE, ans.len);
+	assert_int_equal(gm_proto_get_reply_job(&h, ans.result + GM_HDR_SIZE,
+						&r, msg, sizeof(msg)),
+			 GM_OK);
 	assert_int_equal(r.status, status);
 }
 
@@ -302,6 +302,33 @@ static void test_wait(void **state)
 
 /* A parked wait whose timeout passes is answered ETIMEDOUT by the
  * sweep; the job is still waited for later. */
+/* A job whose reply could not be kept (no memory for its copy) reads
+ * failed with ENOMEM, and a parked wait is told so. */
+static void test_no_memory_for_result(void **state)
+{
+	gm_detach *t = open_t(300, BIG);
+	gm_sched_request *r1 = req(4), *r2 = req(4);
+	uint64_t id1 = add(t, r1), id2 = add(t, r2);
+	int w;
+	char text[128];
+
+	(void)state;
+	r1->jobs[0].state = GM_SCHED_JOB_DONE;
+	gm_detach_done(t, id1, NULL, 0);
+	assert_string_equal(state_of(t, id1), "failed");
+	assert_int_equal(counts(t).results, 0);
+	assert_int_equal(gm_detach_wait(t, id2, -1, &w, 3, text, sizeof(text)),
+			 GM_OK);
+	r2->jobs[0].state = GM_SCHED_JOB_DONE;
+	gm_detach_done(t, id2, NULL, 0);
+	assert_int_equal(ans.n, 1);
+	assert_null(ans.result);
+	assert_int_equal(ans.code, GM_ENOMEM);
+	assert_int_equal(counts(t).waits, 0);
+	assert_int_equal(counts(t).pending, 0);
+	close_t(t);
+}
+
 static void test_wait_timeout(void **state)
 {
 	gm_detach *t = open_t(300, BIG);
@@ -451,6 +478,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_ids_and_status),
 	    cmocka_unit_test(test_wait),
+	    cmocka_unit_test(test_no_memory_for_result),
 	    cmocka_unit_test(test_wait_timeout),
 	    cmocka_unit_test(test_cancel),
 	    cmocka_unit_test(test_room),

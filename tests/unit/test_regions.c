@@ -1,7 +1,6 @@
 /*
  * test_regions.c - unit tests for the daemon's side of shared-memory
- * regions: the slab layout of jobs with operands in regions (gm_slab),
- * the region table with its references and quotas' usage (gm_region),
+ * regions: the region table with its references and quotas' usage (gm_region),
  * and the checks a handed-over descriptor passes (gm_region_fd): a memfd
  * without F_SEAL_SHRINK, one sealed against writing, one of the wrong
  * size and a file that is no memfd are each refused with a message that
@@ -38,70 +37,6 @@ static gm_job job_c(void)
 
 	j.d.flags = GM_JOB_HAS_C;
 	return j;
-}
-
-/* ---- slabs ---- */
-
-static void test_slab_all_inline(void **state)
-{
-	gm_job j = job_c();
-	uint8_t slab[1024];
-
-	(void)state;
-	/* As before regions: the result overwrites C in the slab. */
-	assert_int_equal(gm_slab_bytes(&j.d, 0), 192 + 240 + 160);
-	gm_slab_place(&j, 0, slab);
-	assert_ptr_equal(j.a, slab);
-	assert_ptr_equal(j.b, slab + 192);
-	assert_ptr_equal(j.c, slab + 432);
-	assert_ptr_equal(j.out, j.c);
-	assert_null(j.copy_to);
-	j.d.flags = 0; /* no C: room for the result after B */
-	assert_int_equal(gm_slab_bytes(&j.d, 0), 192 + 240 + 160);
-	gm_slab_place(&j, 0, slab);
-	assert_null(j.c);
-	assert_ptr_equal(j.out, slab + 432);
-}
-
-static void test_slab_mixed(void **state)
-{
-	uint8_t slab[1024], region[1024];
-	gm_job j = job_c();
-	unsigned placed = GM_PLACED(GM_OPND_A) | GM_PLACED(GM_OPND_OUT);
-
-	(void)state;
-	/* A and the result in a region: B and C in the slab, staged to
-	 * copy_to rather than to a. */
-	j.a = region;
-	j.out = region + 512;
-	assert_int_equal(gm_slab_bytes(&j.d, placed), 240 + 160);
-	gm_slab_place(&j, placed, slab);
-	assert_ptr_equal(j.a, region);
-	assert_ptr_equal(j.b, slab);
-	assert_ptr_equal(j.c, slab + 240);
-	assert_ptr_equal(j.out, region + 512);
-	assert_ptr_equal(j.copy_to, slab);
-
-	/* Inputs in regions, result inline: the slab holds the result. */
-	j = job_c();
-	placed =
-	    GM_PLACED(GM_OPND_A) | GM_PLACED(GM_OPND_B) | GM_PLACED(GM_OPND_C);
-	j.a = region;
-	j.b = region + 192;
-	j.c = region + 432;
-	assert_int_equal(gm_slab_bytes(&j.d, placed), 160);
-	gm_slab_place(&j, placed, slab);
-	assert_ptr_equal(j.out, slab);
-	assert_null(j.copy_to);
-
-	/* Everything in regions: no slab at all. */
-	placed |= GM_PLACED(GM_OPND_OUT);
-	assert_int_equal(gm_slab_bytes(&j.d, placed), 0);
-	j.out = region + 600;
-	gm_slab_place(&j, placed, NULL);
-	assert_ptr_equal(j.c, region + 432);
-	assert_ptr_equal(j.out, region + 600);
-	assert_null(j.copy_to);
 }
 
 /* ---- the table ---- */
@@ -186,40 +121,46 @@ static void test_table(void **state)
 	gm_regions_destroy(rs); /* unmaps r2 */
 }
 
-/* A message that came from no pipe is no ipc:// peer. */
+/* Regions are named over ipc:// only, by a peer whose credentials were
+ * read; then the ids are looked up. */
 static void test_check_req_needs_ipc(void **state)
 {
 	gm_job_desc d = {.dtype = GM_FP64, .m = 1, .n = 1, .k = 1};
 	gm_region_ref ref[GM_OPND_COUNT] = {{7, 0}, {0}, {0}, {0}};
+	gm_hdr h = {.type = GM_MSG_GEMM, .count = 1};
+	gm_peer tcp = {.kind = GM_URL_TCP}, anon = {.kind = GM_URL_IPC},
+		ipc = {.kind = GM_URL_IPC, .has_cred = 1, .uid = 1000};
 	gm_batch b = {.priority = 1};
+	uint8_t head[16 + 48], desc[64];
 	char msg[MSG_LEN] = "";
 	gm_regions *rs;
 	uint32_t nrefs;
-	nng_msg *m;
-	uint8_t *p;
 
 	(void)state;
 	d.alpha = 1;
 	d.flags = GM_JOB_REGIONS;
 	assert_int_equal(gm_regions_create(NULL, &rs), GM_OK);
-	assert_int_equal(nng_msg_alloc(&m, 24 + 16 + 48 + 64 + 8 + 8), 0);
-	p = nng_msg_body(m);
-	gm_proto_put_hdr(p, GM_MSG_GEMM, 1, 1);
-	gm_proto_put_batch(p + 24, &b);
-	gm_proto_put_job_refs(p + 40, &d, ref);
-	gm_proto_put_refs(p + 88, ref);
-	assert_int_equal(gm_regions_check_req(rs, m, &nrefs, msg, sizeof(msg)),
+	gm_proto_put_batch(head, &b);
+	gm_proto_put_job_refs(head + 16, &d, ref);
+	gm_proto_put_refs(desc, ref);
+	assert_int_equal(gm_regions_check_req(rs, &tcp, &h, head, desc, &nrefs,
+					      msg, sizeof(msg)),
 			 GM_EACCES);
 	assert_string_equal(msg,
 			    "job 0: A: regions can be named over ipc:// only");
+	assert_int_equal(gm_regions_check_req(rs, &anon, &h, head, desc, &nrefs,
+					      msg, sizeof(msg)),
+			 GM_EACCES);
+	assert_int_equal(gm_regions_check_req(rs, &ipc, &h, head, desc, &nrefs,
+					      msg, sizeof(msg)),
+			 GM_ENOTFOUND);
 	/* Without regions there is nothing to check. */
 	d.flags = 0;
-	gm_proto_put_job(p + 40, &d);
-	assert_int_equal(nng_msg_realloc(m, 24 + 16 + 48 + 16), 0);
-	assert_int_equal(gm_regions_check_req(rs, m, &nrefs, msg, sizeof(msg)),
+	gm_proto_put_job(head + 16, &d);
+	assert_int_equal(gm_regions_check_req(rs, &tcp, &h, head, NULL, &nrefs,
+					      msg, sizeof(msg)),
 			 GM_OK);
 	assert_int_equal(nrefs, 0);
-	nng_msg_free(m);
 	gm_regions_destroy(rs);
 }
 
@@ -370,8 +311,6 @@ static void test_fd_listen(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_slab_all_inline),
-	    cmocka_unit_test(test_slab_mixed),
 	    cmocka_unit_test(test_table),
 	    cmocka_unit_test(test_check_req_needs_ipc),
 	    cmocka_unit_test(test_fd_checks),

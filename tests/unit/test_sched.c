@@ -4,15 +4,17 @@
  * drives them: the engine's done callback only hands the job over (here
  * through a mutex and condition variable, in the order the engine
  * returned them) and the test thread, playing the loop, calls
- * gm_sched_complete. Nothing here measures time: the tests hold the pool
- * by not completing a job, so queueing, back-pressure and priority order
- * are deterministic, and deadlines are passed by waiting before the pump
- * that must notice them. Every test ends with the same checks: queue,
- * engine and pool empty, every accepted request done exactly once, every
- * job that ran back from the engine exactly once, every job that failed
- * before starting (or was refused) never run, its output still poisoned,
- * and the stats agreeing with the statuses the requests came back with. Inputs
- * are fresh random numbers; the seed is printed and GM_TEST_SEED replays one.
+ * gm_sched_complete. Nothing here measures time: the tests hold the
+ * engine's budget by not completing a job, so queueing, back-pressure
+ * and priority order are deterministic, and deadlines are passed by
+ * waiting before the pump that must notice them. Every test ends with
+ * the same checks: queue and engine empty, nothing reserved, every job
+ * of an accepted request finished exactly once before its request was
+ * done exactly once, every job that ran back from the engine exactly
+ * once, every job that failed before starting (or was refused) never
+ * run, its output still poisoned, and the stats agreeing with the
+ * statuses the requests came back with. Inputs are fresh random numbers;
+ * the seed is printed and GM_TEST_SEED replays one.
  */
 #include <math.h>
 #include <pthread.h>
@@ -30,7 +32,6 @@
 
 #include "gm_engine.h"
 #include "gm_error.h"
-#include "gm_pool.h"
 #include "gm_sched.h"
 #include "gm_stats.h"
 #include "gm_testref.h"
@@ -55,18 +56,19 @@ struct shape {
 struct treq {
 	gm_sched_request *r;
 	int accepted;
-	unsigned done;		/* request done callbacks seen */
-	unsigned back[MAXJOBS]; /* engine returns seen, per job */
+	unsigned done;		    /* request done callbacks seen */
+	unsigned back[MAXJOBS];	    /* engine returns seen, per job */
+	unsigned finished[MAXJOBS]; /* job callbacks seen, per job */
 	uint64_t bytes[MAXJOBS];
 	uint8_t *in[MAXJOBS], *out[MAXJOBS];
 };
 
-/* The scheduler under test, its engine and pool, and the hand-over from
- * the engine's worker thread to the test thread. */
+/* The scheduler under test, its engine, and the hand-over from the
+ * engine's worker thread to the test thread. */
 static struct harness {
 	gm_engine *eng;
-	gm_pool *pool;
 	gm_sched *sched;
+	uint64_t budget; /* bytes */
 	gm_stats st;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
@@ -95,6 +97,17 @@ static void on_engine_done(gm_job *job, void *arg)
 	pthread_mutex_unlock(&hs->mu);
 }
 
+/* Test thread, from the scheduler: job j is finished. */
+static void on_job_done(gm_sched_job *j, void *arg)
+{
+	struct treq *tr = j->req->user;
+
+	(void)arg;
+	assert_int_equal(tr->done, 0);
+	assert_true(j->t.total_us >= j->t.queue_us);
+	tr->finished[j->idx]++;
+}
+
 /* Test thread, from the scheduler: every job of r is back. */
 static void on_request_done(gm_sched_request *r, void *arg)
 {
@@ -102,6 +115,8 @@ static void on_request_done(gm_sched_request *r, void *arg)
 	struct treq *tr = r->user;
 
 	tr->done++;
+	for (uint32_t i = 0; i < r->njobs; i++)
+		assert_int_equal(tr->finished[i], 1);
 	for (uint32_t i = 0; i < r->njobs; i++) {
 		int status = r->jobs[i].job.status;
 
@@ -119,20 +134,20 @@ static void check_books(void)
 {
 	uint64_t inflight = gm_sched_inflight(h.sched);
 
-	assert_true(gm_pool_used(h.pool) <= gm_pool_size(h.pool));
-	/* Each job on the engine holds exactly one slab. */
-	assert_int_equal(gm_pool_slabs(h.pool), inflight);
+	/* Within the budget, unless one job alone is over it. */
+	assert_true(gm_sched_inflight_bytes(h.sched) <= h.budget ||
+		    inflight == 1);
 	if (inflight > h.peak_inflight)
 		h.peak_inflight = inflight;
 }
 
-static void h_open(uint64_t pool_bytes, unsigned depth)
+/* A scheduler keeping at most budget bytes of work on the engine. */
+static void h_open(uint64_t budget, unsigned depth)
 {
 	gm_engine_config cfg = {
-	    .kind = GM_ENGINE_CPU, .pool_bytes = pool_bytes, .cpu_threads = 1};
+	    .kind = GM_ENGINE_CPU, .pool_bytes = 1u << 20, .cpu_threads = 1};
+	gm_sched_budget b = {.jobs = 1000, .bytes = budget};
 	char msg[128] = "";
-	uint64_t size = 0;
-	void *arena;
 	int rv;
 
 	assert_null(h.eng);
@@ -144,17 +159,14 @@ static void h_open(uint64_t pool_bytes, unsigned depth)
 	if (rv != GM_OK)
 		print_error("gm_engine_open: %s\n", msg);
 	assert_int_equal(rv, GM_OK);
-	arena = gm_engine_arena(h.eng, &size);
-	assert_int_equal(size, pool_bytes);
-	assert_int_equal(gm_pool_create(arena, size, &h.pool), GM_OK);
-	assert_int_equal(gm_sched_create(h.eng, h.pool, depth, &h.st,
+	h.budget = budget;
+	assert_int_equal(gm_sched_create(h.eng, depth, &b, &h.st, on_job_done,
 					 on_request_done, &h, &h.sched),
 			 GM_OK);
 }
 
-/* Bytes of host pool one job of shape s takes, as the pool rounds them:
- * the payload, plus room for the result when there is no C. */
-static uint64_t slab_of(const struct shape *s)
+/* Bytes of the budget one job of shape s takes: A, B, C and result. */
+static uint64_t cost_of(const struct shape *s)
 {
 	gm_job_desc d = {.dtype = s->dtype,
 			 .m = s->m,
@@ -164,13 +176,7 @@ static uint64_t slab_of(const struct shape *s)
 	gm_job_sizes z;
 
 	assert_int_equal(gm_job_sizes_of(&d, &z), GM_OK);
-	return z.a + z.b + (z.c ? z.c : z.out);
-}
-
-static uint64_t unit_of(const struct shape *s)
-{
-	return (slab_of(s) + GM_POOL_ALIGN - 1) &
-	       ~(uint64_t)(GM_POOL_ALIGN - 1);
+	return z.a + z.b + z.c + z.out;
 }
 
 /* A request of njobs jobs, job i of shape sh[i % nsh], kept by the
@@ -216,9 +222,10 @@ static struct treq *new_req(uint32_t njobs, uint8_t prio, uint32_t deadline_ms,
 				NULL);
 		memcpy(tr->in[i] + tr->bytes[i], tr->in[i], tr->bytes[i]);
 		memset(tr->out[i], POISON, z.out);
-		job->copy_in = tr->in[i];
-		job->copy_in_bytes = tr->bytes[i];
-		job->copy_out = tr->out[i];
+		job->a = tr->in[i];
+		job->b = tr->in[i] + z.a;
+		job->c = z.c != 0 ? tr->in[i] + z.a + z.b : NULL;
+		job->out = tr->out[i];
 		job->status = -1; /* shows a job nobody touched */
 	}
 	h.reqs[h.nreqs++] = tr;
@@ -318,8 +325,8 @@ static void h_check(void)
 	assert_int_equal(gm_sched_queued(h.sched), 0);
 	assert_int_equal(gm_sched_inflight(h.sched), 0);
 	assert_int_equal(gm_sched_requests(h.sched), 0);
-	assert_int_equal(gm_pool_used(h.pool), 0);
-	assert_int_equal(gm_pool_slabs(h.pool), 0);
+	assert_int_equal(gm_sched_inflight_bytes(h.sched), 0);
+	assert_int_equal(gm_sched_reserved(h.sched), 0);
 	assert_int_equal(h.nback, h.ntaken);
 	for (size_t q = 0; q < h.nreqs; q++) {
 		struct treq *tr = h.reqs[q];
@@ -328,6 +335,7 @@ static void h_check(void)
 		for (uint32_t i = 0; i < tr->r->njobs; i++) {
 			const gm_job *job = &tr->r->jobs[i].job;
 
+			assert_int_equal(tr->finished[i], tr->accepted);
 			if (!tr->accepted)
 				assert_int_equal(job->status, -1);
 			if (!tr->accepted || never_ran(job->status)) {
@@ -355,7 +363,6 @@ static int h_free(void **state)
 		return 0;
 	gm_engine_close(h.eng);
 	gm_sched_destroy(h.sched);
-	gm_pool_destroy(h.pool);
 	for (size_t q = 0; q < h.nreqs; q++) {
 		struct treq *tr = h.reqs[q];
 
@@ -439,17 +446,17 @@ static struct treq *new_req_all_kinds(uint32_t m, uint32_t n, uint32_t k)
 
 static const struct shape SMALL = {GM_FP64, GM_ROW_MAJOR, 0, 0, 0, 8, 8, 8};
 
-/* Results through the scheduler, with a pool that holds every job at
+/* Results through the scheduler, with a budget that holds every job at
  * once and with one that holds only two of the largest. */
 static void test_results(void **state)
 {
 	static const uint32_t dims[][3] = {{1, 1, 1}, {7, 13, 5}, {33, 17, 40}};
 	const struct shape big = {GM_FP64, 0, 0, 0, 1, 33, 17, 40};
-	uint64_t pools[] = {1u << 20, 2 * unit_of(&big)};
+	uint64_t budgets[] = {1u << 20, 2 * cost_of(&big)};
 	struct treq *tr[NELEMS(dims)];
 
-	for (size_t p = 0; p < NELEMS(pools); p++) {
-		h_open(pools[p], NELEMS(dims) * MAXJOBS);
+	for (size_t p = 0; p < NELEMS(budgets); p++) {
+		h_open(budgets[p], NELEMS(dims) * MAXJOBS);
 		for (size_t i = 0; i < NELEMS(dims); i++) {
 			tr[i] = new_req_all_kinds(dims[i][0], dims[i][1],
 						  dims[i][2]);
@@ -468,12 +475,12 @@ static void test_queue_full(void **state)
 	enum { DEPTH = 8 };
 	struct treq *over, *blocker, *a, *b, *c, *d;
 
-	h_open(unit_of(&SMALL), DEPTH);
+	h_open(cost_of(&SMALL), DEPTH);
 	over = new_req_of(DEPTH + 1, &SMALL);
 	assert_int_equal(submit(over), GM_EBUSY);
 	assert_int_equal(gm_sched_requests(h.sched), 0);
 
-	/* The blocker holds the pool: what follows stays queued. */
+	/* The blocker holds the budget: what follows stays queued. */
 	blocker = new_req_of(1, &SMALL);
 	assert_int_equal(submit(blocker), GM_OK);
 	assert_int_equal(gm_sched_inflight(h.sched), 1);
@@ -500,8 +507,8 @@ static void test_queue_full(void **state)
 	h_close();
 }
 
-/* Equal jobs through a pool that holds `fits` of them: never more on the
- * engine, and never fewer while any wait. */
+/* Equal jobs through a budget that holds `fits` of them: never more on
+ * the engine, and never fewer while any wait. */
 static void test_back_pressure(void **state)
 {
 	static const unsigned fits[] = {1, 3};
@@ -509,7 +516,7 @@ static void test_back_pressure(void **state)
 	struct treq *tr[3];
 
 	for (size_t f = 0; f < NELEMS(fits); f++) {
-		h_open(fits[f] * unit_of(&s), 16);
+		h_open(fits[f] * cost_of(&s), 16);
 		for (size_t i = 0; i < NELEMS(tr); i++) {
 			tr[i] = new_req_of(4, &s);
 			assert_int_equal(submit(tr[i]), GM_OK);
@@ -519,9 +526,9 @@ static void test_back_pressure(void **state)
 			if (gm_sched_queued(h.sched) > 0)
 				assert_int_equal(gm_sched_inflight(h.sched),
 						 fits[f]);
-			assert_int_equal(gm_pool_used(h.pool),
+			assert_int_equal(gm_sched_inflight_bytes(h.sched),
 					 gm_sched_inflight(h.sched) *
-					     unit_of(&s));
+					     cost_of(&s));
 			take_one();
 		}
 		assert_int_equal(h.peak_inflight, fits[f]);
@@ -531,70 +538,84 @@ static void test_back_pressure(void **state)
 	}
 }
 
-/* A job larger than the whole pool fails at once; the others of its
- * request still run, and the request comes back once. */
-static void test_too_big(void **state)
+/* A job larger than the whole budget waits until the engine is idle,
+ * then runs alone; the jobs behind it wait for it. */
+static void test_over_budget(void **state)
 {
 	const struct shape huge = {GM_FP64, 0, 0, 0, 0, 128, 128, 128};
 	const struct shape mixed[] = {SMALL, huge, SMALL};
-	const uint64_t pool = 64 * 1024;
-	char want[GM_MSG_TEXT + 1];
-	struct treq *tr, *all;
+	struct treq *tr;
 
-	h_open(pool, 8);
+	h_open(4 * cost_of(&SMALL), 8);
+	assert_true(cost_of(&huge) > 4 * cost_of(&SMALL));
 	tr = new_req(3, 1, 0, mixed, NELEMS(mixed));
 	assert_int_equal(submit(tr), GM_OK);
-	assert_int_equal(tr->r->jobs[1].job.status, GM_ETOOBIG);
-	snprintf(want, sizeof(want),
-		 "job needs %llu bytes of host pool, pool holds %llu",
-		 (unsigned long long)slab_of(&huge), (unsigned long long)pool);
-	assert_string_equal(tr->r->jobs[1].job.msg, want);
-	assert_int_equal(tr->done, 0);
-	assert_int_equal(gm_sched_requests(h.sched), 1);
+	assert_int_equal(gm_sched_inflight(h.sched), 1);
+	assert_int_equal(gm_sched_queued(h.sched), 2);
+	take_one();
+	assert_int_equal(gm_sched_inflight(h.sched), 1);
+	assert_int_equal(gm_sched_inflight_bytes(h.sched), cost_of(&huge));
+	take_one();
+	assert_int_equal(gm_sched_inflight(h.sched), 1);
 	drain();
-	assert_int_equal(tr->done, 1);
-	check_result(tr, 0);
-	check_result(tr, 2);
-
-	/* Nothing of it can run: done before submit returns. */
-	all = new_req_of(2, &huge);
-	assert_int_equal(submit(all), GM_OK);
-	assert_int_equal(all->done, 1);
-	assert_int_equal(all->r->jobs[0].job.status, GM_ETOOBIG);
-	assert_int_equal(all->r->jobs[1].job.status, GM_ETOOBIG);
-	assert_int_equal(gm_sched_requests(h.sched), 0);
-	assert_int_equal(gm_sched_queued(h.sched), 0);
+	assert_int_equal(h.peak_inflight, 1);
+	check_all_ok(tr);
 	h_close();
 }
 
-/* A job that needs the whole pool fits; one byte less pool and it can
- * never fit. 16x16x16 fp64 without C needs 6144 bytes, 24 pool units. */
-static void test_too_big_edge(void **state)
+/* Jobs that fill the budget exactly run together; one byte less and
+ * they run one at a time. */
+static void test_budget_edge(void **state)
 {
 	static const struct {
-		int64_t pool_delta;
-		int status;
+		int64_t delta;
+		uint64_t peak;
 	} cases[] = {
-	    {0, GM_OK},
-	    {-1, GM_ETOOBIG},
-	    {+1, GM_OK},
+	    {0, 2},
+	    {-1, 1},
+	    {+1, 2},
 	};
 	const struct shape s = {GM_FP64, 0, 0, 0, 0, 16, 16, 16};
 
-	assert_int_equal(slab_of(&s), 6144);
+	assert_int_equal(cost_of(&s), 6144);
 	for (size_t i = 0; i < NELEMS(cases); i++) {
 		struct treq *tr;
 
-		h_open(slab_of(&s) + cases[i].pool_delta, 4);
-		tr = new_req_of(1, &s);
+		h_open(2 * cost_of(&s) + cases[i].delta, 4);
+		tr = new_req_of(2, &s);
 		assert_int_equal(submit(tr), GM_OK);
 		drain();
-		assert_int_equal(tr->done, 1);
-		assert_int_equal(tr->r->jobs[0].job.status, cases[i].status);
-		if (cases[i].status == GM_OK)
-			check_result(tr, 0);
+		assert_int_equal(h.peak_inflight, cases[i].peak);
+		check_all_ok(tr);
 		h_close();
 	}
+}
+
+/* Room reserved counts as taken; a reserved request enters even after a
+ * stop, using its room; room not used is given back. */
+static void test_reserve(void **state)
+{
+	struct treq *tr, *other;
+
+	h_open(1u << 20, 4);
+	assert_int_equal(gm_sched_reserve(h.sched, 1, 3), GM_OK);
+	assert_int_equal(gm_sched_reserved(h.sched), 3);
+	assert_int_equal(gm_sched_room(h.sched, 2, 2), GM_EBUSY);
+	assert_int_equal(gm_sched_room(h.sched, 2, 1), GM_OK);
+	assert_int_equal(gm_sched_reserve(h.sched, 0, 2), GM_EBUSY);
+	other = new_req_of(2, &SMALL);
+	assert_int_equal(submit(other), GM_EBUSY);
+	gm_sched_stop(h.sched);
+	assert_int_equal(gm_sched_reserve(h.sched, 1, 1), GM_ESHUTDOWN);
+	tr = new_req_of(2, &SMALL);
+	tr->r->reserved = 1;
+	assert_int_equal(submit(tr), GM_OK);
+	assert_int_equal(gm_sched_reserved(h.sched), 1);
+	gm_sched_unreserve(h.sched, 1, 1);
+	drain();
+	check_all_ok(tr);
+	assert_int_equal(other->done, 0);
+	h_close();
 }
 
 /* A dtype the engine cannot run fails at once; the rest still run. */
@@ -633,8 +654,8 @@ static void test_unsupported(void **state)
  * Jobs queued behind a blocker start highest priority first, in arrival
  * order within a priority. The CPU engine runs one job at a time in the
  * order it was handed them, so the order jobs come back is the order
- * they started. Once with a pool that holds one job (one job per wave),
- * once with a blocker as large as the pool, after which all of them fit
+ * they started. Once with a budget that holds one job (one job per wave),
+ * once with a blocker as large as the budget, after which all of them fit
  * in one wave.
  */
 static void test_priority(void **state)
@@ -647,7 +668,7 @@ static void test_priority(void **state)
 		struct treq *tr[NELEMS(prios)];
 		size_t next = 1;
 
-		h_open(unit_of(blockers[c]), 32);
+		h_open(cost_of(blockers[c]), 32);
 		assert_int_equal(submit(new_req_of(1, blockers[c])), GM_OK);
 		for (size_t i = 0; i < NELEMS(prios); i++) {
 			/* The last one has two jobs: FIFO inside it too. */
@@ -683,7 +704,7 @@ static void test_head_of_line(void **state)
 	const struct shape big = {GM_FP64, 0, 0, 0, 0, 64, 64, 64};
 	struct treq *blocker, *large, *small_hi, *small_lo;
 
-	h_open(unit_of(&big), 8);
+	h_open(cost_of(&big), 8);
 	blocker = new_req(1, 0, 0, &SMALL, 1);
 	assert_int_equal(submit(blocker), GM_OK);
 	large = new_req(1, 3, 0, &big, 1);
@@ -693,8 +714,8 @@ static void test_head_of_line(void **state)
 	small_lo = new_req(1, 0, 0, &SMALL, 1);
 	assert_int_equal(submit(small_lo), GM_OK);
 	/* Room for both small ones is free, yet they wait. */
-	assert_true(gm_pool_size(h.pool) - gm_pool_used(h.pool) >=
-		    2 * unit_of(&SMALL));
+	assert_true(h.budget - gm_sched_inflight_bytes(h.sched) >=
+		    2 * cost_of(&SMALL));
 	assert_int_equal(gm_sched_inflight(h.sched), 1);
 	assert_int_equal(gm_sched_queued(h.sched), 3);
 	take_one();
@@ -722,7 +743,7 @@ static void test_deadline(void **state)
 	const struct shape slow = {GM_FP64, 0, 0, 0, 0, 600, 600, 600};
 	struct treq *blocker, *late, *none, *far;
 
-	h_open(unit_of(&slow), 8);
+	h_open(cost_of(&slow), 8);
 	blocker = new_req_of(1, &slow);
 	assert_int_equal(submit(blocker), GM_OK);
 	late = new_req(1, 1, 1, &SMALL, 1);
@@ -752,7 +773,7 @@ static void test_deadline_partial(void **state)
 	enum { DEADLINE_MS = 300 };
 	struct treq *tr;
 
-	h_open(unit_of(&SMALL), 8);
+	h_open(cost_of(&SMALL), 8);
 	tr = new_req(2, 1, DEADLINE_MS, &SMALL, 1);
 	assert_int_equal(submit(tr), GM_OK);
 	assert_int_equal(gm_sched_inflight(h.sched), 1);
@@ -770,7 +791,7 @@ static void test_stop(void **state)
 {
 	struct treq *blocker, *queued, *late, *later;
 
-	h_open(unit_of(&SMALL), 8);
+	h_open(cost_of(&SMALL), 8);
 	blocker = new_req_of(1, &SMALL);
 	assert_int_equal(submit(blocker), GM_OK);
 	queued = new_req_of(3, &SMALL);
@@ -809,7 +830,7 @@ static void test_fairness(void **state)
 	struct treq *blk, *a[4], *b[4], *multi;
 	size_t next = 1;
 
-	h_open(unit_of(&SMALL), 32);
+	h_open(cost_of(&SMALL), 32);
 	blk = conn_req(9, &SMALL);
 	assert_int_equal(submit(blk), GM_OK);
 	for (int i = 0; i < 4; i++)
@@ -843,7 +864,7 @@ static void test_fair_head_of_line(void **state)
 	const struct shape big = {GM_FP64, 0, 0, 0, 0, 64, 64, 64};
 	struct treq *blk, *large, *small;
 
-	h_open(unit_of(&big), 8);
+	h_open(cost_of(&big), 8);
 	blk = conn_req(1, &SMALL);
 	assert_int_equal(submit(blk), GM_OK);
 	large = conn_req(2, &big);
@@ -867,7 +888,7 @@ static void test_cancel(void **state)
 {
 	struct treq *blk, *two, *one;
 
-	h_open(unit_of(&SMALL), 8);
+	h_open(cost_of(&SMALL), 8);
 	blk = new_req_of(1, &SMALL);
 	assert_int_equal(submit(blk), GM_OK);
 	two = new_req_of(2, &SMALL);
@@ -903,7 +924,7 @@ static void test_expire(void **state)
 	struct treq *blk, *late, *none, *far;
 	double far_due;
 
-	h_open(unit_of(&slow), 8);
+	h_open(cost_of(&slow), 8);
 	blk = new_req_of(1, &slow);
 	assert_int_equal(submit(blk), GM_OK);
 	assert_true(gm_sched_next_deadline(h.sched) == 0.0);
@@ -937,7 +958,7 @@ static void test_priority_limits(void **state)
 	static const unsigned lim[GM_BATCH_PRIO_MAX + 1] = {2, 0, 0, 1};
 	struct treq *blk, *p0, *over0, *p1, *p3, *over3;
 
-	h_open(unit_of(&SMALL), 6);
+	h_open(cost_of(&SMALL), 6);
 	gm_sched_set_limits(h.sched, lim);
 	blk = new_req_of(1, &SMALL);
 	assert_int_equal(submit(blk), GM_OK);
@@ -971,14 +992,14 @@ static void test_stats(void **state)
 {
 	const struct shape blk = {GM_FP64, 0, 0, 0, 0, 52, 52, 52};
 	const struct shape tiny = {GM_FP64, 0, 0, 0, 0, 4, 4, 4};
-	const struct shape huge = {GM_FP64, 0, 0, 0, 0, 128, 128, 128};
-	struct shape mix[] = {SMALL, SMALL, SMALL, huge};
+	const struct shape big = {GM_FP64, 0, 0, 0, 0, 64, 64, 64};
+	struct shape mix[] = {SMALL, SMALL, SMALL, big};
 	struct treq *late;
 
 	mix[1].dtype = GM_FP32;
 	mix[1].has_c = 1;
 	mix[2].dtype = GM_FP16;
-	h_open(unit_of(&blk), 16);
+	h_open(cost_of(&blk), 16);
 	assert_int_equal(submit(new_req_of(1, &blk)), GM_OK);
 	late = new_req(1, 1, 1, &tiny, 1);
 	assert_int_equal(submit(late), GM_OK);
@@ -986,18 +1007,18 @@ static void test_stats(void **state)
 	wait_past(late->r->recv_us + 2000.0);
 	drain();
 
-	assert_int_equal(h.st.jobs_ok, 3);
-	assert_int_equal(h.st.jobs_failed, 3);
+	assert_int_equal(h.st.jobs_ok, 4);
+	assert_int_equal(h.st.jobs_failed, 2);
 	assert_int_equal(h.st.jobs_by_dtype[GM_FP64], 4);
 	assert_int_equal(h.st.jobs_by_dtype[GM_FP32], 1);
 	assert_int_equal(h.st.jobs_by_dtype[GM_FP16], 1);
-	assert_int_equal(h.st.errors[GM_OK], 3);
+	assert_int_equal(h.st.errors[GM_OK], 4);
 	assert_int_equal(h.st.errors[GM_EUNSUPPORTED], 1);
-	assert_int_equal(h.st.errors[GM_ETOOBIG], 1);
 	assert_int_equal(h.st.errors[GM_ETIMEDOUT], 1);
-	assert_true(h.st.flops == 2.0 * (52 * 52 * 52 + 2 * 8 * 8 * 8));
+	assert_true(h.st.flops ==
+		    2.0 * (52 * 52 * 52 + 2 * 8 * 8 * 8 + 64 * 64 * 64));
 	for (int p = 0; p < GM_PHASE_COUNT; p++)
-		assert_int_equal(h.st.phase[p].count, 3);
+		assert_int_equal(h.st.phase[p].count, 4);
 	assert_true(h.st.phase[GM_PHASE_TOTAL].max >=
 		    h.st.phase[GM_PHASE_QUEUE].max);
 	h_close();
@@ -1015,8 +1036,9 @@ int main(void)
 	    cmocka_unit_test_teardown(test_results, h_free),
 	    cmocka_unit_test_teardown(test_queue_full, h_free),
 	    cmocka_unit_test_teardown(test_back_pressure, h_free),
-	    cmocka_unit_test_teardown(test_too_big, h_free),
-	    cmocka_unit_test_teardown(test_too_big_edge, h_free),
+	    cmocka_unit_test_teardown(test_over_budget, h_free),
+	    cmocka_unit_test_teardown(test_budget_edge, h_free),
+	    cmocka_unit_test_teardown(test_reserve, h_free),
 	    cmocka_unit_test_teardown(test_unsupported, h_free),
 	    cmocka_unit_test_teardown(test_priority, h_free),
 	    cmocka_unit_test_teardown(test_head_of_line, h_free),

@@ -1,0 +1,392 @@
+/*
+ * gm_daemon.c - a dialed daemon: its slots, routing calls to it and
+ * building their frames; see gm_daemon.h.
+ */
+#include "gm_daemon.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gm_shm.h"
+#include "gm_stage.h"
+
+uint64_t gm_daemon_cost(uint64_t bytes, double flops)
+{
+	return bytes + (uint64_t)(flops / GM_DAEMON_FLOPS_PER_BYTE);
+}
+
+/* ---- making one ---- */
+
+/* The host of a tcp:// or tls+tcp:// URL, without brackets: what the
+ * daemon's certificate must name unless told otherwise. */
+static void url_host(const char *url, char *out, size_t len)
+{
+	const char *h = strstr(url, "://"), *end;
+
+	h = h ? h + 3 : url;
+	if (*h == '[' && (end = strchr(h, ']')) != NULL)
+		h++;
+	else if ((end = strrchr(h, ':')) == NULL)
+		end = h + strlen(h);
+	snprintf(out, len, "%.*s", (int)(end - h), h);
+}
+
+static int check_opts(const char *url, int kind, const gemmd_open_opts *o)
+{
+	bool tls_opts = o->tls_ca_file || o->tls_cert_file || o->tls_key_file ||
+			o->tls_server_name;
+
+	if (kind == GM_URL_BAD)
+		return gm_client_seterr(GM_EINVAL, "%s: not a gemmd URL (%s)",
+					url, gm_url_schemes);
+	if (kind != GM_URL_TLS && tls_opts)
+		return gm_client_seterr(
+		    GM_EINVAL, "%s: TLS options need a tls+tcp:// URL", url);
+	if (kind == GM_URL_TLS && o->tls_ca_file == NULL)
+		return gm_client_seterr(
+		    GM_EINVAL, "%s: TLS needs a CA file to verify the daemon",
+		    url);
+	if (o->connections > GM_DAEMON_CONNS_MAX)
+		return gm_client_seterr(GM_EINVAL, "%u connections, at most %u",
+					o->connections, GM_DAEMON_CONNS_MAX);
+	return GM_OK;
+}
+
+static int make_tls(gm_daemon *dm, const gemmd_open_opts *o)
+{
+	gm_tls_files f = {.cert = o->tls_cert_file,
+			  .key = o->tls_key_file,
+			  .ca = o->tls_ca_file,
+			  .server_name = o->tls_server_name};
+	char host[256], msg[GM_CLIENT_ERRLEN];
+	int rv;
+
+	url_host(dm->url, host, sizeof(host));
+	if ((rv = gm_tls_client_ctx(&f, host, &dm->tls, msg, sizeof(msg))))
+		return gm_client_seterr(rv, "%s: TLS: %s", dm->url, msg);
+	return GM_OK;
+}
+
+int gm_daemon_new(gemmd_client *cl, const char *url, const gemmd_open_opts *o,
+		  gm_daemon **out)
+{
+	gm_daemon *dm;
+	char msg[GM_CLIENT_ERRLEN];
+	int rv, kind = gm_url_kind(url);
+	unsigned n;
+
+	if ((rv = check_opts(url, kind, o)) != GM_OK)
+		return rv;
+	if ((dm = calloc(1, sizeof(*dm))) == NULL)
+		return gm_client_seterr(GM_ENOMEM, "out of memory");
+	dm->cl = cl;
+	dm->kind = kind;
+	snprintf(dm->url, sizeof(dm->url), "%s", url);
+	if ((kind == GM_URL_TLS && (rv = make_tls(dm, o)) != GM_OK) ||
+	    (rv = gm_shm_new(url, o->region_socket, &dm->shm)) != GM_OK)
+		goto fail;
+	n = o->connections ? o->connections : 1;
+	if ((dm->conns = calloc(n, sizeof(*dm->conns))) == NULL) {
+		rv = gm_client_seterr(GM_ENOMEM, "out of memory");
+		goto fail;
+	}
+	for (; dm->nconns < n; dm->nconns++)
+		if ((rv = gm_conn_init(&dm->conns[dm->nconns], dm, dm->nconns,
+				       url, dm->tls, msg, sizeof(msg)))) {
+			gm_client_seterr(rv, "%s", msg);
+			goto fail;
+		}
+	if (kind == GM_URL_IPC && !(o->flags & GEMMD_OPEN_NO_SHM) &&
+	    (rv = gm_stage_new(dm, o->staging_bytes, &dm->stage)) != GM_OK)
+		goto fail;
+	*out = dm;
+	return GM_OK;
+fail:
+	gm_daemon_free(dm);
+	return rv;
+}
+
+void gm_daemon_start(gm_daemon *dm, gm_todo *t)
+{
+	for (unsigned i = 0; i < dm->nconns; i++)
+		gm_conn_dial(&dm->conns[i], t);
+}
+
+int gm_daemon_await(gm_daemon *dm)
+{
+	gemmd_client *cl = dm->cl;
+	gm_conn *c = &dm->conns[0];
+	int rv = GM_OK;
+
+	pthread_mutex_lock(&cl->mu);
+	while (c->dials == 0)
+		pthread_cond_wait(&cl->cv, &cl->mu);
+	if (c->state != GM_CONN_UP)
+		rv = gm_client_seterr(GM_ETRANSPORT, "%s", c->why);
+	pthread_mutex_unlock(&cl->mu);
+	return rv;
+}
+
+void gm_daemon_stopping(gm_daemon *dm)
+{
+	dm->stopping = true;
+}
+
+void gm_daemon_stop(gm_daemon *dm)
+{
+	pthread_mutex_lock(&dm->cl->mu);
+	gm_daemon_stopping(dm);
+	pthread_mutex_unlock(&dm->cl->mu);
+	gm_daemon_shutdown(dm);
+	gm_daemon_free(dm);
+}
+
+void gm_daemon_shutdown(gm_daemon *dm)
+{
+	for (unsigned i = 0; i < dm->nconns; i++)
+		gm_conn_shutdown(&dm->conns[i]);
+	/* A worker waiting on the hand-off socket (making or releasing the
+	 * staging region) returns. */
+	gm_shm_hangup(dm->shm);
+}
+
+void gm_daemon_free(gm_daemon *dm)
+{
+	if (dm == NULL)
+		return;
+	for (unsigned i = 0; i < dm->nconns; i++) {
+		gm_dialer_free(dm->conns[i].dialer);
+		gm_read_free(&dm->conns[i].rd);
+	}
+	gm_stage_free(dm->stage);
+	free(dm->conns);
+	gm_shm_free(dm->shm);
+	gm_tls_ctx_free(dm->tls);
+	free(dm);
+}
+
+/* ---- routing ---- */
+
+static bool is_up(const gm_daemon *dm)
+{
+	for (unsigned i = 0; i < dm->nconns; i++)
+		if (dm->conns[i].state == GM_CONN_UP)
+			return true;
+	return false;
+}
+
+/* The daemon whose hand-off socket made a region the jobs name. */
+static gm_daemon *owner(gemmd_client *cl, const gemmd_job *jobs, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		const gemmd_region *r[] = {
+		    jobs[i].a_ref.region, jobs[i].b_ref.region,
+		    jobs[i].c_ref.region, jobs[i].out_ref.region};
+
+		for (unsigned op = 0; op < 4; op++)
+			for (unsigned d = 0; r[op] && d < cl->ndaemons; d++)
+				if (cl->daemons[d]->shm == r[op]->g)
+					return cl->daemons[d];
+	}
+	return NULL;
+}
+
+gm_daemon *gm_daemon_pick(gemmd_client *cl, const gemmd_job *jobs, uint32_t n)
+{
+	gm_daemon *best = owner(cl, jobs, n);
+	bool any_up = false;
+
+	if (best != NULL)
+		return best;
+	for (unsigned i = 0; i < cl->ndaemons; i++)
+		any_up |= is_up(cl->daemons[i]);
+	for (unsigned j = 0; j < cl->ndaemons; j++) {
+		gm_daemon *dm =
+		    cl->daemons[(cl->next_daemon + j) % cl->ndaemons];
+
+		if ((!any_up || is_up(dm)) &&
+		    (best == NULL || dm->work < best->work))
+			best = dm;
+	}
+	cl->next_daemon = (cl->next_daemon + 1) % cl->ndaemons;
+	return best;
+}
+
+/* Slots by preference: up before not, then least work. */
+static unsigned order_slots(const gm_daemon *dm, unsigned *order)
+{
+	for (unsigned i = 0; i < dm->nconns; i++) {
+		unsigned j = i;
+
+		for (; j > 0; j--) {
+			const gm_conn *a = &dm->conns[order[j - 1]],
+				      *b = &dm->conns[i];
+			bool aup = a->state == GM_CONN_UP,
+			     bup = b->state == GM_CONN_UP;
+
+			if (aup > bup || (aup == bup && a->work <= b->work))
+				break;
+			order[j] = order[j - 1];
+		}
+		order[j] = i;
+	}
+	return dm->nconns;
+}
+
+gm_conn *gm_daemon_slot(gm_daemon *dm)
+{
+	unsigned order[GM_DAEMON_CONNS_MAX];
+
+	order_slots(dm, order);
+	return &dm->conns[order[0]];
+}
+
+void gm_daemon_requeue(gm_conn *c, gm_todo *t)
+{
+	gm_conn *to = gm_daemon_slot(c->dm);
+	gm_part *p, *next;
+
+	if (to == c || to->state != GM_CONN_UP)
+		return;
+	for (p = c->head; p != NULL; p = next) {
+		next = p->next;
+		if (p->state != GM_PART_QUEUED)
+			continue;
+		gm_conn_unqueue(p);
+		c->work -= p->work;
+		c->dm->work -= p->work;
+		gm_conn_queue(to, p, t);
+	}
+}
+
+void gm_daemon_no_connection(const gm_daemon *dm, int ms, char *msg, size_t len)
+{
+	const char *why = "";
+
+	if (dm == NULL) {
+		snprintf(msg, len, "no reply within %d ms", ms);
+		return;
+	}
+	if (is_up(dm)) {
+		snprintf(msg, len,
+			 "not sent within %d ms: the daemon is not reading "
+			 "(%s)",
+			 ms, dm->url);
+		return;
+	}
+	for (unsigned i = 0; i < dm->nconns && !*why; i++)
+		why = dm->conns[i].why;
+	snprintf(msg, len, "no connection to the daemon within %d ms%s%s%s", ms,
+		 *why ? " (" : "", why, *why ? ")" : "");
+}
+
+/* ---- frames ---- */
+
+/* Bytes each job of k sends and gets back, and its FLOPs. */
+static uint64_t job_bytes(const gm_job_desc *d)
+{
+	gm_job_sizes z;
+
+	gm_job_sizes_of(d, &z);
+	return z.a + z.b + z.c + z.out;
+}
+
+/* Splits jobs [0, n) into parts of about equal bytes: how many. */
+static unsigned stripe(gm_plan *pl, const gm_job_desc *d, uint32_t n,
+		       unsigned nparts)
+{
+	uint64_t total = 0, acc = 0;
+	uint32_t i = 0;
+
+	for (uint32_t j = 0; j < n; j++)
+		total += job_bytes(&d[j]);
+	for (unsigned p = 0; p < nparts; p++) {
+		uint64_t goal = total / nparts * (p + 1);
+
+		pl->part[p].first = i;
+		/* At least one job, and one left for each later part. */
+		do
+			acc += job_bytes(&d[i++]);
+		while (i < n - (nparts - p - 1) && acc < goal);
+		if (p == nparts - 1)
+			i = n;
+		pl->part[p].njobs = i - pl->part[p].first;
+	}
+	return nparts;
+}
+
+static uint64_t part_work(const gm_call *k, const gm_job_desc *d,
+			  const struct gm_plan_part *pp)
+{
+	double flops = 0;
+	uint64_t out = 0;
+
+	for (uint32_t j = pp->first; d && j < pp->first + pp->njobs; j++) {
+		gm_job_sizes z;
+
+		gm_job_sizes_of(&d[j], &z);
+		out += k->kind == GM_CALL_GEMM ? z.out : 0;
+		flops += gm_job_flops(&d[j]);
+	}
+	return gm_daemon_cost(pp->f.bytes + out, flops);
+}
+
+int gm_daemon_plan(gm_daemon *dm, gm_call *k, const gm_job_desc *d,
+		   const gm_batch *b, const char *json, gm_plan *pl)
+{
+	uint64_t bytes = 0;
+	int rv = GM_OK;
+
+	memset(pl, 0, sizeof(*pl));
+	pl->nparts = 1;
+	pl->part[0].njobs = json ? (k->kind == GM_CALL_WAIT) : k->njobs;
+	for (uint32_t j = 0; json == NULL && j < k->njobs; j++)
+		bytes += job_bytes(&d[j]);
+	if (k->kind == GM_CALL_GEMM && dm->nconns > 1 && k->njobs > 1 &&
+	    bytes >= GM_DAEMON_STRIPE_BYTES)
+		pl->nparts =
+		    stripe(pl, d, k->njobs,
+			   dm->nconns < k->njobs ? dm->nconns : k->njobs);
+	for (unsigned p = 0; p < pl->nparts && rv == GM_OK; p++) {
+		struct gm_plan_part *pp = &pl->part[p];
+
+		pp->id = gm_call_next_id(k->cl);
+		rv = json ? gm_encode_ctrl(json, pp->id, &pp->f)
+			  : gm_encode_gemm(k->jobs + pp->first, d + pp->first,
+					   pp->njobs, b, pp->id, NULL, &pp->f);
+		pp->work = part_work(k, json ? NULL : d, pp);
+	}
+	if (rv != GM_OK)
+		gm_plan_free(pl);
+	return rv;
+}
+
+void gm_daemon_queue(gm_daemon *dm, gm_call *k, gm_plan *pl, gm_todo *t)
+{
+	unsigned order[GM_DAEMON_CONNS_MAX];
+
+	k->dm = dm;
+	order_slots(dm, order);
+	for (unsigned i = 0; i < pl->nparts && !k->ended; i++) {
+		struct gm_plan_part *pp = &pl->part[i];
+		gm_part *p = gm_part_new(k, pp->id, pp->first, pp->njobs, t);
+
+		if (p == NULL)
+			break;
+		p->f = pp->f;
+		pp->f = (gm_frame){0};
+		p->work = pp->work;
+		if (gm_part_ready(p, t) == GM_OK)
+			gm_conn_queue(&dm->conns[order[i]], p, t);
+	}
+	gm_plan_free(pl);
+}
+
+void gm_plan_free(gm_plan *pl)
+{
+	for (unsigned i = 0; i < pl->nparts; i++)
+		gm_frame_free(&pl->part[i].f);
+	pl->nparts = 0;
+}

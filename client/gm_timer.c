@@ -1,0 +1,216 @@
+/*
+ * gm_timer.c - a timer thread over a binary heap of events; see
+ * gm_timer.h.
+ */
+#include "gm_timer.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "gm_error.h"
+
+struct gm_timer {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;	/* the earliest event changed, or stop */
+	pthread_cond_t idle_cv; /* an event finished running */
+	pthread_t thread;
+	gm_tev **heap;
+	size_t n, cap;
+	gm_tev *running;
+	bool stop;
+};
+
+uint64_t gm_timer_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- the heap, under mu ---- */
+
+static void place(gm_timer *t, size_t i, gm_tev *ev)
+{
+	t->heap[i] = ev;
+	ev->slot = i;
+}
+
+static void sift_up(gm_timer *t, size_t i)
+{
+	gm_tev *ev = t->heap[i];
+
+	while (i > 0 && t->heap[(i - 1) / 2]->when > ev->when) {
+		place(t, i, t->heap[(i - 1) / 2]);
+		i = (i - 1) / 2;
+	}
+	place(t, i, ev);
+}
+
+static void sift_down(gm_timer *t, size_t i)
+{
+	gm_tev *ev = t->heap[i];
+
+	for (;;) {
+		size_t c = 2 * i + 1;
+
+		if (c >= t->n)
+			break;
+		if (c + 1 < t->n && t->heap[c + 1]->when < t->heap[c]->when)
+			c++;
+		if (t->heap[c]->when >= ev->when)
+			break;
+		place(t, i, t->heap[c]);
+		i = c;
+	}
+	place(t, i, ev);
+}
+
+static void heap_remove(gm_timer *t, gm_tev *ev)
+{
+	size_t i = ev->slot;
+
+	ev->armed = false;
+	if (--t->n == i)
+		return;
+	place(t, i, t->heap[t->n]);
+	sift_down(t, i);
+	sift_up(t, t->heap[i]->slot);
+}
+
+/* ---- the thread ---- */
+
+static void *timer_main(void *arg)
+{
+	gm_timer *t = arg;
+
+	pthread_mutex_lock(&t->mu);
+	while (!t->stop) {
+		uint64_t now = gm_timer_now();
+		gm_tev *ev;
+
+		if (t->n == 0) {
+			pthread_cond_wait(&t->cv, &t->mu);
+			continue;
+		}
+		ev = t->heap[0];
+		if (ev->when > now) {
+			struct timespec ts = {(time_t)(ev->when / 1000000000u),
+					      (long)(ev->when % 1000000000u)};
+
+			pthread_cond_timedwait(&t->cv, &t->mu, &ts);
+			continue;
+		}
+		heap_remove(t, ev);
+		t->running = ev;
+		pthread_mutex_unlock(&t->mu);
+		ev->fn(ev->arg);
+		pthread_mutex_lock(&t->mu);
+		t->running = NULL;
+		pthread_cond_broadcast(&t->idle_cv);
+	}
+	pthread_mutex_unlock(&t->mu);
+	return NULL;
+}
+
+int gm_timer_new(gm_timer **out)
+{
+	gm_timer *t = calloc(1, sizeof(*t));
+	pthread_condattr_t ca;
+
+	if (t == NULL)
+		return GM_ENOMEM;
+	pthread_mutex_init(&t->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&t->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	pthread_cond_init(&t->idle_cv, NULL);
+	if (pthread_create(&t->thread, NULL, timer_main, t) != 0) {
+		pthread_cond_destroy(&t->idle_cv);
+		pthread_cond_destroy(&t->cv);
+		pthread_mutex_destroy(&t->mu);
+		free(t);
+		return GM_ENOMEM;
+	}
+	*out = t;
+	return GM_OK;
+}
+
+void gm_timer_free(gm_timer *t)
+{
+	if (t == NULL)
+		return;
+	pthread_mutex_lock(&t->mu);
+	t->stop = true;
+	pthread_cond_signal(&t->cv);
+	pthread_mutex_unlock(&t->mu);
+	pthread_join(t->thread, NULL);
+	for (size_t i = 0; i < t->n; i++)
+		t->heap[i]->armed = false;
+	free(t->heap);
+	pthread_cond_destroy(&t->idle_cv);
+	pthread_cond_destroy(&t->cv);
+	pthread_mutex_destroy(&t->mu);
+	free(t);
+}
+
+void gm_tev_init(gm_tev *ev, void (*fn)(void *arg), void *arg)
+{
+	*ev = (gm_tev){.fn = fn, .arg = arg};
+}
+
+int gm_timer_arm(gm_timer *t, gm_tev *ev, uint64_t when)
+{
+	int rv = GM_OK;
+
+	pthread_mutex_lock(&t->mu);
+	if (ev->armed)
+		heap_remove(t, ev);
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? 2 * t->cap : 64;
+		gm_tev **h = realloc(t->heap, cap * sizeof(*h));
+
+		if (h == NULL) {
+			rv = GM_ENOMEM;
+			goto out;
+		}
+		t->heap = h;
+		t->cap = cap;
+	}
+	ev->when = when;
+	ev->armed = true;
+	place(t, t->n++, ev);
+	sift_up(t, t->n - 1);
+	if (t->heap[0] == ev)
+		pthread_cond_signal(&t->cv);
+out:
+	pthread_mutex_unlock(&t->mu);
+	return rv;
+}
+
+void gm_timer_disarm(gm_timer *t, gm_tev *ev)
+{
+	pthread_mutex_lock(&t->mu);
+	if (ev->armed)
+		heap_remove(t, ev);
+	pthread_mutex_unlock(&t->mu);
+}
+
+bool gm_timer_is_self(gm_timer *t)
+{
+	return pthread_equal(pthread_self(), t->thread);
+}
+
+void gm_timer_cancel(gm_timer *t, gm_tev *ev)
+{
+	bool self = gm_timer_is_self(t);
+
+	pthread_mutex_lock(&t->mu);
+	if (ev->armed)
+		heap_remove(t, ev);
+	while (!self && t->running == ev)
+		pthread_cond_wait(&t->idle_cv, &t->mu);
+	pthread_mutex_unlock(&t->mu);
+}

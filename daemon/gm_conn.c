@@ -1,0 +1,384 @@
+/*
+ * gm_conn.c - a connection's life and its writes; see gm_conn.h. Reading
+ * frames is gm_conn_read.c's, the set of connections with its caps and
+ * deadlines gm_conn_set.c's.
+ *
+ * A connection is freed once it is closed, no operation of its stream
+ * is in flight (their ends come to the loop as events) and nobody holds
+ * it: the requests it brought keep it, closed, until they are done.
+ */
+#include "gm_conn.h"
+#include "gm_conn_impl.h"
+
+#include <inttypes.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "gm_clock.h"
+#include "gm_log.h"
+
+#define CONN_OF(ev, member) \
+	((gm_conn *)(void *)((char *)(ev)-offsetof(gm_conn, member)))
+
+uint64_t gm_conn_now_us(void)
+{
+	return (uint64_t)gm_clock_now_us();
+}
+
+static void frames_done(void *owner, uint32_t n, void *arg)
+{
+	gm_conn *c = arg;
+
+	c->l->conns.ops->frames_done(owner, n);
+}
+
+static void rd_cb(gm_io *io, int rv, size_t n);
+static void wr_cb(gm_io *io, int rv, size_t n);
+static void wr_done(gm_event *ev, gm_loop *l);
+
+gm_conn *gm_conn_new(gm_loop *l, gm_stream *s)
+{
+	gm_conns *cs = &l->conns;
+	gm_conn *c = calloc(1, sizeof(*c));
+
+	if (c == NULL)
+		return NULL;
+	c->rbuf = mmap(NULL, GM_CONN_RBUF, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (c->rbuf == MAP_FAILED) {
+		free(c);
+		return NULL;
+	}
+	c->l = l;
+	c->s = s;
+	gm_stream_peer(s, &c->peer);
+	gm_peers_key(&c->peer, c->peer_key);
+	if (++cs->next_id == 0)
+		cs->next_id = 1;
+	c->id = cs->next_id;
+	c->born_us = gm_clock_now_us();
+	c->rs = RS_HDR;
+	gm_outq_init(&c->q, frames_done, c);
+	c->rio = (gm_io){.done = rd_cb, .arg = c};
+	c->wio = (gm_io){.done = wr_cb, .arg = c};
+	c->rd_ev.fn = gm_conn_read_done;
+	c->wr_ev.fn = wr_done;
+	c->next = cs->head;
+	if (cs->head != NULL)
+		cs->head->prev = c;
+	cs->head = c;
+	return c;
+}
+
+/* ---- one connection ---- */
+
+const gm_peer *gm_conn_peer(const gm_conn *c)
+{
+	return &c->peer;
+}
+
+uint32_t gm_conn_id(const gm_conn *c)
+{
+	return c->id;
+}
+
+int gm_conn_alive(const gm_conn *c)
+{
+	return !c->closing;
+}
+
+void gm_conn_hold(gm_conn *c)
+{
+	c->refs++;
+}
+
+void gm_conn_release(gm_conn *c)
+{
+	c->refs--;
+	gm_conn_maybe_free(c);
+}
+
+bool gm_conn_may_read(const gm_conn *c)
+{
+	const gm_config *cfg = c->l->cfg;
+
+	return c->inflight < cfg->conn_inflight &&
+	       c->q.bytes <= cfg->conn_unsent_bytes;
+}
+
+void gm_conn_begin(gm_conn *c)
+{
+	c->inflight++;
+}
+
+void gm_conn_end(gm_conn *c)
+{
+	c->inflight--;
+	gm_conn_read_process(c);
+}
+
+int gm_conn_reserve(gm_conn *c, uint32_t n)
+{
+	return gm_outq_reserve(&c->q, n);
+}
+
+void gm_conn_unreserve(gm_conn *c, uint32_t n)
+{
+	gm_outq_unreserve(&c->q, n);
+}
+
+/* Puts c on the list of connections to send from. */
+static void want_send(gm_conn *c)
+{
+	gm_conns *cs = &c->l->conns;
+
+	if (c->on_flush)
+		return;
+	c->on_flush = true;
+	c->flush_next = cs->flush;
+	cs->flush = c;
+}
+
+void gm_conn_push_frame(gm_conn *c, const uint8_t *p, uint64_t len, void *owner,
+			uint64_t seq)
+{
+	if (c->closing) {
+		gm_outq_unreserve(&c->q, 1);
+		c->l->conns.ops->frames_done(owner, 1);
+		return;
+	}
+	gm_outq_push(&c->q, p, len, owner, seq);
+	want_send(c);
+}
+
+int gm_conn_push_heap(gm_conn *c, uint8_t *p, uint64_t len)
+{
+	int rv;
+
+	if (c->closing) {
+		free(p);
+		return GM_ECANCELED;
+	}
+	if ((rv = gm_outq_push_heap(&c->q, p, len, c->l->next_seq++)) != 0)
+		return rv;
+	want_send(c);
+	return GM_OK;
+}
+
+void gm_conn_error(gm_conn *c, uint64_t id, int code, const char *text)
+{
+	gm_loop *l = c->l;
+	uint8_t *p = malloc(GM_HDR_SIZE + GM_ERROR_SIZE);
+
+	l->stats.requests_refused++;
+	l->stats.errors[code]++;
+	GM_LOG(GM_LOG_DEBUG, "request %" PRIu64 " refused: %s: %s", id,
+	       gm_errname(code), text);
+	if (p == NULL) {
+		GM_LOG(GM_LOG_ERROR,
+		       "request %" PRIu64 ": out of memory for its ERROR", id);
+		return;
+	}
+	gm_proto_put_error(p, id, (uint32_t)code, text);
+	if (gm_conn_push_heap(c, p, GM_HDR_SIZE + GM_ERROR_SIZE) == GM_ENOMEM)
+		GM_LOG(GM_LOG_ERROR,
+		       "request %" PRIu64 ": out of memory for its ERROR", id);
+}
+
+void gm_conn_fail(gm_conn *c, uint64_t id, int code, const char *text,
+		  int reason)
+{
+	gm_conns *cs = &c->l->conns;
+
+	if (c->closing)
+		return;
+	if (reason >= 0) {
+		cs->n.dropped++;
+		cs->n.dropped_by[reason]++;
+	}
+	gm_conn_error(c, id, code, text);
+	c->close_after = true;
+	c->rs = RS_LINGER;
+	c->linger_until = gm_clock_now_us() + GM_CONN_LINGER_MS * 1e3;
+	c->linger_left = GM_CONN_LINGER_BYTES;
+	gm_conn_arm_deadlines(c);
+	gm_conn_read_process(c);
+}
+
+void gm_conn_close(gm_conn *c, int reason)
+{
+	gm_conns *cs = &c->l->conns;
+	void *owner = c->owner;
+
+	if (c->closing)
+		return;
+	c->closing = true;
+	/* Held while closing: dropping its frames can free its last
+	 * requests, and with them their hold on c. */
+	c->refs++;
+	if (reason >= 0) {
+		cs->n.dropped++;
+		cs->n.dropped_by[reason]++;
+		GM_LOG(GM_LOG_INFO, "connection %u (%s) dropped: %s", c->id,
+		       c->peer_key[0] ? c->peer_key : "?",
+		       gm_conn_drop_names[reason]);
+	}
+	if (c->admitted) {
+		cs->n.open--;
+		if (c->peer_key[0] != '\0')
+			gm_peers_del(cs->peers, c->peer_key);
+		c->admitted = false;
+	}
+	gm_outq_drop(&c->q);
+	/* A payload being read into its slab is abandoned when that read
+	 * ends: until then the slab is the stream's. */
+	if (owner != NULL && !(c->rs == RS_PAYLOAD && c->rd_busy)) {
+		c->owner = NULL;
+		cs->ops->abandon(c->l, c, owner);
+	}
+	gm_stream_close(c->s);
+	gm_conn_release(c);
+}
+
+/* Takes c out of the flush list. */
+static void unflush(gm_conn *c)
+{
+	gm_conn **p = &c->l->conns.flush;
+
+	while (*p != NULL && *p != c)
+		p = &(*p)->flush_next;
+	if (*p == c)
+		*p = c->flush_next;
+	c->on_flush = false;
+}
+
+void gm_conn_maybe_free(gm_conn *c)
+{
+	gm_conns *cs = &c->l->conns;
+
+	if (!c->closing || c->rd_busy || c->wr_busy || c->refs != 0 ||
+	    c->owner != NULL)
+		return;
+	if (c->on_flush)
+		unflush(c);
+	if (c->prev != NULL)
+		c->prev->next = c->next;
+	else
+		cs->head = c->next;
+	if (c->next != NULL)
+		c->next->prev = c->prev;
+	gm_stream_free(c->s);
+	gm_outq_fini(&c->q);
+	gm_conn_read_free(c);
+	munmap(c->rbuf, GM_CONN_RBUF);
+	free(c);
+}
+
+/* ---- writes ---- */
+
+/* Moves io's pieces on by n bytes written; returns whether any are
+ * left. */
+static bool advance(gm_io *io, size_t n)
+{
+	unsigned i = 0;
+
+	while (i < io->niov && n >= io->iov[i].iov_len)
+		n -= io->iov[i++].iov_len;
+	if (i == io->niov)
+		return false;
+	memmove(io->iov, io->iov + i, (io->niov - i) * sizeof(io->iov[0]));
+	io->niov -= i;
+	io->iov[0].iov_buf = (uint8_t *)io->iov[0].iov_buf + n;
+	io->iov[0].iov_len -= n;
+	return true;
+}
+
+/* nng thread: a short write goes on from here. */
+static void wr_cb(gm_io *io, int rv, size_t n)
+{
+	gm_conn *c = io->arg;
+
+	if (rv == 0) {
+		atomic_store(&c->wr_last_us, gm_conn_now_us());
+		if (advance(io, n)) {
+			gm_stream_send(c->s, io);
+			return;
+		}
+	}
+	c->wr_rv = rv;
+	gm_loop_post(c->l, &c->wr_ev);
+}
+
+void gm_conn_send(gm_conn *c)
+{
+	unsigned k;
+
+	if (c->wr_busy || c->closing)
+		return;
+	if ((k = gm_outq_next(&c->q, c->wio.iov, GM_IO_IOV_MAX)) == 0)
+		return;
+	c->wio.niov = k;
+	c->wr_busy = true;
+	c->send_since = gm_clock_now_us();
+	gm_conn_arm_deadlines(c);
+	gm_stream_send(c->s, &c->wio);
+}
+
+static void wr_done(gm_event *ev, gm_loop *l)
+{
+	gm_conn *c = CONN_OF(ev, wr_ev);
+	uint64_t bytes;
+
+	/* Held here: the frames written can be the last of requests that
+	 * hold c. */
+	c->refs++;
+	c->wr_busy = false;
+	bytes = gm_outq_sent(&c->q);
+	if (c->wr_rv == 0)
+		l->stats.bytes_out += bytes;
+	if (!c->closing && c->wr_rv != 0)
+		gm_conn_close(c, -1);
+	if (!c->closing) {
+		gm_conn_send(c);
+		if (c->close_after && gm_outq_empty(&c->q) &&
+		    (c->linger_left == 0 ||
+		     gm_clock_now_us() >= c->linger_until))
+			gm_conn_close(c, -1);
+		else /* fewer bytes unsent: reading may go on */
+			gm_conn_read_process(c);
+	}
+	gm_conn_release(c);
+}
+
+/* ---- reads: the callback, for gm_conn_read.c ---- */
+
+/* nng thread: a read into a slab, or one discarding, goes on from here
+ * until it has all it was started for. */
+static void rd_cb(gm_io *io, int rv, size_t n)
+{
+	gm_conn *c = io->arg;
+
+	if (rv == 0) {
+		atomic_store(&c->rd_last_us, gm_conn_now_us());
+		if (c->rd_mode == RM_BUF) {
+			c->rd_got = n;
+		} else if ((c->rd_left -= n) > 0) {
+			if (c->rd_mode == RM_EXACT) {
+				io->iov[0].iov_buf =
+				    (uint8_t *)io->iov[0].iov_buf + n;
+				io->iov[0].iov_len -= n;
+			} else {
+				io->iov[0].iov_len = c->rd_left < GM_CONN_RBUF
+							 ? c->rd_left
+							 : GM_CONN_RBUF;
+			}
+			gm_stream_recv(c->s, io);
+			return;
+		}
+	}
+	c->rd_rv = rv;
+	gm_loop_post(c->l, &c->rd_ev);
+}

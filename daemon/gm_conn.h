@@ -1,0 +1,150 @@
+/*
+ * gm_conn.h - one client connection, and the set of them.
+ *
+ * A connection reads frames from its byte stream (net/gm_stream.h) in
+ * the order PROTOCOL.md 8 checks them, reading no more of a frame than
+ * the checks so far allow: the 32-byte header, then a GEMM's head and
+ * descriptors, which it hands to the request layer (gm_conn_ops) to be
+ * admitted; an admitted request's payload is then read straight into
+ * the slab the request layer gives it, and a CTRL's body into memory
+ * bounded by max_ctrl_bytes. A refused frame's body is read and
+ * discarded. Small frames come in with one greedy read into a 64 KiB
+ * buffer, from which a request's first payload bytes are copied.
+ *
+ * It writes whole frames from its queue (gm_outq.h) in as few sends as
+ * it can. It stops reading while it has conn_max_inflight requests in
+ * the daemon, while more than conn_max_unsent_bytes wait to be written,
+ * or while a request waits for pool room (back-pressure), and it is
+ * closed when it misses a deadline (handshake_timeout_ms, stall_timeout_ms,
+ * send_timeout_ms), when a frame cannot be read past (an ERROR is sent
+ * first), or when the peer goes. A connection that closes takes its
+ * queued replies with it; its requests run on, and free their slabs
+ * when their last job is back.
+ *
+ * Threads: the loop owns every connection. Stream callbacks run on
+ * nng's threads: a read into a slab or a scratch buffer, or a write,
+ * that completed short is resumed right there; only its end is handed
+ * to the loop (gm_loop_post). The set caps connections (max_connections,
+ * and max_connections_per_peer counted by gm_peers), checks the ipc://
+ * allow-lists, and keeps the deadlines with one timer that runs only
+ * while a deadline is pending. Loop thread only.
+ */
+#ifndef GM_CONN_H
+#define GM_CONN_H
+
+#include <stdint.h>
+
+#include "gm_loop.h"
+#include "gm_proto.h"
+#include "gm_stream.h"
+
+/* What a connection hands to the request layer (gm_admit.c), on the
+ * loop thread. owner is the request layer's record of a GEMM request. */
+struct gm_conn_ops {
+	/* A GEMM frame passed PROTOCOL.md 8 steps 1-18: h, its batch b,
+	 * its head and descriptors (valid until gm_conn_read_payload),
+	 * payload bytes to come. Returns 0 when it is accepted: the request
+	 * layer then calls gm_conn_read_payload, now or once the pool has
+	 * room, and holds a reference on c (gm_conn_hold) for as long as it
+	 * refers to it; else it answered (an ERROR) and the payload is
+	 * discarded. */
+	int (*gemm)(gm_loop *l, gm_conn *c, const gm_hdr *h, const gm_batch *b,
+		    const uint8_t *head, const uint8_t *desc, uint64_t payload);
+	/* owner's payload is in its slab. */
+	void (*payload)(gm_loop *l, gm_conn *c, void *owner);
+	/* c closed before owner's payload was in: nothing of it runs. No
+	 * read into its slab is in flight any more. */
+	void (*abandon)(gm_loop *l, gm_conn *c, void *owner);
+	/* A CTRL frame h with its JSON body (valid during the call). */
+	void (*ctrl)(gm_loop *l, gm_conn *c, const gm_hdr *h,
+		     const uint8_t *body);
+	/* n of owner's frames (gm_conn_push_frame) were written, or dropped
+	 * with the connection. */
+	void (*frames_done)(void *owner, uint32_t n);
+};
+
+/* The set of connections: its timer and peer table. ops must outlive
+ * it. GM_OK or GM_ENOMEM / GM_EINTERNAL (msg says which). */
+int gm_conns_open(gm_loop *l, const gm_conn_ops *ops, char *msg, size_t msglen);
+
+/* Closes every connection (their requests keep running), then the
+ * set's timer; the rest goes once the loop has run. */
+void gm_conns_close(gm_loop *l);
+
+/* Takes a connection just accepted on stream s (ownership passes):
+ * refuses it (one ERROR, then closed) when the allow-lists or a cap say
+ * so, else starts reading it. Counted either way. */
+void gm_conns_accept(gm_loop *l, gm_stream *s);
+
+/* Starts the sends of every connection with frames queued since the
+ * last call: after a batch of replies, so that they go in few sends. */
+void gm_conns_flush(gm_loop *l);
+
+/* Whether no connection is in the middle of a request frame nor has
+ * replies waiting to be written: what a stop waits for. */
+int gm_conns_quiet(const gm_loop *l);
+
+/* The stats document's counts (gm_stats.h). */
+void gm_conns_counts(const gm_loop *l, gm_stats_conns *out);
+
+/* Requests in the daemon over every connection (read, not yet fully
+ * answered; parked waits included). */
+uint64_t gm_conns_inflight(const gm_loop *l);
+
+/* ---- one connection ---- */
+
+/* Who is at the other end. */
+const gm_peer *gm_conn_peer(const gm_conn *c);
+
+/* A number for the scheduler's turns, never 0. */
+uint32_t gm_conn_id(const gm_conn *c);
+
+/* Whether c still takes frames to send (not closing). */
+int gm_conn_alive(const gm_conn *c);
+
+/* References: c is freed once closed and every holder let go. */
+void gm_conn_hold(gm_conn *c);
+void gm_conn_release(gm_conn *c);
+
+/* A request of c is in the daemon (read, or a parked wait) / was
+ * answered: past conn_max_inflight of them c is not read. */
+void gm_conn_begin(gm_conn *c);
+void gm_conn_end(gm_conn *c);
+
+/* Room for n frames of a request just accepted (so that queueing them
+ * never allocates) / room not used. GM_ENOMEM. */
+int gm_conn_reserve(gm_conn *c, uint32_t n);
+void gm_conn_unreserve(gm_conn *c, uint32_t n);
+
+/* Queues a frame of owner, len bytes at p in its slab, using reserved
+ * room: sent at the next gm_conns_flush. On a closing connection it is
+ * dropped at once (frames_done). seq orders owners, older first. */
+void gm_conn_push_frame(gm_conn *c, const uint8_t *p, uint64_t len, void *owner,
+			uint64_t seq);
+
+/* Queues a frame of its own (malloc'd; c frees it), sent at the next
+ * gm_conns_flush. Dropped (freed) on a closing connection or when out of
+ * memory: GM_ECANCELED, GM_ENOMEM. */
+int gm_conn_push_heap(gm_conn *c, uint8_t *p, uint64_t len);
+
+/* The head and descriptors of the GEMM request c handed over last
+ * (accepted by ops->gemm, its payload not yet read). */
+void gm_conn_frame(const gm_conn *c, const uint8_t **head,
+		   const uint8_t **desc);
+
+/* Reads the payload of the request c handed over last (accepted by
+ * ops->gemm) into dst: its first bytes from what c already read, the
+ * rest straight from the socket; ops->payload or ops->abandon follows. */
+void gm_conn_read_payload(gm_conn *c, void *owner, uint8_t *dst);
+
+/* Answers request id with an ERROR (code, text): the request is refused
+ * whole, counted as such. Dropped when c is closing or out of memory
+ * (logged; the client's timeout tells it). */
+void gm_conn_error(gm_conn *c, uint64_t id, int code, const char *text);
+
+/* Sends one ERROR (id, code, text) and closes c once it is written: a
+ * frame c cannot read past. reason: enum gm_conn_drop. */
+void gm_conn_fail(gm_conn *c, uint64_t id, int code, const char *text,
+		  int reason);
+
+#endif

@@ -1,0 +1,469 @@
+/*
+ * gm_conn_read.c - the frames a connection reads, in the order of
+ * PROTOCOL.md 8; see gm_conn.h. One state per part of a frame
+ * (gm_conn_impl.h); each step reads no more than the checks so far
+ * allow, and a step that needs bytes starts one receive and returns.
+ *
+ * Body bytes wanted whole (a GEMM's head and descriptors, a CTRL's
+ * JSON) are read into rbuf when they fit, checked in place there, and
+ * otherwise into one buffer of their size (big), allocated only once
+ * the header's checks bound it.
+ */
+#include "gm_conn.h"
+#include "gm_conn_impl.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gm_clock.h"
+#include "gm_log.h"
+#include "gm_v1.h"
+
+#define CONN_OF(ev, member) \
+	((gm_conn *)(void *)((char *)(ev)-offsetof(gm_conn, member)))
+
+static size_t avail(const gm_conn *c)
+{
+	return c->rlen - c->roff;
+}
+
+static void start(gm_conn *c, void *buf, size_t len)
+{
+	c->rio.iov[0] = (nng_iov){buf, len};
+	c->rio.niov = 1;
+	c->rd_busy = true;
+	c->want_since = gm_clock_now_us();
+	gm_conn_arm_deadlines(c);
+	gm_stream_recv(c->s, &c->rio);
+}
+
+/* Reads what comes into rbuf after what it holds. */
+static void recv_more(gm_conn *c)
+{
+	if (c->roff == c->rlen) {
+		c->roff = c->rlen = 0;
+	} else if (c->rlen == GM_CONN_RBUF) {
+		memmove(c->rbuf, c->rbuf + c->roff, avail(c));
+		c->rlen -= c->roff;
+		c->roff = 0;
+	}
+	c->rd_mode = RM_BUF;
+	start(c, c->rbuf + c->rlen, GM_CONN_RBUF - c->rlen);
+}
+
+/* Reads exactly n bytes to dst. */
+static void recv_exact(gm_conn *c, uint8_t *dst, uint64_t n)
+{
+	c->rd_mode = RM_EXACT;
+	c->rd_left = c->rd_total = n;
+	start(c, dst, n);
+}
+
+/* Reads and drops exactly n bytes (rbuf holds none unread). */
+static void recv_discard(gm_conn *c, uint64_t n)
+{
+	c->roff = c->rlen = 0;
+	c->rd_mode = RM_DISCARD;
+	c->rd_left = c->rd_total = n;
+	start(c, c->rbuf, n < GM_CONN_RBUF ? n : GM_CONN_RBUF);
+}
+
+bool gm_conn_read_mid_frame(const gm_conn *c)
+{
+	switch (c->rs) {
+	case RS_HDR:
+		return c->got_hdr && avail(c) > 0 && gm_conn_may_read(c);
+	case RS_BODY:
+	case RS_PAYLOAD:
+	case RS_DISCARD:
+	case RS_V1:
+		return true;
+	default:
+		return false;
+	}
+}
+
+void gm_conn_read_free(gm_conn *c)
+{
+	free(c->big);
+	c->big = NULL;
+}
+
+/* The first need bytes of the frame's body in one piece, or NULL after
+ * starting the read that brings them. */
+static const uint8_t *body_bytes(gm_conn *c, uint64_t need)
+{
+	uint8_t *big;
+
+	if (c->big == NULL && need <= avail(c))
+		return c->rbuf + c->roff;
+	if (c->big == NULL && need <= GM_CONN_RBUF) {
+		if (c->roff + need > GM_CONN_RBUF) {
+			memmove(c->rbuf, c->rbuf + c->roff, avail(c));
+			c->rlen -= c->roff;
+			c->roff = 0;
+		}
+		recv_more(c);
+		return NULL;
+	}
+	if (c->big_have >= need)
+		return c->big;
+	if ((big = realloc(c->big, need)) == NULL) {
+		gm_conn_fail(c, c->h.id, GM_ENOMEM,
+			     "no memory for the request's headers",
+			     GM_CONN_DROPPED_PROTOCOL);
+		return NULL;
+	}
+	if (c->big == NULL) {
+		/* From here the body is in big, and rbuf holds none. */
+		memcpy(big, c->rbuf + c->roff, avail(c));
+		c->big_have = avail(c);
+		c->roff = c->rlen = 0;
+	}
+	c->big = big;
+	recv_exact(c, c->big + c->big_have, need - c->big_have);
+	return NULL;
+}
+
+/* The body's first n bytes are handled. */
+static void consume(gm_conn *c, uint64_t n)
+{
+	if (c->big != NULL) {
+		free(c->big);
+		c->big = NULL;
+		c->big_have = 0;
+	} else {
+		c->roff += n;
+	}
+}
+
+/* The rest of the frame, left bytes, is dropped: it was refused. */
+static void discard(gm_conn *c, uint64_t left)
+{
+	c->left = left;
+	c->rs = RS_DISCARD;
+}
+
+/* A frame header in rbuf: its checks, steps 1-7. */
+static bool step_hdr(gm_conn *c)
+{
+	gm_loop *l = c->l;
+	char text[GM_MSG_TEXT + 1];
+	const uint8_t *p = c->rbuf + c->roff;
+	bool fatal;
+	int rv;
+
+	if (!gm_conn_may_read(c))
+		return false;
+	/* A v1 client starts with its SP header and waits for ours. */
+	if (!c->got_hdr && avail(c) > 0 && p[0] == 0x00) {
+		if (avail(c) >= 4 && gm_proto_is_sp(p, avail(c))) {
+			c->rs = RS_V1;
+			return true;
+		}
+		if (avail(c) < 4 && memcmp(p, "\0SP\0", avail(c)) == 0) {
+			recv_more(c);
+			return false;
+		}
+	}
+	if (avail(c) < GM_HDR_SIZE) {
+		recv_more(c);
+		return false;
+	}
+	rv = gm_proto_get_hdr(p, GM_HDR_SIZE, &c->h, text, sizeof(text));
+	c->roff += GM_HDR_SIZE;
+	c->got_hdr = true;
+	/* Past a bad header (steps 2-5), a frame that is no request (6) or
+	 * a length over the limit (7) the next frame cannot be found
+	 * (PROTOCOL.md 2.1). */
+	fatal = rv != GM_OK;
+	if (!fatal) {
+		rv = gm_proto_check_request(&c->h, &l->lim, text, sizeof(text));
+		fatal = rv == GM_EMSGTYPE || rv == GM_ETOOBIG;
+	}
+	if (fatal) {
+		gm_conn_fail(c, c->h.id, rv, text, GM_CONN_DROPPED_PROTOCOL);
+		return false;
+	}
+	if (rv != GM_OK) {
+		gm_conn_error(c, c->h.id, rv, text);
+		discard(c, c->h.length);
+		return true;
+	}
+	c->rs = RS_BODY;
+	c->body = c->h.type == GM_MSG_CTRL ? BODY_CTRL : BODY_HEAD;
+	c->need =
+	    c->h.type == GM_MSG_CTRL ? c->h.length : gm_proto_head_size(&c->h);
+	return true;
+}
+
+/* The head and descriptors of a GEMM are checked: steps 15-18, then the
+ * request layer's, 19-24. */
+static bool step_descs(gm_conn *c, const uint8_t *p)
+{
+	const gm_conn_ops *ops = c->l->conns.ops;
+	char text[GM_MSG_TEXT + 1];
+	int rv;
+
+	rv = gm_proto_check_descs(&c->h, p, p + c->head_len, &c->l->lim,
+				  &c->payload, text, sizeof(text));
+	if (rv != GM_OK) {
+		gm_conn_error(c, c->h.id, rv, text);
+		consume(c, c->need);
+		discard(c, c->h.length - c->need);
+		return true;
+	}
+	if (ops->gemm(c->l, c, &c->h, &c->b, p, p + c->head_len, c->payload) !=
+	    0) {
+		consume(c, c->need);
+		discard(c, c->payload);
+		return true;
+	}
+	/* Accepted: its slab comes now (gm_conn_read_payload has run) or
+	 * once the pool has room; the head stays until then. */
+	if (c->rs == RS_BODY)
+		c->rs = RS_WAIT;
+	return c->rs != RS_WAIT;
+}
+
+static bool step_body(gm_conn *c)
+{
+	char text[GM_MSG_TEXT + 1];
+	const uint8_t *p = body_bytes(c, c->need);
+	uint32_t ndesc;
+	int rv;
+
+	if (p == NULL)
+		return false;
+	switch (c->body) {
+	case BODY_CTRL:
+		/* In flight while it is answered: a stats request counts
+		 * itself, as every request does. */
+		c->inflight++;
+		c->l->conns.ops->ctrl(c->l, c, &c->h, p);
+		c->inflight--;
+		consume(c, c->need);
+		c->rs = RS_HDR;
+		return true;
+	case BODY_HEAD:
+		rv = gm_proto_check_head(&c->h, p, &c->l->lim, &c->b, &ndesc,
+					 text, sizeof(text));
+		if (rv != GM_OK) {
+			gm_conn_error(c, c->h.id, rv, text);
+			consume(c, c->need);
+			discard(c, c->h.length - c->need);
+			return true;
+		}
+		c->head_len = c->need;
+		c->need += (uint64_t)ndesc * GM_REGION_DESC_SIZE;
+		c->body = BODY_DESC;
+		return true;
+	default:
+		return step_descs(c, p);
+	}
+}
+
+void gm_conn_frame(const gm_conn *c, const uint8_t **head, const uint8_t **desc)
+{
+	*head = c->big != NULL ? c->big : c->rbuf + c->roff;
+	*desc = *head + c->head_len;
+}
+
+void gm_conn_read_payload(gm_conn *c, void *owner, uint8_t *dst)
+{
+	consume(c, c->need);
+	c->owner = owner;
+	c->dst = dst;
+	c->left = c->payload;
+	c->rs = RS_PAYLOAD;
+	gm_conn_read_process(c);
+}
+
+/* The payload is in: the request goes its way, the next frame comes. */
+static void payload_in(gm_conn *c)
+{
+	void *owner = c->owner;
+
+	c->owner = NULL;
+	c->rs = RS_HDR;
+	c->l->conns.ops->payload(c->l, c, owner);
+}
+
+static bool step_payload(gm_conn *c)
+{
+	uint64_t k = avail(c) < c->left ? avail(c) : c->left;
+
+	/* What came with the headers (at most a buffer) is copied; the
+	 * rest goes straight from the socket into the slab. */
+	memcpy(c->dst, c->rbuf + c->roff, k);
+	c->dst += k;
+	c->left -= k;
+	c->roff += k;
+	if (c->left == 0) {
+		payload_in(c);
+		return true;
+	}
+	recv_exact(c, c->dst, c->left);
+	return false;
+}
+
+static bool step_discard(gm_conn *c)
+{
+	uint64_t k = avail(c) < c->left ? avail(c) : c->left;
+
+	c->roff += k;
+	c->left -= k;
+	if (c->left == 0) {
+		c->rs = RS_HDR;
+		return true;
+	}
+	recv_discard(c, c->left);
+	return false;
+}
+
+/* A v1 client: its hello, then its first request's framing and head,
+ * then the reply, then the rest discarded while the reply goes. */
+static bool step_v1(gm_conn *c)
+{
+	int ipc = c->peer.kind == GM_URL_IPC;
+	size_t fs = gm_v1_frame_size(ipc), want;
+	uint8_t *p;
+
+	if (c->v1_phase == 0) {
+		if (avail(c) < GM_V1_HELLO_SIZE)
+			goto more;
+		c->roff += GM_V1_HELLO_SIZE;
+		if ((p = malloc(GM_V1_HELLO_SIZE)) == NULL) {
+			gm_conn_close(c, GM_CONN_DROPPED_V1_CLIENT);
+			return false;
+		}
+		memcpy(p, gm_v1_hello, GM_V1_HELLO_SIZE);
+		gm_conn_push_heap(c, p, GM_V1_HELLO_SIZE);
+		c->v1_phase = 1;
+	}
+	if (c->v1_phase == 1) {
+		if (avail(c) < fs)
+			goto more;
+		c->v1_len = gm_v1_frame_length(c->rbuf + c->roff, ipc);
+		c->roff += fs;
+		c->v1_phase = 2;
+	}
+	want = c->v1_len < GM_V1_REQ_HEAD ? (size_t)c->v1_len : GM_V1_REQ_HEAD;
+	if (avail(c) < want)
+		goto more;
+	c->l->conns.n.dropped++;
+	c->l->conns.n.dropped_by[GM_CONN_DROPPED_V1_CLIENT]++;
+	c->l->stats.requests_refused++;
+	c->l->stats.errors[GM_EVERSION]++;
+	if (want < 4 || (p = malloc(GM_V1_REPLY_MAX)) == NULL) {
+		gm_conn_close(c, -1);
+		return false;
+	}
+	gm_conn_push_heap(c, p, gm_v1_reply(p, ipc, c->rbuf + c->roff, want));
+	c->roff += want;
+	c->close_after = true;
+	c->rs = RS_LINGER;
+	c->linger_until = gm_clock_now_us() + GM_CONN_LINGER_MS * 1e3;
+	c->linger_left = c->v1_len - want;
+	if (c->linger_left > GM_CONN_LINGER_BYTES)
+		c->linger_left = GM_CONN_LINGER_BYTES;
+	return true;
+more:
+	recv_more(c);
+	return false;
+}
+
+static bool step_linger(gm_conn *c)
+{
+	uint64_t k = avail(c) < c->linger_left ? avail(c) : c->linger_left;
+
+	c->linger_left -= k;
+	c->roff = c->rlen = 0;
+	if (c->linger_left == 0) {
+		/* All it had to say is read: close once the reply is out. */
+		if (gm_outq_empty(&c->q))
+			gm_conn_close(c, -1);
+		return false;
+	}
+	recv_discard(c, c->linger_left);
+	return false;
+}
+
+static bool step(gm_conn *c)
+{
+	switch (c->rs) {
+	case RS_HDR:
+		return step_hdr(c);
+	case RS_BODY:
+		return step_body(c);
+	case RS_PAYLOAD:
+		return step_payload(c);
+	case RS_DISCARD:
+		return step_discard(c);
+	case RS_V1:
+		return step_v1(c);
+	case RS_LINGER:
+		return step_linger(c);
+	default: /* RS_WAIT: gm_conn_read_payload goes on */
+		return false;
+	}
+}
+
+void gm_conn_read_process(gm_conn *c)
+{
+	if (c->processing)
+		return;
+	c->processing = true;
+	c->refs++; /* a step may close c */
+	while (!c->closing && !c->rd_busy && step(c))
+		;
+	c->processing = false;
+	gm_conn_release(c);
+}
+
+void gm_conn_read_done(gm_event *ev, gm_loop *l)
+{
+	gm_conn *c = CONN_OF(ev, rd_ev);
+
+	/* Held here: what is handled can let go of c's last holders. */
+	c->refs++;
+	c->rd_busy = false;
+	if (c->rd_rv == GM_OK)
+		l->stats.bytes_in +=
+		    c->rd_mode == RM_BUF ? c->rd_got : c->rd_total;
+	if (c->rd_rv != GM_OK || c->closing) {
+		void *owner = c->rs == RS_PAYLOAD ? c->owner : NULL;
+
+		if (owner != NULL) {
+			c->owner = NULL;
+			l->conns.ops->abandon(l, c, owner);
+		}
+		gm_conn_close(c, -1);
+		gm_conn_release(c);
+		return;
+	}
+	switch (c->rd_mode) {
+	case RM_BUF:
+		c->rlen += c->rd_got;
+		break;
+	case RM_EXACT:
+		if (c->rs == RS_PAYLOAD) {
+			c->left = 0;
+			payload_in(c);
+		} else {
+			c->big_have += c->rd_total;
+		}
+		break;
+	default:
+		if (c->rs == RS_DISCARD) {
+			c->left = 0;
+			c->rs = RS_HDR;
+		} else {
+			c->linger_left -= c->rd_total;
+		}
+	}
+	gm_conn_read_process(c);
+	gm_conn_release(c);
+}

@@ -1,0 +1,285 @@
+/*
+ * gm_conn_set.c - the set of connections: taking a new one in or
+ * refusing it (allow-lists, max_connections, max_connections_per_peer),
+ * the deadlines of all of them kept by one timer that runs while one is
+ * pending, the sends started once per turn of the loop, and the counts
+ * for the stats; see gm_conn.h.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "gm_clock.h"
+#include "gm_conn.h"
+#include "gm_conn_impl.h"
+#include "gm_log.h"
+
+/* A refused client may retry at once: log one refusal a second. */
+#define REFUSAL_LOG_US 1e6
+
+/* ---- deadlines ---- */
+
+static double since(double a, uint64_t b)
+{
+	return a > (double)b ? a : (double)b;
+}
+
+enum { NONE, PENDING, CLOSED };
+
+/* Closes c if it missed a deadline (CLOSED); else whether one still
+ * runs (PENDING) or not (NONE). */
+static int check_deadlines(gm_conn *c, double now)
+{
+	const gm_config *cfg = c->l->cfg;
+	int reason = -2;
+
+	if (c->closing)
+		return NONE;
+	if (c->admitted && !c->got_hdr &&
+	    now > c->born_us + cfg->handshake_ms * 1e3)
+		reason = GM_CONN_DROPPED_HANDSHAKE;
+	else if (gm_conn_read_mid_frame(c) &&
+		 now > since(c->want_since, atomic_load(&c->rd_last_us)) +
+			   cfg->stall_ms * 1e3)
+		reason = GM_CONN_DROPPED_STALL;
+	else if (c->wr_busy &&
+		 now > since(c->send_since, atomic_load(&c->wr_last_us)) +
+			   cfg->send_ms * 1e3)
+		reason = GM_CONN_DROPPED_SEND;
+	else if (c->rs == RS_LINGER && gm_outq_empty(&c->q) &&
+		 now >= c->linger_until)
+		reason = -1; /* counted when it failed */
+	if (reason != -2) {
+		gm_conn_close(c, reason);
+		return CLOSED;
+	}
+	return (c->admitted && !c->got_hdr) || gm_conn_read_mid_frame(c) ||
+		       c->wr_busy || c->rs == RS_LINGER
+		   ? PENDING
+		   : NONE;
+}
+
+/* Closing one connection may free others (their last requests go with
+ * its replies, and the pool room they free lets others on): after one,
+ * the walk starts again; those closed are skipped. */
+static void sweep(uv_timer_t *t)
+{
+	gm_loop *l = t->data;
+	double now = gm_clock_now_us();
+	bool pending = false;
+	gm_conn *c = l->conns.head;
+
+	while (c != NULL) {
+		int st = check_deadlines(c, now);
+
+		if (st == CLOSED) {
+			pending = false;
+			c = l->conns.head;
+			continue;
+		}
+		pending = pending || st == PENDING;
+		c = c->next;
+	}
+	if (!pending) {
+		uv_timer_stop(t);
+		l->conns.timer_on = 0;
+	}
+}
+
+void gm_conn_arm_deadlines(gm_conn *c)
+{
+	gm_conns *cs = &c->l->conns;
+
+	if (cs->timer_on)
+		return;
+	cs->timer_on = 1;
+	uv_timer_start(&cs->timer, sweep, cs->sweep_ms, cs->sweep_ms);
+}
+
+/* ---- the set ---- */
+
+static void flush_cb(uv_prepare_t *p)
+{
+	gm_conns_flush(p->data);
+}
+
+int gm_conns_open(gm_loop *l, const gm_conn_ops *ops, char *msg, size_t msglen)
+{
+	gm_conns *cs = &l->conns;
+	const gm_config *cfg = l->cfg;
+	unsigned least = cfg->handshake_ms;
+	int rv;
+
+	memset(cs, 0, sizeof(*cs));
+	cs->ops = ops;
+	if (cfg->stall_ms < least)
+		least = cfg->stall_ms;
+	if (cfg->send_ms < least)
+		least = cfg->send_ms;
+	/* A deadline is kept to within a quarter of the shortest. */
+	cs->sweep_ms = least / 4 < 5 ? 5 : least / 4 > 250 ? 250 : least / 4;
+	if (gm_peers_create(&cs->peers) != GM_OK) {
+		snprintf(msg, msglen, "connections: out of memory");
+		return GM_ENOMEM;
+	}
+	cs->timer.data = l;
+	cs->flusher.data = l;
+	if ((rv = uv_timer_init(&l->uv, &cs->timer)) != 0 ||
+	    (rv = uv_prepare_init(&l->uv, &cs->flusher)) != 0 ||
+	    (rv = uv_prepare_start(&cs->flusher, flush_cb)) != 0) {
+		snprintf(msg, msglen, "connections: %s", uv_strerror(rv));
+		return GM_EINTERNAL;
+	}
+	return GM_OK;
+}
+
+void gm_conns_close(gm_loop *l)
+{
+	gm_conn *c = l->conns.head;
+
+	/* As in sweep: a close may free others, so start again after each. */
+	while (c != NULL) {
+		if (c->closing) {
+			c = c->next;
+			continue;
+		}
+		gm_conn_close(c, -1);
+		c = l->conns.head;
+	}
+	uv_timer_stop(&l->conns.timer);
+	l->conns.timer_on = 0;
+}
+
+void gm_conns_flush(gm_loop *l)
+{
+	gm_conn *c;
+
+	while ((c = l->conns.flush) != NULL) {
+		l->conns.flush = c->flush_next;
+		c->on_flush = false;
+		c->flush_next = NULL;
+		gm_conn_send(c);
+	}
+}
+
+int gm_conns_quiet(const gm_loop *l)
+{
+	for (const gm_conn *c = l->conns.head; c != NULL; c = c->next)
+		if (!c->closing && (c->rs == RS_WAIT || c->rs == RS_PAYLOAD ||
+				    !gm_outq_empty(&c->q)))
+			return 0;
+	return 1;
+}
+
+void gm_conns_counts(const gm_loop *l, gm_stats_conns *out)
+{
+	*out = l->conns.n;
+	out->paused = 0;
+	out->unsent_bytes = 0;
+	for (const gm_conn *c = l->conns.head; c != NULL; c = c->next) {
+		if (c->closing)
+			continue;
+		out->unsent_bytes += c->q.bytes;
+		out->paused += c->rs == RS_WAIT ||
+			       (c->rs == RS_HDR && !gm_conn_may_read(c));
+	}
+}
+
+uint64_t gm_conns_inflight(const gm_loop *l)
+{
+	uint64_t n = 0;
+
+	for (const gm_conn *c = l->conns.head; c != NULL; c = c->next)
+		n += c->inflight;
+	return n;
+}
+
+/* Logs a refused connection, one line a second at most. */
+static void log_refusal(gm_conn *c, const char *why)
+{
+	gm_conns *cs = &c->l->conns;
+	double now = gm_clock_now_us();
+
+	if (cs->refusal_logged != 0.0 &&
+	    now - cs->refusal_logged < REFUSAL_LOG_US)
+		return;
+	cs->refusal_logged = now;
+	GM_LOG(GM_LOG_WARN,
+	       "refused %s connection %s (%" PRIu64
+	       " refused so far; one such line a second at most)",
+	       c->peer.kind == GM_URL_IPC ? "an ipc" : "a", why, cs->n.refused);
+}
+
+/* Why c may not be served, into text; 0 when it may. */
+static int refusal(gm_conn *c, char *text, size_t len, int *reason)
+{
+	const gm_config *cfg = c->l->cfg;
+	gm_conns *cs = &c->l->conns;
+
+	if (c->peer.kind == GM_URL_IPC &&
+	    (cfg->nallow_uids != 0 || cfg->nallow_gids != 0) &&
+	    (!c->peer.has_cred ||
+	     !gm_config_allows(cfg, c->peer.uid, c->peer.gid))) {
+		*reason = GM_CONN_REFUSED_ALLOW_LIST;
+		if (!c->peer.has_cred)
+			snprintf(text, len,
+				 "whose peer credentials cannot "
+				 "be read");
+		else
+			snprintf(text, len,
+				 "from uid %" PRIu64 " gid %" PRIu64
+				 ", in neither allow_uids nor allow_gids",
+				 c->peer.uid, c->peer.gid);
+		return GM_EACCES;
+	}
+	*reason = GM_CONN_REFUSED_MAX_CONNECTIONS;
+	if (cs->n.open >= cfg->max_conns) {
+		snprintf(text, len,
+			 "%u connections open, max_connections=%u: try "
+			 "again later",
+			 cfg->max_conns, cfg->max_conns);
+		return GM_EBUSY;
+	}
+	*reason = GM_CONN_REFUSED_MAX_PER_PEER;
+	if (c->peer_key[0] != '\0' &&
+	    gm_peers_count(cs->peers, c->peer_key) >= cfg->max_conns_peer) {
+		snprintf(text, len,
+			 "%s has %u connections open, "
+			 "max_connections_per_peer=%u",
+			 c->peer_key, cfg->max_conns_peer, cfg->max_conns_peer);
+		return GM_EBUSY;
+	}
+	return GM_OK;
+}
+
+void gm_conns_accept(gm_loop *l, gm_stream *s)
+{
+	gm_conns *cs = &l->conns;
+	char text[GM_MSG_TEXT + 64];
+	gm_conn *c = gm_conn_new(l, s);
+	int rv, reason;
+
+	cs->n.accepted++;
+	if (c == NULL) {
+		GM_LOG(GM_LOG_ERROR, "out of memory for a new connection");
+		gm_stream_free(s);
+		return;
+	}
+	if ((rv = refusal(c, text, sizeof(text), &reason)) != GM_OK) {
+		cs->n.refused++;
+		cs->n.refused_by[reason]++;
+		log_refusal(c, text);
+		gm_conn_fail(c, 0, rv, text, -1);
+		return;
+	}
+	if (c->peer_key[0] != '\0' &&
+	    gm_peers_add(cs->peers, c->peer_key) != GM_OK) {
+		gm_conn_fail(c, 0, GM_ENOMEM, "no memory for the connection",
+			     -1);
+		return;
+	}
+	c->admitted = true;
+	cs->n.open++;
+	gm_conn_arm_deadlines(c); /* the handshake */
+	gm_conn_read_process(c);
+}

@@ -1,0 +1,286 @@
+/*
+ * gm_listen.c - listeners and their accept loops; see gm_listen.h.
+ */
+#include "gm_listen.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "gm_conn.h"
+#include "gm_log.h"
+#include "gm_stream.h"
+#include "gm_tls.h"
+
+#define BACKOFF_MIN_MS 100
+#define BACKOFF_MAX_MS 1000
+
+/* One listener and its accept loop. */
+typedef struct lsn {
+	gm_loop *l;
+	struct gm_listen *ls;
+	gm_listener *gl;
+	const char *url;
+	gm_event ev;	  /* an accept failed */
+	int nng_rv;	  /* why (written before the post) */
+	uv_timer_t retry; /* back-off after a failed accept */
+	unsigned backoff_ms;
+	int failing;	   /* loop: an episode of failures is on */
+	atomic_int worked; /* an accept succeeded since the last failure */
+	int closing;
+} lsn;
+
+/* A connection accepted, on its way to the loop. */
+typedef struct accepted {
+	gm_event ev;
+	gm_stream *s;
+} accepted;
+
+struct gm_listen {
+	gm_loop *l;
+	gm_tls_ctx *tls; /* for tls+tcp://; NULL when none is listed */
+	lsn *v;
+	unsigned n;	      /* listeners with their timer made */
+	unsigned open_timers; /* not yet closed: ls is freed after */
+};
+
+static void accept_cb(void *arg, int rv, int nng_rv, gm_stream *s);
+
+static void accept_next(lsn *ln)
+{
+	gm_listener_accept(ln->gl, accept_cb, ln);
+}
+
+/* Loop thread: a connection for the set, unless the listeners are
+ * closed already (the daemon is stopping). */
+static void on_accepted(gm_event *ev, gm_loop *l)
+{
+	accepted *a = (accepted *)(void *)ev;
+
+	if (l->listen != NULL)
+		gm_conns_accept(l, a->s);
+	else
+		gm_stream_free(a->s);
+	free(a);
+}
+
+/*
+ * nng thread: hands the connection to the loop and accepts the next at
+ * once, so that a burst of connections is taken as fast as they come
+ * (the loop checks the caps). A failure goes to the loop instead, which
+ * accepts again after a pause: out of descriptors, the pending
+ * connections wait in the kernel's backlog, and retrying at once would
+ * spin on them.
+ */
+static void accept_cb(void *arg, int rv, int nng_rv, gm_stream *s)
+{
+	lsn *ln = arg;
+	accepted *a;
+
+	if (rv == GM_ECANCELED)
+		return;
+	if (rv == GM_OK && (a = malloc(sizeof(*a))) != NULL) {
+		a->ev.fn = on_accepted;
+		a->s = s;
+		if (gm_loop_post(ln->l, &a->ev)) {
+			atomic_store(&ln->worked, 1);
+			accept_next(ln);
+			return;
+		}
+		free(a);
+		gm_stream_free(s);
+		return;
+	}
+	if (rv == GM_OK) {
+		gm_stream_free(s);
+		nng_rv = NNG_ENOMEM;
+	}
+	ln->nng_rv = nng_rv;
+	gm_loop_post(ln->l, &ln->ev);
+}
+
+static void retry_cb(uv_timer_t *t)
+{
+	lsn *ln = t->data;
+
+	if (!ln->closing)
+		accept_next(ln);
+}
+
+/* Loop thread: an accept failed. */
+static void on_failed(gm_event *ev, gm_loop *l)
+{
+	lsn *ln = (lsn *)(void *)((char *)ev - offsetof(lsn, ev));
+
+	if (ln->closing)
+		return;
+	/* Connections came since the last failure: a new episode. */
+	if (atomic_exchange(&ln->worked, 0))
+		ln->failing = 0;
+	if (!ln->failing) {
+		l->conns.n.accept_pauses++;
+		GM_LOG(GM_LOG_WARN,
+		       "%s: cannot accept connections: %s; pausing (up to %d "
+		       "ms at a time) until it can",
+		       ln->url, nng_strerror(ln->nng_rv), BACKOFF_MAX_MS);
+		ln->failing = 1;
+		ln->backoff_ms = BACKOFF_MIN_MS;
+	} else if ((ln->backoff_ms *= 2) > BACKOFF_MAX_MS) {
+		ln->backoff_ms = BACKOFF_MAX_MS;
+	}
+	uv_timer_start(&ln->retry, retry_cb, ln->backoff_ms, 0);
+}
+
+/* Creates the directory of an ipc socket, owner and group only. */
+static int ipc_dir(const char *url, char *msg, size_t len)
+{
+	char dir[512];
+	char *slash;
+	int rv;
+
+	snprintf(dir, sizeof(dir), "%s", url + strlen("ipc://"));
+	slash = strrchr(dir, '/');
+	if (slash == NULL || slash == dir)
+		return GM_OK;
+	*slash = '\0';
+	/* A directory made here gets exactly 0750 whatever the umask; one
+	 * that exists is the operator's to set. */
+	if (mkdir(dir, 0750) == 0)
+		rv = chmod(dir, 0750);
+	else
+		rv = errno == EEXIST ? 0 : -1;
+	if (rv != 0) {
+		snprintf(msg, len, "creating %s for %s: %s", dir, url,
+			 strerror(errno));
+		return GM_EIO;
+	}
+	return GM_OK;
+}
+
+/* Plain TCP has neither authentication nor encryption: fine on the
+ * loopback, worth a warning anywhere else. */
+static void warn_plain_tcp(const char *url)
+{
+	if (gm_url_is_loopback(url))
+		return;
+	GM_LOG(GM_LOG_WARN,
+	       "%s is plain TCP off the loopback: anyone who can reach it can "
+	       "submit jobs, and nothing is encrypted; use tls+tcp:// or a "
+	       "loopback address unless the network is trusted",
+	       url);
+}
+
+static int open_tls(gm_listen *ls, char *msg, size_t len)
+{
+	const gm_config *cfg = ls->l->cfg;
+	gm_tls_files f = {
+	    .cert = cfg->tls_cert, .key = cfg->tls_key, .ca = cfg->tls_ca};
+
+	for (unsigned i = 0; i < cfg->nlisten; i++)
+		if (gm_url_kind(cfg->listen[i]) == GM_URL_TLS)
+			return gm_tls_server_ctx(&f, &ls->tls, msg, len);
+	return GM_OK;
+}
+
+static int listen_one(gm_listen *ls, lsn *ln, const char *url, char *msg,
+		      size_t len)
+{
+	int kind = gm_url_kind(url), rv;
+
+	*ln = (lsn){.l = ls->l, .ls = ls, .url = url};
+	ln->ev.fn = on_failed;
+	ln->retry.data = ln;
+	if ((rv = uv_timer_init(&ls->l->uv, &ln->retry)) != 0) {
+		snprintf(msg, len, "%s: %s", url, uv_strerror(rv));
+		return GM_EINTERNAL;
+	}
+	ls->n++;
+	if (kind == GM_URL_IPC && (rv = ipc_dir(url, msg, len)) != 0)
+		return rv;
+	if (kind == GM_URL_TCP)
+		warn_plain_tcp(url);
+	if ((rv = gm_listener_open(url, ls->tls, 0660, &ln->gl, msg, len)) != 0)
+		return rv;
+	GM_LOG(GM_LOG_INFO, "listening on %s", url);
+	return GM_OK;
+}
+
+/* The last listener's timer closed: nothing refers to ls any more. */
+static void timer_closed(uv_handle_t *h)
+{
+	lsn *ln = h->data;
+	gm_listen *ls = ln->ls;
+
+	if (--ls->open_timers == 0) {
+		free(ls->v);
+		free(ls);
+	}
+}
+
+int gm_listen_open(gm_loop *l, gm_listen **out, char *msg, size_t msglen)
+{
+	const gm_config *cfg = l->cfg;
+	gm_listen *ls = calloc(1, sizeof(*ls));
+	int rv = GM_ENOMEM;
+
+	snprintf(msg, msglen, "listeners: out of memory");
+	if (ls == NULL)
+		return rv;
+	ls->l = l;
+	if ((ls->v = calloc(cfg->nlisten, sizeof(*ls->v))) == NULL)
+		goto fail;
+	if ((rv = open_tls(ls, msg, msglen)) != 0)
+		goto fail;
+	for (unsigned i = 0; i < cfg->nlisten; i++) {
+		if ((rv = listen_one(ls, &ls->v[i], cfg->listen[i], msg,
+				     msglen)) != 0)
+			goto fail;
+	}
+	/* Every listener is bound before any connection is taken. */
+	for (unsigned i = 0; i < ls->n; i++)
+		accept_next(&ls->v[i]);
+	*out = ls;
+	return GM_OK;
+fail:
+	gm_listen_close(ls);
+	return rv;
+}
+
+static bool is_event(void *item, void *key)
+{
+	return item == key;
+}
+
+void gm_listen_close(gm_listen *ls)
+{
+	ls->open_timers = ls->n;
+	for (unsigned i = 0; i < ls->n; i++) {
+		lsn *ln = &ls->v[i];
+
+		ln->closing = 1;
+		/* No accept callback after this; a failure one posted just
+		 * before is taken back (the connections it posted are freed
+		 * as they come, l->listen being NULL). */
+		gm_listener_free(ln->gl);
+		ln->gl = NULL;
+		gm_inbox_cancel(ls->l->events, is_event, &ln->ev);
+		uv_close((uv_handle_t *)&ln->retry, timer_closed);
+	}
+	gm_tls_ctx_free(ls->tls);
+	ls->tls = NULL;
+	if (ls->n == 0) {
+		free(ls->v);
+		free(ls);
+	}
+}
+
+int gm_listen_port(const gm_listen *ls)
+{
+	for (unsigned i = 0; i < ls->n; i++)
+		if (ls->v[i].gl != NULL && gm_listener_port(ls->v[i].gl) != 0)
+			return gm_listener_port(ls->v[i].gl);
+	return 0;
+}

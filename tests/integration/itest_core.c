@@ -1,0 +1,390 @@
+/*
+ * itest_core.c - helpers of every C integration test; see itest_core.h.
+ */
+#include "itest_core.h"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define ARGS_MAX 48
+
+double it_now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+int it_free_port(void)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+	socklen_t len = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int port = -1;
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
+		port = ntohs(sa.sin_port);
+	if (fd >= 0)
+		close(fd);
+	return port;
+}
+
+int it_setup(it_daemon *d)
+{
+	int port = it_free_port();
+
+	memset(d, 0, sizeof(*d));
+	snprintf(d->dir, sizeof(d->dir), "/tmp/gemmd-it.XXXXXX");
+	if (port < 0 || mkdtemp(d->dir) == NULL)
+		return -1;
+	snprintf(d->path, sizeof(d->path), "%s/run/gemmd.sock", d->dir);
+	snprintf(d->ipc, sizeof(d->ipc), "ipc://%s", d->path);
+	snprintf(d->tcp, sizeof(d->tcp), "tcp://127.0.0.1:%d", port);
+	snprintf(d->log, sizeof(d->log), "%s/gemmd.log", d->dir);
+	return 0;
+}
+
+static pid_t spawn(const char *const *argv, const char *errpath, int append,
+		   long nofile)
+{
+	struct rlimit rl = {(rlim_t)nofile, (rlim_t)nofile};
+	pid_t pid = fork();
+	int fd;
+
+	if (pid != 0)
+		return pid;
+	/* A test that fails half-way leaves no daemon behind. */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (nofile != 0 && setrlimit(RLIMIT_NOFILE, &rl) != 0)
+		_exit(126);
+	fd = open(errpath, O_WRONLY | O_CREAT | (append ? O_APPEND : O_TRUNC),
+		  0600);
+	if (fd < 0 || dup2(fd, STDERR_FILENO) < 0)
+		_exit(127);
+	execv(argv[0], (char *const *)argv);
+	_exit(127);
+}
+
+static int exit_status(int st)
+{
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* Whether gemmd at url answers a ping within ms. */
+static int pings(const char *url, int ms)
+{
+	int fd = rc_connect(url, NULL), rv;
+	char *doc = NULL;
+
+	if (fd < 0)
+		return 0;
+	rv = rc_ctrl(fd, 1, "{\"op\":\"ping\"}", &doc, ms);
+	close(fd);
+	free(doc);
+	return rv == 0;
+}
+
+int it_start(it_daemon *d, const char *const *args)
+{
+	const char *argv[ARGS_MAX];
+	int argc = 0, st;
+
+	argv[argc++] = getenv("GEMMD");
+	argv[argc++] = "--engine=cpu";
+	argv[argc++] = "--listen";
+	argv[argc++] = d->ipc;
+	argv[argc++] = "--listen";
+	argv[argc++] = d->tcp;
+	for (int i = 0; args != NULL && args[i] != NULL && argc < ARGS_MAX - 1;
+	     i++)
+		argv[argc++] = args[i];
+	argv[argc] = NULL;
+	if (argv[0] == NULL || (d->pid = spawn(argv, d->log, 1, d->nofile)) < 0)
+		return -1;
+	for (int i = 0; i < 250; i++) {
+		if (pings(d->tcp, 200))
+			return 0;
+		if (waitpid(d->pid, &st, WNOHANG) == d->pid) {
+			d->pid = 0;
+			return -1;
+		}
+		usleep(20000);
+	}
+	it_kill(d);
+	return -1;
+}
+
+int it_stop(it_daemon *d)
+{
+	int st;
+
+	if (d->pid <= 0)
+		return -1;
+	kill(d->pid, SIGTERM);
+	if (waitpid(d->pid, &st, 0) != d->pid)
+		return -1;
+	d->pid = 0;
+	return exit_status(st);
+}
+
+void it_kill(it_daemon *d)
+{
+	if (d->pid <= 0)
+		return;
+	kill(d->pid, SIGKILL);
+	waitpid(d->pid, NULL, 0);
+	d->pid = 0;
+}
+
+void it_cleanup(it_daemon *d)
+{
+	char cmd[128];
+
+	it_kill(d);
+	if (d->dir[0] == '\0')
+		return;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", d->dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", d->dir);
+	d->dir[0] = '\0';
+}
+
+/* Reads at most len - 1 bytes of the file at path into buf. */
+static void read_text(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "r");
+	size_t n = 0;
+
+	if (f != NULL) {
+		n = fread(buf, 1, len - 1, f);
+		fclose(f);
+	}
+	buf[n] = '\0';
+}
+
+int it_run_gemmd(const char *const *args, char *err, size_t errlen)
+{
+	const char *argv[ARGS_MAX];
+	char path[] = "/tmp/gemmd-it-err.XXXXXX";
+	int argc = 0, st = 0, fd = mkstemp(path);
+	pid_t pid;
+
+	if (fd < 0)
+		return -1;
+	close(fd);
+	argv[argc++] = getenv("GEMMD");
+	argv[argc++] = "--engine=cpu";
+	for (int i = 0; args != NULL && args[i] != NULL && argc < ARGS_MAX - 1;
+	     i++)
+		argv[argc++] = args[i];
+	argv[argc] = NULL;
+	if (argv[0] == NULL || (pid = spawn(argv, path, 0, 0)) < 0) {
+		unlink(path);
+		return -1;
+	}
+	for (int i = 0; i < 1000 && waitpid(pid, &st, WNOHANG) == 0; i++)
+		usleep(10000);
+	if (waitpid(pid, &st, WNOHANG) == 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		st = -1;
+	}
+	read_text(path, err, errlen);
+	unlink(path);
+	return st < 0 ? -1 : exit_status(st);
+}
+
+int it_file_has(const char *path, const char *text)
+{
+	static char buf[1 << 16];
+
+	read_text(path, buf, sizeof(buf));
+	return strstr(buf, text) != NULL;
+}
+
+double it_num(const cJSON *stats, const char *path)
+{
+	char key[64];
+	const cJSON *o = stats;
+
+	while (o != NULL && *path != '\0') {
+		size_t n = strcspn(path, ".");
+
+		snprintf(key, sizeof(key), "%.*s", (int)n, path);
+		o = cJSON_GetObjectItemCaseSensitive(o, key);
+		path += n + (path[n] == '.');
+	}
+	return cJSON_IsNumber(o) ? o->valuedouble : -1;
+}
+
+int it_write_all(int fd, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+
+	while (n > 0) {
+		ssize_t k = write(fd, b, n);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return -1;
+		b += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+int it_closed_by_peer(int fd, int ms)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	double end = it_now_us() + ms * 1e3;
+	char buf[256];
+
+	while (it_now_us() < end) {
+		if (poll(&p, 1, 50) <= 0)
+			continue;
+		if (read(fd, buf, sizeof(buf)) <= 0)
+			return 1;
+	}
+	return 0;
+}
+
+long it_raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return -1;
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+		getrlimit(RLIMIT_NOFILE, &rl);
+	return rl.rlim_cur == RLIM_INFINITY ? 1L << 20 : (long)rl.rlim_cur;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+double it_quantile(double *v, size_t n, double q)
+{
+	size_t i;
+
+	if (n == 0)
+		return 0;
+	qsort(v, n, sizeof(*v), cmp_double);
+	i = (size_t)ceil(q * (double)n);
+	return v[i > 0 ? i - 1 : 0];
+}
+
+cJSON *it_rstats(const it_daemon *d)
+{
+	int fd = rc_connect(d->tcp, NULL);
+	char *doc = NULL;
+	cJSON *root, *stats;
+
+	if (fd < 0)
+		return NULL;
+	if (rc_ctrl(fd, 2, "{\"op\":\"stats\"}", &doc, 5000) != 0) {
+		close(fd);
+		return NULL;
+	}
+	close(fd);
+	root = cJSON_Parse(doc);
+	free(doc);
+	stats = cJSON_DetachItemFromObjectCaseSensitive(root, "stats");
+	cJSON_Delete(root);
+	return stats;
+}
+
+double it_rstat(const it_daemon *d, const char *path)
+{
+	cJSON *s = it_rstats(d);
+	double v = it_num(s, path);
+
+	cJSON_Delete(s);
+	return v;
+}
+
+double it_wait_stat(const it_daemon *d, const char *path, double want, int ms)
+{
+	double end = it_now_us() + ms * 1e3, v;
+
+	while ((v = it_rstat(d, path)) != want && it_now_us() < end)
+		usleep(10000);
+	return v;
+}
+
+int it_fds(pid_t pid)
+{
+	char path[64];
+	struct dirent *e;
+	DIR *dir;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	if ((dir = opendir(path)) == NULL)
+		return -1;
+	while ((e = readdir(dir)) != NULL)
+		n += e->d_name[0] != '.';
+	closedir(dir);
+	return n;
+}
+
+long it_rss_kb(pid_t pid)
+{
+	char path[64], line[256];
+	long kb = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return -1;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (sscanf(line, "VmRSS: %ld kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb;
+}
+
+double it_cpu_ms(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long ut = 0, st = 0;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return -1;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* After the command's closing parenthesis: fields 3 on; utime and
+	 * stime are 14 and 15. */
+	if ((p = strrchr(buf, ')')) == NULL ||
+	    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
+		   &ut, &st) != 2)
+		return -1;
+	return (double)(ut + st) * 1000.0 / (double)sysconf(_SC_CLK_TCK);
+}

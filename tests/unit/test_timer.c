@@ -1,0 +1,152 @@
+/*
+ * test_timer.c - unit tests for the client library's timer thread
+ * (client/gm_timer.h): events run in the order of their times and not
+ * before them, re-arming moves an event, disarming and canceling stop
+ * it, a cancel waits for an event that is running, an event may re-arm
+ * itself, and freeing drops what is armed.
+ */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "gm_error.h"
+#include "gm_timer.h"
+
+#define MS 1000000ull
+
+struct rec {
+	pthread_mutex_t mu;
+	int order[16];
+	uint64_t at[16];
+	int n;
+};
+
+struct ev {
+	gm_tev tev;
+	struct rec *r;
+	int tag;
+	int sleep_ms; /* while running */
+	int rearm;    /* times it arms itself again */
+	gm_timer *t;
+};
+
+static void fire(void *arg)
+{
+	struct ev *e = arg;
+
+	pthread_mutex_lock(&e->r->mu);
+	e->r->at[e->r->n] = gm_timer_now();
+	e->r->order[e->r->n++] = e->tag;
+	pthread_mutex_unlock(&e->r->mu);
+	if (e->sleep_ms)
+		usleep((useconds_t)e->sleep_ms * 1000);
+	if (e->rearm-- > 0)
+		gm_timer_arm(e->t, &e->tev, gm_timer_now() + 5 * MS);
+}
+
+static int count(struct rec *r)
+{
+	int n;
+
+	pthread_mutex_lock(&r->mu);
+	n = r->n;
+	pthread_mutex_unlock(&r->mu);
+	return n;
+}
+
+static void setup_ev(struct ev *e, struct rec *r, gm_timer *t, int tag)
+{
+	*e = (struct ev){.r = r, .tag = tag, .t = t};
+	gm_tev_init(&e->tev, fire, e);
+}
+
+static void test_order(void **state)
+{
+	struct rec r = {.mu = PTHREAD_MUTEX_INITIALIZER};
+	struct ev e[5];
+	gm_timer *t;
+	uint64_t t0 = gm_timer_now();
+	static const int ms[5] = {40, 10, 30, 20, 50};
+
+	(void)state;
+	assert_int_equal(gm_timer_new(&t), GM_OK);
+	for (int i = 0; i < 5; i++) {
+		setup_ev(&e[i], &r, t, i);
+		assert_int_equal(gm_timer_arm(t, &e[i].tev, t0 + ms[i] * MS),
+				 GM_OK);
+	}
+	/* Moved later, and one disarmed. */
+	assert_int_equal(gm_timer_arm(t, &e[1].tev, t0 + 60 * MS), GM_OK);
+	gm_timer_disarm(t, &e[4].tev);
+	while (count(&r) < 4)
+		usleep(1000);
+	usleep(30 * 1000);
+	assert_int_equal(r.n, 4);
+	assert_int_equal(r.order[0], 3);
+	assert_int_equal(r.order[1], 2);
+	assert_int_equal(r.order[2], 0);
+	assert_int_equal(r.order[3], 1);
+	assert_true(r.at[0] >= t0 + 20 * MS);
+	assert_true(r.at[3] >= t0 + 60 * MS);
+	gm_timer_free(t);
+}
+
+static void test_cancel_waits(void **state)
+{
+	struct rec r = {.mu = PTHREAD_MUTEX_INITIALIZER};
+	struct ev e;
+	gm_timer *t;
+
+	(void)state;
+	assert_int_equal(gm_timer_new(&t), GM_OK);
+	setup_ev(&e, &r, t, 1);
+	e.sleep_ms = 100;
+	assert_int_equal(gm_timer_arm(t, &e.tev, 0), GM_OK);
+	while (count(&r) == 0)
+		usleep(1000);
+	/* Running now: the cancel returns once it has returned. */
+	gm_timer_cancel(t, &e.tev);
+	assert_true(gm_timer_now() - r.at[0] >= 100 * MS);
+	assert_false(gm_timer_is_self(t));
+	gm_timer_free(t);
+}
+
+static void test_rearm_and_free(void **state)
+{
+	struct rec r = {.mu = PTHREAD_MUTEX_INITIALIZER};
+	struct ev e, late;
+	gm_timer *t;
+
+	(void)state;
+	assert_int_equal(gm_timer_new(&t), GM_OK);
+	setup_ev(&e, &r, t, 1);
+	e.rearm = 3;
+	setup_ev(&late, &r, t, 2);
+	assert_int_equal(gm_timer_arm(t, &e.tev, 0), GM_OK);
+	assert_int_equal(
+	    gm_timer_arm(t, &late.tev, gm_timer_now() + 10000 * MS), GM_OK);
+	while (count(&r) < 4)
+		usleep(1000);
+	usleep(20 * 1000);
+	assert_int_equal(r.n, 4);
+	gm_timer_cancel(t, &e.tev);
+	/* Armed for later: dropped. */
+	gm_timer_free(t);
+	assert_int_equal(r.n, 4);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_order),
+	    cmocka_unit_test(test_cancel_waits),
+	    cmocka_unit_test(test_rearm_and_free),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
