@@ -208,8 +208,12 @@ static void queue_tell(gm_call *k, gm_todo *t)
 	if (k->tell_queued)
 		return;
 	k->tell_queued = true;
-	k->next_tell = t->tell;
-	t->tell = k;
+	k->next_tell = NULL;
+	if (t->tell == NULL)
+		t->tell = k;
+	else
+		t->tell_last->next_tell = k;
+	t->tell_last = k;
 }
 
 void gm_call_end(gm_call *k, int rv, const char *msg, gm_todo *t)

@@ -54,11 +54,13 @@ struct gemmd_client {
 };
 
 /* What a thread holding the lock leaves for after it: calls whose end
- * is to be told, connections whose I/O may start or that are to be
- * closed. */
+ * is to be told (in the order they ended: a caller sees replies of one
+ * connection in the order they came), connections whose I/O may start
+ * or that are to be closed. */
 typedef struct gm_todo {
 	gemmd_client *cl;
-	gm_call *tell; /* through gm_call.next_tell */
+	gm_call *tell;	    /* through gm_call.next_tell */
+	gm_call *tell_last; /* the last of them */
 	gm_conn *run;  /* through gm_conn.next_run */
 } gm_todo;
 

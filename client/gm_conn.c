@@ -91,6 +91,8 @@ void gm_conn_queue(gm_conn *c, gm_part *p, gm_todo *t)
 	p->conn = c;
 	p->state = GM_PART_QUEUED;
 	p->queued = true;
+	gm_part_hold(p); /* the queue's: a half-written frame outlives its
+			    call until its last byte is out */
 	p->prev = c->tail;
 	p->next = NULL;
 	if (c->tail != NULL)
@@ -120,6 +122,7 @@ static void dequeue(gm_conn *c, gm_part *p)
 		c->tail = p->prev;
 	p->prev = p->next = NULL;
 	p->queued = false;
+	gm_part_drop(p); /* p may be gone now */
 }
 
 void gm_conn_unqueue(gm_part *p)
@@ -224,9 +227,9 @@ static void advance(gm_conn *c, size_t n)
 			p->seg_off = 0;
 		}
 		if (p->seg == p->f.nsegs) {
-			dequeue(c, p);
 			if (p->state == GM_PART_WRITING)
 				p->state = GM_PART_SENT;
+			dequeue(c, p);
 		}
 	}
 }

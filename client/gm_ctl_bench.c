@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "gm_ctl_bench.h"
-#include "gm_ctlshm.h"
 #include "gm_proto.h"
 
 #define DEFAULT_DURATION_S  5.0
@@ -202,7 +201,7 @@ static int bench_parse(int argc, char **argv, struct gm_ctl_bench_opts *o)
 					  argv[optind]);
 	if (o->nshapes > 0 && o->mixed_max > 0)
 		return gm_ctl_usage_error("--shape or --mixed, not both");
-	if (o->regions && !gm_ctlshm_usable(gm_ctl_conn_url(&o->conn)))
+	if (o->regions && strncmp(gm_ctl_conn_url(&o->conn), "ipc://", 6) != 0)
 		return gm_ctl_usage_error("--regions: needs an ipc:// URL, "
 					  "not %s",
 					  gm_ctl_conn_url(&o->conn));

@@ -8,9 +8,10 @@
  *
  * A "blocker" is one job sized, by a calibration run, to keep the CPU
  * engine (one BLAS thread) busy for about BLOCK_S seconds, and the host
- * pool is made just large enough for it: whatever is sent while it runs
- * waits in the queue, and starts, in the scheduler's order, once it is
- * done. Small jobs then run one after another in that order, each for a
+ * pool is made large enough for it and the small jobs beside it (a
+ * request waiting for pool bytes waits in arrival order, before the
+ * scheduler sees it): whatever is sent while it runs waits in the queue,
+ * and starts, in the scheduler's order, once it is done. Small jobs then run one after another in that order, each for a
  * few ms, so their replies come back in it: on one connection exactly;
  * on two, replies sent a moment apart may arrive either way round, which
  * the fairness test allows for.
@@ -34,11 +35,18 @@
 #define SMALL	    300	  /* m = n = k of a small job: 2.2 MB of pool */
 #define TIMEOUT_MS  60000 /* for calls that should never take it */
 #define DEADLINE_MS 200
+#define SMALLS_ROOM (64ull * 3 * SMALL * SMALL * 8) /* 64 small jobs */
 
 static uint32_t blocker_n = 1500; /* set by calibrate() */
 static char pool_arg[64];	  /* pool_bytes=..., for the blocker */
 
 static int seq; /* replies counted as they come */
+
+/* Every job through the socket and the pool, whose order is the
+ * daemon's: staged through a region, a result is copied out by one of
+ * the library's threads, and callbacks of one connection could overtake
+ * each other. */
+static const gemmd_open_opts socket_only = {.flags = GEMMD_OPEN_NO_SHM};
 
 /* An asynchronous job and what became of it. */
 typedef struct slot {
@@ -132,7 +140,7 @@ static gemmd_client *start(it_daemon *d, const char *const *extra)
 	args[n] = NULL;
 	assert_int_equal(it_setup(d), 0);
 	assert_int_equal(it_start(d, args), 0);
-	assert_int_equal(gemmd_open(d->ipc, NULL, &c), GM_OK);
+	assert_int_equal(gemmd_open(d->ipc, &socket_only, &c), GM_OK);
 	return c;
 }
 
@@ -185,7 +193,7 @@ static void test_priority_order(void **state)
 	it_daemon d;
 	gemmd_client *c = start(&d, NULL);
 
-	assert_int_equal(gemmd_open(d.ipc, NULL, &cs), GM_OK);
+	assert_int_equal(gemmd_open(d.ipc, &socket_only, &cs), GM_OK);
 	send_blocker(c, &blk);
 	for (int i = 0; i < N; i++)
 		queue_small(cs, c, &lo[i], 10 + i, 0, i + 1);
@@ -271,8 +279,8 @@ static void test_fairness(void **state)
 	it_daemon d;
 	gemmd_client *c = start(&d, NULL);
 
-	assert_int_equal(gemmd_open(d.ipc, NULL, &ca), GM_OK);
-	assert_int_equal(gemmd_open(d.ipc, NULL, &cb), GM_OK);
+	assert_int_equal(gemmd_open(d.ipc, &socket_only, &ca), GM_OK);
+	assert_int_equal(gemmd_open(d.ipc, &socket_only, &cb), GM_OK);
 	send_blocker(c, &blk);
 	for (int i = 0; i < N; i++)
 		queue_small(ca, c, &a[i], 30 + i, GEMMD_PRIORITY_DEFAULT,
@@ -614,8 +622,8 @@ static void test_sigusr1_drains(void **state)
 /*
  * Sizes the blocker from the engine's speed on this host: one 400^3 job
  * with one BLAS thread gives the rate; the blocker is the cube that
- * takes BLOCK_S at it, and the pool is made just large enough for it
- * (within a MiB, less than a small job needs).
+ * takes BLOCK_S at it, and the pool is made large enough for it and
+ * SMALLS_ROOM more.
  */
 static int calibrate(void **state)
 {
@@ -637,7 +645,7 @@ static int calibrate(void **state)
 	flops_per_us = 2.0 * 400 * 400 * 400 / j.t.kernel_us;
 	n = cbrt(BLOCK_S * 1e6 * flops_per_us / 2.0);
 	blocker_n = (uint32_t)(n < 800 ? 800 : n > 4000 ? 4000 : n);
-	bytes = 3ull * blocker_n * blocker_n * 8 + 65536;
+	bytes = 3ull * blocker_n * blocker_n * 8 + SMALLS_ROOM;
 	snprintf(pool_arg, sizeof(pool_arg), "pool_bytes=%llu",
 		 (unsigned long long)(((bytes >> 20) + 1) << 20));
 	print_message("%.1f GFLOP/s on one thread: blocker %u^3, %s\n",
