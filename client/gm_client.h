@@ -61,7 +61,7 @@ typedef struct gm_todo {
 	gemmd_client *cl;
 	gm_call *tell;	    /* through gm_call.next_tell */
 	gm_call *tell_last; /* the last of them */
-	gm_conn *run;  /* through gm_conn.next_run */
+	gm_conn *run;	    /* through gm_conn.next_run */
 } gm_todo;
 
 #define GM_TODO_INIT(client) ((gm_todo){.cl = (client)})

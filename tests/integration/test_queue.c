@@ -11,10 +11,10 @@
  * pool is made large enough for it and the small jobs beside it (a
  * request waiting for pool bytes waits in arrival order, before the
  * scheduler sees it): whatever is sent while it runs waits in the queue,
- * and starts, in the scheduler's order, once it is done. Small jobs then run one after another in that order, each for a
- * few ms, so their replies come back in it: on one connection exactly;
- * on two, replies sent a moment apart may arrive either way round, which
- * the fairness test allows for.
+ * and starts, in the scheduler's order, once it is done. Small jobs then run
+ * one after another in that order, each for a few ms, so their replies come
+ * back in it: on one connection exactly; on two, replies sent a moment apart
+ * may arrive either way round, which the fairness test allows for.
  */
 #include <math.h>
 #include <setjmp.h>
