@@ -17,7 +17,7 @@
 #include "gm_error.h"
 
 #define TILE_ALIGN 64	/* tile sides above this are multiples of it */
-#define KB_ALIGN   256	/* panels above this are multiples of it */
+#define KB_ALIGN   64	/* panels above this are multiples of it */
 #define KB_MAX	   8192 /* deeper panels buy nothing but memory */
 
 static uint64_t round_up(uint64_t x, uint64_t a)
@@ -209,10 +209,14 @@ static int try_cut(const struct search *s, uint64_t rp, uint64_t cp,
 	if (x->kb == 0 || x->kb < kb_min(s, x->r, x->c))
 		return 0;
 	if (x->kb < k) {
+		uint64_t even;
+
 		if (x->kb >= KB_ALIGN)
 			x->kb = x->kb / KB_ALIGN * KB_ALIGN;
+		/* As even as the alignment allows, never deeper. */
+		even = ceil_div(k, ceil_div(k, x->kb));
+		x->kb = even >= KB_ALIGN ? round_up(even, KB_ALIGN) : even;
 		x->nk = ceil_div(k, x->kb);
-		x->kb = ceil_div(k, x->nk); /* balanced, no deeper */
 	} else {
 		x->nk = 1;
 	}
