@@ -6,7 +6,9 @@
  * across that fit the budget with panels deep enough, and the fewest
  * that fit with one panel per tile (which lets panels be reused); it
  * keeps the plan that copies the fewest bytes in, then the one with the
- * fewest tiles, then the deepest panels. Binary searches stand in for
+ * fewest tiles, then the deepest panels. Tiles are at least TILE_MIN on
+ * a side (or as long as the side): a budget too small for that has no
+ * plan, rather than one of millions of tiny GEMMs. Binary searches stand in for
  * loops wherever the device bytes a plan needs shrink monotonically
  * with the number of tiles or grow with the panels' depth.
  */
@@ -16,9 +18,11 @@
 
 #include "gm_error.h"
 
-#define TILE_ALIGN 64	/* tile sides above this are multiples of it */
+#define TILE_ALIGN 64	/* sides of large tiles are multiples of it */
+#define TILE_MIN   64	/* tile sides below this (or the side) do not pay */
 #define KB_ALIGN   64	/* panels above this are multiples of it */
 #define KB_MAX	   8192 /* deeper panels buy nothing but memory */
+#define LD_BYTES   128	/* device lines start on this */
 
 static uint64_t round_up(uint64_t x, uint64_t a)
 {
@@ -53,10 +57,10 @@ static void stored(int layout, int trans, uint64_t rows, uint64_t cols,
 	*len = layout == GM_COL_MAJOR ? sr : sc;
 }
 
-/* Device lines start on GM_OOC_ALIGN bytes unless they are shorter. */
+/* Device lines start on LD_BYTES unless they are shorter. */
 static uint64_t dev_ld(uint64_t len, uint32_t esize)
 {
-	uint64_t pad = GM_OOC_ALIGN / esize;
+	uint64_t pad = LD_BYTES / esize;
 
 	return len >= pad ? round_up(len, pad) : len;
 }
@@ -87,12 +91,13 @@ struct cut {
 	uint64_t side, count;
 };
 
-/* total cut into about parts balanced pieces. */
+/* total cut into about parts balanced pieces; a large piece is rounded
+ * up to TILE_ALIGN (by 6 % at the most). */
 static uint64_t side_of(uint64_t total, uint64_t parts)
 {
 	uint64_t s = ceil_div(total, parts);
 
-	if (s > TILE_ALIGN)
+	if (s >= 16 * TILE_ALIGN)
 		s = round_up(s, TILE_ALIGN);
 	return min_u64(s, total);
 }
@@ -104,6 +109,22 @@ static struct cut cut_of(uint64_t total, uint64_t parts)
 	c.side = side_of(total, parts);
 	c.count = ceil_div(total, c.side);
 	return c;
+}
+
+/* The most parts whose side is at least TILE_MIN (or total). */
+static uint64_t max_parts(uint64_t total)
+{
+	uint64_t floor = min_u64(total, TILE_MIN), lo = 1, hi = total;
+
+	while (lo < hi) {
+		uint64_t mid = lo + (hi - lo + 1) / 2;
+
+		if (side_of(total, mid) >= floor)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	return lo;
 }
 
 /* The smallest parts after p whose side is smaller than p's; total + 1
@@ -235,15 +256,14 @@ static int better(const struct cand *x, const struct cand *y)
 	return x->kb > y->kb;
 }
 
-/* The fewest parts across, at least 2, for which ok holds of the cut;
- * 0 when none does. Both tests below grow more true with more parts. */
+/* The fewest parts across, from 2 to the most, for which ok holds of the
+ * cut; 0 when none does. Both tests below grow more true with more
+ * parts. */
 static uint64_t fewest(const struct search *s, uint64_t rp,
 		       int (*ok)(const struct search *, uint64_t, uint64_t))
 {
-	uint64_t n = s->d->n, lo = 2, hi = n + 1;
+	uint64_t most = max_parts(s->d->n), lo = 2, hi = most + 1;
 
-	if (n < 2)
-		return 0;
 	while (lo < hi) {
 		uint64_t mid = lo + (hi - lo) / 2;
 
@@ -252,7 +272,7 @@ static uint64_t fewest(const struct search *s, uint64_t rp,
 		else
 			lo = mid + 1;
 	}
-	return lo <= n ? lo : 0;
+	return lo <= most ? lo : 0;
 }
 
 static int fits(const struct search *s, uint64_t rp, uint64_t cp)
@@ -334,7 +354,8 @@ int gm_ooc_plan_make(const gm_job_desc *d, uint64_t budget, gm_ooc_plan *p)
 	s.esize = p->esize;
 	s.budget = budget;
 	s.load_c = p->load_c;
-	for (uint64_t rp = 1; rp <= d->m; rp = next_parts(d->m, rp)) {
+	for (uint64_t rp = 1, most = max_parts(d->m); rp <= most;
+	     rp = next_parts(d->m, rp)) {
 		consider(&s, rp, 1, &best, &found);
 		consider(&s, rp, fewest(&s, rp, fits), &best, &found);
 		if (d->k <= KB_MAX)

@@ -52,7 +52,7 @@ extern "C" {
 #define GM_OOC_SHARE_DIV 2
 /* Panels are at least this many bytes deep (kb >= this / esize). */
 #define GM_OOC_KB_BYTES 2048
-/* Device buffers start on, and device lines are padded to, this. */
+/* Device buffers start on this. */
 #define GM_OOC_ALIGN 256
 
 /* The operands of a plan; C stands for C in and the result out. */
@@ -80,7 +80,8 @@ typedef struct gm_ooc_plan {
 /*
  * Plans d (valid: dims within GM_MAX_DIM, known dtype and layout) for at
  * most budget device bytes. GM_OK, or GM_ETOOBIG when no plan fits the
- * budget (a few KiB always do).
+ * budget: tiles are at least 64 x 64 (or the whole side), so a few
+ * hundred KiB always do, a few KiB may not.
  */
 int gm_ooc_plan_make(const gm_job_desc *d, uint64_t budget, gm_ooc_plan *p);
 

@@ -79,9 +79,9 @@ static void check_plan(const gm_ooc_plan *p, uint64_t budget)
 }
 
 /* The benchmark's job: three 8 GiB fp64 operands, half of a 4 GiB
- * pool. Three by three tiles of 10944 (10880 the last) with panels 512
- * deep copy 6 K of A and B per element of C, 51.5 GB; four by four
- * would copy 8 K. */
+ * pool. Three by three tiles of 10944 (10880 the last) with panels 640
+ * deep (128 the last) copy 6 K of A and B per element of C, 51.5 GB;
+ * four by four would copy 8 K. */
 static void test_plan_large(void **state)
 {
 	gm_job_desc d = desc(GM_FP64, 32768, 32768, 32768);
@@ -95,8 +95,8 @@ static void test_plan_large(void **state)
 	assert_int_equal(p.nt, 10944);
 	assert_int_equal(p.tm, 3);
 	assert_int_equal(p.tn, 3);
-	assert_int_equal(p.kb, 512);
-	assert_int_equal(p.nk, 64);
+	assert_int_equal(p.kb, 640);
+	assert_int_equal(p.nk, 52);
 	assert_int_equal(p.load_c, 0);
 	assert_int_equal(p.slots[GM_OOC_C], 2);
 	assert_int_equal(p.h2d_bytes, 8ull * 32768 * 32768 * 6);
@@ -125,10 +125,10 @@ static void test_plan_whole(void **state)
 	assert_int_equal(p.load_c, 1);
 	for (int x = 0; x < GM_OOC_OPERANDS; x++)
 		assert_int_equal(p.slots[x], 1);
-	/* Row-major lines padded to 256 bytes: 300 -> 320, 200 -> 256. */
+	/* Row-major lines padded to 128 bytes: 300 -> 320, 200 -> 224. */
 	assert_int_equal(p.ld[GM_OOC_A], 320);
-	assert_int_equal(p.ld[GM_OOC_B], 256);
-	assert_int_equal(p.ld[GM_OOC_C], 256);
+	assert_int_equal(p.ld[GM_OOC_B], 224);
+	assert_int_equal(p.ld[GM_OOC_C], 224);
 	assert_int_equal(p.h2d_bytes,
 			 4ull * (100 * 300 + 300 * 200 + 100 * 200));
 	/* Beta 0 with C: C is not read. */
@@ -155,7 +155,7 @@ static void test_plan_panels(void **state)
 	assert_int_equal(gm_ooc_plan_make(&d, 1ull << 30, &p), GM_OK);
 	check_plan(&p, 1ull << 30);
 	assert_int_equal(p.nk, 2);
-	assert_int_equal(p.kb, 4500);
+	assert_int_equal(p.kb, 4544); /* 4500 rounded up to 64 */
 }
 
 /* The test suite's case: 1000 x 900 x 1100 fp64 in half of 1 MiB. */
@@ -169,8 +169,9 @@ static void test_plan_small_budget(void **state)
 	check_plan(&p, share);
 	assert_true(gm_ooc_tiles(&p) > 16);
 	assert_true(p.nk > 1);
-	/* A budget too small for anything. */
+	/* Budgets too small for 64 x 64 tiles. */
 	assert_int_equal(gm_ooc_plan_make(&d, 512, &p), GM_ETOOBIG);
+	assert_int_equal(gm_ooc_plan_make(&d, 64 * KIB, &p), GM_ETOOBIG);
 	d.m = 0;
 	assert_int_equal(gm_ooc_plan_make(&d, share, &p), GM_EINVAL);
 }
@@ -421,7 +422,8 @@ static void sim_run(struct sim *s, const struct host *h)
 /* A job with random operands run through its plan's schedule, split
  * into ranges of tiles (as devices would take them), each range with
  * its own device memory; checked against the reference. */
-static void run_job(const gm_job_desc *d, uint64_t budget, unsigned ranges)
+static gm_ooc_plan run_job(const gm_job_desc *d, uint64_t budget,
+			   unsigned ranges)
 {
 	uint64_t e = gm_dtype_size(d->dtype), s = gm_testref_next(&rs);
 	gm_job_sizes sz;
@@ -432,7 +434,11 @@ static void run_job(const gm_job_desc *d, uint64_t budget, unsigned ranges)
 	uint32_t tiles, cut = 0;
 
 	assert_int_equal(gm_job_sizes_of(d, &sz), GM_OK);
-	assert_int_equal(gm_ooc_plan_make(d, budget, &p), GM_OK);
+	/* Small budgets may not hold 64 x 64 tiles of every shape. */
+	while (gm_ooc_plan_make(d, budget, &p) == GM_ETOOBIG) {
+		assert_true(budget < (16 << 20));
+		budget *= 2;
+	}
 	check_plan(&p, budget);
 	h.a = malloc(sz.a);
 	h.b = malloc(sz.b);
@@ -478,18 +484,22 @@ static void run_job(const gm_job_desc *d, uint64_t budget, unsigned ranges)
 	free((void *)h.c);
 	free(h.out);
 	free(h.dev);
+	return p;
 }
 
 /* Every transpose, layout and C (beta 0 with C too), fp64 and fp32,
- * with budgets from a few tiles to many. */
+ * with budgets from one tile to many, and many panels or one. */
 static void test_schedule(void **state)
 {
-	static const uint64_t budgets[] = {6 * KIB, 24 * KIB, 96 * KIB,
-					   1 << 20};
+	gm_ooc_plan p;
+	static const uint64_t budgets[] = {128 * KIB, 256 * KIB, 1 << 20,
+					   16 << 20};
+
+	unsigned tiled = 0, panels = 0;
 
 	for (int i = 0; i < 64; i++) {
-		gm_job_desc d = desc(i & 32 ? GM_FP32 : GM_FP64, rnd(1, 90),
-				     rnd(1, 90), rnd(1, 120));
+		gm_job_desc d = desc(i & 32 ? GM_FP32 : GM_FP64, rnd(200, 400),
+				     rnd(200, 400), rnd(1, 400));
 
 		d.trans_a = i & 1;
 		d.trans_b = (i >> 1) & 1;
@@ -498,8 +508,13 @@ static void test_schedule(void **state)
 			d.flags = GM_JOB_HAS_C;
 			d.beta = i & 16 ? -0.75 : 0.0;
 		}
-		run_job(&d, budgets[i % 4], 1);
+		p = run_job(&d, budgets[i % 4], 1);
+		tiled += gm_ooc_tiles(&p) >= 4;
+		panels += p.nk > 1;
 	}
+	print_message("%u of 64 jobs in 4 tiles or more, %u with panels\n",
+		      tiled, panels);
+	assert_true(tiled >= 20 && panels >= 8);
 }
 
 /* Tiles split over two and three ranges come out the same. */
@@ -507,13 +522,13 @@ static void test_schedule_ranges(void **state)
 {
 	for (int i = 0; i < 16; i++) {
 		gm_job_desc d =
-		    desc(GM_FP64, rnd(20, 80), rnd(20, 80), rnd(1, 100));
+		    desc(GM_FP64, rnd(150, 250), rnd(150, 250), rnd(1, 100));
 
 		d.trans_a = i & 1;
 		d.layout = (i >> 1) & 1;
 		d.flags = i & 4 ? GM_JOB_HAS_C : 0;
 		d.beta = 0.5;
-		run_job(&d, 8 * KIB, 2 + (i & 1));
+		run_job(&d, 512 * KIB, 2 + (i & 1));
 	}
 }
 
@@ -522,12 +537,12 @@ static void test_schedule_shapes(void **state)
 {
 	gm_job_desc d = desc(GM_FP64, 3, 5, 9000);
 
-	run_job(&d, 1 << 20, 1); /* two panels of 4500 */
-	d = desc(GM_FP32, 90, 7, 40);
-	run_job(&d, 8 * KIB, 1); /* one panel, tiles down one column */
-	d = desc(GM_FP32, 7, 90, 40);
+	run_job(&d, 1 << 20, 1); /* two panels, of 4544 and 4456 */
+	d = desc(GM_FP32, 300, 7, 40);
+	run_job(&d, 40 * KIB, 1); /* one panel, tiles down one column */
+	d = desc(GM_FP32, 7, 300, 40);
 	d.trans_b = 1;
-	run_job(&d, 8 * KIB, 1);
+	run_job(&d, 40 * KIB, 1);
 	d = desc(GM_FP64, 1, 1, 1);
 	run_job(&d, 4 * KIB, 1);
 }
