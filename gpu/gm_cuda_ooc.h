@@ -24,6 +24,11 @@
  * chunk). The three run at once, so they may add up to more than the
  * job took.
  *
+ * A tile of an fp16 or bf16 job is kept in its dtype between panels, as
+ * cuBLAS keeps C: with nk panels its result is rounded nk times, not
+ * once, so its error grows with sqrt(nk) (the planner gives half
+ * precision deep panels: nk is 1 or small unless K is very large).
+ *
  * Private to the CUDA engine's .cu files.
  */
 #ifndef GM_CUDA_OOC_H
