@@ -19,6 +19,8 @@
  *   gemmd_ooc_bench                    quick case (16384^3, 1 GiB pool)
  *   gemmd_ooc_bench --case big         32768^3, 4 GiB pool (24 GiB host)
  *   gemmd_ooc_bench --case all --gemmd build/daemon/gemmd
+ *
+ * --no-xt, --no-pageable and --no-socket leave those runs out.
  */
 #include <cuda_runtime_api.h>
 #include <stdio.h>
@@ -43,7 +45,7 @@ static const bg_case socket_case = {"socket", GEMMD_FP32, 16384, 0};
 
 struct opts {
 	const char *which, *gemmd;
-	int reps, xt, pageable;
+	int reps, xt, pageable, socket;
 };
 
 struct row {
@@ -250,6 +252,8 @@ static int parse(int argc, char **argv, struct opts *o)
 			o->xt = 0;
 		else if (strcmp(a, "--no-pageable") == 0)
 			o->pageable = 0;
+		else if (strcmp(a, "--no-socket") == 0)
+			o->socket = 0;
 		else if (strcmp(a, "--case") == 0 && v != NULL)
 			o->which = argv[++i];
 		else if (strcmp(a, "--gemmd") == 0 && v != NULL)
@@ -264,7 +268,7 @@ static int parse(int argc, char **argv, struct opts *o)
 
 int main(int argc, char **argv)
 {
-	struct opts o = {"quick", NULL, 2, 1, 1};
+	struct opts o = {"quick", NULL, 2, 1, 1, 1};
 	struct cudaDeviceProp p;
 	int failed = 0, ran = 0;
 
@@ -272,7 +276,7 @@ int main(int argc, char **argv)
 		fprintf(stderr,
 			"usage: gemmd_ooc_bench [--case quick|big|all] "
 			"[--gemmd PATH] [--reps 1..%d] [--no-xt] "
-			"[--no-pageable]\n",
+			"[--no-pageable] [--no-socket]\n",
 			REPS_MAX);
 		return 2;
 	}
@@ -293,7 +297,7 @@ int main(int argc, char **argv)
 		ran++;
 		failed += run_case(&o, &cases[i]) != 0;
 	}
-	if (o.gemmd != NULL && through_socket(&o) != 0)
+	if (o.gemmd != NULL && o.socket && through_socket(&o) != 0)
 		failed++;
 	if (ran == 0) {
 		fprintf(stderr, "no case named %s\n", o.which);
