@@ -20,7 +20,10 @@
  *   gemmd_ooc_bench --case big         32768^3, 4 GiB pool (24 GiB host)
  *   gemmd_ooc_bench --case all --gemmd build/daemon/gemmd
  *
- * --no-xt, --no-pageable and --no-socket leave those runs out.
+ * The engine plans its tiles charging GM_OOC_LINE_BYTES per line of a 2D
+ * copy; two more runs plan with 1 (bytes alone) and 4 times as much.
+ * --no-xt, --no-pageable, --no-socket and --no-variants leave those runs
+ * out.
  */
 #include <cuda_runtime_api.h>
 #include <stdio.h>
@@ -45,7 +48,7 @@ static const bg_case socket_case = {"socket", GEMMD_FP32, 16384, 0};
 
 struct opts {
 	const char *which, *gemmd;
-	int reps, xt, pageable, socket;
+	int reps, xt, pageable, socket, variants;
 };
 
 struct row {
@@ -59,7 +62,7 @@ static const char *ok(double err, int dtype)
 								: "WRONG";
 }
 
-static void print_plan(const bg_case *c)
+static void print_plan(const bg_case *c, uint64_t line_bytes)
 {
 	gm_job_desc d = {0};
 	gm_ooc_plan p;
@@ -67,13 +70,15 @@ static void print_plan(const bg_case *c)
 	d.dtype = (uint8_t)c->dtype;
 	d.m = d.n = d.k = c->n;
 	d.alpha = 1;
-	if (gm_ooc_plan_make(&d, gm_ooc_share(c->device_pool), &p) != GM_OK)
+	if (gm_ooc_plan_make(&d, gm_ooc_share(c->device_pool), line_bytes,
+			     &p) != GM_OK)
 		return;
-	printf("  plan: %u x %u tiles of %u x %u, %u panels of %u; %.1f GB "
-	       "in (%.0f flop/byte), %.1f GB out, %.2f GiB of the device\n",
-	       p.tm, p.tn, p.mt, p.nt, p.nk, p.kb, p.h2d_bytes / 1e9,
-	       bg_flops(c) / p.h2d_bytes, p.d2h_bytes / 1e9,
-	       p.bytes / (double)GIB);
+	printf("  plan, %llu bytes a line: %u x %u tiles of %u x %u, %u "
+	       "panels of %u; %.1f GB in, %.2f M lines (%.0f flop/byte), "
+	       "%.2f GiB of the device\n",
+	       (unsigned long long)line_bytes, p.tm, p.tn, p.mt, p.nt, p.nk,
+	       p.kb, p.h2d_bytes / 1e9, p.h2d_lines / 1e6,
+	       bg_flops(c) / p.h2d_bytes, p.bytes / (double)GIB);
 }
 
 static void line(const char *what, const bg_case *c, double ms, double resident)
@@ -85,41 +90,99 @@ static void line(const char *what, const bg_case *c, double ms, double resident)
 }
 
 static void print_engine(const bg_case *c, const bg_engine_result *e,
-			 struct row *w)
+			 const char *what, struct row *w)
 {
-	line("engine, from a region", c, e->region_ms, w->resident);
+	line(what, c, e->region_ms, w->resident);
 	printf("  %-34s h2d %.0f, kernel %.0f, d2h %.0f ms (sums); %s\n",
 	       "  its timings", e->h2d_ms, e->kernel_ms, e->d2h_ms,
 	       ok(e->region_err, c->dtype));
-	printf("  %-34s idle p50 %.3f ms; beside it (%d in %.0f ms) p50 "
-	       "%.3f, p99 %.3f, max %.3f ms\n",
+	if (e->lat_n == 0)
+		return;
+	printf("  %-34s idle p50 %.3f ms; beside it (%d in %.0f ms, %d over "
+	       "10 ms) p50 %.3f, p99 %.3f, max %.3f ms\n",
 	       "64^3 fp32 jobs one at a time", e->idle_p50, e->lat_n,
-	       e->lat_job_ms, e->p50, e->p99, e->max);
+	       e->lat_job_ms, e->slow, e->p50, e->p99, e->max);
+	printf("  %-34s h2d %.3f, kernel %.3f, d2h %.3f ms\n",
+	       "  the slowest one's timings", e->max_h2d, e->max_kernel,
+	       e->max_d2h);
 }
 
-/* The in-process part of a case: the bounds and the engine. */
+/* How fast 2D copies cross, by the width of their lines. */
+static void copies(const bg_case *c, const bg_mats *m)
+{
+	static const uint64_t widths[] = {2048, 8192, 32768};
+	uint64_t pitch = bg_mat_bytes(c) / c->n;
+	char err[256];
+	double g;
+
+	printf("  2D copies in, lines %llu KiB apart:",
+	       (unsigned long long)(pitch >> 10));
+	for (size_t i = 0; i < sizeof(widths) / sizeof(widths[0]); i++)
+		if (bg_copy2d(c, m, widths[i], 1, &g, err, sizeof(err)) == 0)
+			printf(" %llu KiB lines %.1f GB/s,",
+			       (unsigned long long)(widths[i] >> 10), g);
+	if (bg_copy2d(c, m, 8192, 2, &g, err, sizeof(err)) == 0)
+		printf(" 8 KiB on two streams %.1f GB/s,", g);
+	if (bg_copy2d(c, m, pitch, 1, &g, err, sizeof(err)) == 0)
+		printf(" whole rows %.1f GB/s", g);
+	printf("\n");
+}
+
+/* The engine once more, planning with line_bytes: the memory is
+ * pinned already. */
+static void variant(const bg_case *c, bg_mats *m, int reps, uint64_t line_bytes,
+		    struct row *w)
+{
+	char err[512] = "", what[64];
+	bg_engine_result e;
+	bg_engine *be;
+	double reg;
+	int rv;
+
+	memset(&e, 0, sizeof(e));
+	print_plan(c, line_bytes);
+	if (bg_engine_open(c, m, line_bytes, 0, &be, &reg, err, sizeof(err)) !=
+	    0) {
+		printf("  failed: %s\n", err);
+		return;
+	}
+	rv = bg_engine_region(be, reps, 0, &e, err, sizeof(err));
+	bg_engine_close(be);
+	if (rv != 0) {
+		printf("  failed: %s\n", err);
+		return;
+	}
+	snprintf(what, sizeof(what), "engine, region, %llu B a line",
+		 (unsigned long long)line_bytes);
+	print_engine(c, &e, what, w);
+}
+
+/* The in-process part of a case: the bounds and the engine, whose
+ * registration pins the operands for all that follows. */
 static int in_process(const struct opts *o, const bg_case *c, struct row *w)
 {
 	char err[512] = "";
 	bg_engine_result e;
-	bg_engine *be;
+	bg_engine *be = NULL;
 	bg_mats m;
 	double t0, reg;
 	int rv = -1;
 
+	memset(&e, 0, sizeof(e));
 	if (bg_mats_map(c, 1, &m, err, sizeof(err)) != 0)
 		goto out;
 	t0 = bg_now_ms();
 	bg_mats_fill(c, &m, 7);
 	printf("  operands: %.1f GiB in a memfd mapping, filled in %.0f ms\n",
 	       3.0 * m.mat / GIB, bg_now_ms() - t0);
-	if (bg_resident(c, &m, o->reps, &w->resident, err, sizeof(err)) != 0)
-		goto unmap;
-	line("cuBLAS, device-resident", c, w->resident, 0);
-	fflush(stdout);
-	if (bg_engine_open(c, &m, &be, &reg, err, sizeof(err)) != 0)
+	if (bg_engine_open(c, &m, 0, 1, &be, &reg, err, sizeof(err)) != 0)
 		goto unmap;
 	printf("  registered (pinned) in %.0f ms\n", reg);
+	copies(c, &m);
+	if (bg_resident(c, &m, o->reps, &w->resident, err, sizeof(err)) != 0)
+		goto close;
+	line("cuBLAS, device-resident", c, w->resident, 0);
+	fflush(stdout);
 	if (o->xt &&
 	    bg_xt(c, &m, 0, &w->xt, &w->xt_block, err, sizeof(err)) == 0) {
 		char what[64];
@@ -135,22 +198,26 @@ static int in_process(const struct opts *o, const bg_case *c, struct row *w)
 		}
 	}
 	fflush(stdout);
-	memset(&e, 0, sizeof(e));
-	if (bg_engine_region(be, o->reps, &e, err, sizeof(err)) == 0) {
-		w->engine = e.region_ms;
-		print_engine(c, &e, w);
+	if (bg_engine_region(be, o->reps, 1, &e, err, sizeof(err)) != 0)
+		goto close;
+	w->engine = e.region_ms;
+	print_engine(c, &e, "engine, from a region", w);
+	fflush(stdout);
+	rv = 0;
+	if (o->pageable) {
+		if (bg_engine_pageable(be, o->reps, &e, err, sizeof(err)) != 0)
+			goto close;
+		w->pageable = e.pageable_ms;
+		line("engine, from pageable memory", c, e.pageable_ms,
+		     w->resident);
+		printf("  %-34s %s\n", "", ok(e.pageable_err, c->dtype));
 		fflush(stdout);
-		if (!o->pageable ||
-		    bg_engine_pageable(be, o->reps, &e, err, sizeof(err)) == 0)
-			rv = 0;
-		if (o->pageable && rv == 0) {
-			w->pageable = e.pageable_ms;
-			line("engine, from pageable memory", c, e.pageable_ms,
-			     w->resident);
-			printf("  %-34s %s\n", "",
-			       ok(e.pageable_err, c->dtype));
-		}
 	}
+	if (o->variants) {
+		variant(c, &m, o->reps, 1, w);
+		variant(c, &m, o->reps, 4 * GM_OOC_LINE_BYTES, w);
+	}
+close:
 	bg_engine_close(be);
 unmap:
 	bg_mats_unmap(&m);
@@ -206,7 +273,7 @@ static int run_case(const struct opts *o, const bg_case *c)
 	       "half)\n",
 	       c->name, c->dtype == GEMMD_FP64 ? "fp64" : "fp32", c->n,
 	       c->device_pool / (double)GIB);
-	print_plan(c);
+	print_plan(c, GM_OOC_LINE_BYTES);
 	rv = in_process(o, c, &w);
 	if (o->gemmd != NULL && through_gemmd(o, c, &w) != 0)
 		rv = -1;
@@ -254,6 +321,8 @@ static int parse(int argc, char **argv, struct opts *o)
 			o->pageable = 0;
 		else if (strcmp(a, "--no-socket") == 0)
 			o->socket = 0;
+		else if (strcmp(a, "--no-variants") == 0)
+			o->variants = 0;
 		else if (strcmp(a, "--case") == 0 && v != NULL)
 			o->which = argv[++i];
 		else if (strcmp(a, "--gemmd") == 0 && v != NULL)
@@ -268,15 +337,18 @@ static int parse(int argc, char **argv, struct opts *o)
 
 int main(int argc, char **argv)
 {
-	struct opts o = {"quick", NULL, 2, 1, 1, 1};
+	struct opts o = {"quick", NULL, 2, 1, 1, 1, 1};
 	struct cudaDeviceProp p;
 	int failed = 0, ran = 0;
 
+	/* As the engine does before it first touches a device
+	 * (gm_engine_cuda.cu); here the device is touched first below. */
+	setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
 	if (parse(argc, argv, &o) != 0) {
 		fprintf(stderr,
 			"usage: gemmd_ooc_bench [--case quick|big|all] "
 			"[--gemmd PATH] [--reps 1..%d] [--no-xt] "
-			"[--no-pageable] [--no-socket]\n",
+			"[--no-pageable] [--no-socket] [--no-variants]\n",
 			REPS_MAX);
 		return 2;
 	}

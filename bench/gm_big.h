@@ -67,6 +67,13 @@ void bg_poison(const bg_case *c, char *out);
 int bg_resident(const bg_case *c, const bg_mats *m, int reps, double *ms,
 		char *err, size_t errlen);
 
+/* Host-to-device 2D copies of lines of width bytes from A (a pitch of
+ * one of its rows), up to 1 GiB and as many lines as A has rows, on
+ * streams streams (1 or 2) at once: GB/s, timed with events. 0 or -1
+ * with err. */
+int bg_copy2d(const bg_case *c, const bg_mats *m, uint64_t width, int streams,
+	      double *gbps, char *err, size_t errlen);
+
 /* One cublasXtDgemm (or Sgemm) on device 0 from the host memory of m,
  * wall clock, with tiles of block (0: cuBLASXt's default; *used gets
  * the one it used). 0 or -1 with err. */
@@ -82,23 +89,29 @@ typedef struct bg_engine_result {
 	double h2d_ms, kernel_ms, d2h_ms; /* the job's own timings */
 	double region_err, pageable_err;  /* bg_check */
 	/* 64^3 fp32 jobs one after another, submit to back, ms: with the
-	 * engine idle, and while the tiled job runs (lat_n of them). */
+	 * engine idle, and while the tiled job runs (lat_n of them, slow
+	 * of them over 10 ms; the slowest one's own timings). */
 	double idle_p50, p50, p99, max;
-	int lat_n;
+	int lat_n, slow;
+	double max_h2d, max_kernel, max_d2h;
 	double lat_job_ms; /* how long the tiled job took meanwhile */
 } bg_engine_result;
 
-/* Opens a CUDA engine with c's device pool and registers m (shared,
- * from bg_mats_map) as the daemon registers a region, in *register_ms:
- * its memory is pinned until bg_engine_close. 0 or -1 with err. */
-int bg_engine_open(const bg_case *c, bg_mats *m, bg_engine **out,
-		   double *register_ms, char *err, size_t errlen);
+/* Opens a CUDA engine with c's device pool and the planner's cost per
+ * line (gm_engine_config.ooc_line_bytes, 0: the default), and, with
+ * reg set, registers m (shared, from bg_mats_map) as the daemon
+ * registers a region, in *register_ms: its memory is then pinned until
+ * bg_engine_close, for every engine of the process. 0 or -1 with err. */
+int bg_engine_open(const bg_case *c, bg_mats *m, uint64_t line_bytes, int reg,
+		   bg_engine **out, double *register_ms, char *err,
+		   size_t errlen);
 void bg_engine_close(bg_engine *b);
 
-/* c from the registered memory: a warm-up and reps timed runs, then one
- * more with small jobs one after another beside it. 0 or -1 with err. */
-int bg_engine_region(bg_engine *b, int reps, bg_engine_result *r, char *err,
-		     size_t errlen);
+/* c from the registered memory: a warm-up and reps timed runs, then,
+ * with beside set, one more with small jobs one after another beside
+ * it. 0 or -1 with err. */
+int bg_engine_region(bg_engine *b, int reps, int beside, bg_engine_result *r,
+		     char *err, size_t errlen);
 
 /* c from a copy of A and B in pageable memory: reps timed runs. */
 int bg_engine_pageable(bg_engine *b, int reps, bg_engine_result *r, char *err,

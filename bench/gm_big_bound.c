@@ -3,7 +3,8 @@
  * on device 0: the same GEMM by cuBLAS with all three matrices resident
  * on the device (no copy at all: the compute bound), and by cuBLASXt
  * from the same host memory (the library users would otherwise call,
- * tiling through the device on its own).
+ * tiling through the device on its own). Also how fast 2D copies cross
+ * the link by the width of their lines, the pitch being a row of A.
  *
  * Row-major out = A B is, to column-major cuBLAS, out^T = B^T A^T: B is
  * passed as the first operand and A as the second, both untransposed.
@@ -19,6 +20,7 @@
 #define CUDA_OK(expr) GM_BENCH_CUDA(expr, err, errlen)
 #define BLAS_OK(expr) GM_BENCH_BLAS(expr, err, errlen)
 #define REPS_MAX      9
+#define COPY_BYTES    (1ull << 30) /* of one copy measurement */
 
 static cublasStatus_t gemm(cublasHandle_t h, const bg_case *c, const void *a,
 			   const void *b, void *out)
@@ -136,5 +138,76 @@ int bg_xt(const bg_case *c, bg_mats *m, int block, double *ms, int *used,
 	BLAS_OK(cublasXtCreate(&h));
 	rv = xt_run(h, c, m, block, ms, used, err, errlen);
 	cublasXtDestroy(h);
+	return rv;
+}
+
+static int copy_runs(const bg_case *c, const bg_mats *m, uint64_t width,
+		     int streams, char *dev, cudaStream_t *s, cudaEvent_t *ev,
+		     double *gbps, char *err, size_t errlen)
+{
+	uint64_t pitch = (uint64_t)c->n * (c->dtype == GEMMD_FP64 ? 8 : 4);
+	uint64_t lines = COPY_BYTES / width / streams, per;
+	float ms;
+
+	if (lines * streams > c->n) /* as many rows as A has */
+		lines = c->n / streams;
+	per = lines * width;
+	if (width > pitch || lines == 0) {
+		snprintf(err, errlen, "lines of %llu bytes do not fit A",
+			 (unsigned long long)width);
+		return -1;
+	}
+	CUDA_OK(cudaEventRecord(ev[0], s[0]));
+	for (int i = 1; i < streams; i++)
+		CUDA_OK(cudaStreamWaitEvent(s[i], ev[0], 0));
+	for (int i = 0; i < streams; i++)
+		CUDA_OK(cudaMemcpy2DAsync(
+		    dev + i * per, width, m->a + i * lines * pitch, pitch,
+		    width, lines, cudaMemcpyHostToDevice, s[i]));
+	for (int i = 1; i < streams; i++) {
+		CUDA_OK(cudaEventRecord(ev[2 + i], s[i]));
+		CUDA_OK(cudaStreamWaitEvent(s[0], ev[2 + i], 0));
+	}
+	CUDA_OK(cudaEventRecord(ev[1], s[0]));
+	CUDA_OK(cudaEventSynchronize(ev[1]));
+	CUDA_OK(cudaEventElapsedTime(&ms, ev[0], ev[1]));
+	*gbps = (double)per * streams / ms / 1e6;
+	return 0;
+}
+
+int bg_copy2d(const bg_case *c, const bg_mats *m, uint64_t width, int streams,
+	      double *gbps, char *err, size_t errlen)
+{
+	cudaStream_t s[2] = {0};
+	cudaEvent_t ev[4] = {0};
+	char *dev = NULL;
+	int rv = -1;
+
+	if (streams < 1 || streams > 2) {
+		snprintf(err, errlen, "streams %d not 1 or 2", streams);
+		return -1;
+	}
+	if (cudaMalloc((void **)&dev, COPY_BYTES) == cudaSuccess) {
+		for (int i = 0; i < 2; i++)
+			cudaStreamCreateWithFlags(&s[i], cudaStreamNonBlocking);
+		for (int i = 0; i < 4; i++)
+			cudaEventCreate(&ev[i]);
+		/* A warm-up, then the one that counts. */
+		rv = copy_runs(c, m, width, streams, dev, s, ev, gbps, err,
+			       errlen);
+		if (rv == 0)
+			rv = copy_runs(c, m, width, streams, dev, s, ev, gbps,
+				       err, errlen);
+	} else {
+		snprintf(err, errlen, "cudaMalloc of %llu bytes",
+			 (unsigned long long)COPY_BYTES);
+	}
+	for (int i = 0; i < 2; i++)
+		if (s[i] != NULL)
+			cudaStreamDestroy(s[i]);
+	for (int i = 0; i < 4; i++)
+		if (ev[i] != NULL)
+			cudaEventDestroy(ev[i]);
+	cudaFree(dev);
 	return rv;
 }

@@ -18,12 +18,19 @@
 #define REPS_MAX  9
 #define MSG_EXTRA (64 * MIB)
 
-/* The case as gm_drive_start takes it: one job in one request. */
+/* The case as gm_drive_start takes it: one job in one request. Its
+ * size is small, so that the pools gm_drive_start sizes for it stay in
+ * range: the settings passed after them set the real ones. */
 static gm_case drive_case(const bg_case *c)
 {
-	gm_case g = {c->name, c->name, c->dtype,	   c->n, 1, 1,
-		     0,	      0,       GEMMD_KERNEL_CUBLAS};
+	gm_case g;
 
+	memset(&g, 0, sizeof(g));
+	g.name = g.label = c->name;
+	g.dtype = c->dtype;
+	g.n = 1024;
+	g.jobs = g.requests = 1;
+	g.kernel = GEMMD_KERNEL_CUBLAS;
 	return g;
 }
 

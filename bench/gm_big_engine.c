@@ -160,7 +160,7 @@ static int beside(gm_engine *e, gm_job *big, bg_engine_result *r, char *err,
 	struct timespec gap = {0, 1000 * 1000};
 	struct tag bt;
 	gm_job small;
-	double t0;
+	double t0, worst = 0;
 	int n = 0;
 
 	small_job(e, &small);
@@ -174,6 +174,13 @@ static int beside(gm_engine *e, gm_job *big, bg_engine_result *r, char *err,
 	for (n = 0; !is_done(&bt) && n < LAT_MAX; n++) {
 		if ((lat[n] = run(e, &small, err, errlen)) < 0)
 			return -1;
+		r->slow += lat[n] > 10;
+		if (lat[n] > worst) {
+			worst = lat[n];
+			r->max_h2d = small.h2d_us / 1e3;
+			r->max_kernel = small.kernel_us / 1e3;
+			r->max_d2h = small.d2h_us / 1e3;
+		}
 		nanosleep(&gap, NULL);
 	}
 	wait_for(&bt);
@@ -190,10 +197,11 @@ struct bg_engine {
 	gm_engine *e;
 	const bg_case *c;
 	bg_mats *m;
+	int reg; /* m registered by this engine */
 };
 
-int bg_engine_region(bg_engine *b, int reps, bg_engine_result *r, char *err,
-		     size_t errlen)
+int bg_engine_region(bg_engine *b, int reps, int with_small,
+		     bg_engine_result *r, char *err, size_t errlen)
 {
 	const bg_case *c = b->c;
 	bg_mats *m = b->m;
@@ -207,7 +215,7 @@ int bg_engine_region(bg_engine *b, int reps, bg_engine_result *r, char *err,
 	r->kernel_ms = j.kernel_us / 1e3;
 	r->d2h_ms = j.d2h_us / 1e3;
 	r->region_err = bg_check(c, m->a, m->b, m->out);
-	return beside(b->e, &j, r, err, errlen);
+	return with_small ? beside(b->e, &j, r, err, errlen) : 0;
 }
 
 int bg_engine_pageable(bg_engine *b, int reps, bg_engine_result *r, char *err,
@@ -229,8 +237,8 @@ int bg_engine_pageable(bg_engine *b, int reps, bg_engine_result *r, char *err,
 	return rv;
 }
 
-static int open_engine(const bg_case *c, gm_engine **e, char *err,
-		       size_t errlen)
+static int open_engine(const bg_case *c, uint64_t line_bytes, gm_engine **e,
+		       char *err, size_t errlen)
 {
 	gm_engine_config cfg = {0};
 	struct timespec ms = {0, 1000 * 1000};
@@ -243,6 +251,7 @@ static int open_engine(const bg_case *c, gm_engine **e, char *err,
 	cfg.streams = STREAMS;
 	cfg.issue_order = GM_ISSUE_BREADTH;
 	cfg.kernel = GM_KERNEL_CUBLAS;
+	cfg.ooc_line_bytes = line_bytes;
 	if ((rv = gm_engine_open(&cfg, on_done, NULL, e, msg, sizeof(msg))) !=
 	    GM_OK) {
 		snprintf(err, errlen, "engine: %s: %s", gm_errname(rv), msg);
@@ -254,8 +263,9 @@ static int open_engine(const bg_case *c, gm_engine **e, char *err,
 	return 0;
 }
 
-int bg_engine_open(const bg_case *c, bg_mats *m, bg_engine **out,
-		   double *register_ms, char *err, size_t errlen)
+int bg_engine_open(const bg_case *c, bg_mats *m, uint64_t line_bytes, int reg,
+		   bg_engine **out, double *register_ms, char *err,
+		   size_t errlen)
 {
 	bg_engine *b;
 	char msg[256];
@@ -263,12 +273,16 @@ int bg_engine_open(const bg_case *c, bg_mats *m, bg_engine **out,
 	int rv;
 
 	if ((b = calloc(1, sizeof(*b))) == NULL ||
-	    open_engine(c, &b->e, err, errlen) != 0) {
+	    open_engine(c, line_bytes, &b->e, err, errlen) != 0) {
 		free(b);
 		return -1;
 	}
 	b->c = c;
 	b->m = m;
+	b->reg = reg;
+	*out = b;
+	if (!reg)
+		return 0;
 	t0 = bg_now_ms();
 	if ((rv = gm_engine_register(b->e, m->base, 3 * m->mat, msg,
 				     sizeof(msg))) != GM_OK) {
@@ -278,13 +292,13 @@ int bg_engine_open(const bg_case *c, bg_mats *m, bg_engine **out,
 		return -1;
 	}
 	*register_ms = bg_now_ms() - t0;
-	*out = b;
 	return 0;
 }
 
 void bg_engine_close(bg_engine *b)
 {
-	gm_engine_unregister(b->e, b->m->base);
+	if (b->reg)
+		gm_engine_unregister(b->e, b->m->base);
 	gm_engine_close(b->e);
 	free(b);
 }

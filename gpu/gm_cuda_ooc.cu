@@ -246,9 +246,11 @@ static void give(struct gm_cuda_dev *d, void *slab, double end_us)
 static int plan_of(struct gm_cuda_dev *d, gm_job *j, gm_ooc_plan *p)
 {
 	uint64_t share = gm_ooc_share(gm_pool_size(d->pool));
+	uint64_t line = d->sh->cfg.ooc_line_bytes;
 	int rv;
 
-	if ((rv = gm_ooc_plan_make(&j->d, share, p)) != GM_OK)
+	rv = gm_ooc_plan_make(&j->d, share, line ? line : GM_OOC_LINE_BYTES, p);
+	if (rv != GM_OK)
 		snprintf(j->msg, sizeof(j->msg),
 			 "a GPU pool share of %llu bytes is too small to tile "
 			 "the job in; raise device_pool_bytes",

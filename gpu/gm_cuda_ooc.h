@@ -51,8 +51,10 @@ struct gm_cuda_dev;
 #define GM_CUDA_OOC_STAGES	8
 #define GM_CUDA_OOC_STAGE_BYTES (8ull << 20)
 /* Operations timed in flight: the runner waits for the oldest before
- * it issues more, which also bounds how far ahead it queues. */
-#define GM_CUDA_OOC_TIMED 64
+ * it issues more, which also bounds how far ahead it queues: a few
+ * steps (three operations each), enough to keep the copies and GEMMs
+ * fed, few enough that no stream holds a long wait for another. */
+#define GM_CUDA_OOC_TIMED 16
 
 enum { GM_CUDA_STAGE_FREE, GM_CUDA_STAGE_IN, GM_CUDA_STAGE_OUT };
 

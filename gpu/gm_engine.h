@@ -73,6 +73,13 @@ typedef struct gm_engine_config {
 	 * key: tests and benchmarks set it to compare the two paths.
 	 */
 	uint64_t small_job_bytes;
+	/*
+	 * CUDA: what the tile planner charges per line of a 2D copy
+	 * (gm_ooc.h). 0 means GM_OOC_LINE_BYTES; 1 charges next to
+	 * nothing, so plans minimise bytes alone. Not a configuration key:
+	 * the benchmark compares plans with it.
+	 */
+	uint64_t ooc_line_bytes;
 } gm_engine_config;
 
 /*

@@ -3,10 +3,11 @@
  *
  * The planner tries, for each distinct tile height (tiles of balanced
  * sizes, rounded up to TILE_ALIGN rows when large), the fewest tiles
- * across that fit the budget with panels deep enough, and the fewest
- * that fit with one panel per tile (which lets panels be reused); it
- * keeps the plan that copies the fewest bytes in, then the one with the
- * fewest tiles, then the deepest panels. Tiles are at least TILE_MIN on
+ * across that fit the budget with panels deep enough and a few more,
+ * and the fewest that fit with one panel per tile (which lets panels be
+ * reused); it keeps the plan that costs least to copy in (bytes, plus
+ * line_bytes per line of the 2D copies), then the one with the fewest
+ * tiles, then the deepest panels. Tiles are at least TILE_MIN on
  * a side (or as long as the side): a budget too small for that has no
  * plan, rather than one of millions of tiny GEMMs. Binary searches stand in for
  * loops wherever the device bytes a plan needs shrink monotonically
@@ -23,6 +24,7 @@
 #define KB_ALIGN   64	/* panels above this are multiples of it */
 #define KB_MAX	   8192 /* deeper panels buy nothing but memory */
 #define LD_BYTES   128	/* device lines start on this */
+#define CP_TRIES   256	/* tile widths tried per tile height */
 
 static uint64_t round_up(uint64_t x, uint64_t a)
 {
@@ -147,7 +149,7 @@ static uint64_t next_parts(uint64_t total, uint64_t p)
 struct search {
 	const gm_job_desc *d;
 	uint32_t esize;
-	uint64_t budget;
+	uint64_t budget, line_bytes;
 	int load_c;
 };
 
@@ -198,24 +200,58 @@ struct cand {
 	struct cut r, c;
 	uint64_t kb, nk;
 	int cols_first;
-	double cost; /* bytes copied in */
+	double bytes, lines; /* copied in */
+	double cost;
 };
 
-/* Bytes copied in: each tile's panels, less those reused along a run of
- * tiles when there is one panel per tile, plus C when it is read. */
-static double traffic(const struct search *s, const struct cand *x,
-		      int *cols_first)
+/* Whether the stored lines of operand run along the rows of op(X)
+ * (each line holds a row's elements), else along its columns. */
+static int along_rows(const gm_job_desc *d, int operand)
 {
-	double e = s->esize, m = s->d->m, n = s->d->n, k = s->d->k;
-	double c = s->load_c ? e * m * n : 0, rows, cols;
+	int trans = trans_of(d, operand);
 
-	*cols_first = 0;
-	if (x->nk > 1)
-		return e * k * (m * x->c.count + n * x->r.count) + c;
-	rows = e * k * (m + n * x->r.count); /* A once per row of tiles */
-	cols = e * k * (n + m * x->c.count); /* B once per column */
-	*cols_first = cols < rows;
-	return (cols < rows ? cols : rows) + c;
+	return d->layout == GM_COL_MAJOR ? trans : !trans;
+}
+
+/*
+ * What x copies in: each tile's panels, less those reused along a run of
+ * tiles when there is one panel per tile, plus C when it is read; in
+ * bytes and in lines of 2D copies. A block's lines run along one of its
+ * dimensions, so, summed over blocks, an operand's lines are that
+ * dimension's extent times the times it is loaded (panels of A whose
+ * lines run along K: K per tile). Its cost is the bytes plus line_bytes
+ * per line.
+ */
+static void traffic(const struct search *s, struct cand *x)
+{
+	const gm_job_desc *d = s->d;
+	double e = s->esize, m = d->m, n = d->n, k = d->k;
+	double tm = (double)x->r.count, tn = (double)x->c.count;
+	double nk = (double)x->nk, lb = (double)s->line_bytes;
+	int a_m = along_rows(d, GM_OOC_A), b_k = along_rows(d, GM_OOC_B);
+	double rows, cols, rows_l, cols_l;
+
+	x->cols_first = 0;
+	if (x->nk > 1) {
+		x->bytes = e * k * (m * tn + n * tm);
+		x->lines = (a_m ? nk * tn * m : tm * tn * k) +
+			   (b_k ? tm * tn * k : nk * tm * n);
+	} else {
+		/* A once per row of tiles, B once per tile; or the other
+		 * way round, column after column. */
+		rows = e * k * (m + n * tm);
+		rows_l = (a_m ? m : tm * k) + (b_k ? tm * tn * k : tm * n);
+		cols = e * k * (n + m * tn);
+		cols_l = (a_m ? tn * m : tm * tn * k) + (b_k ? tn * k : n);
+		x->cols_first = cols + lb * cols_l < rows + lb * rows_l;
+		x->bytes = x->cols_first ? cols : rows;
+		x->lines = x->cols_first ? cols_l : rows_l;
+	}
+	if (s->load_c) {
+		x->bytes += e * m * n;
+		x->lines += along_rows(d, GM_OOC_C) ? tn * m : tm * n;
+	}
+	x->cost = x->bytes + lb * x->lines;
 }
 
 /* Fills x for tiles of about rp x cp parts; 0 when they do not fit. */
@@ -241,7 +277,7 @@ static int try_cut(const struct search *s, uint64_t rp, uint64_t cp,
 	} else {
 		x->nk = 1;
 	}
-	x->cost = traffic(s, x, &x->cols_first);
+	traffic(s, x);
 	return 1;
 }
 
@@ -312,6 +348,7 @@ static void fill(gm_ooc_plan *p, const struct search *s, const struct cand *x)
 	const gm_job_desc *d = s->d;
 	uint64_t e = s->esize, a_loads, b_loads;
 
+	p->h2d_lines = (uint64_t)x->lines;
 	p->mt = (uint32_t)x->r.side;
 	p->nt = (uint32_t)x->c.side;
 	p->kb = (uint32_t)x->kb;
@@ -338,7 +375,25 @@ static void fill(gm_ooc_plan *p, const struct search *s, const struct cand *x)
 	p->d2h_bytes = e * d->m * d->n;
 }
 
-int gm_ooc_plan_make(const gm_job_desc *d, uint64_t budget, gm_ooc_plan *p)
+/* For tiles rp parts high: one across, the fewest that fit and more
+ * (more tiles can allow deeper panels, so fewer lines), and the fewest
+ * with one panel per tile. */
+static void consider_height(const struct search *s, uint64_t rp,
+			    struct cand *best, int *found)
+{
+	uint64_t n = s->d->n, most = max_parts(n), cp = fewest(s, rp, fits);
+
+	consider(s, rp, 1, best, found);
+	for (int i = 0; cp != 0 && cp <= most && i < CP_TRIES; i++) {
+		consider(s, rp, cp, best, found);
+		cp = next_parts(n, cp);
+	}
+	if (s->d->k <= KB_MAX)
+		consider(s, rp, fewest(s, rp, fits_one_panel), best, found);
+}
+
+int gm_ooc_plan_make(const gm_job_desc *d, uint64_t budget, uint64_t line_bytes,
+		     gm_ooc_plan *p)
 {
 	struct search s;
 	struct cand best;
@@ -353,15 +408,11 @@ int gm_ooc_plan_make(const gm_job_desc *d, uint64_t budget, gm_ooc_plan *p)
 	s.d = d;
 	s.esize = p->esize;
 	s.budget = budget;
+	s.line_bytes = line_bytes;
 	s.load_c = p->load_c;
 	for (uint64_t rp = 1, most = max_parts(d->m); rp <= most;
-	     rp = next_parts(d->m, rp)) {
-		consider(&s, rp, 1, &best, &found);
-		consider(&s, rp, fewest(&s, rp, fits), &best, &found);
-		if (d->k <= KB_MAX)
-			consider(&s, rp, fewest(&s, rp, fits_one_panel), &best,
-				 &found);
-	}
+	     rp = next_parts(d->m, rp))
+		consider_height(&s, rp, &best, &found);
 	if (!found)
 		return GM_ETOOBIG;
 	fill(p, &s, &best);

@@ -16,14 +16,17 @@
  * tiles go in a snake along their longer run, so a row of A (or a column
  * of B) crosses the link once.
  *
- * The plan minimises the bytes copied in, which is what bounds a tiled
- * job (a PCIe 5 link moves about 55 GB/s; a GPU multiplies fp64 at about
- * 55 TFLOP/s, so a tile must do some 1000 flops per byte it brings in,
- * which a square tile of side s does at s / esize), under two
- * constraints: its buffers fit the budget it is given, and its panels
- * are at least GM_OOC_KB_BYTES / esize deep (or as deep as K, or half
- * the tile's side for the tiny tiles of a tiny budget), so that each GEMM
- * does enough work per element of C it reads and writes back.
+ * The plan minimises what copying in costs, which is what bounds a
+ * tiled job (a PCIe 5 link moves about 55 GB/s; a GPU multiplies fp64 at
+ * about 55 TFLOP/s, so a tile must do some 1000 flops per byte it brings
+ * in, which a square tile of side s does at s / esize): the bytes, plus
+ * a cost per line of each 2D copy, because a panel whose lines are
+ * short crosses the link far slower than its bytes would (GM_OOC_LINE_
+ * BYTES). It does so under two constraints: its buffers fit the budget
+ * it is given, and its panels are at least GM_OOC_KB_BYTES / esize deep
+ * (or as deep as K, or half the tile's side for the tiny tiles of a tiny
+ * budget), so that each GEMM does enough work per element of C it reads
+ * and writes back.
  *
  * The schedule of a range of tile positions (gm_ooc_iter) is a sequence
  * of operations, each on one of three streams (copies in, GEMMs, copies
@@ -54,6 +57,14 @@ extern "C" {
 #define GM_OOC_KB_BYTES 2048
 /* Device buffers start on this. */
 #define GM_OOC_ALIGN 256
+/*
+ * What one line of a 2D copy between host and device costs, in bytes of
+ * copying: measured on an H100 on PCIe 5 (bench/RESULTS.md), panels of
+ * 2 KiB and 5 KiB lines, 128 and 256 KiB apart in host memory, crossed
+ * at 17 and 19 GB/s, long lines at over 40: each line cost about 160 ns
+ * more than its bytes, 8 KiB at 52 GB/s.
+ */
+#define GM_OOC_LINE_BYTES 8192
 
 /* The operands of a plan; C stands for C in and the result out. */
 enum gm_ooc_operand { GM_OOC_A, GM_OOC_B, GM_OOC_C, GM_OOC_OPERANDS };
@@ -75,15 +86,18 @@ typedef struct gm_ooc_plan {
 	uint64_t bytes;			      /* device bytes of all buffers */
 	uint64_t h2d_bytes, d2h_bytes;	      /* what crosses the link (in:
 						 at most) */
+	uint64_t h2d_lines;		      /* in lines of 2D copies, about */
 } gm_ooc_plan;
 
 /*
  * Plans d (valid: dims within GM_MAX_DIM, known dtype and layout) for at
- * most budget device bytes. GM_OK, or GM_ETOOBIG when no plan fits the
+ * most budget device bytes, each line of a 2D copy in costing line_bytes
+ * (GM_OOC_LINE_BYTES). GM_OK, or GM_ETOOBIG when no plan fits the
  * budget: tiles are at least 64 x 64 (or the whole side), so a few
  * hundred KiB always do, a few KiB may not.
  */
-int gm_ooc_plan_make(const gm_job_desc *d, uint64_t budget, gm_ooc_plan *p);
+int gm_ooc_plan_make(const gm_job_desc *d, uint64_t budget, uint64_t line_bytes,
+		     gm_ooc_plan *p);
 
 /* The share of a device pool of pool_bytes one tiled job may hold. */
 uint64_t gm_ooc_share(uint64_t pool_bytes);

@@ -50,7 +50,9 @@ static uint32_t show_plan(const gm_job_desc *d, uint64_t pool)
 {
 	gm_ooc_plan p;
 
-	assert_int_equal(gm_ooc_plan_make(d, gm_ooc_share(pool), &p), GM_OK);
+	assert_int_equal(
+	    gm_ooc_plan_make(d, gm_ooc_share(pool), GM_OOC_LINE_BYTES, &p),
+	    GM_OK);
 	printf("  %s %ux%ux%u, %llu KiB pool: %u x %u tiles of %u x %u, %u "
 	       "panels of %u, %.1f MB in\n",
 	       gm_dtype_name(d->dtype), d->m, d->n, d->k,
