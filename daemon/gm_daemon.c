@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "gm_admit.h"
 #include "gm_build.h"
@@ -290,6 +291,28 @@ static void engine_budget(gm_loop *l, gm_sched_budget *b)
 		b->bytes = CPU_BUDGET_BYTES;
 }
 
+/* Requests larger than the pool go to pageable memory, up to the
+ * configured cap, which half of the host's memory bounds. */
+static void open_pageable(gm_loop *l)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+	uint64_t host =
+	    pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+	uint64_t want = l->cfg->pageable_max_bytes;
+	uint64_t cap = gm_pageable_init(&l->stats.pageable, want, host);
+
+	if (cap == 0)
+		GM_LOG(GM_LOG_INFO, "requests larger than the pool: refused "
+				    "(pageable_max_bytes=0)");
+	else
+		GM_LOG(GM_LOG_INFO,
+		       "requests larger than the pool: up to %" PRIu64
+		       " MiB at once in pageable memory (pageable_max_bytes="
+		       "%" PRIu64 " MiB%s)",
+		       cap >> 20, want >> 20,
+		       cap < want ? ", cut to half the host's memory" : "");
+}
+
 /* The engine (its warm-up started), its host pool and the queue for
  * it, the scheduler, the detached-job table and the region table; on
  * failure what was made is closed again. */
@@ -328,6 +351,7 @@ static int open_core(gm_loop *l)
 	GM_LOG(GM_LOG_INFO, "engine %s: %u device(s), host pool %llu MiB",
 	       gm_engine_name(l->eng), gm_engine_devices(l->eng),
 	       (unsigned long long)(size >> 20));
+	open_pageable(l);
 	engine_budget(l, &budget);
 	if ((rv = gm_sched_create(l->eng, l->cfg->queue_depth, &budget,
 				  &l->stats, gm_request_job_done,

@@ -13,6 +13,7 @@
 #include "gm_clock.h"
 #include "gm_engine.h"
 #include "gm_hist.h"
+#include "gm_pageable.h"
 #include "gm_proto.h"
 #include "gm_rate.h"
 
@@ -50,6 +51,9 @@ typedef struct gm_stats {
 	uint64_t d2h_by_dtype[GM_DTYPE_SLOTS];
 	uint64_t bytes_h2d, bytes_d2h; /* the same, over every dtype */
 	gm_rate rate; /* finished jobs, and the above, per second */
+	/* Requests over the pool, in pageable memory: the admission's own
+	 * state and counts (gm_pageable.h), its cap set at start. */
+	gm_pageable pageable;
 } gm_stats;
 
 /* Zeroes s and stamps the start time. */
