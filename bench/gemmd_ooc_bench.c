@@ -9,21 +9,29 @@
  * mapping, as a shared-memory region's do, registered with the engine as
  * the daemon registers a region; the engine runs it in process through
  * gm_engine.h, then again from a copy in pageable memory (as a socket
- * payload larger than the pinned pool will be received), and small jobs
- * are timed one after another while it runs. With --gemmd, the same job
- * goes through a gemmd from a region the client makes (gemmd.h), and a
- * 16384^2 fp32 job through the socket with pool_bytes 1 GiB, larger than
- * the pinned pool: that one needs the daemon to receive such payloads
- * into pageable memory, and says what the daemon answered.
+ * payload larger than the pinned pool is received), and small jobs are
+ * timed one after another while it runs. Then the same job goes through
+ * a gemmd the bench starts (the one built beside it, or --gemmd PATH),
+ * from a region the client makes (gemmd.h). Last, a 16384^2 fp32 job
+ * goes through the socket of a gemmd with pool_bytes 1 GiB: larger than
+ * the pool, the daemon receives it into pageable memory
+ * (pageable_max_bytes) and its engine tiles it from there; it is
+ * measured beside cuBLAS on resident data, cuBLASXt and the raw ipc://
+ * stream carrying the same bytes, the bound being the stream then the
+ * resident GEMM (a job starts once its payload is in).
  *
  *   gemmd_ooc_bench                    quick case (16384^3, 1 GiB pool)
  *   gemmd_ooc_bench --case big         32768^3, 4 GiB pool (24 GiB host)
- *   gemmd_ooc_bench --case all --gemmd build/daemon/gemmd
+ *   gemmd_ooc_bench --case socket      16384^2 fp32 through the socket
+ *   gemmd_ooc_bench --case all         all three
  *
- * The engine plans its tiles charging GM_OOC_LINE_BYTES per line of a 2D
- * copy; two more runs plan with 1 (bytes alone) and 4 times as much.
- * --no-xt, --no-pageable, --no-socket and --no-variants leave those runs
- * out.
+ * Each result is printed beside its bound: "x resident" is the resident
+ * cuBLAS time over the result's (1 is the compute bound), "x cuBLASXt"
+ * cuBLASXt's best time over it (above 1: faster than cuBLASXt), "of
+ * bound" the bound's time over it. The engine plans its tiles charging
+ * GM_OOC_LINE_BYTES per line of a 2D copy; two more runs plan with 1
+ * (bytes alone) and 4 times as much. --no-gemmd, --no-xt, --no-pageable
+ * and --no-variants leave those runs out.
  */
 #include <cuda_runtime_api.h>
 #include <stdio.h>
@@ -39,6 +47,9 @@
 #define TARGET	   0.85 /* of the resident rate, from a region */
 #define REPS_MAX   9
 #define FP64_ERROR 1e-9 /* bg_check's error a right fp64 result stays under */
+#ifndef GEMMD_PATH
+#define GEMMD_PATH NULL /* no gemmd built beside the bench */
+#endif
 
 static const bg_case cases[] = {
     {"quick", GEMMD_FP64, 16384, 1 * GIB},
@@ -47,8 +58,8 @@ static const bg_case cases[] = {
 static const bg_case socket_case = {"socket", GEMMD_FP32, 16384, 0};
 
 struct opts {
-	const char *which, *gemmd;
-	int reps, xt, pageable, socket, variants;
+	const char *which, *gemmd; /* gemmd NULL: --no-gemmd */
+	int reps, xt, pageable, variants;
 };
 
 struct row {
@@ -81,18 +92,30 @@ static void print_plan(const bg_case *c, uint64_t line_bytes)
 	       bg_flops(c) / p.h2d_bytes, p.bytes / (double)GIB);
 }
 
-static void line(const char *what, const bg_case *c, double ms, double resident)
+/* cuBLASXt's best time of the run, 0 when it did not run. */
+static double xt_best(const struct row *w)
+{
+	return w->xt_big > 0 && (w->xt == 0 || w->xt_big < w->xt) ? w->xt_big
+								  : w->xt;
+}
+
+/* A result, and its ratio to each bound w has (resident cuBLAS and,
+ * with xt set, cuBLASXt). */
+static void line(const char *what, const bg_case *c, double ms,
+		 const struct row *w, int xt)
 {
 	printf("  %-34s %10.1f ms %7.2f TFLOP/s", what, ms, bg_tflops(c, ms));
-	if (resident > 0 && ms > 0)
-		printf("  %5.3fx resident", resident / ms);
+	if (w != NULL && w->resident > 0 && ms > 0)
+		printf("  %5.3fx resident", w->resident / ms);
+	if (w != NULL && xt && xt_best(w) > 0 && ms > 0)
+		printf("  %5.2fx cuBLASXt", xt_best(w) / ms);
 	printf("\n");
 }
 
 static void print_engine(const bg_case *c, const bg_engine_result *e,
 			 const char *what, struct row *w)
 {
-	line(what, c, e->region_ms, w->resident);
+	line(what, c, e->region_ms, w, 1);
 	printf("  %-34s h2d %.0f, kernel %.0f, d2h %.0f ms (sums); %s\n",
 	       "  its timings", e->h2d_ms, e->kernel_ms, e->d2h_ms,
 	       ok(e->region_err, c->dtype));
@@ -157,6 +180,37 @@ static void variant(const bg_case *c, bg_mats *m, int reps, uint64_t line_bytes,
 	print_engine(c, &e, what, w);
 }
 
+/* cuBLAS on resident data and, unless --no-xt, cuBLASXt (a failure of
+ * which is printed, not fatal) for c from m, printed. */
+static int compute_bounds(const struct opts *o, const bg_case *c, bg_mats *m,
+			  struct row *w, char *err, size_t errlen)
+{
+	char what[64], xerr[256];
+
+	if (bg_resident(c, m, o->reps, &w->resident, err, errlen) != 0)
+		return -1;
+	line("cuBLAS, device-resident", c, w->resident, NULL, 0);
+	fflush(stdout);
+	if (!o->xt)
+		return 0;
+	if (bg_xt(c, m, 0, &w->xt, &w->xt_block, xerr, sizeof(xerr)) == 0) {
+		snprintf(what, sizeof(what), "cuBLASXt, block %d (default)",
+			 w->xt_block);
+		line(what, c, w->xt, w, 0);
+	} else {
+		printf("  cuBLASXt: %s\n", xerr);
+	}
+	if (bg_xt(c, m, XT_BLOCK, &w->xt_big, &w->xt_block, xerr,
+		  sizeof(xerr)) == 0) {
+		snprintf(what, sizeof(what), "cuBLASXt, block %d", w->xt_block);
+		line(what, c, w->xt_big, w, 0);
+	} else {
+		printf("  cuBLASXt, block %d: %s\n", XT_BLOCK, xerr);
+	}
+	fflush(stdout);
+	return 0;
+}
+
 /* The in-process part of a case: the bounds and the engine, whose
  * registration pins the operands for all that follows. */
 static int in_process(const struct opts *o, const bg_case *c, struct row *w)
@@ -179,25 +233,8 @@ static int in_process(const struct opts *o, const bg_case *c, struct row *w)
 		goto unmap;
 	printf("  registered (pinned) in %.0f ms\n", reg);
 	copies(c, &m);
-	if (bg_resident(c, &m, o->reps, &w->resident, err, sizeof(err)) != 0)
+	if (compute_bounds(o, c, &m, w, err, sizeof(err)) != 0)
 		goto close;
-	line("cuBLAS, device-resident", c, w->resident, 0);
-	fflush(stdout);
-	if (o->xt &&
-	    bg_xt(c, &m, 0, &w->xt, &w->xt_block, err, sizeof(err)) == 0) {
-		char what[64];
-
-		snprintf(what, sizeof(what), "cuBLASXt, block %d (default)",
-			 w->xt_block);
-		line(what, c, w->xt, w->resident);
-		if (bg_xt(c, &m, XT_BLOCK, &w->xt_big, &w->xt_block, err,
-			  sizeof(err)) == 0) {
-			snprintf(what, sizeof(what), "cuBLASXt, block %d",
-				 w->xt_block);
-			line(what, c, w->xt_big, w->resident);
-		}
-	}
-	fflush(stdout);
 	if (bg_engine_region(be, o->reps, 1, &e, err, sizeof(err)) != 0)
 		goto close;
 	w->engine = e.region_ms;
@@ -208,8 +245,7 @@ static int in_process(const struct opts *o, const bg_case *c, struct row *w)
 		if (bg_engine_pageable(be, o->reps, &e, err, sizeof(err)) != 0)
 			goto close;
 		w->pageable = e.pageable_ms;
-		line("engine, from pageable memory", c, e.pageable_ms,
-		     w->resident);
+		line("engine, from pageable memory", c, e.pageable_ms, w, 1);
 		printf("  %-34s %s\n", "", ok(e.pageable_err, c->dtype));
 		fflush(stdout);
 	}
@@ -244,24 +280,35 @@ static int through_gemmd(const struct opts *o, const bg_case *c, struct row *w)
 		return -1;
 	}
 	w->gemmd = r.ms;
-	line("gemmd, from a region", c, r.ms, w->resident);
+	line("gemmd, from a region", c, r.ms, w, 1);
 	printf("  %-34s h2d %.0f, kernel %.0f, d2h %.0f ms; %s\n",
 	       "  its timings", r.t.h2d_us / 1e3, r.t.kernel_us / 1e3,
 	       r.t.d2h_us / 1e3, ok(r.err, c->dtype));
 	return 0;
 }
 
-static void targets(const bg_case *c, const struct row *w)
+/* The issue's targets for a job from a region: at least TARGET of the
+ * resident rate, and faster than cuBLASXt. */
+static void target(const char *what, double ms, const struct row *w)
 {
-	double ratio = w->resident / w->engine;
-	double xt = w->xt_big > 0 && w->xt_big < w->xt ? w->xt_big : w->xt;
+	double ratio = w->resident / ms, xt = xt_best(w);
 
-	printf("  target, engine from a region: %.3fx resident (>= %.2f: %s)",
+	printf("  target, %s from a region: %.3fx resident (>= %.2f: %s)", what,
 	       ratio, TARGET, ratio >= TARGET ? "met" : "missed");
 	if (xt > 0)
-		printf(", %.2fx cuBLASXt's best rate (> 1: %s)", xt / w->engine,
-		       w->engine < xt ? "met" : "missed");
+		printf(", %.2fx cuBLASXt's best rate (> 1: %s)", xt / ms,
+		       ms < xt ? "met" : "missed");
 	printf("\n");
+}
+
+static void targets(const struct row *w)
+{
+	if (w->resident <= 0)
+		return;
+	if (w->engine > 0)
+		target("engine", w->engine, w);
+	if (w->gemmd > 0)
+		target("gemmd", w->gemmd, w);
 }
 
 static int run_case(const struct opts *o, const bg_case *c)
@@ -277,9 +324,43 @@ static int run_case(const struct opts *o, const bg_case *c)
 	rv = in_process(o, c, &w);
 	if (o->gemmd != NULL && through_gemmd(o, c, &w) != 0)
 		rv = -1;
-	if (w.resident > 0 && w.engine > 0)
-		targets(c, &w);
+	targets(&w);
 	return rv;
+}
+
+/* The socket case through gemmd, against its bound: the raw stream,
+ * then the resident GEMM. */
+static int socket_run(const struct opts *o, const bg_case *c, bg_mats *m,
+		      const struct row *w, char *err, size_t errlen)
+{
+	uint64_t mat = bg_mat_bytes(c);
+	double stream, bound;
+	bg_drive_result r;
+
+	if (bg_stream(2 * mat, mat, o->reps, &stream, err, errlen) != 0)
+		return -1;
+	printf("  %-34s %10.1f ms %7.2f GB/s\n", "ipc:// stream, same bytes",
+	       stream, 3.0 * mat / stream / 1e6);
+	bound = stream + w->resident;
+	line("bound: the stream, then resident", c, bound, NULL, 0);
+	fflush(stdout);
+	if (bg_drive_socket(o->gemmd, c, GIB, m, o->reps, &r, err, errlen) != 0)
+		return -1;
+	if (r.status != GM_OK) {
+		snprintf(err, errlen, "gemmd: %s", r.msg);
+		return -1;
+	}
+	line("gemmd, through the socket", c, r.ms, w, 1);
+	printf("  %-34s %5.3fx the bound\n", "", bound / r.ms);
+	printf("  %-34s queue %.0f, h2d %.0f, kernel %.0f, d2h %.0f, total "
+	       "%.0f ms; %s\n",
+	       "  its timings", r.t.queue_us / 1e3, r.t.h2d_us / 1e3,
+	       r.t.kernel_us / 1e3, r.t.d2h_us / 1e3, r.t.total_us / 1e3,
+	       ok(r.err, c->dtype));
+	printf("  %-34s %.0f requests in pageable memory, at most %.2f GiB "
+	       "held\n",
+	       "  the daemon", r.pageable_requests, r.pageable_peak / GIB);
+	return 0;
 }
 
 /* A payload larger than the pinned pool, through the socket. */
@@ -287,27 +368,26 @@ static int through_socket(const struct opts *o)
 {
 	const bg_case *c = &socket_case;
 	char err[512] = "";
-	bg_drive_result r;
+	struct row w = {0};
+	bg_mats m;
+	int rv;
 
-	printf("socket: fp32 %u^3 (%.0f GiB in) through the socket, "
-	       "pool_bytes 1 GiB\n",
-	       c->n, 2.0 * bg_mat_bytes(c) / GIB);
-	if (bg_drive_socket(o->gemmd, c, GIB, &r, err, sizeof(err)) != 0) {
+	printf("socket: fp32 %u^3 through the socket, %.1f GiB in and %.1f "
+	       "GiB back, pool_bytes 1 GiB (received into pageable memory)\n",
+	       c->n, 2.0 * bg_mat_bytes(c) / GIB, 1.0 * bg_mat_bytes(c) / GIB);
+	if (bg_mats_map(c, 0, &m, err, sizeof(err)) != 0) {
 		printf("  failed: %s\n", err);
 		return -1;
 	}
-	if (r.status != GM_OK) {
-		printf("  refused: %s\n  (running it needs the daemon to "
-		       "receive a payload larger than the pinned pool into "
-		       "pageable memory)\n",
-		       r.msg);
-		return 0;
-	}
-	line("gemmd, through the socket", c, r.ms, 0);
-	printf("  %-34s h2d %.0f, kernel %.0f, d2h %.0f ms; %s\n",
-	       "  its timings", r.t.h2d_us / 1e3, r.t.kernel_us / 1e3,
-	       r.t.d2h_us / 1e3, ok(r.err, c->dtype));
-	return 0;
+	bg_mats_fill(c, &m, 13);
+	rv = compute_bounds(o, c, &m, &w, err, sizeof(err));
+	if (rv == 0)
+		rv = socket_run(o, c, &m, &w, err, sizeof(err));
+	if (rv != 0)
+		printf("  failed: %s\n", err);
+	bg_mats_unmap(&m);
+	fflush(stdout);
+	return rv;
 }
 
 static int parse(int argc, char **argv, struct opts *o)
@@ -319,8 +399,8 @@ static int parse(int argc, char **argv, struct opts *o)
 			o->xt = 0;
 		else if (strcmp(a, "--no-pageable") == 0)
 			o->pageable = 0;
-		else if (strcmp(a, "--no-socket") == 0)
-			o->socket = 0;
+		else if (strcmp(a, "--no-gemmd") == 0)
+			o->gemmd = NULL;
 		else if (strcmp(a, "--no-variants") == 0)
 			o->variants = 0;
 		else if (strcmp(a, "--case") == 0 && v != NULL)
@@ -337,7 +417,7 @@ static int parse(int argc, char **argv, struct opts *o)
 
 int main(int argc, char **argv)
 {
-	struct opts o = {"quick", NULL, 2, 1, 1, 1, 1};
+	struct opts o = {"quick", GEMMD_PATH, 2, 1, 1, 1};
 	struct cudaDeviceProp p;
 	int failed = 0, ran = 0;
 
@@ -346,9 +426,9 @@ int main(int argc, char **argv)
 	setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
 	if (parse(argc, argv, &o) != 0) {
 		fprintf(stderr,
-			"usage: gemmd_ooc_bench [--case quick|big|all] "
-			"[--gemmd PATH] [--reps 1..%d] [--no-xt] "
-			"[--no-pageable] [--no-socket] [--no-variants]\n",
+			"usage: gemmd_ooc_bench [--case quick|big|socket|all] "
+			"[--gemmd PATH | --no-gemmd] [--reps 1..%d] [--no-xt] "
+			"[--no-pageable] [--no-variants]\n",
 			REPS_MAX);
 		return 2;
 	}
@@ -369,8 +449,13 @@ int main(int argc, char **argv)
 		ran++;
 		failed += run_case(&o, &cases[i]) != 0;
 	}
-	if (o.gemmd != NULL && o.socket && through_socket(&o) != 0)
-		failed++;
+	if (strcmp(o.which, "all") == 0 || strcmp(o.which, "socket") == 0) {
+		ran++;
+		if (o.gemmd == NULL)
+			printf("socket: needs a gemmd (--no-gemmd given)\n");
+		else if (through_socket(&o) != 0)
+			failed++;
+	}
 	if (ran == 0) {
 		fprintf(stderr, "no case named %s\n", o.which);
 		return 2;

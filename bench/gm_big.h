@@ -126,6 +126,10 @@ typedef struct bg_drive_result {
 	int status;	  /* the job's, or the call's when it failed */
 	char msg[GEMMD_MSG_TEXT + 64];
 	gemmd_timings t;
+	/* From the daemon's stats after the runs: requests it received
+	 * into pageable memory (larger than its pool), and the most such
+	 * memory held at once; -1 when not read. */
+	double pageable_requests, pageable_peak;
 } bg_drive_result;
 
 /* Starts gemmd with c's device pool, makes a region for A, B and out
@@ -134,9 +138,22 @@ typedef struct bg_drive_result {
 int bg_drive_region(const char *gemmd, const bg_case *c, int reps,
 		    bg_drive_result *r, char *err, size_t errlen);
 
-/* Starts gemmd with pool_bytes and sends c through the socket from
- * ordinary memory, once. As bg_drive_region. */
+/* Starts gemmd with pool_bytes, c's device pool, and max_message_bytes
+ * and pageable_max_bytes that take c's request whole (larger than the
+ * pool, it is received into pageable memory), and sends c through the
+ * socket (staging off) from m (bg_mats_map, A and B filled): a warm-up,
+ * then reps timed runs, out poisoned before the last. As
+ * bg_drive_region. */
 int bg_drive_socket(const char *gemmd, const bg_case *c, uint64_t pool_bytes,
-		    bg_drive_result *r, char *err, size_t errlen);
+		    bg_mats *m, int reps, bg_drive_result *r, char *err,
+		    size_t errlen);
+
+/* ---- the socket's own bound (gm_big_drive.c) ---- */
+
+/* One ipc:// byte stream of this host carrying in_bytes one way and
+ * out_bytes back, with no framing and no GEMM (bench/gm_rawrate.h):
+ * the median of reps after a warm-up, in *ms. 0 or -1 with err. */
+int bg_stream(uint64_t in_bytes, uint64_t out_bytes, int reps, double *ms,
+	      char *err, size_t errlen);
 
 #endif

@@ -3,15 +3,20 @@
  * client runs it (gemmd.h): from a shared-memory region the client makes
  * and the daemon pins (no byte crosses the socket), or from ordinary
  * memory through the socket (GEMMD_OPEN_NO_SHM: the library does not
- * stage it through a region). The time is the client's, from the submit
- * to the reply.
+ * stage it through a region), a request larger than the daemon's pool
+ * that it receives into pageable memory; and the bound of that socket,
+ * one raw ipc:// stream carrying the same bytes. The time is the client's, from
+ * the submit to the reply.
  */
+#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "gm_bench.h"
 #include "gm_big.h"
+#include "gm_rawrate.h"
 
 #define MIB	  (1024ull * 1024)
 #define STREAMS	  8	 /* gemmd's default */
@@ -130,32 +135,62 @@ int bg_drive_region(const char *gemmd, const bg_case *c, int reps,
 	return 0;
 }
 
-int bg_drive_socket(const char *gemmd, const bg_case *c, uint64_t pool_bytes,
-		    bg_drive_result *r, char *err, size_t errlen)
+/* What the daemon says of requests it received into pageable memory;
+ * -1 where the stats cannot be read. */
+static void read_pageable(gemmd_client *cl, bg_drive_result *r)
 {
-	char pool[64], msg[64], dev[64];
-	char *sets[] = {pool, msg, dev};
+	const cJSON *p, *stats;
+	char *text = NULL;
+	cJSON *doc;
+
+	r->pageable_requests = r->pageable_peak = -1;
+	if (gemmd_stats(cl, &text, 10000) != GM_OK)
+		return;
+	doc = cJSON_Parse(text);
+	free(text);
+	stats = cJSON_GetObjectItemCaseSensitive(doc, "stats");
+	p = cJSON_GetObjectItemCaseSensitive(stats, "pageable");
+	if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(p, "requests")))
+		r->pageable_requests =
+		    cJSON_GetObjectItemCaseSensitive(p, "requests")
+			->valuedouble;
+	if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(p, "peak_bytes")))
+		r->pageable_peak =
+		    cJSON_GetObjectItemCaseSensitive(p, "peak_bytes")
+			->valuedouble;
+	cJSON_Delete(doc);
+}
+
+int bg_drive_socket(const char *gemmd, const bg_case *c, uint64_t pool_bytes,
+		    bg_mats *m, int reps, bg_drive_result *r, char *err,
+		    size_t errlen)
+{
+	char pool[64], msg[64], dev[64], pageable[64];
+	char *sets[] = {pool, msg, dev, pageable};
 	const gemmd_open_opts no_shm = {.flags = GEMMD_OPEN_NO_SHM};
+	uint64_t mat = bg_mat_bytes(c);
 	gm_case g = drive_case(c);
 	gm_daemon_proc p;
 	gemmd_job j = job_of(c);
-	bg_mats m;
 	int rv;
 
 	memset(r, 0, sizeof(*r));
+	if (reps < 1 || reps > REPS_MAX) {
+		snprintf(err, errlen, "reps %d not in 1..%d", reps, REPS_MAX);
+		return -1;
+	}
+	/* The request: A and B in its frame, its slab A, B and the result
+	 * (and a reply head), all larger than the pool. */
 	snprintf(pool, sizeof(pool), "pool_bytes=%lluM",
 		 (unsigned long long)(pool_bytes / MIB));
 	snprintf(msg, sizeof(msg), "max_message_bytes=%lluM",
-		 (unsigned long long)((2 * bg_mat_bytes(c) + MSG_EXTRA) / MIB));
+		 (unsigned long long)((2 * mat + MSG_EXTRA) / MIB));
 	snprintf(dev, sizeof(dev), "device_pool_bytes=%lluM",
 		 (unsigned long long)(c->device_pool / MIB));
-	if (bg_mats_map(c, 0, &m, err, errlen) != 0)
+	snprintf(pageable, sizeof(pageable), "pageable_max_bytes=%lluM",
+		 (unsigned long long)((3 * mat + MSG_EXTRA) / MIB));
+	if (gm_drive_start(gemmd, &g, STREAMS, sets, 4, &p, err, errlen) != 0)
 		return -1;
-	bg_mats_fill(c, &m, 13);
-	if (gm_drive_start(gemmd, &g, STREAMS, sets, 3, &p, err, errlen) != 0) {
-		bg_mats_unmap(&m);
-		return -1;
-	}
 	/* Over ipc:// the library would stage plain pointers through a
 	 * region of its own: this case is the bytes on the socket. */
 	gemmd_close(p.cl);
@@ -163,17 +198,27 @@ int bg_drive_socket(const char *gemmd, const bg_case *c, uint64_t pool_bytes,
 		snprintf(err, errlen, "%s", gemmd_last_error());
 		p.cl = NULL;
 		gm_drive_stop(&p);
-		bg_mats_unmap(&m);
 		return -1;
 	}
-	j.a = m.a;
-	j.b = m.b;
-	j.out = m.out;
-	runs(p.cl, c, &j, &m, 1, r);
-	bg_mats_unmap(&m);
+	j.a = m->a;
+	j.b = m->b;
+	j.out = m->out;
+	runs(p.cl, c, &j, m, reps, r);
+	read_pageable(p.cl, r);
 	if ((rv = gm_drive_stop(&p)) != 0) {
 		snprintf(err, errlen, "gemmd exited %d", rv);
 		return -1;
 	}
 	return 0;
+}
+
+int bg_stream(uint64_t in_bytes, uint64_t out_bytes, int reps, double *ms,
+	      char *err, size_t errlen)
+{
+	char url[96];
+
+	snprintf(url, sizeof(url), "ipc:///tmp/gemmd-ooc-stream-%d.sock",
+		 (int)getpid());
+	return gm_rawrate(url, NULL, in_bytes, out_bytes, reps, ms, err,
+			  errlen);
 }
