@@ -79,7 +79,6 @@ static int check_state(gm_loop *l, const gm_hdr *h, const gm_batch *b,
 	}
 	if ((rv = gm_sched_room(l->sched, b->priority, h->count)) != GM_OK) {
 		no_room(l, rv, b, h->count, text, len);
-		l->stats.jobs_rejected += rv == GM_EBUSY ? h->count : 0;
 		return rv;
 	}
 	if (detach &&
@@ -135,6 +134,7 @@ static int on_gemm(gm_loop *l, gm_conn *c, const gm_hdr *h, const gm_batch *b,
 		GM_OK ||
 	    (rv = check_state(l, h, b, head, desc, nrefs, slab, &pageable, text,
 			      sizeof(text))) != GM_OK) {
+		l->stats.jobs_rejected += h->count;
 		gm_conn_error(c, h->id, rv, text);
 		return rv;
 	}
@@ -148,6 +148,7 @@ static int on_gemm(gm_loop *l, gm_conn *c, const gm_hdr *h, const gm_batch *b,
 		if (!detach)
 			gm_conn_unreserve(c, h->count);
 		gm_sched_unreserve(l->sched, b->priority, h->count);
+		l->stats.jobs_rejected += h->count;
 		gm_conn_error(c, h->id, GM_ENOMEM, "no memory for the request");
 		return GM_ENOMEM;
 	}

@@ -180,11 +180,15 @@ static void close_all_handles(gm_loop *l)
 
 /* A stop: once every accepted job is answered and written, the
  * listeners and connections close; once the connections are freed (or
- * after CLOSE_WAIT_US), every handle. */
+ * after CLOSE_WAIT_US), every handle. Not before the engine's warm-up
+ * has ended: its end is posted to the loop's inbox from an engine
+ * thread, which must not find the inbox gone. */
 static void stop_poll(uv_timer_t *t)
 {
 	gm_loop *l = t->data;
 
+	if (!l->warm)
+		return;
 	if (close_started == 0.0) {
 		if (gm_sched_requests(l->sched) != 0 || l->requests != 0 ||
 		    !gm_conns_quiet(l))
@@ -487,6 +491,9 @@ int gm_daemon_run(const gm_config *cfg)
 fail_watchdog:
 	close_listeners(&l);
 fail:
+	/* A warm-up under way posts its end to the inbox: let it. */
+	while (l.eng != NULL && !l.warm && uv_run(&l.uv, UV_RUN_ONCE) != 0)
+		;
 	/* The loop runs before the core goes, so that regions retire,
 	 * connections are freed and every handle closes. */
 	close_all_handles(&l);

@@ -21,6 +21,7 @@ struct gm_sched {
 	unsigned limit[NPRIO]; /* per priority; 0: only depth */
 	gm_sched_budget budget;
 	uint64_t inflight, inflight_bytes, requests;
+	uint64_t started; /* jobs handed to the engine, ever */
 	uint64_t reserved, reserved_prio[NPRIO];
 	int stopped;
 	gm_fairq *q;
@@ -240,6 +241,7 @@ static size_t fill_wave(gm_sched *s, double now)
 			gm_fairq_take(s->q, (unsigned)p);
 			j->state = GM_SCHED_JOB_RUNNING;
 			j->start_us = now;
+			j->t.start_seq = ++s->started;
 			s->wave[n++] = &j->job;
 			s->inflight++;
 			s->inflight_bytes += j->bytes;

@@ -275,7 +275,7 @@ static void test_queue_full_is_busy(void **state)
 	const char *sets[] = {"queue_depth=2", "pool_bytes=155M",
 			      "cpu_threads=1", NULL};
 	it_daemon d;
-	gemmd_client *c;
+	gemmd_client *c, *c2, *mon;
 	gemmd_job jobs[N];
 	waiter w[N] = {{0}};
 
@@ -285,24 +285,32 @@ static void test_queue_full_is_busy(void **state)
 
 	start_daemon(&d, sets);
 	assert_int_equal(gemmd_open(d.ipc, &socket, &c), GM_OK);
+	assert_int_equal(gemmd_open(d.ipc, &socket, &c2), GM_OK);
+	/* Stats and the jobs refused on a connection of their own: the
+	 * daemon reads no further frame of c until the pool has room for
+	 * the payload of the one that waits. */
+	assert_int_equal(gemmd_open(d.tcp, NULL, &mon), GM_OK);
 	make_job(&jobs[0], GEMMD_FP64, GEMMD_ROW_MAJOR, 0, 0, 2600, 2600, 2600,
 		 0);
 	assert_int_equal(
 	    gemmd_submit_async(c, &jobs[0], 1, NULL, 60000, on_done, &w[0]),
 	    GM_OK);
-	while (it_stat(c, "jobs.inflight") < 1)
+	while (it_stat(mon, "jobs.inflight") < 1)
 		usleep(1000);
 	for (int i = 1; i < N; i++)
 		make_job(&jobs[i], GEMMD_FP64, GEMMD_ROW_MAJOR, 0, 1, 200, 200,
 			 200, 1);
+	/* Each on a connection of its own, as the daemon reads no further
+	 * frame of one that waits. */
 	for (int i = 1; i < 3; i++)
-		assert_int_equal(gemmd_submit_async(c, &jobs[i], 1, NULL, 60000,
-						    on_done, &w[i]),
+		assert_int_equal(gemmd_submit_async(i == 1 ? c : c2, &jobs[i],
+						    1, NULL, 60000, on_done,
+						    &w[i]),
 				 GM_OK);
-	while (it_stat(c, "jobs.queued") + it_stat(c, "pool.waiting") < 2)
+	while (it_stat(mon, "jobs.queued") + it_stat(mon, "pool.waiting") < 2)
 		usleep(1000);
 	for (int i = 3; i < N; i++) {
-		assert_int_equal(gemmd_submit(c, &jobs[i], 1, NULL, 60000),
+		assert_int_equal(gemmd_submit(mon, &jobs[i], 1, NULL, 60000),
 				 GM_EBUSY);
 		assert_int_equal(jobs[i].status, GM_EBUSY);
 	}
@@ -318,7 +326,9 @@ static void test_queue_full_is_busy(void **state)
 			check_job(&jobs[i]);
 		free_job(&jobs[i]);
 	}
-	assert_true(it_stat(c, "errors.EBUSY") >= N - 3);
+	assert_true(it_stat(mon, "errors.EBUSY") >= N - 3);
+	gemmd_close(mon);
+	gemmd_close(c2);
 	gemmd_close(c);
 	assert_int_equal(stop_daemon(&d), 0);
 }

@@ -794,12 +794,13 @@ static void test_gemmctl(void **state)
 	}
 	start(&d, NULL);
 	c = open_ipc(&d);
-	snprintf(cmd, sizeof(cmd),
-		 "cd %s && %s rand 70x50 -o A.npy && %s rand 50x30 -o B.npy "
-		 "&& %s rand 70x30 -o C.npy && %s submit A.npy B.npy --c C.npy "
-		 "--beta 2 -o O.npy --verify --url %s >/dev/null && %s submit "
-		 "A.npy B.npy -o O2.npy --verify --no-shm --url %s >/dev/null",
-		 d.dir, ctl, ctl, ctl, ctl, d.ipc, ctl, d.ipc);
+	snprintf(
+	    cmd, sizeof(cmd),
+	    "cd %s && %s rand 500x400 -o A.npy && %s rand 400x300 -o B.npy "
+	    "&& %s rand 500x300 -o C.npy && %s submit A.npy B.npy --c C.npy "
+	    "--beta 2 -o O.npy --verify --url %s >/dev/null && %s submit "
+	    "A.npy B.npy -o O2.npy --verify --no-shm --url %s >/dev/null",
+	    d.dir, ctl, ctl, ctl, ctl, d.ipc, ctl, d.ipc);
 	assert_int_equal(system(cmd), 0);
 	assert_int_equal(it_stat(c, "regions.created"), 1);
 	assert_int_equal(it_stat(c, "regions.jobs"), 1);
