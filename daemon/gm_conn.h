@@ -35,6 +35,7 @@
 #include <stdint.h>
 
 #include "gm_loop.h"
+#include "gm_principal.h"
 #include "gm_proto.h"
 #include "gm_stream.h"
 
@@ -93,8 +94,14 @@ uint64_t gm_conns_inflight(const gm_loop *l);
 
 /* ---- one connection ---- */
 
-/* Who is at the other end. */
+/* Who is at the other end: read again when its first frame header came,
+ * so that a TLS peer's subject is in it from then on. */
 const gm_peer *gm_conn_peer(const gm_conn *c);
+
+/* Whom c speaks for (gm_principal.h): set once its first frame header
+ * came, so never NULL while a request of c is handled; a caller that
+ * keeps it takes a reference. */
+gm_principal *gm_conn_principal(const gm_conn *c);
 
 /* A number for the scheduler's turns, never 0. */
 uint32_t gm_conn_id(const gm_conn *c);

@@ -21,15 +21,16 @@
 extern "C" {
 #endif
 
-/* X(NAME, "wire name", members it takes: GM_CTRLREQ_M_* bits) */
-#define GM_CTRLREQ_OP_MAP(X)                                     \
-	X(PING, "ping", 0)                                       \
-	X(STATS, "stats", 0)                                     \
-	X(STATUS, "status", GM_CTRLREQ_M_JOB)                    \
-	X(WAIT, "wait", GM_CTRLREQ_M_JOB | GM_CTRLREQ_M_TIMEOUT) \
-	X(CANCEL, "cancel", GM_CTRLREQ_M_JOB)                    \
-	X(DRAIN, "drain", 0)                                     \
-	X(RESUME, "resume", 0)
+/* X(NAME, "wire name", members it takes: GM_CTRLREQ_M_* bits, whether
+ * only an admin principal may ask it: PROTOCOL.md 7.3) */
+#define GM_CTRLREQ_OP_MAP(X)                                        \
+	X(PING, "ping", 0, 0)                                       \
+	X(STATS, "stats", 0, 0)                                     \
+	X(STATUS, "status", GM_CTRLREQ_M_JOB, 0)                    \
+	X(WAIT, "wait", GM_CTRLREQ_M_JOB | GM_CTRLREQ_M_TIMEOUT, 0) \
+	X(CANCEL, "cancel", GM_CTRLREQ_M_JOB, 0)                    \
+	X(DRAIN, "drain", 0, 1)                                     \
+	X(RESUME, "resume", 0, 1)
 
 /* Members beside "op". */
 #define GM_CTRLREQ_M_JOB     0x1u /* "job": integer 1 .. 2^64 - 1 */
@@ -37,7 +38,7 @@ extern "C" {
 
 enum gm_ctrlreq_op {
 	GM_CTRLREQ_NONE = 0,
-#define GM_CTRLREQ_ENUM(name, wire, members) GM_CTRLREQ_##name,
+#define GM_CTRLREQ_ENUM(name, wire, members, admin) GM_CTRLREQ_##name,
 	GM_CTRLREQ_OP_MAP(GM_CTRLREQ_ENUM)
 #undef GM_CTRLREQ_ENUM
 	    GM_CTRLREQ_OP_COUNT
@@ -68,6 +69,10 @@ int gm_ctrlreq_parse(const uint8_t *body, size_t len, gm_ctrlreq *r, char *msg,
 
 /* "ping", "stats", ...; NULL for another value. */
 const char *gm_ctrlreq_op_name(int op);
+
+/* Whether op is an admin operation (drain, resume); 0 for another
+ * value. */
+int gm_ctrlreq_op_admin(int op);
 
 /* The ops, comma-separated, for messages: "ping, stats, ...". */
 extern const char gm_ctrlreq_ops[];
