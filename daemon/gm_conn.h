@@ -77,6 +77,10 @@ void gm_conns_close(gm_loop *l);
  * so, else starts reading it. Counted either way. */
 void gm_conns_accept(gm_loop *l, gm_stream *s);
 
+/* Frees what the set itself holds (its peer table), once the loop has
+ * run its last turn after gm_conns_close. */
+void gm_conns_free(gm_loop *l);
+
 /* Starts the sends of every connection with frames queued since the
  * last call: after a batch of replies, so that they go in few sends. */
 void gm_conns_flush(gm_loop *l);
