@@ -2,7 +2,9 @@
  * gm_ctrl.c - control requests on the loop thread: ping and stats, the
  * status, wait and cancel of a detached job, drain and resume, each
  * answered with a small JSON document; and the same live view of the
- * daemon for the HTTP endpoints (metrics, readiness).
+ * daemon for the HTTP endpoints (metrics, readiness). A body is read
+ * whole by the strict parser (gm_ctrlreq.h) before anything else is
+ * looked at; who asks (gm_principal.h) is checked next.
  */
 #include "gm_ctrl.h"
 

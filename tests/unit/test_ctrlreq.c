@@ -187,7 +187,10 @@ static void test_time_at_cap(void **state)
 		}
 }
 
-/* Bodies with bytes that strlen would cut: given with their length. */
+/* Bodies with bytes that strlen would cut, given with their length (the
+ * literal's, its NUL left out). */
+#define BODY(s) s, sizeof(s) - 1
+
 static void test_binary(void **state)
 {
 	static const struct {
@@ -196,19 +199,19 @@ static void test_binary(void **state)
 		int code;
 	} rows[] = {
 	    /* "ping\0drain": a raw NUL in a string. */
-	    {"{\"op\":\"ping\0drain\"}", 19, GM_EJSON},
+	    {BODY("{\"op\":\"ping\0drain\"}"), GM_EJSON},
 	    /* A NUL after the object. */
-	    {"{\"op\":\"ping\"}\0", 14, GM_EJSON},
+	    {BODY("{\"op\":\"ping\"}\0"), GM_EJSON},
 	    /* Invalid UTF-8: a lone continuation byte, an overlong '/',
 	     * a surrogate, past U+10FFFF, a truncated sequence. */
-	    {"{\"op\":\"p\x80ng\"}", 15, GM_EJSON},
-	    {"{\"op\":\"\xc0\xafping\"}", 17, GM_EJSON},
-	    {"{\"op\":\"\xed\xa0\x80\"}", 13, GM_EJSON},
-	    {"{\"op\":\"\xf4\x90\x80\x80\"}", 14, GM_EJSON},
-	    {"{\"op\":\"ping\"}\xe2\x82", 15, GM_EJSON},
+	    {BODY("{\"op\":\"p\x80ng\"}"), GM_EJSON},
+	    {BODY("{\"op\":\"\xc0\xafping\"}"), GM_EJSON},
+	    {BODY("{\"op\":\"\xed\xa0\x80\"}"), GM_EJSON},
+	    {BODY("{\"op\":\"\xf4\x90\x80\x80\"}"), GM_EJSON},
+	    {BODY("{\"op\":\"ping\"}\xe2\x82"), GM_EJSON},
 	    /* A UTF-8 byte order mark is not white space. */
-	    {"\xef\xbb\xbf{\"op\":\"ping\"}", 16, GM_EJSON},
-	    {"", 0, GM_EJSON},
+	    {BODY("\xef\xbb\xbf{\"op\":\"ping\"}"), GM_EJSON},
+	    {BODY(""), GM_EJSON},
 	};
 	gm_ctrlreq q;
 	char msg[160];
