@@ -54,12 +54,29 @@
 		.off = AT(f, T_enum), .choices = (list), .def = (d) \
 	}
 
-/* An empty id list (the default) lets every peer in. */
+/* Rows SIGHUP reloads (gm_config_reload); a row of the plain macros
+ * needs a restart. */
+#define ROW_LIVE(key, k, f, lo, hi, d)                                     \
+	{                                                                  \
+		.name = (key), .kind = &gm_config_kind_##k,                \
+		.off = AT(f, T_##k), .min = (lo), .max = (hi), .def = (d), \
+		.reloadable = true                                         \
+	}
+#define ROW_ENUM_LIVE(key, f, list, d)                               \
+	{                                                            \
+		.name = (key), .kind = &gm_config_kind_enum,         \
+		.off = AT(f, T_enum), .choices = (list), .def = (d), \
+		.reloadable = true                                   \
+	}
+
+/* An empty id list (the default) lets every peer in. Id lists are
+ * checked when a peer comes, so SIGHUP reloads them. */
 #define ROW_IDS(key, f, n)                                                   \
 	{                                                                    \
 		.name = (key), .kind = &gm_config_list_ids,                  \
 		.off = AT(f, T_ids), .count_off = AT(n, unsigned), .min = 0, \
-		.max = ID_MAX, .max_count = GM_CONFIG_MAX_IDS                \
+		.max = ID_MAX, .max_count = GM_CONFIG_MAX_IDS,               \
+		.reloadable = true                                           \
 	}
 
 /* (uid_t)-1 and (gid_t)-1 mean "no id" to the kernel, so no peer has it. */
@@ -118,14 +135,16 @@ static const gm_config_row keys[] = {
      .def = 1,
      .urls_def = default_listen},
     ROW("queue_depth", uint, queue_depth, 1, 1048576, 4096),
-    ROW("queue_depth_per_priority", prios, queue_depth_prio, 0, 1048576, 0),
+    ROW_LIVE("queue_depth_per_priority", prios, queue_depth_prio, 0, 1048576,
+	     0),
     ROW("detach_keep_s", uint, detach_keep_s, 1, 604800, 300),
     ROW("detach_max_bytes", size, detach_max_bytes, 0, TIB, GIB),
-    ROW("max_message_bytes", size, max_message_bytes, 4 * KIB, 16 * GIB, GIB),
-    ROW("max_ctrl_bytes", size, max_ctrl_bytes, KIB, 16 * MIB, 64 * KIB),
-    ROW("max_jobs_per_request", uint, max_jobs, 1, GM_MAX_JOBS, 4096),
-    ROW("max_dim", uint, max_dim, 1, GM_MAX_DIM, 65536),
-    ROW_ENUM("log_level", log_level, log_levels, GM_LOG_INFO),
+    ROW_LIVE("max_message_bytes", size, max_message_bytes, 4 * KIB, 16 * GIB,
+	     GIB),
+    ROW_LIVE("max_ctrl_bytes", size, max_ctrl_bytes, KIB, 16 * MIB, 64 * KIB),
+    ROW_LIVE("max_jobs_per_request", uint, max_jobs, 1, GM_MAX_JOBS, 4096),
+    ROW_LIVE("max_dim", uint, max_dim, 1, GM_MAX_DIM, 65536),
+    ROW_ENUM_LIVE("log_level", log_level, log_levels, GM_LOG_INFO),
     ROW_ENUM("log_format", log_format, log_formats, GM_LOG_FORMAT_AUTO),
     ROW("tls_cert", string, tls_cert, 0, 0, 0),
     ROW("tls_key", string, tls_key, 0, 0, 0),
@@ -133,14 +152,20 @@ static const gm_config_row keys[] = {
     ROW_IDS("allow_uids", allow_uids, nallow_uids),
     ROW_IDS("allow_gids", allow_gids, nallow_gids),
     ROW("metrics_listen", string, metrics_listen, 0, 0, 0),
-    ROW("max_connections", uint, max_conns, 1, 1048576, 1024),
-    ROW("max_connections_per_peer", uint, max_conns_peer, 1, 1048576, 128),
-    ROW("handshake_timeout_ms", uint, handshake_ms, 10, 3600000, 10000),
-    ROW("stall_timeout_ms", uint, stall_ms, 10, 3600000, 30000),
-    ROW("send_timeout_ms", uint, send_ms, 10, 3600000, 30000),
-    ROW("conn_max_inflight", uint, conn_inflight, 1, 65536, 256),
-    ROW("conn_max_unsent_bytes", size, conn_unsent_bytes, 64 * KIB, TIB,
-	256 * MIB),
+    ROW_LIVE("metrics_cache_ms", uint, metrics_cache_ms, 0, 60000, 1000),
+    ROW_LIVE("http_max_connections", uint, http_max_conns, 1, 65536, 64),
+    ROW_LIVE("http_header_timeout_ms", uint, http_header_ms, 10, 3600000, 5000),
+    ROW_LIVE("http_idle_timeout_ms", uint, http_idle_ms, 10, 3600000, 10000),
+    ROW_LIVE("http_max_header_bytes", size, http_header_bytes, KIB, MIB,
+	     8 * KIB),
+    ROW_LIVE("max_connections", uint, max_conns, 1, 1048576, 1024),
+    ROW_LIVE("max_connections_per_peer", uint, max_conns_peer, 1, 1048576, 128),
+    ROW_LIVE("handshake_timeout_ms", uint, handshake_ms, 10, 3600000, 10000),
+    ROW_LIVE("stall_timeout_ms", uint, stall_ms, 10, 3600000, 30000),
+    ROW_LIVE("send_timeout_ms", uint, send_ms, 10, 3600000, 30000),
+    ROW_LIVE("conn_max_inflight", uint, conn_inflight, 1, 65536, 256),
+    ROW_LIVE("conn_max_unsent_bytes", size, conn_unsent_bytes, 64 * KIB, TIB,
+	     256 * MIB),
     ROW_ENUM("engine", engine.kind, engine_kinds, GM_ENGINE_AUTO),
     ROW("pool_bytes", size, engine.pool_bytes, MIB, TIB, GIB),
     ROW("device_pool_bytes", size, engine.device_pool_bytes, 0, TIB, 0),
@@ -151,8 +176,9 @@ static const gm_config_row keys[] = {
     ROW("cpu_threads", uint, engine.cpu_threads, 0, 1024, 0),
     ROW("regions", bool, regions, 0, 1, 1),
     ROW("region_socket", string, region_socket, 0, 0, 0),
-    ROW("region_max_count", uint, region_max_count, 1, 65536, 64),
-    ROW("region_max_bytes", size, region_max_bytes, MIB, 64 * TIB, 16 * GIB),
+    ROW_LIVE("region_max_count", uint, region_max_count, 1, 65536, 64),
+    ROW_LIVE("region_max_bytes", size, region_max_bytes, MIB, 64 * TIB,
+	     16 * GIB),
 };
 
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
@@ -306,6 +332,54 @@ const char *gm_config_log_level_name(int level)
 		if (ch->value == level)
 			return ch->name;
 	return "?";
+}
+
+/* ---- reload ---- */
+
+/* One row of gm_config_reload. Values are compared as the JSON their
+ * kind renders, and taken through the one setter, so nothing here knows
+ * a kind. */
+static int reload_row(gm_config *c, const gm_config *next,
+		      const gm_config_row *r, gm_config_change_fn change,
+		      void *arg)
+{
+	cJSON *was =
+	    r->kind->get(r, (const char *)c + r->off, count_value(c, r));
+	cJSON *now =
+	    r->kind->get(r, (const char *)next + r->off, count_value(next, r));
+	char *was_text = NULL, *now_text = NULL, msg[256];
+	int rv = GM_ENOMEM;
+
+	if (was == NULL || now == NULL)
+		goto out;
+	rv = GM_OK;
+	if (cJSON_Compare(was, now, true))
+		goto out;
+	was_text = cJSON_PrintUnformatted(was);
+	now_text = cJSON_PrintUnformatted(now);
+	if (was_text == NULL || now_text == NULL)
+		rv = GM_ENOMEM;
+	else if (r->reloadable)
+		rv = set_value(c, r, &(gm_config_src){.json = now}, msg,
+			       sizeof(msg));
+	if (rv == GM_OK)
+		change(arg, r->name, r->reloadable, was_text, now_text);
+out:
+	cJSON_free(was_text);
+	cJSON_free(now_text);
+	cJSON_Delete(was);
+	cJSON_Delete(now);
+	return rv;
+}
+
+int gm_config_reload(gm_config *c, const gm_config *next,
+		     gm_config_change_fn change, void *arg)
+{
+	int rv = GM_OK;
+
+	for (size_t i = 0; i < NKEYS && rv == GM_OK; i++)
+		rv = reload_row(c, next, &keys[i], change, arg);
+	return rv;
 }
 
 /* ---- JSON documents ---- */

@@ -69,6 +69,12 @@ typedef struct gm_config {
 	uint32_t *allow_gids;	    /* "allow_gids": ipc peers let in by gid */
 	unsigned nallow_gids;	    /* 0: no gid check */
 	char *metrics_listen;	    /* "metrics_listen": HOST:PORT, or NULL */
+	/* HTTP on metrics_listen (gm_http.h). */
+	unsigned metrics_cache_ms;  /* "metrics_cache_ms": a render reused */
+	unsigned http_max_conns;    /* "http_max_connections" */
+	unsigned http_header_ms;    /* "http_header_timeout_ms" */
+	unsigned http_idle_ms;	    /* "http_idle_timeout_ms" */
+	uint64_t http_header_bytes; /* "http_max_header_bytes" */
 	/* Connections (PROTOCOL.md 2.1, 2.2). */
 	unsigned max_conns;	    /* "max_connections" */
 	unsigned max_conns_peer;    /* "max_connections_per_peer" */
@@ -134,6 +140,30 @@ int gm_config_add_listen(gm_config *c, const char *url, int replace, char *msg,
  * naming the keys.
  */
 int gm_config_check(const gm_config *c, char *msg, size_t msglen);
+
+/* Builds a configuration from the sources the running one came from
+ * (main's file and command line), for a reload: GM_OK, or an error code
+ * with msg saying why. out starts as gm_config_defaults left it; the
+ * caller frees it either way. */
+typedef int (*gm_config_source_fn)(gm_config *out, void *arg, char *msg,
+				   size_t msglen);
+
+/* What gm_config_reload says of a key whose value differs: its name,
+ * whether c took the new value, and both values as JSON text. */
+typedef void (*gm_config_change_fn)(void *arg, const char *key, bool taken,
+				    const char *was, const char *now);
+
+/*
+ * SIGHUP's reload: c takes next's value of every key that may change
+ * while the daemon runs (rows marked reloadable; config/README.md lists
+ * them) and keeps its own value of every other key, which needs a
+ * restart. change is called for each key whose value differs, taken or
+ * not, in table order. Returns GM_OK, or GM_ENOMEM with the keys before
+ * the one that failed taken. Does not run gm_config_check: next must
+ * have passed it.
+ */
+int gm_config_reload(gm_config *c, const gm_config *next,
+		     gm_config_change_fn change, void *arg);
 
 /* Whether the allow-lists let a local peer with this uid and gid in: yes
  * when both lists are empty, or when allow_uids names uid or allow_gids

@@ -15,6 +15,7 @@
 #define GM_CONFIG_ROW_H
 
 #include <cjson/cJSON.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -53,6 +54,9 @@ typedef struct gm_config_row {
 	unsigned max_count; /* id lists: most entries */
 	const gm_config_choice *choices; /* enums */
 	char **urls_def;		 /* URL lists: the default list */
+	/* SIGHUP takes a new value: the daemon reads the key where it uses
+	 * it, on its loop thread, so a new value applies from then on. */
+	bool reloadable;
 } gm_config_row;
 
 /*
