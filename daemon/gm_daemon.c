@@ -419,8 +419,9 @@ static int open_listeners(gm_loop *l)
 				     msg, sizeof(msg))) != 0)
 		goto fail_region_srv;
 	if (cfg->metrics_listen != NULL &&
-	    (rv = gm_http_open(&l->uv, cfg->metrics_listen, &gm_ctrl_http_ops,
-			       l, &l->http, msg, sizeof(msg))) != 0)
+	    (rv = gm_http_open(&l->uv, cfg, &gm_ctrl_http_ops, l,
+			       &l->stats.http, &l->http, msg, sizeof(msg))) !=
+		0)
 		goto fail_http;
 	if (l->http != NULL)
 		GM_LOG(GM_LOG_INFO, "metrics on http://%s/metrics",

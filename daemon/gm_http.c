@@ -1,227 +1,622 @@
 /*
- * gm_http.c - /metrics, /healthz and /readyz on nng's HTTP server, each
- * request answered on the loop thread; see gm_http.h.
+ * gm_http.c - /metrics, /healthz and /readyz on libuv's TCP, on the loop
+ * thread; see gm_http.h.
  *
- * Lifetimes: nng may call a handler, or cancel a parked request, from
- * its threads until the server is fully gone, which happens on nng's
- * reaper some time after gm_http_close. What those threads touch is the
- * inbox, which each registered handler holds a reference on, dropped
- * by nng when it frees the handler; after the close the inbox refuses
- * new requests.
+ * A connection is in one state at a time, each with its deadline:
+ * READING a request's head (from the accept or its first byte), QUEUED
+ * with a complete head until its turn comes (no deadline: turns come
+ * every loop iteration), WRITING the answer, IDLE between requests.
+ * While QUEUED or WRITING it is not read, so a client that pipelines
+ * requests gets them answered one at a time. One timer sweeps the
+ * deadlines while any connection is open; one idle handle runs the turns
+ * while anything waits for one, which also keeps the loop from sleeping
+ * in between.
  */
 #include "gm_http.h"
 
-#include <nng/nng.h>
-#include <nng/supplemental/http/http.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "gm_clock.h"
 #include "gm_error.h"
-#include "gm_inbox.h"
+#include "gm_http_req.h"
+#include "gm_log.h"
 #include "gm_metrics.h"
-#include "gm_net.h"
 
-enum route { R_METRICS, R_HEALTHZ, R_READYZ, R_COUNT };
+/* Per turn of the loop: connections accepted, requests answered. With
+ * a cached /metrics body an answer is one writev, so a turn spends a
+ * millisecond or so on HTTP, and what else the loop has to do (a ping,
+ * a finished job) waits no longer than that behind a storm of scrapes. */
+#define ACCEPT_BUDGET 64
+#define ANSWER_BUDGET 32
+#define BACKLOG	      511
+/* A refusal is logged at most once this often. */
+#define REFUSAL_LOG_US 1e6
 
-static const char *const paths[R_COUNT] = {"/metrics", "/healthz", "/readyz"};
+enum state { READING, QUEUED, WRITING, IDLE };
 
-/* A request waiting for the loop. */
-struct parked {
-	nng_aio *aio;
-	enum route route;
-	void *link; /* the inbox's */
-};
+/* A rendered /metrics body, shared by the answers that send it. */
+typedef struct body {
+	unsigned refs; /* the cache's, and each write's */
+	size_t len;
+	double made_us;
+	char *text;
+} body;
 
-/* A handler's data: which route, and the inbox it posts to. */
-struct handler_data {
-	gm_inbox *inbox;
-	enum route route;
+typedef struct hconn hconn;
+struct hconn {
+	uv_tcp_t tcp;
+	gm_http *h;
+	hconn *prev, *next; /* connections served */
+	hconn *queue_next;  /* QUEUED: the next to answer */
+	enum state state;
+	double since_us; /* when the state's deadline began */
+	char *buf;	 /* request bytes not yet answered; cap of them */
+	size_t len, cap;
+	size_t searched; /* bytes searched for the head's end */
+	size_t head_len; /* QUEUED, WRITING: the head being answered */
+	int served;	 /* counted open (not a refusal) */
+	int keep;	 /* serve another request after this answer */
+	uv_write_t wr;
+	body *body;	/* the answer's when it is the shared one */
+	char head[512]; /* the answer's status line and headers; small
+			   bodies too */
 };
 
 struct gm_http {
-	gm_inbox *inbox;
-	nng_http_server *srv;
+	uv_loop_t *loop;
+	const gm_config *cfg;
 	gm_http_ops ops;
 	void *arg;
+	gm_stats_http *n;
+	uv_tcp_t server;
+	uv_timer_t sweep;
+	uv_idle_t pump;
+	hconn *conns;
+	hconn *queue_head, *queue_tail;
+	unsigned accepts;   /* this turn */
+	int accept_waiting; /* libuv holds one for us to accept */
+	body *cache;
+	double refusal_logged;
+	unsigned handles; /* not yet closed; h goes with the last */
+	int closing;
 };
 
-static void handler_data_free(void *p)
+static const char refusal[] = "HTTP/1.1 503 Service Unavailable\r\n"
+			      "Content-Type: text/plain\r\n"
+			      "Content-Length: 21\r\n"
+			      "Connection: close\r\n\r\n"
+			      "too many connections\n";
+
+static void release(body *b)
 {
-	struct handler_data *hd = p;
-
-	gm_inbox_release(hd->inbox);
-	free(hd);
-}
-
-static bool parked_for(void *item, void *aio)
-{
-	return ((struct parked *)item)->aio == aio;
-}
-
-/* nng thread: the connection went away while the request was parked.
- * When the loop has already taken it, the loop completes it instead. */
-static void cancel(nng_aio *aio, void *arg, int rv)
-{
-	struct parked *p = gm_inbox_cancel(arg, parked_for, aio);
-
-	if (p != NULL) {
-		free(p);
-		nng_aio_finish(aio, rv);
+	if (b != NULL && --b->refs == 0) {
+		free(b->text);
+		free(b);
 	}
 }
 
-/* nng thread: park the request for the loop. */
-static void on_request(nng_aio *aio)
+static void handle_closed(gm_http *h)
 {
-	nng_http_handler *h = nng_aio_get_input(aio, 1);
-	struct handler_data *hd = nng_http_handler_get_data(h);
-	struct parked *p = malloc(sizeof(*p));
+	if (--h->handles == 0 && h->closing)
+		free(h);
+}
 
-	if (p == NULL) {
-		nng_aio_finish(aio, NNG_ENOMEM);
+static void on_own_closed(uv_handle_t *hd)
+{
+	handle_closed(hd->data);
+}
+
+static void on_conn_closed(uv_handle_t *hd)
+{
+	hconn *c = hd->data;
+	gm_http *h = c->h;
+
+	free(c->buf);
+	free(c);
+	handle_closed(h);
+}
+
+static void unqueue(gm_http *h, hconn *c)
+{
+	hconn **p = &h->queue_head;
+
+	while (*p != NULL && *p != c)
+		p = &(*p)->queue_next;
+	if (*p == NULL)
+		return;
+	*p = c->queue_next;
+	if (h->queue_tail == c) {
+		h->queue_tail = NULL;
+		for (hconn *q = h->queue_head; q != NULL; q = q->queue_next)
+			h->queue_tail = q;
+	}
+}
+
+static void close_conn(hconn *c)
+{
+	gm_http *h = c->h;
+
+	if (uv_is_closing((uv_handle_t *)&c->tcp))
+		return;
+	if (c->served) {
+		if (c->state == QUEUED)
+			unqueue(h, c);
+		*(c->prev != NULL ? &c->prev->next : &h->conns) = c->next;
+		if (c->next != NULL)
+			c->next->prev = c->prev;
+		h->n->open--;
+	}
+	uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
+}
+
+static void set_state(hconn *c, enum state s)
+{
+	c->state = s;
+	c->since_us = gm_clock_now_us();
+}
+
+/* ---- deadlines ---- */
+
+/* How long a connection may stay in its state; 0: no deadline. */
+static double limit_us(const gm_http *h, enum state s)
+{
+	switch (s) {
+	case READING:
+	case WRITING:
+		return h->cfg->http_header_ms * 1e3;
+	case IDLE:
+		return h->cfg->http_idle_ms * 1e3;
+	default:
+		return 0;
+	}
+}
+
+static const int reason_of_state[] = {
+    [READING] = GM_HTTP_CLOSED_HEADER_TIMEOUT,
+    [WRITING] = GM_HTTP_CLOSED_SEND_TIMEOUT,
+    [IDLE] = GM_HTTP_CLOSED_IDLE_TIMEOUT,
+};
+
+static void on_sweep(uv_timer_t *t);
+
+/* Runs the sweep while connections are open, a quarter of the shortest
+ * deadline apart (5..250 ms), read again each time for a reload. */
+static void arm_sweep(gm_http *h)
+{
+	unsigned least = h->cfg->http_header_ms < h->cfg->http_idle_ms
+			     ? h->cfg->http_header_ms
+			     : h->cfg->http_idle_ms;
+	unsigned ms = least / 4 < 5 ? 5 : least / 4 > 250 ? 250 : least / 4;
+
+	if (h->conns == NULL)
+		uv_timer_stop(&h->sweep);
+	else if (!uv_is_active((uv_handle_t *)&h->sweep))
+		uv_timer_start(&h->sweep, on_sweep, ms, 0);
+}
+
+static void on_sweep(uv_timer_t *t)
+{
+	gm_http *h = t->data;
+	double now = gm_clock_now_us(), lim;
+	hconn *c, *next;
+
+	for (c = h->conns; c != NULL; c = next) {
+		next = c->next;
+		lim = limit_us(h, c->state);
+		if (lim > 0 && now - c->since_us > lim) {
+			h->n->closed_by[reason_of_state[c->state]]++;
+			close_conn(c);
+		}
+	}
+	arm_sweep(h);
+}
+
+/* ---- answers ---- */
+
+static const char *status_text(int status)
+{
+	switch (status) {
+	case 200:
+		return "OK";
+	case 400:
+		return "Bad Request";
+	case 404:
+		return "Not Found";
+	case 405:
+		return "Method Not Allowed";
+	case 431:
+		return "Request Header Fields Too Large";
+	case 500:
+		return "Internal Server Error";
+	default:
+		return "Service Unavailable";
+	}
+}
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b);
+static void on_alloc(uv_handle_t *hd, size_t suggested, uv_buf_t *b);
+static void take_request(hconn *c);
+
+static void on_written(uv_write_t *w, int status)
+{
+	hconn *c = w->handle->data;
+
+	release(c->body);
+	c->body = NULL;
+	if (status < 0 || !c->keep || c->h->closing) {
+		close_conn(c);
 		return;
 	}
-	*p = (struct parked){.aio = aio, .route = hd->route};
-	/* Cancelable before the loop can see it; a cancel that comes
-	 * before the post finds nothing and leaves it to the loop. */
-	nng_aio_defer(aio, cancel, hd->inbox);
-	if (!gm_inbox_post(hd->inbox, p)) {
-		free(p);
-		nng_aio_finish(aio, NNG_ECLOSED);
+	/* What the client sent after this request (pipelining) is next. */
+	c->len -= c->head_len;
+	memmove(c->buf, c->buf + c->head_len, c->len);
+	c->head_len = c->searched = 0;
+	set_state(c, c->len > 0 ? READING : IDLE);
+	if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0)
+		close_conn(c);
+	else if (c->len > 0)
+		take_request(c);
+}
+
+/* Writes an answer: status, type, and either the shared body b or the
+ * short text (which c->head holds too). HEAD sends the headers alone. */
+static void reply(hconn *c, int status, const char *type, const char *text,
+		  body *b, int head_only, int keep)
+{
+	size_t len = b != NULL ? b->len : strlen(text);
+	uv_buf_t bufs[2];
+	int n;
+
+	n = snprintf(c->head, sizeof(c->head),
+		     "HTTP/1.1 %d %s\r\nContent-Type: %s\r\n"
+		     "Content-Length: %zu\r\n%sConnection: %s\r\n\r\n%s",
+		     status, status_text(status), type, len,
+		     status == 405 ? "Allow: GET, HEAD\r\n" : "",
+		     keep ? "keep-alive" : "close",
+		     b != NULL || head_only ? "" : text);
+	if (n < 0 || (size_t)n >= sizeof(c->head)) {
+		release(b);
+		close_conn(c);
+		return;
+	}
+	bufs[0] = uv_buf_init(c->head, (unsigned)n);
+	bufs[1] = uv_buf_init(b != NULL ? b->text : NULL, (unsigned)len);
+	c->body = b;
+	c->keep = keep;
+	uv_read_stop((uv_stream_t *)&c->tcp);
+	set_state(c, WRITING);
+	if (uv_write(&c->wr, (uv_stream_t *)&c->tcp, bufs,
+		     b != NULL && !head_only ? 2 : 1, on_written) != 0) {
+		release(b);
+		c->body = NULL;
+		close_conn(c);
 	}
 }
 
-/* Completes aio with a response, or with an error when none can be made
- * (nng then drops the connection). */
-static void respond(nng_aio *aio, uint16_t status, const char *type,
-		    const char *body)
+/* The /metrics body: the cached one while younger than metrics_cache_ms,
+ * else a new render (which becomes the cached one). NULL without
+ * memory. */
+static body *metrics_body(gm_http *h)
 {
-	nng_http_res *res;
+	double now = gm_clock_now_us();
+	body *b = h->cache;
 
-	if (body == NULL || nng_http_res_alloc(&res) != 0) {
-		nng_aio_finish(aio, NNG_ENOMEM);
-		return;
+	if (b != NULL && now - b->made_us < h->cfg->metrics_cache_ms * 1e3) {
+		b->refs++;
+		return b;
 	}
-	if (nng_http_res_set_status(res, status) != 0 ||
-	    nng_http_res_set_header(res, "Content-Type", type) != 0 ||
-	    nng_http_res_copy_data(res, body, strlen(body)) != 0) {
-		nng_http_res_free(res);
-		nng_aio_finish(aio, NNG_ENOMEM);
-		return;
+	release(h->cache);
+	h->cache = NULL;
+	if ((b = calloc(1, sizeof(*b))) == NULL)
+		return NULL;
+	h->n->renders++;
+	if ((b->text = h->ops.metrics(h->arg)) == NULL) {
+		free(b);
+		return NULL;
 	}
-	nng_aio_set_output(aio, 0, res);
-	nng_aio_finish(aio, 0);
+	b->len = strlen(b->text);
+	b->made_us = now;
+	b->refs = 2;
+	h->cache = b;
+	return b;
 }
 
-static void answer(gm_http *h, nng_aio *aio, enum route route)
+static void answer(hconn *c)
 {
+	gm_http *h = c->h;
 	const char *why = "not ready";
 	char text[160];
-	char *body;
+	gm_http_req r;
+	int head, keep;
+	body *b;
 
-	switch (route) {
-	case R_METRICS:
-		body = h->ops.metrics(h->arg);
-		respond(aio, 200, GM_METRICS_CONTENT_TYPE, body);
-		free(body);
-		break;
-	case R_HEALTHZ:
-		respond(aio, 200, "text/plain", "ok\n");
-		break;
-	case R_READYZ:
-		if (h->ops.ready(h->arg, &why)) {
-			respond(aio, 200, "text/plain", "ready\n");
-			break;
+	h->n->requests++;
+	if (gm_http_req_parse(c->buf, c->head_len, &r) != 0) {
+		h->n->closed_by[GM_HTTP_CLOSED_MALFORMED]++;
+		reply(c, 400, "text/plain", "bad request\n", NULL, 0, 0);
+		return;
+	}
+	/* A body is never read: the connection ends with this answer. */
+	keep = r.keep_alive && !r.has_body;
+	head = r.method == GM_HTTP_HEAD;
+	if (r.method == GM_HTTP_OTHER)
+		reply(c, 405, "text/plain", "GET or HEAD only\n", NULL, 0,
+		      keep);
+	else if (gm_http_req_is(&r, "/metrics")) {
+		if ((b = metrics_body(h)) != NULL)
+			reply(c, 200, GM_METRICS_CONTENT_TYPE, NULL, b, head,
+			      keep);
+		else
+			reply(c, 500, "text/plain", "out of memory\n", NULL,
+			      head, keep);
+	} else if (gm_http_req_is(&r, "/healthz"))
+		reply(c, 200, "text/plain", "ok\n", NULL, head, keep);
+	else if (gm_http_req_is(&r, "/readyz")) {
+		if (h->ops.ready(h->arg, &why))
+			reply(c, 200, "text/plain", "ready\n", NULL, head,
+			      keep);
+		else {
+			snprintf(text, sizeof(text), "not ready: %s\n", why);
+			reply(c, 503, "text/plain", text, NULL, head, keep);
 		}
-		snprintf(text, sizeof(text), "not ready: %s\n", why);
-		respond(aio, 503, "text/plain", text);
-		break;
-	default:
-		nng_aio_finish(aio, NNG_EINTERNAL);
+	} else
+		reply(c, 404, "text/plain", "not found\n", NULL, head, keep);
+}
+
+/* ---- turns ---- */
+
+static void on_pump(uv_idle_t *p);
+
+static void start_pump(gm_http *h)
+{
+	if (!uv_is_active((uv_handle_t *)&h->pump))
+		uv_idle_start(&h->pump, on_pump);
+}
+
+/* A complete head queues the request for its turn; a buffer full
+ * without one is answered 431 and closed. */
+static void take_request(hconn *c)
+{
+	gm_http *h = c->h;
+	size_t end = gm_http_req_end(c->buf, c->len, c->searched);
+
+	if (end == 0) {
+		c->searched = c->len;
+		if (c->len == c->cap) {
+			h->n->closed_by[GM_HTTP_CLOSED_TOO_LARGE]++;
+			reply(c, 431, "text/plain", "request head too large\n",
+			      NULL, 0, 0);
+		}
+		return;
 	}
+	c->head_len = end;
+	uv_read_stop((uv_stream_t *)&c->tcp);
+	set_state(c, QUEUED);
+	c->queue_next = NULL;
+	*(h->queue_tail != NULL ? &h->queue_tail->queue_next : &h->queue_head) =
+	    c;
+	h->queue_tail = c;
+	start_pump(h);
 }
 
-/* Loop thread: answer a request the inbox handed over. */
-static void on_parked(void *item, void *arg)
+/* The buffer is made at the first byte, at the size the configuration
+ * says then; a head must fit in it. */
+static void on_alloc(uv_handle_t *hd, size_t suggested, uv_buf_t *b)
 {
-	struct parked *p = item;
+	hconn *c = hd->data;
 
-	answer(arg, p->aio, p->route);
-	free(p);
+	(void)suggested;
+	if (c->buf == NULL) {
+		c->cap = c->h->cfg->http_header_bytes;
+		c->buf = malloc(c->cap);
+	}
+	*b = c->buf != NULL
+		 ? uv_buf_init(c->buf + c->len, (unsigned)(c->cap - c->len))
+		 : uv_buf_init(NULL, 0);
 }
 
-/* A request parked when the endpoints closed. */
-static void refuse(void *item, void *arg)
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
 {
-	struct parked *p = item;
+	hconn *c = s->data;
 
-	nng_aio_finish(p->aio, NNG_ECLOSED);
-	free(p);
+	(void)b;
+	if (nread < 0) { /* the client closed, or no memory for a buffer */
+		close_conn(c);
+		return;
+	}
+	if (nread == 0)
+		return;
+	if (c->state == IDLE)
+		set_state(c, READING);
+	c->len += (size_t)nread;
+	take_request(c);
 }
 
-static int add_route(gm_http *h, enum route route)
+static void refuse(hconn *c)
 {
-	struct handler_data *hd = malloc(sizeof(*hd));
-	nng_http_handler *handler;
+	gm_http *h = c->h;
+	uv_buf_t b = uv_buf_init((char *)refusal, sizeof(refusal) - 1);
+	double now = gm_clock_now_us();
+
+	h->n->refused++;
+	if (now - h->refusal_logged >= REFUSAL_LOG_US) {
+		h->refusal_logged = now;
+		GM_LOG(GM_LOG_WARN,
+		       "metrics_listen: refusing HTTP connections: "
+		       "http_max_connections=%u are open",
+		       h->cfg->http_max_conns);
+	}
+	/* Best effort: a fresh socket's buffer takes it whole. */
+	uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
+	close_conn(c);
+}
+
+static void accept_one(gm_http *h)
+{
+	hconn *c = calloc(1, sizeof(*c));
+
+	h->accepts++;
+	if (c == NULL) { /* left with libuv, for the next turn */
+		h->accept_waiting = 1;
+		start_pump(h);
+		return;
+	}
+	uv_tcp_init(h->loop, &c->tcp);
+	c->tcp.data = c;
+	c->h = h;
+	h->handles++;
+	if (uv_accept((uv_stream_t *)&h->server, (uv_stream_t *)&c->tcp) != 0) {
+		close_conn(c);
+		return;
+	}
+	h->n->accepted++;
+	if (h->n->open >= h->cfg->http_max_conns) {
+		refuse(c);
+		return;
+	}
+	c->served = 1;
+	h->n->open++;
+	c->next = h->conns;
+	if (h->conns != NULL)
+		h->conns->prev = c;
+	h->conns = c;
+	uv_tcp_nodelay(&c->tcp, 1);
+	set_state(c, READING);
+	if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0)
+		close_conn(c);
+	arm_sweep(h);
+}
+
+static void on_connection(uv_stream_t *srv, int status)
+{
+	gm_http *h = srv->data;
+
+	if (status < 0) {
+		GM_LOG(GM_LOG_WARN, "metrics_listen: accept: %s",
+		       uv_strerror(status));
+		return;
+	}
+	/* Not accepted now, libuv keeps it and stops listening until the
+	 * next turn accepts it. */
+	if (h->accepts >= ACCEPT_BUDGET) {
+		h->accept_waiting = 1;
+		start_pump(h);
+		return;
+	}
+	accept_one(h);
+}
+
+static void on_pump(uv_idle_t *p)
+{
+	gm_http *h = p->data;
+	hconn *c;
+
+	h->accepts = 0;
+	if (h->accept_waiting) {
+		h->accept_waiting = 0;
+		accept_one(h);
+	}
+	for (int i = 0; i < ANSWER_BUDGET && (c = h->queue_head) != NULL; i++) {
+		if ((h->queue_head = c->queue_next) == NULL)
+			h->queue_tail = NULL;
+		answer(c);
+	}
+	if (h->queue_head == NULL && !h->accept_waiting)
+		uv_idle_stop(p);
+}
+
+/* ---- open and close ---- */
+
+/* "HOST:PORT" or "[V6]:PORT" into host and port. */
+static int split_addr(const char *addr, char *host, size_t hostlen, char *port,
+		      size_t portlen)
+{
+	const char *colon, *h = addr, *end;
+
+	if (addr[0] == '[') {
+		h = addr + 1;
+		if ((end = strchr(h, ']')) == NULL || end[1] != ':')
+			return -1;
+		colon = end + 1;
+	} else if ((colon = strrchr(addr, ':')) == NULL)
+		return -1;
+	else
+		end = colon;
+	if (end == h || (size_t)(end - h) >= hostlen ||
+	    strlen(colon + 1) >= portlen || colon[1] == '\0')
+		return -1;
+	snprintf(host, hostlen, "%.*s", (int)(end - h), h);
+	snprintf(port, portlen, "%s", colon + 1);
+	return 0;
+}
+
+static int is_loopback(const struct sockaddr *sa)
+{
+	const struct sockaddr_in6 *s6 = (const void *)sa;
+	const uint8_t *a6 = s6->sin6_addr.s6_addr;
+
+	if (sa->sa_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)(const void *)sa)
+				  ->sin_addr.s_addr) >>
+			24) == 127;
+	return IN6_IS_ADDR_LOOPBACK(&s6->sin6_addr) ||
+	       (IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr) && a6[12] == 127);
+}
+
+/* Binds and listens on the first address addr resolves to. */
+static int listen_on(gm_http *h, const char *addr, char *msg, size_t len)
+{
+	struct addrinfo hints = {.ai_family = AF_UNSPEC,
+				 .ai_socktype = SOCK_STREAM,
+				 .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+	struct addrinfo *ai = NULL;
+	char host[256], port[8];
 	int rv;
 
-	if (hd == NULL)
-		return NNG_ENOMEM;
-	*hd = (struct handler_data){.inbox = h->inbox, .route = route};
-	if ((rv = nng_http_handler_alloc(&handler, paths[route], on_request)) !=
-	    0) {
-		free(hd);
-		return rv;
-	}
-	gm_inbox_hold(h->inbox);
-	nng_http_handler_set_data(handler, hd, handler_data_free);
-	/* On success the server owns the handler and frees it with itself. */
-	if ((rv = nng_http_server_add_handler(h->srv, handler)) != 0)
-		nng_http_handler_free(handler);
-	return rv;
-}
-
-/* "HOST:PORT" as nng's http:// URL. The port must be given: nng would
- * take 80 for a bare host. */
-static int parse_addr(const char *addr, nng_url **url)
-{
-	char text[300];
-
-	if (strrchr(addr, ':') == NULL || strchr(addr, '/') != NULL)
-		return NNG_EADDRINVAL;
-	snprintf(text, sizeof(text), "http://%s", addr);
-	return nng_url_parse(url, text);
-}
-
-/* Holds and starts the server with every route. */
-static int start_server(gm_http *h, const char *addr, char *msg, size_t len)
-{
-	nng_url *url = NULL;
-	int rv;
-
-	if (parse_addr(addr, &url) != 0) {
+	if (split_addr(addr, host, sizeof(host), port, sizeof(port)) != 0) {
 		snprintf(msg, len,
 			 "metrics_listen \"%.200s\": want HOST:PORT, e.g. "
 			 "127.0.0.1:9464",
 			 addr);
 		return GM_ECONFIG;
 	}
-	rv = nng_http_server_hold(&h->srv, url);
-	nng_url_free(url);
-	for (int r = 0; rv == 0 && r < R_COUNT; r++)
-		rv = add_route(h, (enum route)r);
+	if ((rv = getaddrinfo(host, port, &hints, &ai)) != 0) {
+		snprintf(msg, len, "metrics_listen \"%.200s\": %s", addr,
+			 gai_strerror(rv));
+		return GM_ECONFIG;
+	}
+	if ((rv = uv_tcp_bind(&h->server, ai->ai_addr, 0)) == 0)
+		rv = uv_listen((uv_stream_t *)&h->server, BACKLOG,
+			       on_connection);
+	if (rv == 0 && !is_loopback(ai->ai_addr))
+		GM_LOG(GM_LOG_WARN,
+		       "metrics_listen %s is not a loopback address: "
+		       "/metrics, /healthz and /readyz answer whoever can "
+		       "reach it, with no authentication; keep it on "
+		       "127.0.0.1 unless a firewall guards it",
+		       addr);
+	freeaddrinfo(ai);
 	if (rv == 0)
-		rv = nng_http_server_start(h->srv);
-	if (rv == 0)
-		return 0;
+		return GM_OK;
 	snprintf(msg, len, "metrics_listen \"%.200s\": %s", addr,
-		 nng_strerror(rv));
-	return gm_net_err(rv);
+		 uv_strerror(rv));
+	return GM_ECONFIG;
 }
 
-int gm_http_open(uv_loop_t *loop, const char *addr, const gm_http_ops *ops,
-		 void *arg, gm_http **out, char *msg, size_t msglen)
+/* Initializes one of h's own handles, counted so that h outlives it. */
+static void own(gm_http *h, uv_handle_t *hd)
+{
+	hd->data = h;
+	h->handles++;
+}
+
+int gm_http_open(uv_loop_t *loop, const gm_config *cfg, const gm_http_ops *ops,
+		 void *arg, gm_stats_http *n, gm_http **out, char *msg,
+		 size_t msglen)
 {
 	gm_http *h = calloc(1, sizeof(*h));
 	int rv;
@@ -230,14 +625,15 @@ int gm_http_open(uv_loop_t *loop, const char *addr, const gm_http_ops *ops,
 		snprintf(msg, msglen, "metrics_listen: out of memory");
 		return GM_ENOMEM;
 	}
-	h->ops = *ops;
-	h->arg = arg;
-	if ((rv = gm_inbox_open(loop, offsetof(struct parked, link), on_parked,
-				NULL, h, &h->inbox, msg, msglen)) != 0) {
-		free(h);
-		return rv;
-	}
-	if ((rv = start_server(h, addr, msg, msglen)) != 0) {
+	*h = (gm_http){
+	    .loop = loop, .cfg = cfg, .ops = *ops, .arg = arg, .n = n};
+	uv_tcp_init(loop, &h->server);
+	own(h, (uv_handle_t *)&h->server);
+	uv_timer_init(loop, &h->sweep);
+	own(h, (uv_handle_t *)&h->sweep);
+	uv_idle_init(loop, &h->pump);
+	own(h, (uv_handle_t *)&h->pump);
+	if ((rv = listen_on(h, cfg->metrics_listen, msg, msglen)) != GM_OK) {
 		gm_http_close(h);
 		return rv;
 	}
@@ -247,10 +643,13 @@ int gm_http_open(uv_loop_t *loop, const char *addr, const gm_http_ops *ops,
 
 void gm_http_close(gm_http *h)
 {
-	gm_inbox_close(h->inbox, refuse, NULL);
-	if (h->srv != NULL) {
-		nng_http_server_stop(h->srv);
-		nng_http_server_release(h->srv);
-	}
-	free(h);
+	h->closing = 1;
+	h->queue_head = h->queue_tail = NULL;
+	while (h->conns != NULL)
+		close_conn(h->conns);
+	release(h->cache);
+	h->cache = NULL;
+	uv_close((uv_handle_t *)&h->server, on_own_closed);
+	uv_close((uv_handle_t *)&h->sweep, on_own_closed);
+	uv_close((uv_handle_t *)&h->pump, on_own_closed);
 }
