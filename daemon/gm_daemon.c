@@ -29,7 +29,9 @@
 #include "gm_log.h"
 #include "gm_loop.h"
 #include "gm_notify.h"
+#include "gm_reload.h"
 #include "gm_request.h"
+#include "gm_signal.h"
 
 #define EXIT_STARTUP 1
 #define EXIT_FAULT   3
@@ -168,6 +170,7 @@ static void close_handle(uv_handle_t *h, void *arg)
  * themselves when their handle is closed). */
 static void close_all_handles(gm_loop *l)
 {
+	gm_signal_close();
 	if (l->done != NULL)
 		gm_inbox_close(l->done, NULL, NULL);
 	l->done = NULL;
@@ -212,36 +215,35 @@ static void begin_stop(gm_loop *l, int code)
 	uv_timer_start(&l->stop_timer, stop_poll, 0, STOP_POLL_MS);
 }
 
-static void signal_cb(uv_signal_t *h, int signum)
+/* Loop thread: a signal (gm_signal.h), count times since the last. */
+static void on_signal(int signum, unsigned count, void *arg)
 {
-	gm_loop *l = h->data;
+	gm_loop *l = arg;
 
-	GM_LOG(GM_LOG_INFO, "%s: finishing %llu queued and %llu running jobs",
-	       strsignal(signum), (unsigned long long)gm_sched_queued(l->sched),
-	       (unsigned long long)gm_sched_inflight(l->sched));
-	begin_stop(l, 0);
-}
-
-static void drain_signal_cb(uv_signal_t *h, int signum)
-{
-	gm_loop *l = h->data;
-
-	gm_loop_set_draining(l, 1, strsignal(signum));
-}
-
-/* Calls cb on signum from now on. A handle initialized here is closed
- * with the others, whatever happens next. */
-static int watch_signal(gm_loop *l, uv_signal_t *h, uv_signal_cb cb, int signum)
-{
-	int rv;
-
-	h->data = l;
-	if ((rv = uv_signal_init(&l->uv, h)) == 0 &&
-	    (rv = uv_signal_start(h, cb, signum)) == 0)
-		return GM_OK;
-	GM_LOG(GM_LOG_ERROR, "watching %s: %s", strsignal(signum),
-	       uv_strerror(rv));
-	return GM_EINTERNAL;
+	switch (signum) {
+	case SIGINT:
+	case SIGTERM:
+		GM_LOG(GM_LOG_INFO,
+		       "SIG%s: finishing %llu queued and %llu running jobs",
+		       sigabbrev_np(signum),
+		       (unsigned long long)gm_sched_queued(l->sched),
+		       (unsigned long long)gm_sched_inflight(l->sched));
+		begin_stop(l, 0);
+		break;
+	case SIGUSR1:
+		gm_loop_set_draining(l, 1, strsignal(signum));
+		break;
+	case SIGHUP:
+		gm_reload_run(l);
+		break;
+	default:
+		if (count == 1)
+			GM_LOG(GM_LOG_INFO, "SIG%s ignored",
+			       sigabbrev_np(signum));
+		else
+			GM_LOG(GM_LOG_INFO, "SIG%s ignored (%u times)",
+			       sigabbrev_np(signum), count);
+	}
 }
 
 /* The loop's own handles: the inboxes, the signals, the timers. On
@@ -259,10 +261,11 @@ static int open_handles(gm_loop *l)
 		GM_LOG(GM_LOG_ERROR, "%s", msg);
 		return rv;
 	}
-	if ((rv = watch_signal(l, &l->sigint, signal_cb, SIGINT)) != 0 ||
-	    (rv = watch_signal(l, &l->sigterm, signal_cb, SIGTERM)) != 0 ||
-	    (rv = watch_signal(l, &l->sigusr1, drain_signal_cb, SIGUSR1)) != 0)
+	if ((rv = gm_signal_open(&l->uv, on_signal, l, msg, sizeof(msg))) !=
+	    0) {
+		GM_LOG(GM_LOG_ERROR, "%s", msg);
 		return rv;
+	}
 	if ((rv = gm_loop_open_tick(l)) != 0)
 		return rv;
 	l->stop_timer.data = l;
@@ -270,7 +273,6 @@ static int open_handles(gm_loop *l)
 		GM_LOG(GM_LOG_ERROR, "stop timer: %s", uv_strerror(rv));
 		return GM_EINTERNAL;
 	}
-	signal(SIGPIPE, SIG_IGN);
 	return GM_OK;
 }
 
@@ -335,7 +337,6 @@ static int open_core(gm_loop *l)
 		GM_LOG(GM_LOG_ERROR, "scheduler: %s", gm_strerror(rv));
 		goto fail_sched;
 	}
-	gm_sched_set_limits(l->sched, l->cfg->queue_depth_prio);
 	if ((rv = gm_detach_create(l->sched, l->cfg->detach_keep_s,
 				   l->cfg->detach_max_bytes,
 				   gm_ctrl_answer_wait, l, &l->detach)) != 0) {
@@ -438,24 +439,27 @@ fail_listen:
 	return rv;
 }
 
-int gm_daemon_run(const gm_config *cfg)
+int gm_daemon_run(gm_config *cfg, gm_config_source_fn reread, void *arg)
 {
-	gm_loop l = {.cfg = cfg};
+	gm_loop l = {
+	    .cfg = cfg, .cfg_own = cfg, .reread = reread, .reread_arg = arg};
+	char msg[256];
 	int rv;
 
-	l.lim = (gm_limits){.max_jobs = cfg->max_jobs,
-			    .max_dim = cfg->max_dim,
-			    .max_job_bytes = cfg->max_message_bytes,
-			    .max_frame = cfg->max_message_bytes,
-			    .max_ctrl = cfg->max_ctrl_bytes};
+	if (gm_signal_install(msg, sizeof(msg)) != GM_OK) {
+		GM_LOG(GM_LOG_ERROR, "%s", msg);
+		return EXIT_STARTUP;
+	}
 	gm_stats_init(&l.stats);
 	if ((rv = uv_loop_init(&l.uv)) != 0) {
 		GM_LOG(GM_LOG_ERROR, "event loop: %s", uv_strerror(rv));
 		return EXIT_STARTUP;
 	}
 	/* Each step closes what it opened when it fails. */
-	if ((rv = open_handles(&l)) != 0 || (rv = open_core(&l)) != 0 ||
-	    (rv = open_listeners(&l)) != 0)
+	if ((rv = open_handles(&l)) != 0 || (rv = open_core(&l)) != 0)
+		goto fail;
+	gm_reload_derive(&l);
+	if ((rv = open_listeners(&l)) != 0)
 		goto fail;
 	if ((rv = gm_notify_watchdog_start(&l.uv)) != 0)
 		goto fail_watchdog;
