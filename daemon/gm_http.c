@@ -5,9 +5,14 @@
  * A connection is in one state at a time, each with its deadline:
  * READING a request's head (from the accept or its first byte), QUEUED
  * with a complete head until its turn comes (no deadline: turns come
- * every loop iteration), WRITING the answer, IDLE between requests.
- * While QUEUED or WRITING it is not read, so a client that pipelines
- * requests gets them answered one at a time. One timer sweeps the
+ * every loop iteration), WRITING the answer, IDLE between requests,
+ * LINGERING after a last answer. While QUEUED or WRITING it is not
+ * read, so a client that pipelines requests gets them answered one at a
+ * time. A last answer is followed by a shutdown of the sending side and
+ * what the client still sends is read and dropped for a moment before
+ * the close: closing a socket with unread bytes resets it, and the
+ * reset can destroy the answer (a 400, a 431) before the client reads
+ * it. One timer sweeps the
  * deadlines while any connection is open; one idle handle runs the turns
  * while anything waits for one, which also keeps the loop from sleeping
  * in between.
@@ -32,11 +37,18 @@
  * a finished job) waits no longer than that behind a storm of scrapes. */
 #define ACCEPT_BUDGET 64
 #define ANSWER_BUDGET 32
-#define BACKLOG	      511
+/* Connections the kernel completes before gemmd accepts them (it caps
+ * this at net.core.somaxconn): a storm of them must not overflow it
+ * while the loop takes its turns, or the overflow waits a second for a
+ * retransmitted SYN-ACK. Beyond http_max_connections they are closed
+ * as they are accepted. */
+#define BACKLOG 4096
 /* A refusal is logged at most once this often. */
 #define REFUSAL_LOG_US 1e6
+/* How long a connection lingers after its last answer, at most. */
+#define LINGER_US 1e6
 
-enum state { READING, QUEUED, WRITING, IDLE };
+enum state { READING, QUEUED, WRITING, IDLE, LINGERING };
 
 /* A rendered /metrics body, shared by the answers that send it. */
 typedef struct body {
@@ -61,6 +73,7 @@ struct hconn {
 	int served;	 /* counted open (not a refusal) */
 	int keep;	 /* serve another request after this answer */
 	uv_write_t wr;
+	uv_shutdown_t sd;
 	body *body;	/* the answer's when it is the shared one */
 	char head[512]; /* the answer's status line and headers; small
 			   bodies too */
@@ -170,15 +183,21 @@ static double limit_us(const gm_http *h, enum state s)
 		return h->cfg->http_header_ms * 1e3;
 	case IDLE:
 		return h->cfg->http_idle_ms * 1e3;
+	case LINGERING:
+		return LINGER_US;
 	default:
 		return 0;
 	}
 }
 
+/* Why a deadline closes a connection in each state; -1: it is not
+ * counted (a lingering one was answered in full). */
 static const int reason_of_state[] = {
     [READING] = GM_HTTP_CLOSED_HEADER_TIMEOUT,
+    [QUEUED] = -1,
     [WRITING] = GM_HTTP_CLOSED_SEND_TIMEOUT,
     [IDLE] = GM_HTTP_CLOSED_IDLE_TIMEOUT,
+    [LINGERING] = -1,
 };
 
 static void on_sweep(uv_timer_t *t);
@@ -208,7 +227,8 @@ static void on_sweep(uv_timer_t *t)
 		next = c->next;
 		lim = limit_us(h, c->state);
 		if (lim > 0 && now - c->since_us > lim) {
-			h->n->closed_by[reason_of_state[c->state]]++;
+			if (reason_of_state[c->state] >= 0)
+				h->n->closed_by[reason_of_state[c->state]]++;
 			close_conn(c);
 		}
 	}
@@ -241,14 +261,35 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b);
 static void on_alloc(uv_handle_t *hd, size_t suggested, uv_buf_t *b);
 static void take_request(hconn *c);
 
+static void on_shut(uv_shutdown_t *sd, int status)
+{
+	if (status < 0)
+		close_conn(sd->handle->data);
+}
+
+/* After a last answer: no more to send, and what comes is dropped until
+ * the client closes or LINGER_US passes. */
+static void linger(hconn *c)
+{
+	c->len = c->head_len = c->searched = 0;
+	set_state(c, LINGERING);
+	if (uv_shutdown(&c->sd, (uv_stream_t *)&c->tcp, on_shut) != 0 ||
+	    uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0)
+		close_conn(c);
+}
+
 static void on_written(uv_write_t *w, int status)
 {
 	hconn *c = w->handle->data;
 
 	release(c->body);
 	c->body = NULL;
-	if (status < 0 || !c->keep || c->h->closing) {
+	if (status < 0 || c->h->closing) {
 		close_conn(c);
+		return;
+	}
+	if (!c->keep) {
+		linger(c);
 		return;
 	}
 	/* What the client sent after this request (pipelining) is next. */
@@ -430,6 +471,10 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
 	}
 	if (nread == 0)
 		return;
+	if (c->state == LINGERING) {
+		c->len = 0;
+		return;
+	}
 	if (c->state == IDLE)
 		set_state(c, READING);
 	c->len += (size_t)nread;
