@@ -46,19 +46,7 @@ static struct {
 
 static void start(const char *const *extra)
 {
-	const char *args[24];
-	char set[64];
-	int n = 0;
-
-	assert_int_equal(it_setup(&fx.d), 0);
-	assert_true((fx.port = it_free_port()) > 0);
-	snprintf(set, sizeof(set), "metrics_listen=127.0.0.1:%d", fx.port);
-	args[n++] = "--set";
-	args[n++] = set;
-	for (int i = 0; extra != NULL && extra[i] != NULL && n < 23; i++)
-		args[n++] = extra[i];
-	args[n] = NULL;
-	if (it_start(&fx.d, args) != 0)
+	if (it_start_metrics(&fx.d, &fx.port, extra) != 0)
 		fail_msg("gemmd did not start; see %s", fx.d.log);
 }
 
