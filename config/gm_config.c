@@ -372,6 +372,13 @@ out:
 	return rv;
 }
 
+bool gm_config_reloadable(const char *key)
+{
+	const gm_config_row *r = find_row(key);
+
+	return r != NULL && r->reloadable;
+}
+
 int gm_config_reload(gm_config *c, const gm_config *next,
 		     gm_config_change_fn change, void *arg)
 {

@@ -165,6 +165,10 @@ typedef void (*gm_config_change_fn)(void *arg, const char *key, bool taken,
 int gm_config_reload(gm_config *c, const gm_config *next,
 		     gm_config_change_fn change, void *arg);
 
+/* Whether SIGHUP takes a new value of key (gm_config_reload); false for
+ * an unknown key. Any thread. */
+bool gm_config_reloadable(const char *key);
+
 /* Whether the allow-lists let a local peer with this uid and gid in: yes
  * when both lists are empty, or when allow_uids names uid or allow_gids
  * names gid. Reads only, so any thread may call it once the

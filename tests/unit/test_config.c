@@ -18,6 +18,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "gm_config.h"
 #include "gm_error.h"
 
@@ -946,6 +948,48 @@ static void test_reload(void **state)
 	gm_config_free(&c);
 }
 
+/* config/README.md lists the keys SIGHUP reloads, in one paragraph of
+ * its "Reloading (SIGHUP)" section: exactly the table's. */
+static void test_reload_documented(void **state)
+{
+	const char *srcdir = getenv("GEMMD_SRCDIR");
+	static char text[1 << 17];
+	char path[4096], tick[80], *list, *end, *json;
+	const cJSON *key;
+	cJSON *doc;
+	gm_config c;
+	size_t n;
+	FILE *f;
+
+	(void)state;
+	assert_non_null(srcdir);
+	snprintf(path, sizeof(path), "%s/config/README.md", srcdir);
+	assert_non_null(f = fopen(path, "r"));
+	n = fread(text, 1, sizeof(text) - 1, f);
+	fclose(f);
+	text[n] = '\0';
+	assert_non_null(list = strstr(text, "## Reloading (SIGHUP)"));
+	assert_non_null(list = strstr(list, "\n`log_level`"));
+	assert_non_null(end = strstr(list, "\n\n"));
+	*end = '\0';
+	gm_config_defaults(&c);
+	assert_non_null(json = gm_config_to_json(&c));
+	assert_non_null(doc = cJSON_Parse(json));
+	free(json);
+	cJSON_ArrayForEach(key, doc)
+	{
+		snprintf(tick, sizeof(tick), "`%s`", key->string);
+		if ((strstr(list, tick) != NULL) !=
+		    gm_config_reloadable(key->string))
+			fail_msg("%s: reloadable %d, listed %d", key->string,
+				 gm_config_reloadable(key->string),
+				 strstr(list, tick) != NULL);
+	}
+	assert_false(gm_config_reloadable("no_such_key"));
+	cJSON_Delete(doc);
+	gm_config_free(&c);
+}
+
 static void test_bad_sets(void **state)
 {
 	char msg[256];
@@ -1006,6 +1050,7 @@ int main(void)
 	    cmocka_unit_test(test_bad_documents),
 	    cmocka_unit_test(test_bad_sets),
 	    cmocka_unit_test(test_reload),
+	    cmocka_unit_test(test_reload_documented),
 	    cmocka_unit_test(test_long_values),
 	};
 
