@@ -336,9 +336,8 @@ const char *gm_config_log_level_name(int level)
 
 /* ---- reload ---- */
 
-/* One row of gm_config_reload. Values are compared as the JSON their
- * kind renders, and taken through the one setter, so nothing here knows
- * a kind. */
+/* One row of gm_config_reload, compared as the JSON its kind renders
+ * and taken through the one setter: nothing here knows a kind. */
 static int reload_row(gm_config *c, const gm_config *next,
 		      const gm_config_row *r, gm_config_change_fn change,
 		      void *arg)
@@ -348,23 +347,19 @@ static int reload_row(gm_config *c, const gm_config *next,
 	cJSON *now =
 	    r->kind->get(r, (const char *)next + r->off, count_value(next, r));
 	char *was_text = NULL, *now_text = NULL, msg[256];
-	int rv = GM_ENOMEM;
+	int rv = was != NULL && now != NULL ? GM_OK : GM_ENOMEM;
 
-	if (was == NULL || now == NULL)
-		goto out;
-	rv = GM_OK;
-	if (cJSON_Compare(was, now, true))
-		goto out;
-	was_text = cJSON_PrintUnformatted(was);
-	now_text = cJSON_PrintUnformatted(now);
-	if (was_text == NULL || now_text == NULL)
-		rv = GM_ENOMEM;
-	else if (r->reloadable)
-		rv = set_value(c, r, &(gm_config_src){.json = now}, msg,
-			       sizeof(msg));
-	if (rv == GM_OK)
-		change(arg, r->name, r->reloadable, was_text, now_text);
-out:
+	if (rv == GM_OK && !cJSON_Compare(was, now, true)) {
+		was_text = cJSON_PrintUnformatted(was);
+		now_text = cJSON_PrintUnformatted(now);
+		if (was_text == NULL || now_text == NULL)
+			rv = GM_ENOMEM;
+		else if (r->reloadable)
+			rv = set_value(c, r, &(gm_config_src){.json = now}, msg,
+				       sizeof(msg));
+		if (rv == GM_OK)
+			change(arg, r->name, r->reloadable, was_text, now_text);
+	}
 	cJSON_free(was_text);
 	cJSON_free(now_text);
 	cJSON_Delete(was);

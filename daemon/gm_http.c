@@ -1,35 +1,26 @@
 /*
- * gm_http.c - /metrics, /healthz and /readyz on libuv's TCP, on the loop
- * thread; see gm_http.h.
+ * gm_http.c - the HTTP endpoints' server on libuv's TCP, on the loop
+ * thread: accepting and the connection cap, reading requests, the
+ * loop's turns, the deadlines; the answers are gm_http_reply.c's. See
+ * gm_http.h and gm_http_impl.h.
  *
- * A connection is in one state at a time, each with its deadline:
- * READING a request's head (from the accept or its first byte), QUEUED
- * with a complete head until its turn comes (no deadline: turns come
- * every loop iteration), WRITING the answer, IDLE between requests,
- * LINGERING after a last answer. While QUEUED or WRITING it is not
- * read, so a client that pipelines requests gets them answered one at a
- * time. A last answer is followed by a shutdown of the sending side and
- * what the client still sends is read and dropped for a moment before
- * the close: closing a socket with unread bytes resets it, and the
- * reset can destroy the answer (a 400, a 431) before the client reads
- * it. One timer sweeps the
- * deadlines while any connection is open; one idle handle runs the turns
- * while anything waits for one, which also keeps the loop from sleeping
- * in between.
+ * One timer sweeps the deadlines while any connection is open; one idle
+ * handle runs the turns while anything waits for one, which also keeps
+ * the loop from sleeping in between.
  */
-#include "gm_http.h"
-
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "gm_http.h"
+
 #include "gm_clock.h"
 #include "gm_error.h"
+#include "gm_http_impl.h"
 #include "gm_http_req.h"
 #include "gm_log.h"
-#include "gm_metrics.h"
 
 /* Per turn of the loop: connections accepted, requests answered. With
  * a cached /metrics body an answer is one writev, so a turn spends a
@@ -45,72 +36,12 @@
 #define BACKLOG 4096
 /* A refusal is logged at most once this often. */
 #define REFUSAL_LOG_US 1e6
-/* How long a connection lingers after its last answer, at most. */
-#define LINGER_US 1e6
-
-enum state { READING, QUEUED, WRITING, IDLE, LINGERING };
-
-/* A rendered /metrics body, shared by the answers that send it. */
-typedef struct body {
-	unsigned refs; /* the cache's, and each write's */
-	size_t len;
-	double made_us;
-	char *text;
-} body;
-
-typedef struct hconn hconn;
-struct hconn {
-	uv_tcp_t tcp;
-	gm_http *h;
-	hconn *prev, *next; /* connections served */
-	hconn *queue_next;  /* QUEUED: the next to answer */
-	enum state state;
-	double since_us; /* when the state's deadline began */
-	char *buf;	 /* request bytes not yet answered; cap of them */
-	size_t len, cap;
-	size_t searched; /* bytes searched for the head's end */
-	size_t head_len; /* QUEUED, WRITING: the head being answered */
-	int served;	 /* counted open (not a refusal) */
-	int keep;	 /* serve another request after this answer */
-	uv_write_t wr;
-	uv_shutdown_t sd;
-	body *body;	/* the answer's when it is the shared one */
-	char head[512]; /* the answer's status line and headers; small
-			   bodies too */
-};
-
-struct gm_http {
-	uv_loop_t *loop;
-	const gm_config *cfg;
-	gm_http_ops ops;
-	void *arg;
-	gm_stats_http *n;
-	uv_tcp_t server;
-	uv_timer_t sweep;
-	uv_idle_t pump;
-	hconn *conns;
-	hconn *queue_head, *queue_tail;
-	unsigned accepts;   /* this turn */
-	int accept_waiting; /* libuv holds one for us to accept */
-	body *cache;
-	double refusal_logged;
-	unsigned handles; /* not yet closed; h goes with the last */
-	int closing;
-};
 
 static const char refusal[] = "HTTP/1.1 503 Service Unavailable\r\n"
 			      "Content-Type: text/plain\r\n"
 			      "Content-Length: 21\r\n"
 			      "Connection: close\r\n\r\n"
 			      "too many connections\n";
-
-static void release(body *b)
-{
-	if (b != NULL && --b->refs == 0) {
-		free(b->text);
-		free(b);
-	}
-}
 
 static void handle_closed(gm_http *h)
 {
@@ -125,7 +56,7 @@ static void on_own_closed(uv_handle_t *hd)
 
 static void on_conn_closed(uv_handle_t *hd)
 {
-	hconn *c = hd->data;
+	gm_http_conn *c = hd->data;
 	gm_http *h = c->h;
 
 	free(c->buf);
@@ -133,9 +64,9 @@ static void on_conn_closed(uv_handle_t *hd)
 	handle_closed(h);
 }
 
-static void unqueue(gm_http *h, hconn *c)
+static void unqueue(gm_http *h, gm_http_conn *c)
 {
-	hconn **p = &h->queue_head;
+	gm_http_conn **p = &h->queue_head;
 
 	while (*p != NULL && *p != c)
 		p = &(*p)->queue_next;
@@ -144,19 +75,20 @@ static void unqueue(gm_http *h, hconn *c)
 	*p = c->queue_next;
 	if (h->queue_tail == c) {
 		h->queue_tail = NULL;
-		for (hconn *q = h->queue_head; q != NULL; q = q->queue_next)
+		for (gm_http_conn *q = h->queue_head; q != NULL;
+		     q = q->queue_next)
 			h->queue_tail = q;
 	}
 }
 
-static void close_conn(hconn *c)
+void gm_http_conn_close(gm_http_conn *c)
 {
 	gm_http *h = c->h;
 
 	if (uv_is_closing((uv_handle_t *)&c->tcp))
 		return;
 	if (c->served) {
-		if (c->state == QUEUED)
+		if (c->state == GM_HTTP_QUEUED)
 			unqueue(h, c);
 		*(c->prev != NULL ? &c->prev->next : &h->conns) = c->next;
 		if (c->next != NULL)
@@ -166,7 +98,7 @@ static void close_conn(hconn *c)
 	uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
 }
 
-static void set_state(hconn *c, enum state s)
+void gm_http_conn_state(gm_http_conn *c, enum gm_http_state s)
 {
 	c->state = s;
 	c->since_us = gm_clock_now_us();
@@ -175,16 +107,16 @@ static void set_state(hconn *c, enum state s)
 /* ---- deadlines ---- */
 
 /* How long a connection may stay in its state; 0: no deadline. */
-static double limit_us(const gm_http *h, enum state s)
+static double limit_us(const gm_http *h, enum gm_http_state s)
 {
 	switch (s) {
-	case READING:
-	case WRITING:
+	case GM_HTTP_READING:
+	case GM_HTTP_WRITING:
 		return h->cfg->http_header_ms * 1e3;
-	case IDLE:
+	case GM_HTTP_IDLE:
 		return h->cfg->http_idle_ms * 1e3;
-	case LINGERING:
-		return LINGER_US;
+	case GM_HTTP_LINGERING:
+		return GM_HTTP_LINGER_US;
 	default:
 		return 0;
 	}
@@ -193,11 +125,11 @@ static double limit_us(const gm_http *h, enum state s)
 /* Why a deadline closes a connection in each state; -1: it is not
  * counted (a lingering one was answered in full). */
 static const int reason_of_state[] = {
-    [READING] = GM_HTTP_CLOSED_HEADER_TIMEOUT,
-    [QUEUED] = -1,
-    [WRITING] = GM_HTTP_CLOSED_SEND_TIMEOUT,
-    [IDLE] = GM_HTTP_CLOSED_IDLE_TIMEOUT,
-    [LINGERING] = -1,
+    [GM_HTTP_READING] = GM_HTTP_CLOSED_HEADER_TIMEOUT,
+    [GM_HTTP_QUEUED] = -1,
+    [GM_HTTP_WRITING] = GM_HTTP_CLOSED_SEND_TIMEOUT,
+    [GM_HTTP_IDLE] = GM_HTTP_CLOSED_IDLE_TIMEOUT,
+    [GM_HTTP_LINGERING] = -1,
 };
 
 static void on_sweep(uv_timer_t *t);
@@ -221,7 +153,7 @@ static void on_sweep(uv_timer_t *t)
 {
 	gm_http *h = t->data;
 	double now = gm_clock_now_us(), lim;
-	hconn *c, *next;
+	gm_http_conn *c, *next;
 
 	for (c = h->conns; c != NULL; c = next) {
 		next = c->next;
@@ -229,183 +161,10 @@ static void on_sweep(uv_timer_t *t)
 		if (lim > 0 && now - c->since_us > lim) {
 			if (reason_of_state[c->state] >= 0)
 				h->n->closed_by[reason_of_state[c->state]]++;
-			close_conn(c);
+			gm_http_conn_close(c);
 		}
 	}
 	arm_sweep(h);
-}
-
-/* ---- answers ---- */
-
-static const char *status_text(int status)
-{
-	switch (status) {
-	case 200:
-		return "OK";
-	case 400:
-		return "Bad Request";
-	case 404:
-		return "Not Found";
-	case 405:
-		return "Method Not Allowed";
-	case 431:
-		return "Request Header Fields Too Large";
-	case 500:
-		return "Internal Server Error";
-	default:
-		return "Service Unavailable";
-	}
-}
-
-static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b);
-static void on_alloc(uv_handle_t *hd, size_t suggested, uv_buf_t *b);
-static void take_request(hconn *c);
-
-static void on_shut(uv_shutdown_t *sd, int status)
-{
-	if (status < 0)
-		close_conn(sd->handle->data);
-}
-
-/* After a last answer: no more to send, and what comes is dropped until
- * the client closes or LINGER_US passes. */
-static void linger(hconn *c)
-{
-	c->len = c->head_len = c->searched = 0;
-	set_state(c, LINGERING);
-	if (uv_shutdown(&c->sd, (uv_stream_t *)&c->tcp, on_shut) != 0 ||
-	    uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0)
-		close_conn(c);
-}
-
-static void on_written(uv_write_t *w, int status)
-{
-	hconn *c = w->handle->data;
-
-	release(c->body);
-	c->body = NULL;
-	if (status < 0 || c->h->closing) {
-		close_conn(c);
-		return;
-	}
-	if (!c->keep) {
-		linger(c);
-		return;
-	}
-	/* What the client sent after this request (pipelining) is next. */
-	c->len -= c->head_len;
-	memmove(c->buf, c->buf + c->head_len, c->len);
-	c->head_len = c->searched = 0;
-	set_state(c, c->len > 0 ? READING : IDLE);
-	if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0)
-		close_conn(c);
-	else if (c->len > 0)
-		take_request(c);
-}
-
-/* Writes an answer: status, type, and either the shared body b or the
- * short text (which c->head holds too). HEAD sends the headers alone. */
-static void reply(hconn *c, int status, const char *type, const char *text,
-		  body *b, int head_only, int keep)
-{
-	size_t len = b != NULL ? b->len : strlen(text);
-	uv_buf_t bufs[2];
-	int n;
-
-	n = snprintf(c->head, sizeof(c->head),
-		     "HTTP/1.1 %d %s\r\nContent-Type: %s\r\n"
-		     "Content-Length: %zu\r\n%sConnection: %s\r\n\r\n%s",
-		     status, status_text(status), type, len,
-		     status == 405 ? "Allow: GET, HEAD\r\n" : "",
-		     keep ? "keep-alive" : "close",
-		     b != NULL || head_only ? "" : text);
-	if (n < 0 || (size_t)n >= sizeof(c->head)) {
-		release(b);
-		close_conn(c);
-		return;
-	}
-	bufs[0] = uv_buf_init(c->head, (unsigned)n);
-	bufs[1] = uv_buf_init(b != NULL ? b->text : NULL, (unsigned)len);
-	c->body = b;
-	c->keep = keep;
-	uv_read_stop((uv_stream_t *)&c->tcp);
-	set_state(c, WRITING);
-	if (uv_write(&c->wr, (uv_stream_t *)&c->tcp, bufs,
-		     b != NULL && !head_only ? 2 : 1, on_written) != 0) {
-		release(b);
-		c->body = NULL;
-		close_conn(c);
-	}
-}
-
-/* The /metrics body: the cached one while younger than metrics_cache_ms,
- * else a new render (which becomes the cached one). NULL without
- * memory. */
-static body *metrics_body(gm_http *h)
-{
-	double now = gm_clock_now_us();
-	body *b = h->cache;
-
-	if (b != NULL && now - b->made_us < h->cfg->metrics_cache_ms * 1e3) {
-		b->refs++;
-		return b;
-	}
-	release(h->cache);
-	h->cache = NULL;
-	if ((b = calloc(1, sizeof(*b))) == NULL)
-		return NULL;
-	h->n->renders++;
-	if ((b->text = h->ops.metrics(h->arg)) == NULL) {
-		free(b);
-		return NULL;
-	}
-	b->len = strlen(b->text);
-	b->made_us = now;
-	b->refs = 2;
-	h->cache = b;
-	return b;
-}
-
-static void answer(hconn *c)
-{
-	gm_http *h = c->h;
-	const char *why = "not ready";
-	char text[160];
-	gm_http_req r;
-	int head, keep;
-	body *b;
-
-	h->n->requests++;
-	if (gm_http_req_parse(c->buf, c->head_len, &r) != 0) {
-		h->n->closed_by[GM_HTTP_CLOSED_MALFORMED]++;
-		reply(c, 400, "text/plain", "bad request\n", NULL, 0, 0);
-		return;
-	}
-	/* A body is never read: the connection ends with this answer. */
-	keep = r.keep_alive && !r.has_body;
-	head = r.method == GM_HTTP_HEAD;
-	if (r.method == GM_HTTP_OTHER)
-		reply(c, 405, "text/plain", "GET or HEAD only\n", NULL, 0,
-		      keep);
-	else if (gm_http_req_is(&r, "/metrics")) {
-		if ((b = metrics_body(h)) != NULL)
-			reply(c, 200, GM_METRICS_CONTENT_TYPE, NULL, b, head,
-			      keep);
-		else
-			reply(c, 500, "text/plain", "out of memory\n", NULL,
-			      head, keep);
-	} else if (gm_http_req_is(&r, "/healthz"))
-		reply(c, 200, "text/plain", "ok\n", NULL, head, keep);
-	else if (gm_http_req_is(&r, "/readyz")) {
-		if (h->ops.ready(h->arg, &why))
-			reply(c, 200, "text/plain", "ready\n", NULL, head,
-			      keep);
-		else {
-			snprintf(text, sizeof(text), "not ready: %s\n", why);
-			reply(c, 503, "text/plain", text, NULL, head, keep);
-		}
-	} else
-		reply(c, 404, "text/plain", "not found\n", NULL, head, keep);
 }
 
 /* ---- turns ---- */
@@ -420,7 +179,7 @@ static void start_pump(gm_http *h)
 
 /* A complete head queues the request for its turn; a buffer full
  * without one is answered 431 and closed. */
-static void take_request(hconn *c)
+void gm_http_conn_take(gm_http_conn *c)
 {
 	gm_http *h = c->h;
 	size_t end = gm_http_req_end(c->buf, c->len, c->searched);
@@ -429,14 +188,14 @@ static void take_request(hconn *c)
 		c->searched = c->len;
 		if (c->len == c->cap) {
 			h->n->closed_by[GM_HTTP_CLOSED_TOO_LARGE]++;
-			reply(c, 431, "text/plain", "request head too large\n",
-			      NULL, 0, 0);
+			gm_http_reply(c, 431, "text/plain",
+				      "request head too large\n", NULL, 0, 0);
 		}
 		return;
 	}
 	c->head_len = end;
 	uv_read_stop((uv_stream_t *)&c->tcp);
-	set_state(c, QUEUED);
+	gm_http_conn_state(c, GM_HTTP_QUEUED);
 	c->queue_next = NULL;
 	*(h->queue_tail != NULL ? &h->queue_tail->queue_next : &h->queue_head) =
 	    c;
@@ -448,7 +207,7 @@ static void take_request(hconn *c)
  * says then; a head must fit in it. */
 static void on_alloc(uv_handle_t *hd, size_t suggested, uv_buf_t *b)
 {
-	hconn *c = hd->data;
+	gm_http_conn *c = hd->data;
 
 	(void)suggested;
 	if (c->buf == NULL) {
@@ -462,26 +221,31 @@ static void on_alloc(uv_handle_t *hd, size_t suggested, uv_buf_t *b)
 
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
 {
-	hconn *c = s->data;
+	gm_http_conn *c = s->data;
 
 	(void)b;
 	if (nread < 0) { /* the client closed, or no memory for a buffer */
-		close_conn(c);
+		gm_http_conn_close(c);
 		return;
 	}
 	if (nread == 0)
 		return;
-	if (c->state == LINGERING) {
+	if (c->state == GM_HTTP_LINGERING) {
 		c->len = 0;
 		return;
 	}
-	if (c->state == IDLE)
-		set_state(c, READING);
+	if (c->state == GM_HTTP_IDLE)
+		gm_http_conn_state(c, GM_HTTP_READING);
 	c->len += (size_t)nread;
-	take_request(c);
+	gm_http_conn_take(c);
 }
 
-static void refuse(hconn *c)
+int gm_http_conn_read(gm_http_conn *c)
+{
+	return uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+}
+
+static void refuse(gm_http_conn *c)
 {
 	gm_http *h = c->h;
 	uv_buf_t b = uv_buf_init((char *)refusal, sizeof(refusal) - 1);
@@ -497,12 +261,12 @@ static void refuse(hconn *c)
 	}
 	/* Best effort: a fresh socket's buffer takes it whole. */
 	uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
-	close_conn(c);
+	gm_http_conn_close(c);
 }
 
 static void accept_one(gm_http *h)
 {
-	hconn *c = calloc(1, sizeof(*c));
+	gm_http_conn *c = calloc(1, sizeof(*c));
 
 	h->accepts++;
 	if (c == NULL) { /* left with libuv, for the next turn */
@@ -515,7 +279,7 @@ static void accept_one(gm_http *h)
 	c->h = h;
 	h->handles++;
 	if (uv_accept((uv_stream_t *)&h->server, (uv_stream_t *)&c->tcp) != 0) {
-		close_conn(c);
+		gm_http_conn_close(c);
 		return;
 	}
 	h->n->accepted++;
@@ -530,9 +294,9 @@ static void accept_one(gm_http *h)
 		h->conns->prev = c;
 	h->conns = c;
 	uv_tcp_nodelay(&c->tcp, 1);
-	set_state(c, READING);
-	if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0)
-		close_conn(c);
+	gm_http_conn_state(c, GM_HTTP_READING);
+	if (gm_http_conn_read(c) != 0)
+		gm_http_conn_close(c);
 	arm_sweep(h);
 }
 
@@ -558,7 +322,7 @@ static void on_connection(uv_stream_t *srv, int status)
 static void on_pump(uv_idle_t *p)
 {
 	gm_http *h = p->data;
-	hconn *c;
+	gm_http_conn *c;
 
 	h->accepts = 0;
 	if (h->accept_waiting) {
@@ -568,7 +332,7 @@ static void on_pump(uv_idle_t *p)
 	for (int i = 0; i < ANSWER_BUDGET && (c = h->queue_head) != NULL; i++) {
 		if ((h->queue_head = c->queue_next) == NULL)
 			h->queue_tail = NULL;
-		answer(c);
+		gm_http_answer(c);
 	}
 	if (h->queue_head == NULL && !h->accept_waiting)
 		uv_idle_stop(p);
@@ -670,8 +434,8 @@ int gm_http_open(uv_loop_t *loop, const gm_config *cfg, const gm_http_ops *ops,
 		snprintf(msg, msglen, "metrics_listen: out of memory");
 		return GM_ENOMEM;
 	}
-	*h = (gm_http){
-	    .loop = loop, .cfg = cfg, .ops = *ops, .arg = arg, .n = n};
+	*h =
+	    (gm_http){.loop = loop, .cfg = cfg, .ops = ops, .arg = arg, .n = n};
 	uv_tcp_init(loop, &h->server);
 	own(h, (uv_handle_t *)&h->server);
 	uv_timer_init(loop, &h->sweep);
@@ -691,8 +455,8 @@ void gm_http_close(gm_http *h)
 	h->closing = 1;
 	h->queue_head = h->queue_tail = NULL;
 	while (h->conns != NULL)
-		close_conn(h->conns);
-	release(h->cache);
+		gm_http_conn_close(h->conns);
+	gm_http_body_release(h->cache);
 	h->cache = NULL;
 	uv_close((uv_handle_t *)&h->server, on_own_closed);
 	uv_close((uv_handle_t *)&h->sweep, on_own_closed);

@@ -35,14 +35,15 @@
 #include "gm_stats.h"
 
 typedef struct gm_http gm_http;
+typedef struct gm_http_ops gm_http_ops;
 
 /* What the endpoints need from the daemon; called on the loop thread. */
-typedef struct gm_http_ops {
+struct gm_http_ops {
 	/* The /metrics body: malloc'd text, or NULL when out of memory. */
 	char *(*metrics)(void *arg);
 	/* Non-zero when gemmd takes work; else *why says why not. */
 	int (*ready)(void *arg, const char **why);
-} gm_http_ops;
+};
 
 /*
  * Serves the endpoints on cfg->metrics_listen, "HOST:PORT" (e.g.
@@ -50,8 +51,8 @@ typedef struct gm_http_ops {
  * counting into n. Binds before it returns, and logs a warning when the
  * address is not a loopback one (the endpoints have no authentication).
  * On failure (bad address, port in use) returns GM_ECONFIG or GM_ENOMEM
- * with a message naming the address, and nothing is left open. cfg and
- * n must outlive h. Loop thread.
+ * with a message naming the address, and nothing is left open. ops,
+ * cfg and n must outlive h. Loop thread.
  */
 int gm_http_open(uv_loop_t *loop, const gm_config *cfg, const gm_http_ops *ops,
 		 void *arg, gm_stats_http *n, gm_http **out, char *msg,
