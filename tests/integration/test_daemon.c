@@ -275,7 +275,7 @@ static void test_queue_full_is_busy(void **state)
 	const char *sets[] = {"queue_depth=2", "pool_bytes=155M",
 			      "cpu_threads=1", NULL};
 	it_daemon d;
-	gemmd_client *c;
+	gemmd_client *c, *waiting[2];
 	gemmd_job jobs[N];
 	waiter w[N] = {{0}};
 
@@ -285,6 +285,13 @@ static void test_queue_full_is_busy(void **state)
 
 	start_daemon(&d, sets);
 	assert_int_equal(gemmd_open(d.ipc, &socket, &c), GM_OK);
+	/* The two that wait for the pool each on a connection of its own:
+	 * gemmd stops reading a connection whose request waits for room,
+	 * so a second request on it would not even be read. The blocker's
+	 * connection is read on, and takes the refusals. */
+	for (int i = 1; i < 3; i++)
+		assert_int_equal(gemmd_open(d.ipc, &socket, &waiting[i - 1]),
+				 GM_OK);
 	make_job(&jobs[0], GEMMD_FP64, GEMMD_ROW_MAJOR, 0, 0, 2600, 2600, 2600,
 		 0);
 	assert_int_equal(
@@ -296,10 +303,13 @@ static void test_queue_full_is_busy(void **state)
 		make_job(&jobs[i], GEMMD_FP64, GEMMD_ROW_MAJOR, 0, 1, 200, 200,
 			 200, 1);
 	for (int i = 1; i < 3; i++)
-		assert_int_equal(gemmd_submit_async(c, &jobs[i], 1, NULL, 60000,
-						    on_done, &w[i]),
+		assert_int_equal(gemmd_submit_async(waiting[i - 1], &jobs[i], 1,
+						    NULL, 60000, on_done,
+						    &w[i]),
 				 GM_OK);
-	while (it_stat(c, "jobs.queued") + it_stat(c, "pool.waiting") < 2)
+	/* Read on a connection of its own: the stats request would not be
+	 * read on one whose request waits for the pool. */
+	while (it_rstat(&d, "jobs.queued") + it_rstat(&d, "pool.waiting") < 2)
 		usleep(1000);
 	for (int i = 3; i < N; i++) {
 		assert_int_equal(gemmd_submit(c, &jobs[i], 1, NULL, 60000),
@@ -319,6 +329,8 @@ static void test_queue_full_is_busy(void **state)
 		free_job(&jobs[i]);
 	}
 	assert_true(it_stat(c, "errors.EBUSY") >= N - 3);
+	for (int i = 1; i < 3; i++)
+		gemmd_close(waiting[i - 1]);
 	gemmd_close(c);
 	assert_int_equal(stop_daemon(&d), 0);
 }
