@@ -14,6 +14,7 @@
 #include "gm_daemon.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -54,6 +55,16 @@ typedef struct daemon_ev {
 
 static daemon_ev warm_ev;
 static double close_started;
+
+/* The warm-up's end is posted to the events inbox from an engine thread,
+ * so the inbox must outlive that post: a stop that comes during the
+ * warm-up, or a startup that fails after it began, waits for the post
+ * before closing the inbox. */
+static struct {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int pending; /* a warm-up's end is still to be posted */
+} warming = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
 
 /* Engine thread: hand the job back to the loop. The inbox is open while
  * any job is out. */
@@ -142,6 +153,10 @@ static void warm_done(void *arg, int status, double ms, const char *msg)
 	warm_ev.ms = ms;
 	snprintf(warm_ev.msg, sizeof(warm_ev.msg), "%s", msg ? msg : "");
 	gm_loop_post(l, &warm_ev.ev);
+	pthread_mutex_lock(&warming.mu);
+	warming.pending = 0;
+	pthread_cond_broadcast(&warming.cv);
+	pthread_mutex_unlock(&warming.mu);
 }
 
 /* The listeners, the connections, the region socket and HTTP; NULL
@@ -171,6 +186,10 @@ static void close_handle(uv_handle_t *h, void *arg)
 static void close_all_handles(gm_loop *l)
 {
 	gm_signal_close();
+	pthread_mutex_lock(&warming.mu);
+	while (warming.pending)
+		pthread_cond_wait(&warming.cv, &warming.mu);
+	pthread_mutex_unlock(&warming.mu);
 	if (l->done != NULL)
 		gm_inbox_close(l->done, NULL, NULL);
 	l->done = NULL;
@@ -316,7 +335,9 @@ static int open_core(gm_loop *l)
 			   : "no CUDA device found, using cpu");
 	/* Cold libraries load while the rest opens; /readyz says "warming
 	 * up" until it is done. */
+	warming.pending = 1; /* before: the end may come at once */
 	if ((rv = gm_engine_warmup(l->eng, warm_done, l)) != GM_OK) {
+		warming.pending = 0;
 		GM_LOG(GM_LOG_WARN, "engine warm-up: %s", gm_strerror(rv));
 		l->warm = 1;
 	}
@@ -473,6 +494,7 @@ fail:
 	close_all_handles(&l);
 	uv_run(&l.uv, UV_RUN_DEFAULT);
 	uv_loop_close(&l.uv);
+	gm_conns_free(&l);
 	close_core(&l);
 	return rv != 0 ? EXIT_STARTUP : l.exit_code;
 }
