@@ -34,8 +34,8 @@
  * retransmitted SYN-ACK. Beyond http_max_connections they are closed
  * as they are accepted. */
 #define BACKLOG 4096
-/* A refusal is logged at most once this often. */
-#define REFUSAL_LOG_US 1e6
+/* A refusal, or a failed accept, is logged at most once this often. */
+#define LOG_EVERY_US 1e6
 
 static const char refusal[] = "HTTP/1.1 503 Service Unavailable\r\n"
 			      "Content-Type: text/plain\r\n"
@@ -252,7 +252,7 @@ static void refuse(gm_http_conn *c)
 	double now = gm_clock_now_us();
 
 	h->n->refused++;
-	if (now - h->refusal_logged >= REFUSAL_LOG_US) {
+	if (now - h->refusal_logged >= LOG_EVERY_US) {
 		h->refusal_logged = now;
 		GM_LOG(GM_LOG_WARN,
 		       "metrics_listen: refusing HTTP connections: "
@@ -303,10 +303,15 @@ static void accept_one(gm_http *h)
 static void on_connection(uv_stream_t *srv, int status)
 {
 	gm_http *h = srv->data;
+	double now;
 
-	if (status < 0) {
-		GM_LOG(GM_LOG_WARN, "metrics_listen: accept: %s",
-		       uv_strerror(status));
+	if (status < 0) { /* out of descriptors: libuv sheds the connection */
+		if ((now = gm_clock_now_us()) - h->accept_err_logged >=
+		    LOG_EVERY_US) {
+			h->accept_err_logged = now;
+			GM_LOG(GM_LOG_WARN, "metrics_listen: accept: %s",
+			       uv_strerror(status));
+		}
 		return;
 	}
 	/* Not accepted now, libuv keeps it and stops listening until the

@@ -80,7 +80,7 @@ struct gm_http {
 	unsigned accepts;   /* this turn */
 	int accept_waiting; /* libuv holds one for us to accept */
 	gm_http_body *cache;
-	double refusal_logged;
+	double refusal_logged, accept_err_logged;
 	unsigned handles; /* not yet closed; h goes with the last */
 	int closing;
 };
