@@ -55,12 +55,29 @@
 		.off = AT(f, T_enum), .choices = (list), .def = (d) \
 	}
 
-/* An empty id list (the default) lets every peer in. */
+/* Rows SIGHUP reloads (gm_config_reload); a row of the plain macros
+ * needs a restart. */
+#define ROW_LIVE(key, k, f, lo, hi, d)                                     \
+	{                                                                  \
+		.name = (key), .kind = &gm_config_kind_##k,                \
+		.off = AT(f, T_##k), .min = (lo), .max = (hi), .def = (d), \
+		.reloadable = true                                         \
+	}
+#define ROW_ENUM_LIVE(key, f, list, d)                               \
+	{                                                            \
+		.name = (key), .kind = &gm_config_kind_enum,         \
+		.off = AT(f, T_enum), .choices = (list), .def = (d), \
+		.reloadable = true                                   \
+	}
+
+/* An empty id list (the default) lets every peer in. Id lists are
+ * checked when a peer comes, so SIGHUP reloads them. */
 #define ROW_IDS(key, f, n)                                                   \
 	{                                                                    \
 		.name = (key), .kind = &gm_config_list_ids,                  \
 		.off = AT(f, T_ids), .count_off = AT(n, unsigned), .min = 0, \
-		.max = ID_MAX, .max_count = GM_CONFIG_MAX_IDS                \
+		.max = ID_MAX, .max_count = GM_CONFIG_MAX_IDS,               \
+		.reloadable = true                                           \
 	}
 
 /* admin_uids: root alone, unless the configuration says otherwise. */
@@ -125,14 +142,16 @@ static const gm_config_row keys[] = {
      .def = 1,
      .strs_def = default_listen},
     ROW("queue_depth", uint, queue_depth, 1, 1048576, 4096),
-    ROW("queue_depth_per_priority", prios, queue_depth_prio, 0, 1048576, 0),
+    ROW_LIVE("queue_depth_per_priority", prios, queue_depth_prio, 0, 1048576,
+	     0),
     ROW("detach_keep_s", uint, detach_keep_s, 1, 604800, 300),
     ROW("detach_max_bytes", size, detach_max_bytes, 0, TIB, GIB),
-    ROW("max_message_bytes", size, max_message_bytes, 4 * KIB, 16 * GIB, GIB),
-    ROW("max_ctrl_bytes", size, max_ctrl_bytes, KIB, 256 * KIB, 64 * KIB),
-    ROW("max_jobs_per_request", uint, max_jobs, 1, GM_MAX_JOBS, 4096),
-    ROW("max_dim", uint, max_dim, 1, GM_MAX_DIM, 65536),
-    ROW_ENUM("log_level", log_level, log_levels, GM_LOG_INFO),
+    ROW_LIVE("max_message_bytes", size, max_message_bytes, 4 * KIB, 16 * GIB,
+	     GIB),
+    ROW_LIVE("max_ctrl_bytes", size, max_ctrl_bytes, KIB, 256 * KIB, 64 * KIB),
+    ROW_LIVE("max_jobs_per_request", uint, max_jobs, 1, GM_MAX_JOBS, 4096),
+    ROW_LIVE("max_dim", uint, max_dim, 1, GM_MAX_DIM, 65536),
+    ROW_ENUM_LIVE("log_level", log_level, log_levels, GM_LOG_INFO),
     ROW_ENUM("log_format", log_format, log_formats, GM_LOG_FORMAT_AUTO),
     ROW("tls_cert", string, tls_cert, 0, 0, 0),
     ROW("tls_key", string, tls_key, 0, 0, 0),
@@ -155,14 +174,20 @@ static const gm_config_row keys[] = {
      .max_count = GM_CONFIG_MAX_IDS},
     ROW("allow_plain_tcp", bool, allow_plain_tcp, 0, 1, 1),
     ROW("metrics_listen", string, metrics_listen, 0, 0, 0),
-    ROW("max_connections", uint, max_conns, 1, 1048576, 1024),
-    ROW("max_connections_per_peer", uint, max_conns_peer, 1, 1048576, 128),
-    ROW("handshake_timeout_ms", uint, handshake_ms, 10, 3600000, 10000),
-    ROW("stall_timeout_ms", uint, stall_ms, 10, 3600000, 30000),
-    ROW("send_timeout_ms", uint, send_ms, 10, 3600000, 30000),
-    ROW("conn_max_inflight", uint, conn_inflight, 1, 65536, 256),
-    ROW("conn_max_unsent_bytes", size, conn_unsent_bytes, 64 * KIB, TIB,
-	256 * MIB),
+    ROW_LIVE("metrics_cache_ms", uint, metrics_cache_ms, 0, 60000, 1000),
+    ROW_LIVE("http_max_connections", uint, http_max_conns, 1, 65536, 64),
+    ROW_LIVE("http_header_timeout_ms", uint, http_header_ms, 10, 3600000, 5000),
+    ROW_LIVE("http_idle_timeout_ms", uint, http_idle_ms, 10, 3600000, 10000),
+    ROW_LIVE("http_max_header_bytes", size, http_header_bytes, KIB, MIB,
+	     8 * KIB),
+    ROW_LIVE("max_connections", uint, max_conns, 1, 1048576, 1024),
+    ROW_LIVE("max_connections_per_peer", uint, max_conns_peer, 1, 1048576, 128),
+    ROW_LIVE("handshake_timeout_ms", uint, handshake_ms, 10, 3600000, 10000),
+    ROW_LIVE("stall_timeout_ms", uint, stall_ms, 10, 3600000, 30000),
+    ROW_LIVE("send_timeout_ms", uint, send_ms, 10, 3600000, 30000),
+    ROW_LIVE("conn_max_inflight", uint, conn_inflight, 1, 65536, 256),
+    ROW_LIVE("conn_max_unsent_bytes", size, conn_unsent_bytes, 64 * KIB, TIB,
+	     256 * MIB),
     ROW_ENUM("engine", engine.kind, engine_kinds, GM_ENGINE_AUTO),
     ROW("pool_bytes", size, engine.pool_bytes, MIB, TIB, GIB),
     ROW("pageable_max_bytes", size, pageable_max_bytes, 0, 64 * TIB, 16 * GIB),
@@ -174,8 +199,9 @@ static const gm_config_row keys[] = {
     ROW("cpu_threads", uint, engine.cpu_threads, 0, 1024, 0),
     ROW("regions", bool, regions, 0, 1, 1),
     ROW("region_socket", string, region_socket, 0, 0, 0),
-    ROW("region_max_count", uint, region_max_count, 1, 65536, 64),
-    ROW("region_max_bytes", size, region_max_bytes, MIB, 64 * TIB, 16 * GIB),
+    ROW_LIVE("region_max_count", uint, region_max_count, 1, 65536, 64),
+    ROW_LIVE("region_max_bytes", size, region_max_bytes, MIB, 64 * TIB,
+	     16 * GIB),
 };
 
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
@@ -329,6 +355,56 @@ const char *gm_config_log_level_name(int level)
 		if (ch->value == level)
 			return ch->name;
 	return "?";
+}
+
+/* ---- reload ---- */
+
+/* One row of gm_config_reload, compared as the JSON its kind renders
+ * and taken through the one setter: nothing here knows a kind. */
+static int reload_row(gm_config *c, const gm_config *next,
+		      const gm_config_row *r, gm_config_change_fn change,
+		      void *arg)
+{
+	cJSON *was =
+	    r->kind->get(r, (const char *)c + r->off, count_value(c, r));
+	cJSON *now =
+	    r->kind->get(r, (const char *)next + r->off, count_value(next, r));
+	char *was_text = NULL, *now_text = NULL, msg[256];
+	int rv = was != NULL && now != NULL ? GM_OK : GM_ENOMEM;
+
+	if (rv == GM_OK && !cJSON_Compare(was, now, true)) {
+		was_text = cJSON_PrintUnformatted(was);
+		now_text = cJSON_PrintUnformatted(now);
+		if (was_text == NULL || now_text == NULL)
+			rv = GM_ENOMEM;
+		else if (r->reloadable)
+			rv = set_value(c, r, &(gm_config_src){.json = now}, msg,
+				       sizeof(msg));
+		if (rv == GM_OK)
+			change(arg, r->name, r->reloadable, was_text, now_text);
+	}
+	cJSON_free(was_text);
+	cJSON_free(now_text);
+	cJSON_Delete(was);
+	cJSON_Delete(now);
+	return rv;
+}
+
+bool gm_config_reloadable(const char *key)
+{
+	const gm_config_row *r = find_row(key);
+
+	return r != NULL && r->reloadable;
+}
+
+int gm_config_reload(gm_config *c, const gm_config *next,
+		     gm_config_change_fn change, void *arg)
+{
+	int rv = GM_OK;
+
+	for (size_t i = 0; i < NKEYS && rv == GM_OK; i++)
+		rv = reload_row(c, next, &keys[i], change, arg);
+	return rv;
 }
 
 /* ---- JSON documents ---- */

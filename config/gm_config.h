@@ -75,7 +75,13 @@ typedef struct gm_config {
 				  admin, RFC 2253 */
 	unsigned nadmin_subjects;
 	int allow_plain_tcp;  /* "allow_plain_tcp": tcp:// may be listed */
-	char *metrics_listen; /* "metrics_listen": HOST:PORT, or NULL */
+	char *metrics_listen;	    /* "metrics_listen": HOST:PORT, or NULL */
+	/* HTTP on metrics_listen (gm_http.h). */
+	unsigned metrics_cache_ms;  /* "metrics_cache_ms": a render reused */
+	unsigned http_max_conns;    /* "http_max_connections" */
+	unsigned http_header_ms;    /* "http_header_timeout_ms" */
+	unsigned http_idle_ms;	    /* "http_idle_timeout_ms" */
+	uint64_t http_header_bytes; /* "http_max_header_bytes" */
 	/* Connections (PROTOCOL.md 2.1, 2.2). */
 	unsigned max_conns;	    /* "max_connections" */
 	unsigned max_conns_peer;    /* "max_connections_per_peer" */
@@ -146,6 +152,34 @@ int gm_config_add_listen(gm_config *c, const char *url, int replace, char *msg,
  * GM_ECONFIG with a message naming the keys.
  */
 int gm_config_check(const gm_config *c, char *msg, size_t msglen);
+
+/* Builds a configuration from the sources the running one came from
+ * (main's file and command line), for a reload: GM_OK, or an error code
+ * with msg saying why. out starts as gm_config_defaults left it; the
+ * caller frees it either way. */
+typedef int (*gm_config_source_fn)(gm_config *out, void *arg, char *msg,
+				   size_t msglen);
+
+/* What gm_config_reload says of a key whose value differs: its name,
+ * whether c took the new value, and both values as JSON text. */
+typedef void (*gm_config_change_fn)(void *arg, const char *key, bool taken,
+				    const char *was, const char *now);
+
+/*
+ * SIGHUP's reload: c takes next's value of every key that may change
+ * while the daemon runs (rows marked reloadable; config/README.md lists
+ * them) and keeps its own value of every other key, which needs a
+ * restart. change is called for each key whose value differs, taken or
+ * not, in table order. Returns GM_OK, or GM_ENOMEM with the keys before
+ * the one that failed taken. Does not run gm_config_check: next must
+ * have passed it.
+ */
+int gm_config_reload(gm_config *c, const gm_config *next,
+		     gm_config_change_fn change, void *arg);
+
+/* Whether SIGHUP takes a new value of key (gm_config_reload); false for
+ * an unknown key. Any thread. */
+bool gm_config_reloadable(const char *key);
 
 /* Whether the allow-lists let a local peer with this uid and gid in: yes
  * when both lists are empty, or when allow_uids names uid or allow_gids

@@ -15,6 +15,7 @@
 #define GM_CONFIG_ROW_H
 
 #include <cjson/cJSON.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -54,6 +55,9 @@ typedef struct gm_config_row {
 	const gm_config_choice *choices; /* enums */
 	char **strs_def;		 /* URL and string lists: the default */
 	uint32_t *ids_def;		 /* id lists: the default list */
+	/* SIGHUP takes a new value: the daemon reads the key where it uses
+	 * it, on its loop thread, so a new value applies from then on. */
+	bool reloadable;
 } gm_config_row;
 
 /*

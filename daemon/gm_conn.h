@@ -72,6 +72,10 @@ int gm_conns_open(gm_loop *l, const gm_conn_ops *ops, char *msg, size_t msglen);
  * set's timer; the rest goes once the loop has run. */
 void gm_conns_close(gm_loop *l);
 
+/* Frees the peer table, once the loop has run its last turn and every
+ * connection is freed. */
+void gm_conns_free(gm_loop *l);
+
 /* Takes a connection just accepted on stream s (ownership passes):
  * refuses it (one ERROR, then closed) when the allow-lists or a cap say
  * so, else starts reading it. Counted either way. */

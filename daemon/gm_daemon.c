@@ -14,6 +14,7 @@
 #include "gm_daemon.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -30,7 +31,9 @@
 #include "gm_log.h"
 #include "gm_loop.h"
 #include "gm_notify.h"
+#include "gm_reload.h"
 #include "gm_request.h"
+#include "gm_signal.h"
 
 #define EXIT_STARTUP 1
 #define EXIT_FAULT   3
@@ -53,6 +56,16 @@ typedef struct daemon_ev {
 
 static daemon_ev warm_ev;
 static double close_started;
+
+/* The warm-up's end is posted to the events inbox from an engine thread,
+ * so the inbox must outlive that post: a stop that comes during the
+ * warm-up, or a startup that fails after it began, waits for the post
+ * before closing the inbox. */
+static struct {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int pending; /* a warm-up's end is still to be posted */
+} warming = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
 
 /* Engine thread: hand the job back to the loop. The inbox is open while
  * any job is out. */
@@ -141,6 +154,10 @@ static void warm_done(void *arg, int status, double ms, const char *msg)
 	warm_ev.ms = ms;
 	snprintf(warm_ev.msg, sizeof(warm_ev.msg), "%s", msg ? msg : "");
 	gm_loop_post(l, &warm_ev.ev);
+	pthread_mutex_lock(&warming.mu);
+	warming.pending = 0;
+	pthread_cond_broadcast(&warming.cv);
+	pthread_mutex_unlock(&warming.mu);
 }
 
 /* The listeners, the connections, the region socket and HTTP; NULL
@@ -169,6 +186,11 @@ static void close_handle(uv_handle_t *h, void *arg)
  * themselves when their handle is closed). */
 static void close_all_handles(gm_loop *l)
 {
+	gm_signal_close();
+	pthread_mutex_lock(&warming.mu);
+	while (warming.pending)
+		pthread_cond_wait(&warming.cv, &warming.mu);
+	pthread_mutex_unlock(&warming.mu);
 	if (l->done != NULL)
 		gm_inbox_close(l->done, NULL, NULL);
 	l->done = NULL;
@@ -180,15 +202,11 @@ static void close_all_handles(gm_loop *l)
 
 /* A stop: once every accepted job is answered and written, the
  * listeners and connections close; once the connections are freed (or
- * after CLOSE_WAIT_US), every handle. Not before the engine's warm-up
- * has ended: its end is posted to the loop's inbox from an engine
- * thread, which must not find the inbox gone. */
+ * after CLOSE_WAIT_US), every handle. */
 static void stop_poll(uv_timer_t *t)
 {
 	gm_loop *l = t->data;
 
-	if (!l->warm)
-		return;
 	if (close_started == 0.0) {
 		if (gm_sched_requests(l->sched) != 0 || l->requests != 0 ||
 		    !gm_conns_quiet(l))
@@ -217,36 +235,35 @@ static void begin_stop(gm_loop *l, int code)
 	uv_timer_start(&l->stop_timer, stop_poll, 0, STOP_POLL_MS);
 }
 
-static void signal_cb(uv_signal_t *h, int signum)
+/* Loop thread: a signal (gm_signal.h), count times since the last. */
+static void on_signal(int signum, unsigned count, void *arg)
 {
-	gm_loop *l = h->data;
+	gm_loop *l = arg;
 
-	GM_LOG(GM_LOG_INFO, "%s: finishing %llu queued and %llu running jobs",
-	       strsignal(signum), (unsigned long long)gm_sched_queued(l->sched),
-	       (unsigned long long)gm_sched_inflight(l->sched));
-	begin_stop(l, 0);
-}
-
-static void drain_signal_cb(uv_signal_t *h, int signum)
-{
-	gm_loop *l = h->data;
-
-	gm_loop_set_draining(l, 1, strsignal(signum));
-}
-
-/* Calls cb on signum from now on. A handle initialized here is closed
- * with the others, whatever happens next. */
-static int watch_signal(gm_loop *l, uv_signal_t *h, uv_signal_cb cb, int signum)
-{
-	int rv;
-
-	h->data = l;
-	if ((rv = uv_signal_init(&l->uv, h)) == 0 &&
-	    (rv = uv_signal_start(h, cb, signum)) == 0)
-		return GM_OK;
-	GM_LOG(GM_LOG_ERROR, "watching %s: %s", strsignal(signum),
-	       uv_strerror(rv));
-	return GM_EINTERNAL;
+	switch (signum) {
+	case SIGINT:
+	case SIGTERM:
+		GM_LOG(GM_LOG_INFO,
+		       "SIG%s: finishing %llu queued and %llu running jobs",
+		       sigabbrev_np(signum),
+		       (unsigned long long)gm_sched_queued(l->sched),
+		       (unsigned long long)gm_sched_inflight(l->sched));
+		begin_stop(l, 0);
+		break;
+	case SIGUSR1:
+		gm_loop_set_draining(l, 1, strsignal(signum));
+		break;
+	case SIGHUP:
+		gm_reload_run(l);
+		break;
+	default:
+		if (count == 1)
+			GM_LOG(GM_LOG_INFO, "SIG%s ignored",
+			       sigabbrev_np(signum));
+		else
+			GM_LOG(GM_LOG_INFO, "SIG%s ignored (%u times)",
+			       sigabbrev_np(signum), count);
+	}
 }
 
 /* The loop's own handles: the inboxes, the signals, the timers. On
@@ -264,10 +281,11 @@ static int open_handles(gm_loop *l)
 		GM_LOG(GM_LOG_ERROR, "%s", msg);
 		return rv;
 	}
-	if ((rv = watch_signal(l, &l->sigint, signal_cb, SIGINT)) != 0 ||
-	    (rv = watch_signal(l, &l->sigterm, signal_cb, SIGTERM)) != 0 ||
-	    (rv = watch_signal(l, &l->sigusr1, drain_signal_cb, SIGUSR1)) != 0)
+	if ((rv = gm_signal_open(&l->uv, on_signal, l, msg, sizeof(msg))) !=
+	    0) {
+		GM_LOG(GM_LOG_ERROR, "%s", msg);
 		return rv;
+	}
 	if ((rv = gm_loop_open_tick(l)) != 0)
 		return rv;
 	l->stop_timer.data = l;
@@ -275,7 +293,6 @@ static int open_handles(gm_loop *l)
 		GM_LOG(GM_LOG_ERROR, "stop timer: %s", uv_strerror(rv));
 		return GM_EINTERNAL;
 	}
-	signal(SIGPIPE, SIG_IGN);
 	return GM_OK;
 }
 
@@ -341,7 +358,9 @@ static int open_core(gm_loop *l)
 			   : "no CUDA device found, using cpu");
 	/* Cold libraries load while the rest opens; /readyz says "warming
 	 * up" until it is done. */
+	warming.pending = 1; /* before: the end may come at once */
 	if ((rv = gm_engine_warmup(l->eng, warm_done, l)) != GM_OK) {
+		warming.pending = 0;
 		GM_LOG(GM_LOG_WARN, "engine warm-up: %s", gm_strerror(rv));
 		l->warm = 1;
 	}
@@ -363,7 +382,6 @@ static int open_core(gm_loop *l)
 		GM_LOG(GM_LOG_ERROR, "scheduler: %s", gm_strerror(rv));
 		goto fail_sched;
 	}
-	gm_sched_set_limits(l->sched, l->cfg->queue_depth_prio);
 	if ((rv = gm_detach_create(l->sched, l->cfg->detach_keep_s,
 				   l->cfg->detach_max_bytes,
 				   gm_ctrl_answer_wait, l, &l->detach)) != 0) {
@@ -447,8 +465,9 @@ static int open_listeners(gm_loop *l)
 				     msg, sizeof(msg))) != 0)
 		goto fail_region_srv;
 	if (cfg->metrics_listen != NULL &&
-	    (rv = gm_http_open(&l->uv, cfg->metrics_listen, &gm_ctrl_http_ops,
-			       l, &l->http, msg, sizeof(msg))) != 0)
+	    (rv = gm_http_open(&l->uv, cfg, &gm_ctrl_http_ops, l,
+			       &l->stats.http, &l->http, msg, sizeof(msg))) !=
+		0)
 		goto fail_http;
 	if (l->http != NULL)
 		GM_LOG(GM_LOG_INFO, "metrics on http://%s/metrics",
@@ -465,24 +484,27 @@ fail_listen:
 	return rv;
 }
 
-int gm_daemon_run(const gm_config *cfg)
+int gm_daemon_run(gm_config *cfg, gm_config_source_fn reread, void *arg)
 {
-	gm_loop l = {.cfg = cfg};
+	gm_loop l = {
+	    .cfg = cfg, .cfg_own = cfg, .reread = reread, .reread_arg = arg};
+	char msg[256];
 	int rv;
 
-	l.lim = (gm_limits){.max_jobs = cfg->max_jobs,
-			    .max_dim = cfg->max_dim,
-			    .max_job_bytes = cfg->max_message_bytes,
-			    .max_frame = cfg->max_message_bytes,
-			    .max_ctrl = cfg->max_ctrl_bytes};
+	if (gm_signal_install(msg, sizeof(msg)) != GM_OK) {
+		GM_LOG(GM_LOG_ERROR, "%s", msg);
+		return EXIT_STARTUP;
+	}
 	gm_stats_init(&l.stats);
 	if ((rv = uv_loop_init(&l.uv)) != 0) {
 		GM_LOG(GM_LOG_ERROR, "event loop: %s", uv_strerror(rv));
 		return EXIT_STARTUP;
 	}
 	/* Each step closes what it opened when it fails. */
-	if ((rv = open_handles(&l)) != 0 || (rv = open_core(&l)) != 0 ||
-	    (rv = open_listeners(&l)) != 0)
+	if ((rv = open_handles(&l)) != 0 || (rv = open_core(&l)) != 0)
+		goto fail;
+	gm_reload_derive(&l);
+	if ((rv = open_listeners(&l)) != 0)
 		goto fail;
 	if ((rv = gm_notify_watchdog_start(&l.uv)) != 0)
 		goto fail_watchdog;
@@ -491,9 +513,6 @@ int gm_daemon_run(const gm_config *cfg)
 fail_watchdog:
 	close_listeners(&l);
 fail:
-	/* A warm-up under way posts its end to the inbox: let it. */
-	while (l.eng != NULL && !l.warm && uv_run(&l.uv, UV_RUN_ONCE) != 0)
-		;
 	/* The loop runs before the core goes, so that regions retire,
 	 * connections are freed and every handle closes. */
 	close_all_handles(&l);

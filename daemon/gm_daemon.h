@@ -14,8 +14,11 @@
  * when startup failed, 3 after a GPU fault (so a supervisor restarts
  * the daemon). SIGUSR1 (or a "drain" request) drains: new jobs are
  * refused with GM_EDRAINING while the queued ones finish, until a
- * "resume" request. Blocks; call from main.
+ * "resume" request. SIGHUP builds the configuration again with
+ * reread(arg) and takes what may change into cfg (gm_reload.h); other
+ * signals are as gm_signal.h says. Blocks; call from main, before any
+ * other thread starts.
  */
-int gm_daemon_run(const gm_config *cfg);
+int gm_daemon_run(gm_config *cfg, gm_config_source_fn reread, void *arg);
 
 #endif

@@ -1,227 +1,436 @@
 /*
- * gm_http.c - /metrics, /healthz and /readyz on nng's HTTP server, each
- * request answered on the loop thread; see gm_http.h.
+ * gm_http.c - the HTTP endpoints' server on libuv's TCP, on the loop
+ * thread: accepting and the connection cap, reading requests, the
+ * loop's turns, the deadlines; the answers are gm_http_reply.c's. See
+ * gm_http.h and gm_http_impl.h.
  *
- * Lifetimes: nng may call a handler, or cancel a parked request, from
- * its threads until the server is fully gone, which happens on nng's
- * reaper some time after gm_http_close. What those threads touch is the
- * inbox, which each registered handler holds a reference on, dropped
- * by nng when it frees the handler; after the close the inbox refuses
- * new requests.
+ * One timer sweeps the deadlines while any connection is open; one idle
+ * handle runs the turns while anything waits for one, which also keeps
+ * the loop from sleeping in between.
  */
-#include "gm_http.h"
-
-#include <nng/nng.h>
-#include <nng/supplemental/http/http.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "gm_http.h"
+
+#include "gm_clock.h"
 #include "gm_error.h"
-#include "gm_inbox.h"
-#include "gm_metrics.h"
-#include "gm_net.h"
+#include "gm_http_impl.h"
+#include "gm_http_req.h"
+#include "gm_log.h"
 
-enum route { R_METRICS, R_HEALTHZ, R_READYZ, R_COUNT };
+/* Per turn of the loop: connections accepted, requests answered. With
+ * a cached /metrics body an answer is one writev, so a turn spends a
+ * millisecond or so on HTTP, and what else the loop has to do (a ping,
+ * a finished job) waits no longer than that behind a storm of scrapes. */
+#define ACCEPT_BUDGET 64
+#define ANSWER_BUDGET 32
+/* Connections the kernel completes before gemmd accepts them (it caps
+ * this at net.core.somaxconn): a storm of them must not overflow it
+ * while the loop takes its turns, or the overflow waits a second for a
+ * retransmitted SYN-ACK. Beyond http_max_connections they are closed
+ * as they are accepted. */
+#define BACKLOG 4096
+/* A refusal, or a failed accept, is logged at most once this often. */
+#define LOG_EVERY_US 1e6
 
-static const char *const paths[R_COUNT] = {"/metrics", "/healthz", "/readyz"};
+static const char refusal[] = "HTTP/1.1 503 Service Unavailable\r\n"
+			      "Content-Type: text/plain\r\n"
+			      "Content-Length: 21\r\n"
+			      "Connection: close\r\n\r\n"
+			      "too many connections\n";
 
-/* A request waiting for the loop. */
-struct parked {
-	nng_aio *aio;
-	enum route route;
-	void *link; /* the inbox's */
-};
-
-/* A handler's data: which route, and the inbox it posts to. */
-struct handler_data {
-	gm_inbox *inbox;
-	enum route route;
-};
-
-struct gm_http {
-	gm_inbox *inbox;
-	nng_http_server *srv;
-	gm_http_ops ops;
-	void *arg;
-};
-
-static void handler_data_free(void *p)
+static void handle_closed(gm_http *h)
 {
-	struct handler_data *hd = p;
-
-	gm_inbox_release(hd->inbox);
-	free(hd);
+	if (--h->handles == 0 && h->closing)
+		free(h);
 }
 
-static bool parked_for(void *item, void *aio)
+static void on_own_closed(uv_handle_t *hd)
 {
-	return ((struct parked *)item)->aio == aio;
+	handle_closed(hd->data);
 }
 
-/* nng thread: the connection went away while the request was parked.
- * When the loop has already taken it, the loop completes it instead. */
-static void cancel(nng_aio *aio, void *arg, int rv)
+static void on_conn_closed(uv_handle_t *hd)
 {
-	struct parked *p = gm_inbox_cancel(arg, parked_for, aio);
+	gm_http_conn *c = hd->data;
+	gm_http *h = c->h;
 
-	if (p != NULL) {
-		free(p);
-		nng_aio_finish(aio, rv);
-	}
+	free(c->buf);
+	free(c);
+	handle_closed(h);
 }
 
-/* nng thread: park the request for the loop. */
-static void on_request(nng_aio *aio)
+static void unqueue(gm_http *h, gm_http_conn *c)
 {
-	nng_http_handler *h = nng_aio_get_input(aio, 1);
-	struct handler_data *hd = nng_http_handler_get_data(h);
-	struct parked *p = malloc(sizeof(*p));
+	gm_http_conn **p = &h->queue_head;
 
-	if (p == NULL) {
-		nng_aio_finish(aio, NNG_ENOMEM);
+	while (*p != NULL && *p != c)
+		p = &(*p)->queue_next;
+	if (*p == NULL)
 		return;
-	}
-	*p = (struct parked){.aio = aio, .route = hd->route};
-	/* Cancelable before the loop can see it; a cancel that comes
-	 * before the post finds nothing and leaves it to the loop. */
-	nng_aio_defer(aio, cancel, hd->inbox);
-	if (!gm_inbox_post(hd->inbox, p)) {
-		free(p);
-		nng_aio_finish(aio, NNG_ECLOSED);
+	*p = c->queue_next;
+	if (h->queue_tail == c) {
+		h->queue_tail = NULL;
+		for (gm_http_conn *q = h->queue_head; q != NULL;
+		     q = q->queue_next)
+			h->queue_tail = q;
 	}
 }
 
-/* Completes aio with a response, or with an error when none can be made
- * (nng then drops the connection). */
-static void respond(nng_aio *aio, uint16_t status, const char *type,
-		    const char *body)
+void gm_http_conn_close(gm_http_conn *c)
 {
-	nng_http_res *res;
+	gm_http *h = c->h;
 
-	if (body == NULL || nng_http_res_alloc(&res) != 0) {
-		nng_aio_finish(aio, NNG_ENOMEM);
+	if (uv_is_closing((uv_handle_t *)&c->tcp))
 		return;
+	if (c->served) {
+		if (c->state == GM_HTTP_QUEUED)
+			unqueue(h, c);
+		*(c->prev != NULL ? &c->prev->next : &h->conns) = c->next;
+		if (c->next != NULL)
+			c->next->prev = c->prev;
+		h->n->open--;
 	}
-	if (nng_http_res_set_status(res, status) != 0 ||
-	    nng_http_res_set_header(res, "Content-Type", type) != 0 ||
-	    nng_http_res_copy_data(res, body, strlen(body)) != 0) {
-		nng_http_res_free(res);
-		nng_aio_finish(aio, NNG_ENOMEM);
-		return;
-	}
-	nng_aio_set_output(aio, 0, res);
-	nng_aio_finish(aio, 0);
+	uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
 }
 
-static void answer(gm_http *h, nng_aio *aio, enum route route)
+void gm_http_conn_state(gm_http_conn *c, enum gm_http_state s)
 {
-	const char *why = "not ready";
-	char text[160];
-	char *body;
+	c->state = s;
+	c->since_us = gm_clock_now_us();
+}
 
-	switch (route) {
-	case R_METRICS:
-		body = h->ops.metrics(h->arg);
-		respond(aio, 200, GM_METRICS_CONTENT_TYPE, body);
-		free(body);
-		break;
-	case R_HEALTHZ:
-		respond(aio, 200, "text/plain", "ok\n");
-		break;
-	case R_READYZ:
-		if (h->ops.ready(h->arg, &why)) {
-			respond(aio, 200, "text/plain", "ready\n");
-			break;
-		}
-		snprintf(text, sizeof(text), "not ready: %s\n", why);
-		respond(aio, 503, "text/plain", text);
-		break;
+/* ---- deadlines ---- */
+
+/* How long a connection may stay in its state; 0: no deadline. */
+static double limit_us(const gm_http *h, enum gm_http_state s)
+{
+	switch (s) {
+	case GM_HTTP_READING:
+	case GM_HTTP_WRITING:
+		return h->cfg->http_header_ms * 1e3;
+	case GM_HTTP_IDLE:
+		return h->cfg->http_idle_ms * 1e3;
+	case GM_HTTP_LINGERING:
+		return GM_HTTP_LINGER_US;
 	default:
-		nng_aio_finish(aio, NNG_EINTERNAL);
+		return 0;
 	}
 }
 
-/* Loop thread: answer a request the inbox handed over. */
-static void on_parked(void *item, void *arg)
-{
-	struct parked *p = item;
+/* Why a deadline closes a connection in each state; -1: it is not
+ * counted (a lingering one was answered in full). */
+static const int reason_of_state[] = {
+    [GM_HTTP_READING] = GM_HTTP_CLOSED_HEADER_TIMEOUT,
+    [GM_HTTP_QUEUED] = -1,
+    [GM_HTTP_WRITING] = GM_HTTP_CLOSED_SEND_TIMEOUT,
+    [GM_HTTP_IDLE] = GM_HTTP_CLOSED_IDLE_TIMEOUT,
+    [GM_HTTP_LINGERING] = -1,
+};
 
-	answer(arg, p->aio, p->route);
-	free(p);
+static void on_sweep(uv_timer_t *t);
+
+/* Runs the sweep while connections are open, a quarter of the shortest
+ * deadline apart (5..250 ms), read again each time for a reload. */
+static void arm_sweep(gm_http *h)
+{
+	unsigned least = h->cfg->http_header_ms < h->cfg->http_idle_ms
+			     ? h->cfg->http_header_ms
+			     : h->cfg->http_idle_ms;
+	unsigned ms = least / 4 < 5 ? 5 : least / 4 > 250 ? 250 : least / 4;
+
+	if (h->conns == NULL)
+		uv_timer_stop(&h->sweep);
+	else if (!uv_is_active((uv_handle_t *)&h->sweep))
+		uv_timer_start(&h->sweep, on_sweep, ms, 0);
 }
 
-/* A request parked when the endpoints closed. */
-static void refuse(void *item, void *arg)
+static void on_sweep(uv_timer_t *t)
 {
-	struct parked *p = item;
+	gm_http *h = t->data;
+	double now = gm_clock_now_us(), lim;
+	gm_http_conn *c, *next;
 
-	nng_aio_finish(p->aio, NNG_ECLOSED);
-	free(p);
-}
-
-static int add_route(gm_http *h, enum route route)
-{
-	struct handler_data *hd = malloc(sizeof(*hd));
-	nng_http_handler *handler;
-	int rv;
-
-	if (hd == NULL)
-		return NNG_ENOMEM;
-	*hd = (struct handler_data){.inbox = h->inbox, .route = route};
-	if ((rv = nng_http_handler_alloc(&handler, paths[route], on_request)) !=
-	    0) {
-		free(hd);
-		return rv;
+	for (c = h->conns; c != NULL; c = next) {
+		next = c->next;
+		lim = limit_us(h, c->state);
+		if (lim > 0 && now - c->since_us > lim) {
+			if (reason_of_state[c->state] >= 0)
+				h->n->closed_by[reason_of_state[c->state]]++;
+			gm_http_conn_close(c);
+		}
 	}
-	gm_inbox_hold(h->inbox);
-	nng_http_handler_set_data(handler, hd, handler_data_free);
-	/* On success the server owns the handler and frees it with itself. */
-	if ((rv = nng_http_server_add_handler(h->srv, handler)) != 0)
-		nng_http_handler_free(handler);
-	return rv;
+	arm_sweep(h);
 }
 
-/* "HOST:PORT" as nng's http:// URL. The port must be given: nng would
- * take 80 for a bare host. */
-static int parse_addr(const char *addr, nng_url **url)
-{
-	char text[300];
+/* ---- turns ---- */
 
-	if (strrchr(addr, ':') == NULL || strchr(addr, '/') != NULL)
-		return NNG_EADDRINVAL;
-	snprintf(text, sizeof(text), "http://%s", addr);
-	return nng_url_parse(url, text);
+static void on_pump(uv_idle_t *p);
+
+static void start_pump(gm_http *h)
+{
+	if (!uv_is_active((uv_handle_t *)&h->pump))
+		uv_idle_start(&h->pump, on_pump);
 }
 
-/* Holds and starts the server with every route. */
-static int start_server(gm_http *h, const char *addr, char *msg, size_t len)
+/* A complete head queues the request for its turn; a buffer full
+ * without one is answered 431 and closed. */
+void gm_http_conn_take(gm_http_conn *c)
 {
-	nng_url *url = NULL;
+	gm_http *h = c->h;
+	size_t end = gm_http_req_end(c->buf, c->len, c->searched);
+
+	if (end == 0) {
+		c->searched = c->len;
+		if (c->len == c->cap) {
+			h->n->closed_by[GM_HTTP_CLOSED_TOO_LARGE]++;
+			gm_http_reply(c, 431, "text/plain",
+				      "request head too large\n", NULL, 0, 0);
+		}
+		return;
+	}
+	c->head_len = end;
+	uv_read_stop((uv_stream_t *)&c->tcp);
+	gm_http_conn_state(c, GM_HTTP_QUEUED);
+	c->queue_next = NULL;
+	*(h->queue_tail != NULL ? &h->queue_tail->queue_next : &h->queue_head) =
+	    c;
+	h->queue_tail = c;
+	start_pump(h);
+}
+
+/* The buffer is made at the first byte, at the size the configuration
+ * says then; a head must fit in it. */
+static void on_alloc(uv_handle_t *hd, size_t suggested, uv_buf_t *b)
+{
+	gm_http_conn *c = hd->data;
+
+	(void)suggested;
+	if (c->buf == NULL) {
+		c->cap = c->h->cfg->http_header_bytes;
+		c->buf = malloc(c->cap);
+	}
+	*b = c->buf != NULL
+		 ? uv_buf_init(c->buf + c->len, (unsigned)(c->cap - c->len))
+		 : uv_buf_init(NULL, 0);
+}
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
+{
+	gm_http_conn *c = s->data;
+
+	(void)b;
+	if (nread < 0) { /* the client closed, or no memory for a buffer */
+		gm_http_conn_close(c);
+		return;
+	}
+	if (nread == 0)
+		return;
+	if (c->state == GM_HTTP_LINGERING) {
+		c->len = 0;
+		return;
+	}
+	if (c->state == GM_HTTP_IDLE)
+		gm_http_conn_state(c, GM_HTTP_READING);
+	c->len += (size_t)nread;
+	gm_http_conn_take(c);
+}
+
+int gm_http_conn_read(gm_http_conn *c)
+{
+	return uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+}
+
+static void refuse(gm_http_conn *c)
+{
+	gm_http *h = c->h;
+	uv_buf_t b = uv_buf_init((char *)refusal, sizeof(refusal) - 1);
+	double now = gm_clock_now_us();
+
+	h->n->refused++;
+	if (now - h->refusal_logged >= LOG_EVERY_US) {
+		h->refusal_logged = now;
+		GM_LOG(GM_LOG_WARN,
+		       "metrics_listen: refusing HTTP connections: "
+		       "http_max_connections=%u are open",
+		       h->cfg->http_max_conns);
+	}
+	/* Best effort: a fresh socket's buffer takes it whole. */
+	uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
+	gm_http_conn_close(c);
+}
+
+static void accept_one(gm_http *h)
+{
+	gm_http_conn *c = calloc(1, sizeof(*c));
+
+	h->accepts++;
+	if (c == NULL) { /* left with libuv, for the next turn */
+		h->accept_waiting = 1;
+		start_pump(h);
+		return;
+	}
+	uv_tcp_init(h->loop, &c->tcp);
+	c->tcp.data = c;
+	c->h = h;
+	h->handles++;
+	if (uv_accept((uv_stream_t *)&h->server, (uv_stream_t *)&c->tcp) != 0) {
+		gm_http_conn_close(c);
+		return;
+	}
+	h->n->accepted++;
+	if (h->n->open >= h->cfg->http_max_conns) {
+		refuse(c);
+		return;
+	}
+	c->served = 1;
+	h->n->open++;
+	c->next = h->conns;
+	if (h->conns != NULL)
+		h->conns->prev = c;
+	h->conns = c;
+	uv_tcp_nodelay(&c->tcp, 1);
+	gm_http_conn_state(c, GM_HTTP_READING);
+	if (gm_http_conn_read(c) != 0)
+		gm_http_conn_close(c);
+	arm_sweep(h);
+}
+
+static void on_connection(uv_stream_t *srv, int status)
+{
+	gm_http *h = srv->data;
+	double now;
+
+	if (status < 0) { /* out of descriptors: libuv sheds the connection */
+		if ((now = gm_clock_now_us()) - h->accept_err_logged >=
+		    LOG_EVERY_US) {
+			h->accept_err_logged = now;
+			GM_LOG(GM_LOG_WARN, "metrics_listen: accept: %s",
+			       uv_strerror(status));
+		}
+		return;
+	}
+	/* Not accepted now, libuv keeps it and stops listening until the
+	 * next turn accepts it. */
+	if (h->accepts >= ACCEPT_BUDGET) {
+		h->accept_waiting = 1;
+		start_pump(h);
+		return;
+	}
+	accept_one(h);
+}
+
+static void on_pump(uv_idle_t *p)
+{
+	gm_http *h = p->data;
+	gm_http_conn *c;
+
+	h->accepts = 0;
+	if (h->accept_waiting) {
+		h->accept_waiting = 0;
+		accept_one(h);
+	}
+	for (int i = 0; i < ANSWER_BUDGET && (c = h->queue_head) != NULL; i++) {
+		if ((h->queue_head = c->queue_next) == NULL)
+			h->queue_tail = NULL;
+		gm_http_answer(c);
+	}
+	if (h->queue_head == NULL && !h->accept_waiting)
+		uv_idle_stop(p);
+}
+
+/* ---- open and close ---- */
+
+/* "HOST:PORT" or "[V6]:PORT" into host and port. */
+static int split_addr(const char *addr, char *host, size_t hostlen, char *port,
+		      size_t portlen)
+{
+	const char *colon, *h = addr, *end;
+
+	if (addr[0] == '[') {
+		h = addr + 1;
+		if ((end = strchr(h, ']')) == NULL || end[1] != ':')
+			return -1;
+		colon = end + 1;
+	} else if ((colon = strrchr(addr, ':')) == NULL)
+		return -1;
+	else
+		end = colon;
+	if (end == h || (size_t)(end - h) >= hostlen ||
+	    strlen(colon + 1) >= portlen || colon[1] == '\0')
+		return -1;
+	snprintf(host, hostlen, "%.*s", (int)(end - h), h);
+	snprintf(port, portlen, "%s", colon + 1);
+	return 0;
+}
+
+static int is_loopback(const struct sockaddr *sa)
+{
+	const struct sockaddr_in6 *s6 = (const void *)sa;
+	const uint8_t *a6 = s6->sin6_addr.s6_addr;
+
+	if (sa->sa_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)(const void *)sa)
+				  ->sin_addr.s_addr) >>
+			24) == 127;
+	return IN6_IS_ADDR_LOOPBACK(&s6->sin6_addr) ||
+	       (IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr) && a6[12] == 127);
+}
+
+/* Binds and listens on the first address addr resolves to. */
+static int listen_on(gm_http *h, const char *addr, char *msg, size_t len)
+{
+	struct addrinfo hints = {.ai_family = AF_UNSPEC,
+				 .ai_socktype = SOCK_STREAM,
+				 .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+	struct addrinfo *ai = NULL;
+	char host[256], port[8];
 	int rv;
 
-	if (parse_addr(addr, &url) != 0) {
+	if (split_addr(addr, host, sizeof(host), port, sizeof(port)) != 0) {
 		snprintf(msg, len,
 			 "metrics_listen \"%.200s\": want HOST:PORT, e.g. "
 			 "127.0.0.1:9464",
 			 addr);
 		return GM_ECONFIG;
 	}
-	rv = nng_http_server_hold(&h->srv, url);
-	nng_url_free(url);
-	for (int r = 0; rv == 0 && r < R_COUNT; r++)
-		rv = add_route(h, (enum route)r);
+	if ((rv = getaddrinfo(host, port, &hints, &ai)) != 0) {
+		snprintf(msg, len, "metrics_listen \"%.200s\": %s", addr,
+			 gai_strerror(rv));
+		return GM_ECONFIG;
+	}
+	if ((rv = uv_tcp_bind(&h->server, ai->ai_addr, 0)) == 0)
+		rv = uv_listen((uv_stream_t *)&h->server, BACKLOG,
+			       on_connection);
+	if (rv == 0 && !is_loopback(ai->ai_addr))
+		GM_LOG(GM_LOG_WARN,
+		       "metrics_listen %s is not a loopback address: "
+		       "/metrics, /healthz and /readyz answer whoever can "
+		       "reach it, with no authentication; keep it on "
+		       "127.0.0.1 unless a firewall guards it",
+		       addr);
+	freeaddrinfo(ai);
 	if (rv == 0)
-		rv = nng_http_server_start(h->srv);
-	if (rv == 0)
-		return 0;
+		return GM_OK;
 	snprintf(msg, len, "metrics_listen \"%.200s\": %s", addr,
-		 nng_strerror(rv));
-	return gm_net_err(rv);
+		 uv_strerror(rv));
+	return GM_ECONFIG;
 }
 
-int gm_http_open(uv_loop_t *loop, const char *addr, const gm_http_ops *ops,
-		 void *arg, gm_http **out, char *msg, size_t msglen)
+/* Initializes one of h's own handles, counted so that h outlives it. */
+static void own(gm_http *h, uv_handle_t *hd)
+{
+	hd->data = h;
+	h->handles++;
+}
+
+int gm_http_open(uv_loop_t *loop, const gm_config *cfg, const gm_http_ops *ops,
+		 void *arg, gm_stats_http *n, gm_http **out, char *msg,
+		 size_t msglen)
 {
 	gm_http *h = calloc(1, sizeof(*h));
 	int rv;
@@ -230,14 +439,15 @@ int gm_http_open(uv_loop_t *loop, const char *addr, const gm_http_ops *ops,
 		snprintf(msg, msglen, "metrics_listen: out of memory");
 		return GM_ENOMEM;
 	}
-	h->ops = *ops;
-	h->arg = arg;
-	if ((rv = gm_inbox_open(loop, offsetof(struct parked, link), on_parked,
-				NULL, h, &h->inbox, msg, msglen)) != 0) {
-		free(h);
-		return rv;
-	}
-	if ((rv = start_server(h, addr, msg, msglen)) != 0) {
+	*h =
+	    (gm_http){.loop = loop, .cfg = cfg, .ops = ops, .arg = arg, .n = n};
+	uv_tcp_init(loop, &h->server);
+	own(h, (uv_handle_t *)&h->server);
+	uv_timer_init(loop, &h->sweep);
+	own(h, (uv_handle_t *)&h->sweep);
+	uv_idle_init(loop, &h->pump);
+	own(h, (uv_handle_t *)&h->pump);
+	if ((rv = listen_on(h, cfg->metrics_listen, msg, msglen)) != GM_OK) {
 		gm_http_close(h);
 		return rv;
 	}
@@ -247,10 +457,13 @@ int gm_http_open(uv_loop_t *loop, const char *addr, const gm_http_ops *ops,
 
 void gm_http_close(gm_http *h)
 {
-	gm_inbox_close(h->inbox, refuse, NULL);
-	if (h->srv != NULL) {
-		nng_http_server_stop(h->srv);
-		nng_http_server_release(h->srv);
-	}
-	free(h);
+	h->closing = 1;
+	h->queue_head = h->queue_tail = NULL;
+	while (h->conns != NULL)
+		gm_http_conn_close(h->conns);
+	gm_http_body_release(h->cache);
+	h->cache = NULL;
+	uv_close((uv_handle_t *)&h->server, on_own_closed);
+	uv_close((uv_handle_t *)&h->sweep, on_own_closed);
+	uv_close((uv_handle_t *)&h->pump, on_own_closed);
 }

@@ -18,7 +18,6 @@ struct gm_inbox {
 	pthread_mutex_t mu;
 	void *head, *tail; /* under mu */
 	bool closed;	   /* under mu */
-	int refs;	   /* atomic: the handle's, and each holder's */
 	size_t off;	   /* of the items' link */
 	gm_inbox_fn fn;
 	gm_inbox_drained_fn drained;
@@ -74,11 +73,8 @@ int gm_inbox_open(uv_loop_t *loop, size_t link_off, gm_inbox_fn fn,
 		snprintf(msg, msglen, "hand-off to the loop: out of memory");
 		return GM_ENOMEM;
 	}
-	*b = (gm_inbox){.refs = 1,
-			.off = link_off,
-			.fn = fn,
-			.drained = drained,
-			.arg = arg};
+	*b = (gm_inbox){
+	    .off = link_off, .fn = fn, .drained = drained, .arg = arg};
 	if ((rv = pthread_mutex_init(&b->mu, NULL)) != 0) {
 		snprintf(msg, msglen, "hand-off to the loop: lock: %s",
 			 strerror(rv));
@@ -138,22 +134,12 @@ void *gm_inbox_cancel(gm_inbox *b, bool (*match)(void *item, void *key),
 	return item;
 }
 
-void gm_inbox_hold(gm_inbox *b)
-{
-	__atomic_add_fetch(&b->refs, 1, __ATOMIC_ACQ_REL);
-}
-
-void gm_inbox_release(gm_inbox *b)
-{
-	if (__atomic_sub_fetch(&b->refs, 1, __ATOMIC_ACQ_REL) != 0)
-		return;
-	pthread_mutex_destroy(&b->mu);
-	free(b);
-}
-
 static void on_closed(uv_handle_t *h)
 {
-	gm_inbox_release(h->data);
+	gm_inbox *b = h->data;
+
+	pthread_mutex_destroy(&b->mu);
+	free(b);
 }
 
 void gm_inbox_close(gm_inbox *b, gm_inbox_fn left, void *arg)

@@ -1,8 +1,8 @@
 /*
  * gm_inbox.h - the one way from another thread to the loop thread.
  *
- * nng completes receives and HTTP requests on its threads, engines
- * complete jobs on theirs; the loop owns everything they complete. Such
+ * nng completes stream I/O on its threads, engines complete jobs on
+ * theirs; the loop owns everything they complete. Such
  * a thread posts the item to an inbox: a locked list and a uv_async
  * (libuv's wq_async hand-off). uv_async_send coalesces wake-ups, so the
  * loop drains the whole list at each one and hands every item to the
@@ -11,9 +11,8 @@
  * Items are the owner's structs, chained through a `void *` member of
  * theirs (its offset given at open) that belongs to the inbox from post
  * until the item is handed back; nothing is allocated per item, so a
- * post cannot fail for memory. An inbox is reference counted because
- * some posters (nng's HTTP handlers) can outlive the owner's close: a
- * post after gm_inbox_close is refused and the poster keeps its item.
+ * post cannot fail for memory. A post after gm_inbox_close is refused
+ * and the poster keeps its item.
  */
 #ifndef GM_INBOX_H
 #define GM_INBOX_H
@@ -52,16 +51,11 @@ bool gm_inbox_post(gm_inbox *b, void *item);
 void *gm_inbox_cancel(gm_inbox *b, bool (*match)(void *item, void *key),
 		      void *key);
 
-/* A reference for a poster that may run after the owner's close; drop
- * it with gm_inbox_release. Any thread. */
-void gm_inbox_hold(gm_inbox *b);
-void gm_inbox_release(gm_inbox *b);
-
 /*
  * Refuses posts from now on and closes the async handle. Items posted
  * but never drained go to left (with arg), oldest first, or are dropped
  * when left is NULL; the callbacks are not called again. The inbox is
- * freed once the loop has closed the handle and the last holder let go.
+ * freed once the loop has closed the handle.
  * Loop thread; the loop must run afterwards.
  */
 void gm_inbox_close(gm_inbox *b, gm_inbox_fn left, void *arg);

@@ -58,6 +58,11 @@ typedef struct gm_conns {
 
 struct gm_loop {
 	const gm_config *cfg;
+	/* SIGHUP's (gm_reload.h): the same configuration, writable, and how
+	 * to build it again from its sources. */
+	gm_config *cfg_own;
+	gm_config_source_fn reread;
+	void *reread_arg;
 	uv_loop_t uv;
 	gm_engine *eng;
 	gm_pool *pool;
@@ -75,7 +80,6 @@ struct gm_loop {
 	gm_region_srv *region_srv; /* their hand-off socket; NULL when off */
 	uint64_t requests;	   /* GEMM request records alive */
 	uint64_t next_seq;	   /* orders requests and frames */
-	uv_signal_t sigint, sigterm, sigusr1;
 	uv_timer_t stop_timer;
 	uv_timer_t tick; /* queued deadlines, detached results and waits */
 	double tick_due; /* when tick fires (gm_clock_now_us); 0: stopped */

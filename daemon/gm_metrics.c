@@ -162,6 +162,29 @@ static void put_requests(FILE *f, const gm_stats *s, const gm_stats_live *l)
 	       (double)l->pool_waiting);
 }
 
+/* The HTTP endpoints themselves, this scrape's connection included. */
+static void put_http(FILE *f, const gm_stats_http *h)
+{
+	single(f, "gemmd_http_connections_open", "gauge",
+	       "HTTP connections open now.", (double)h->open);
+	single(f, "gemmd_http_connections_accepted_total", "counter",
+	       "HTTP connections accepted, refused ones included.",
+	       (double)h->accepted);
+	single(f, "gemmd_http_connections_refused_total", "counter",
+	       "HTTP connections closed at once: http_max_connections were "
+	       "open.",
+	       (double)h->refused);
+	by_reason(f, "gemmd_http_connections_closed_total",
+		  "HTTP connections the daemon closed, by reason.",
+		  gm_http_close_names, h->closed_by, GM_HTTP_CLOSE_COUNT);
+	single(f, "gemmd_http_requests_total", "counter",
+	       "HTTP requests answered.", (double)h->requests);
+	single(f, "gemmd_metrics_renders_total", "counter",
+	       "Times this text was rendered; scrapes within "
+	       "metrics_cache_ms of one reuse it.",
+	       (double)h->renders);
+}
+
 /* Every dtype's "ok" sample always, so that rates start from zero;
  * error statuses once they happened. */
 static void put_jobs(FILE *f, const gm_stats *s)
@@ -387,6 +410,7 @@ char *gm_metrics_render(const gm_stats *s, const gm_stats_live *l)
 	put_pageable(f, &s->pageable);
 	put_latency(f, s);
 	put_devices(f, l->eng);
+	put_http(f, &s->http);
 	/* The text is complete only once the stream is closed. */
 	bad = ferror(f);
 	if (fclose(f) != 0 || bad) {

@@ -10,6 +10,7 @@
 #include "gm_build.h"
 #include "gm_config.h"
 #include "gm_daemon.h"
+#include "gm_error.h"
 #include "gm_log.h"
 
 static const char usage[] =
@@ -34,6 +35,9 @@ static const char usage[] =
     "SIGINT or SIGTERM: stop accepting, answer every accepted job, exit 0.\n"
     "SIGUSR1: drain, refusing new jobs while the queued ones finish;\n"
     "'gemmctl resume' undoes it.\n"
+    "SIGHUP: read the configuration again (file and options) and apply\n"
+    "the keys that may change while running; others need a restart.\n"
+    "SIGPIPE, SIGUSR2, SIGALRM and the like are logged and ignored.\n"
     "Exit status: 0 clean stop; 1 bad usage, configuration or startup;\n"
     "3 a GPU fault (restart the daemon).\n";
 
@@ -49,18 +53,18 @@ static const struct option longopts[] = {
     {NULL, 0, NULL, 0},
 };
 
-static int fail(const char *msg)
+static int fail(char *msg, size_t len, const char *why)
 {
-	fprintf(stderr, "gemmd: %s\n", msg);
+	snprintf(msg, len, "%s", why);
 	return 1;
 }
 
 /* The configuration file: the one named, else the default if present. */
-static int load_file(gm_config *cfg, int argc, char **argv)
+static int load_file(gm_config *cfg, int argc, char **argv, char *msg,
+		     size_t len)
 {
 	const char *path = GEMMD_SYSCONFDIR "/gemmd.json";
 	int named = 0;
-	char msg[512];
 	FILE *f;
 
 	for (int i = 1; i < argc - 1; i++)
@@ -79,27 +83,28 @@ static int load_file(gm_config *cfg, int argc, char **argv)
 			return 0;
 		fclose(f);
 	}
-	if (gm_config_load_file(cfg, path, msg, sizeof(msg)) != 0)
-		return fail(msg);
-	return 0;
+	return gm_config_load_file(cfg, path, msg, len) != 0;
 }
 
-static int set_key(gm_config *cfg, const char *key, const char *value)
+/* "--set KEY=VALUE". argv stays as it was: a reload reads it again. */
+static int set_pair(gm_config *cfg, const char *pair, char *msg, size_t len)
 {
-	char msg[512];
+	const char *eq = strchr(pair, '=');
+	char key[128];
 
-	if (gm_config_set(cfg, key, value, msg, sizeof(msg)) != 0)
-		return fail(msg);
-	return 0;
+	if (eq == NULL)
+		return fail(msg, len, "--set takes KEY=VALUE");
+	snprintf(key, sizeof(key), "%.*s", (int)(eq - pair), pair);
+	return gm_config_set(cfg, key, eq + 1, msg, len) != 0;
 }
 
 /* Applies the options over the file; returns -1 to exit 0 at once. */
-static int apply_options(gm_config *cfg, int argc, char **argv, int *print)
+static int apply_options(gm_config *cfg, int argc, char **argv, int *print,
+			 char *msg, size_t len)
 {
 	int replace_listen = 1, opt;
-	char msg[512];
-	char *eq;
 
+	optind = 0; /* GNU getopt: start over, as a reload reads them again */
 	while ((opt = getopt_long(argc, argv, "c:l:e:L:s:phV", longopts,
 				  NULL)) != -1) {
 		switch (opt) {
@@ -107,23 +112,21 @@ static int apply_options(gm_config *cfg, int argc, char **argv, int *print)
 			break; /* read first, by load_file */
 		case 'l':
 			if (gm_config_add_listen(cfg, optarg, replace_listen,
-						 msg, sizeof(msg)) != 0)
-				return fail(msg);
+						 msg, len) != 0)
+				return 1;
 			replace_listen = 0;
 			break;
 		case 'e':
-			if (set_key(cfg, "engine", optarg))
+			if (gm_config_set(cfg, "engine", optarg, msg, len) != 0)
 				return 1;
 			break;
 		case 'L':
-			if (set_key(cfg, "log_level", optarg))
+			if (gm_config_set(cfg, "log_level", optarg, msg, len) !=
+			    0)
 				return 1;
 			break;
 		case 's':
-			if ((eq = strchr(optarg, '=')) == NULL)
-				return fail("--set takes KEY=VALUE");
-			*eq = '\0';
-			if (set_key(cfg, optarg, eq + 1))
+			if (set_pair(cfg, optarg, msg, len) != 0)
 				return 1;
 			break;
 		case 'p':
@@ -136,26 +139,53 @@ static int apply_options(gm_config *cfg, int argc, char **argv, int *print)
 			printf("gemmd %s\n", GEMMD_VERSION);
 			return -1;
 		default:
-			fputs("Try 'gemmd --help'.\n", stderr);
-			return 1;
+			return fail(msg, len, "bad option; see 'gemmd --help'");
 		}
 	}
 	if (optind < argc)
-		return fail("unexpected argument; see 'gemmd --help'");
-	if (gm_config_check(cfg, msg, sizeof(msg)) != 0)
-		return fail(msg);
-	return 0;
+		return fail(msg, len,
+			    "unexpected argument; see 'gemmd --help'");
+	return gm_config_check(cfg, msg, len) != 0;
+}
+
+/* The command line, kept for a reload. */
+typedef struct sources {
+	int argc;
+	char **argv;
+} sources;
+
+/* The configuration from the defaults, the file and the options: 0, -1
+ * to exit 0 at once (--help, --version), 1 with msg saying why not. */
+static int build(gm_config *cfg, const sources *src, int *print, char *msg,
+		 size_t len)
+{
+	int rv;
+
+	if ((rv = load_file(cfg, src->argc, src->argv, msg, len)) != 0)
+		return rv;
+	return apply_options(cfg, src->argc, src->argv, print, msg, len);
+}
+
+/* SIGHUP: the same sources, read again (gm_config_source_fn). */
+static int reread(gm_config *out, void *arg, char *msg, size_t len)
+{
+	int print = 0;
+
+	return build(out, arg, &print, msg, len) == 0 ? GM_OK : GM_ECONFIG;
 }
 
 int main(int argc, char **argv)
 {
-	gm_config cfg;
+	sources src = {argc, argv};
 	int print = 0, rv;
+	char msg[512];
+	gm_config cfg;
 	char *json;
 
 	gm_config_defaults(&cfg);
-	if ((rv = load_file(&cfg, argc, argv)) != 0 ||
-	    (rv = apply_options(&cfg, argc, argv, &print)) != 0) {
+	if ((rv = build(&cfg, &src, &print, msg, sizeof(msg))) != 0) {
+		if (rv > 0)
+			fprintf(stderr, "gemmd: %s\n", msg);
 		gm_config_free(&cfg);
 		return rv < 0 ? 0 : rv;
 	}
@@ -167,7 +197,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	gm_log_setup(cfg.log_level, cfg.log_format);
-	rv = gm_daemon_run(&cfg);
+	rv = gm_daemon_run(&cfg, reread, &src);
 	gm_config_free(&cfg);
 	return rv;
 }

@@ -52,17 +52,31 @@ static uint64_t workspace_bytes(const cudaDeviceProp *p)
 	return p->major >= 9 ? 32 * MIB : 4 * MIB;
 }
 
-static int pool_bytes(struct gm_cuda_dev *d, uint64_t *bytes, char *msg,
-		      size_t msglen)
+/* The pool: device_pool_bytes, which with the workspaces (lead) must fit
+ * in the device's memory (else startup stops, naming the key: the
+ * allocation would fail anyway, less clearly), or the default. */
+static int pool_bytes(struct gm_cuda_dev *d, uint64_t lead, uint64_t *bytes,
+		      char *msg, size_t msglen)
 {
+	uint64_t want = d->sh->cfg.device_pool_bytes;
 	size_t free_b, total_b;
 
-	if (d->sh->cfg.device_pool_bytes != 0) {
-		*bytes = d->sh->cfg.device_pool_bytes;
-		return GM_OK;
-	}
 	GM_CUDA_TRY(cudaMemGetInfo(&free_b, &total_b), msg, msglen);
-	*bytes = free_b / 2 < POOL_DEFAULT_MAX ? free_b / 2 : POOL_DEFAULT_MAX;
+	if (want != 0 && want + lead > total_b) {
+		snprintf(msg, msglen,
+			 "device_pool_bytes %llu (%.1f GiB) and %llu bytes of "
+			 "cuBLAS workspace are more than device %d's memory, "
+			 "%llu bytes (%.1f GiB)",
+			 (unsigned long long)want, (double)want / GIB,
+			 (unsigned long long)lead, d->index,
+			 (unsigned long long)total_b, (double)total_b / GIB);
+		return GM_ECONFIG;
+	}
+	if (want != 0)
+		*bytes = want;
+	else
+		*bytes = free_b / 2 < POOL_DEFAULT_MAX ? free_b / 2
+						       : POOL_DEFAULT_MAX;
 	return GM_OK;
 }
 
@@ -74,7 +88,7 @@ static int open_memory(struct gm_cuda_dev *d, uint64_t ws, char *msg,
 	uint64_t pool = 0, lead = ws * (d->nstreams + 1);
 	int rv;
 
-	if ((rv = pool_bytes(d, &pool, msg, msglen)) != 0)
+	if ((rv = pool_bytes(d, lead, &pool, msg, msglen)) != 0)
 		return rv;
 	GM_CUDA_TRY(cudaMalloc(&d->mem, lead + pool), msg, msglen);
 	if (gm_pool_create((char *)d->mem + lead, pool, &d->pool) != GM_OK) {

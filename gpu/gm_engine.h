@@ -145,8 +145,10 @@ typedef void (*gm_engine_warm_fn)(void *arg, int status, double ms,
 /*
  * Opens the engine cfg->kind asks for (AUTO: CUDA if a device is found,
  * else CPU). Allocates the host arena. On failure returns a code and a
- * message in msg; nothing is left allocated. Loop thread, blocks while
- * devices initialise.
+ * message in msg; nothing is left allocated. A pool_bytes over the
+ * memory the host (or the process's cgroup) has, or a device_pool_bytes
+ * over a device's, is GM_ECONFIG with a message naming the key and what
+ * there is. Loop thread, blocks while devices initialise.
  */
 int gm_engine_open(const gm_engine_config *cfg, gm_engine_done_fn done,
 		   void *arg, gm_engine **out, char *msg, size_t msglen);

@@ -18,6 +18,8 @@ const char *const gm_conn_refusal_names[GM_CONN_REFUSAL_COUNT] = {
     GM_CONN_REFUSAL_MAP(GM_CONN_NAME)};
 const char *const gm_conn_drop_names[GM_CONN_DROP_COUNT] = {
     GM_CONN_DROP_MAP(GM_CONN_NAME)};
+const char *const gm_http_close_names[GM_HTTP_CLOSE_COUNT] = {
+    GM_HTTP_CLOSE_MAP(GM_CONN_NAME)};
 #undef GM_CONN_NAME
 
 void gm_stats_init(gm_stats *s)
@@ -131,6 +133,21 @@ static cJSON *render_conns(const gm_stats_conns *c)
 	cJSON_AddNumberToObject(o, "accept_pauses", (double)c->accept_pauses);
 	cJSON_AddNumberToObject(o, "paused", (double)c->paused);
 	cJSON_AddNumberToObject(o, "unsent_bytes", (double)c->unsent_bytes);
+	return o;
+}
+
+static cJSON *render_http(const gm_stats_http *h)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	cJSON_AddNumberToObject(o, "open", (double)h->open);
+	cJSON_AddNumberToObject(o, "accepted", (double)h->accepted);
+	cJSON_AddNumberToObject(o, "refused", (double)h->refused);
+	cJSON_AddItemToObject(o, "closed_by",
+			      render_counts(gm_http_close_names, h->closed_by,
+					    GM_HTTP_CLOSE_COUNT));
+	cJSON_AddNumberToObject(o, "requests", (double)h->requests);
+	cJSON_AddNumberToObject(o, "renders", (double)h->renders);
 	return o;
 }
 
@@ -349,6 +366,7 @@ char *gm_stats_render(const gm_stats *s, const gm_stats_live *l)
 		 (double)l->requests_inflight);
 	cJSON_AddItemToObject(o, "connections", render_conns(&l->conns));
 	cJSON_AddItemToObject(o, "regions", render_regions(&l->regions));
+	cJSON_AddItemToObject(o, "http", render_http(&s->http));
 	err = cJSON_AddObjectToObject(o, "errors");
 	for (int i = 1; i < GM_ERR_COUNT; i++)
 		if (s->errors[i] != 0)

@@ -28,6 +28,35 @@ enum gm_phase {
 
 #define GM_DTYPE_SLOTS 6 /* indexed by enum gm_dtype, slot 0 unused */
 
+/* Why the HTTP endpoints (gm_http.h) closed a connection: X(NAME, key
+ * in the stats document). An idle keep-alive connection closed is the
+ * normal end of one; the others are clients that broke a limit. */
+#define GM_HTTP_CLOSE_MAP(X)                \
+	X(HEADER_TIMEOUT, "header_timeout") \
+	X(IDLE_TIMEOUT, "idle_timeout")     \
+	X(SEND_TIMEOUT, "send_timeout")     \
+	X(TOO_LARGE, "header_too_large")    \
+	X(MALFORMED, "malformed")
+
+enum gm_http_close {
+#define GM_HTTP_ENUM(name, key) GM_HTTP_CLOSED_##name,
+	GM_HTTP_CLOSE_MAP(GM_HTTP_ENUM)
+#undef GM_HTTP_ENUM
+	    GM_HTTP_CLOSE_COUNT
+};
+
+extern const char *const gm_http_close_names[GM_HTTP_CLOSE_COUNT];
+
+/* The HTTP endpoints' connections and requests, counted by gm_http.c. */
+typedef struct gm_stats_http {
+	uint64_t open;	   /* served now */
+	uint64_t accepted; /* since start, refused ones included */
+	uint64_t refused;  /* closed at once: http_max_connections open */
+	uint64_t closed_by[GM_HTTP_CLOSE_COUNT]; /* closed by the daemon */
+	uint64_t requests;			 /* answered */
+	uint64_t renders; /* /metrics bodies rendered; others reused one */
+} gm_stats_http;
+
 typedef struct gm_stats {
 	double start_us; /* monotonic clock at start */
 	uint64_t requests;
@@ -54,6 +83,7 @@ typedef struct gm_stats {
 	/* Requests over the pool, in pageable memory: the admission's own
 	 * state and counts (gm_pageable.h), its cap set at start. */
 	gm_pageable pageable;
+	gm_stats_http http;
 } gm_stats;
 
 /* Zeroes s and stamps the start time. */

@@ -154,6 +154,24 @@ static void tail_log(const it_daemon *d, const char *why)
 	}
 }
 
+int it_start_metrics(it_daemon *d, int *port, const char *const *args)
+{
+	const char *argv[ARGS_MAX];
+	char set[64];
+	int n = 0;
+
+	if (it_setup(d) != 0 || (*port = it_free_port()) < 0)
+		return -1;
+	snprintf(set, sizeof(set), "metrics_listen=127.0.0.1:%d", *port);
+	argv[n++] = "--set";
+	argv[n++] = set;
+	for (int i = 0; args != NULL && args[i] != NULL && n < ARGS_MAX - 8;
+	     i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	return it_start(d, argv);
+}
+
 int it_stop(it_daemon *d)
 {
 	int st;

@@ -45,6 +45,10 @@ int it_setup(it_daemon *d);
  */
 int it_start(it_daemon *d, const char *const *args);
 
+/* it_setup and it_start with metrics_listen on a loopback port free at
+ * setup, which *port gets, and extra arguments args; as it_start. */
+int it_start_metrics(it_daemon *d, int *port, const char *const *args);
+
 /* SIGTERM, then waits; returns the exit status (128 + signal when one
  * killed it). */
 int it_stop(it_daemon *d);

@@ -18,6 +18,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "gm_config.h"
 #include "gm_error.h"
 
@@ -57,6 +59,11 @@ static void assert_config_equal(const gm_config *a, const gm_config *b)
 	assert_same_string(a->tls_key, b->tls_key);
 	assert_same_string(a->tls_ca, b->tls_ca);
 	assert_same_string(a->metrics_listen, b->metrics_listen);
+	assert_int_equal(a->metrics_cache_ms, b->metrics_cache_ms);
+	assert_int_equal(a->http_max_conns, b->http_max_conns);
+	assert_int_equal(a->http_header_ms, b->http_header_ms);
+	assert_int_equal(a->http_idle_ms, b->http_idle_ms);
+	assert_int_equal(a->http_header_bytes, b->http_header_bytes);
 	assert_int_equal(a->max_conns, b->max_conns);
 	assert_int_equal(a->max_conns_peer, b->max_conns_peer);
 	assert_int_equal(a->handshake_ms, b->handshake_ms);
@@ -101,7 +108,9 @@ static const char *const all_changed =
     " \"max_dim\": 4096, \"log_level\": \"debug\", \"log_format\": \"json\","
     " \"tls_cert\": \"/etc/gemmd/cert.pem\","
     " \"tls_key\": \"/etc/gemmd/key.pem\", \"tls_ca\": \"/etc/gemmd/ca.pem\","
-    " \"metrics_listen\": \"127.0.0.1:9464\","
+    " \"metrics_listen\": \"127.0.0.1:9464\", \"metrics_cache_ms\": 0,"
+    " \"http_max_connections\": 5, \"http_header_timeout_ms\": 300,"
+    " \"http_idle_timeout_ms\": 400, \"http_max_header_bytes\": \"2K\","
     " \"engine\": \"cpu\", \"pool_bytes\": 268435456,"
     " \"pageable_max_bytes\": \"3G\","
     " \"device_pool_bytes\": \"2G\", \"streams\": 16,"
@@ -141,6 +150,11 @@ static void assert_all_changed(const gm_config *c)
 	assert_string_equal(c->tls_key, "/etc/gemmd/key.pem");
 	assert_string_equal(c->tls_ca, "/etc/gemmd/ca.pem");
 	assert_string_equal(c->metrics_listen, "127.0.0.1:9464");
+	assert_int_equal(c->metrics_cache_ms, 0);
+	assert_int_equal(c->http_max_conns, 5);
+	assert_int_equal(c->http_header_ms, 300);
+	assert_int_equal(c->http_idle_ms, 400);
+	assert_int_equal(c->http_header_bytes, 2048);
 	assert_int_equal(c->engine.kind, GM_ENGINE_CPU);
 	assert_int_equal(c->engine.pool_bytes, 256u << 20);
 	assert_int_equal(c->pageable_max_bytes, 3 * GIB);
@@ -189,6 +203,12 @@ static void test_defaults(void **state)
 	assert_null(c.tls_cert);
 	assert_null(c.tls_key);
 	assert_null(c.tls_ca);
+	assert_null(c.metrics_listen);
+	assert_int_equal(c.metrics_cache_ms, 1000);
+	assert_int_equal(c.http_max_conns, 64);
+	assert_int_equal(c.http_header_ms, 5000);
+	assert_int_equal(c.http_idle_ms, 10000);
+	assert_int_equal(c.http_header_bytes, 8192);
 	assert_int_equal(c.engine.kind, GM_ENGINE_AUTO);
 	assert_int_equal(c.engine.pool_bytes, GIB);
 	assert_int_equal(c.pageable_max_bytes, 16 * GIB);
@@ -284,6 +304,11 @@ static void test_set_every_key(void **state)
 	    {"mapped_output", "true"},
 	    {"cpu_threads", "12"},
 	    {"metrics_listen", "127.0.0.1:9464"},
+	    {"metrics_cache_ms", "0"},
+	    {"http_max_connections", "5"},
+	    {"http_header_timeout_ms", "300"},
+	    {"http_idle_timeout_ms", "400"},
+	    {"http_max_header_bytes", "2K"},
 	    {"regions", "false"},
 	    {"region_socket", "/run/r.sock"},
 	    {"region_max_count", "3"},
@@ -349,6 +374,13 @@ static void test_bounds_and_sizes(void **state)
 	    {"pool_bytes", "1048576", UINT64_C(1) << 20},
 	    {"device_pool_bytes", "0", 0},
 	    {"device_pool_bytes", "64K", 65536},
+	    {"metrics_cache_ms", "60000", 60000},
+	    {"http_max_connections", "1", 1},
+	    {"http_max_connections", "65536", 65536},
+	    {"http_header_timeout_ms", "10", 10},
+	    {"http_idle_timeout_ms", "3600000", 3600000},
+	    {"http_max_header_bytes", "1K", 1024},
+	    {"http_max_header_bytes", "1M", UINT64_C(1) << 20},
 	};
 	char msg[256] = "", doc[128];
 	gm_config c, d;
@@ -940,6 +972,12 @@ static const struct bad_set {
      "1M..1T"},
     {"mapped_output", "1",
      "config key \"mapped_output\": expected true or false, got \"1\""},
+    {"http_max_connections", "0",
+     "config key \"http_max_connections\": 0 is out of range 1..65536"},
+    {"http_max_header_bytes", "512",
+     "config key \"http_max_header_bytes\": 512 is out of range 1K..1M"},
+    {"metrics_cache_ms", "60001",
+     "config key \"metrics_cache_ms\": 60001 is out of range 0..60000"},
     {"queue_depth_per_priority", "1,2,3",
      "config key \"queue_depth_per_priority\": expected an integer or an "
      "array of 4 integers, got \"1,2,3\""},
@@ -959,6 +997,110 @@ static const struct bad_set {
      "config key \"listen\": \"udp://h:1\" must start with ipc://, tcp:// or "
      "tls+tcp://"},
 };
+
+/* What gm_config_reload saw: "key taken was now" lines. */
+static char reload_log[1024];
+
+static void on_change(void *arg, const char *key, bool taken, const char *was,
+		      const char *now)
+{
+	size_t n = strlen(reload_log);
+
+	(void)arg;
+	snprintf(reload_log + n, sizeof(reload_log) - n, "%s %d %s %s\n", key,
+		 taken, was, now);
+}
+
+/* SIGHUP's reload: keys marked reloadable are taken, the others kept
+ * and reported as changed but not taken; unchanged keys are silent. */
+static void test_reload(void **state)
+{
+	char msg[256] = "";
+	gm_config c, next;
+
+	(void)state;
+	gm_config_defaults(&c);
+	gm_config_defaults(&next);
+	assert_int_equal(
+	    load(&c, "{\"allow_uids\": [5], \"streams\": 4}", msg, sizeof(msg)),
+	    GM_OK);
+	assert_int_equal(
+	    load(&next,
+		 "{\"log_level\": \"debug\", \"pool_bytes\": \"2G\","
+		 " \"allow_uids\": [7, 8], \"streams\": 4,"
+		 " \"queue_depth_per_priority\": [1, 2, 3, 4],"
+		 " \"http_max_connections\": 9,"
+		 " \"metrics_listen\": \"127.0.0.1:1\"}",
+		 msg, sizeof(msg)),
+	    GM_OK);
+	reload_log[0] = '\0';
+	assert_int_equal(gm_config_reload(&c, &next, on_change, NULL), GM_OK);
+	assert_string_equal(reload_log,
+			    "queue_depth_per_priority 1 [0,0,0,0] [1,2,3,4]\n"
+			    "log_level 1 \"info\" \"debug\"\n"
+			    "allow_uids 1 [5] [7,8]\n"
+			    "metrics_listen 0 null \"127.0.0.1:1\"\n"
+			    "http_max_connections 1 64 9\n"
+			    "pool_bytes 0 1073741824 2147483648\n");
+	assert_int_equal(c.log_level, GM_LOG_DEBUG);
+	assert_int_equal(c.nallow_uids, 2);
+	assert_int_equal(c.allow_uids[1], 8);
+	assert_int_equal(c.queue_depth_prio[3], 4);
+	assert_int_equal(c.http_max_conns, 9);
+	assert_int_equal(c.engine.pool_bytes, GIB);
+	assert_null(c.metrics_listen);
+	/* Again: nothing differs in what was taken; what was not still
+	 * does. */
+	reload_log[0] = '\0';
+	assert_int_equal(gm_config_reload(&c, &next, on_change, NULL), GM_OK);
+	assert_string_equal(reload_log,
+			    "metrics_listen 0 null \"127.0.0.1:1\"\n"
+			    "pool_bytes 0 1073741824 2147483648\n");
+	gm_config_free(&next);
+	gm_config_free(&c);
+}
+
+/* config/README.md lists the keys SIGHUP reloads, in one paragraph of
+ * its "Reloading (SIGHUP)" section: exactly the table's. */
+static void test_reload_documented(void **state)
+{
+	const char *srcdir = getenv("GEMMD_SRCDIR");
+	static char text[1 << 17];
+	char path[4096], tick[80], *list, *end, *json;
+	const cJSON *key;
+	cJSON *doc;
+	gm_config c;
+	size_t n;
+	FILE *f;
+
+	(void)state;
+	assert_non_null(srcdir);
+	snprintf(path, sizeof(path), "%s/config/README.md", srcdir);
+	assert_non_null(f = fopen(path, "r"));
+	n = fread(text, 1, sizeof(text) - 1, f);
+	fclose(f);
+	text[n] = '\0';
+	assert_non_null(list = strstr(text, "## Reloading (SIGHUP)"));
+	assert_non_null(list = strstr(list, "\n`log_level`"));
+	assert_non_null(end = strstr(list, "\n\n"));
+	*end = '\0';
+	gm_config_defaults(&c);
+	assert_non_null(json = gm_config_to_json(&c));
+	assert_non_null(doc = cJSON_Parse(json));
+	free(json);
+	cJSON_ArrayForEach(key, doc)
+	{
+		snprintf(tick, sizeof(tick), "`%s`", key->string);
+		if ((strstr(list, tick) != NULL) !=
+		    gm_config_reloadable(key->string))
+			fail_msg("%s: reloadable %d, listed %d", key->string,
+				 gm_config_reloadable(key->string),
+				 strstr(list, tick) != NULL);
+	}
+	assert_false(gm_config_reloadable("no_such_key"));
+	cJSON_Delete(doc);
+	gm_config_free(&c);
+}
 
 static void test_bad_sets(void **state)
 {
@@ -1020,6 +1162,8 @@ int main(void)
 	    cmocka_unit_test(test_files),
 	    cmocka_unit_test(test_bad_documents),
 	    cmocka_unit_test(test_bad_sets),
+	    cmocka_unit_test(test_reload),
+	    cmocka_unit_test(test_reload_documented),
 	    cmocka_unit_test(test_long_values),
 	};
 

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -228,6 +229,32 @@ static void test_open_bad_config(void **state)
 	    gm_engine_open(&cfg, on_done, &w, &e, msg, sizeof(msg)), GM_EINVAL);
 	assert_null(e);
 	assert_string_equal(msg, "unknown engine kind 7");
+}
+
+/* A pool larger than the host's memory is refused before anything is
+ * mapped, the message naming the key and what the host has; the
+ * host's whole memory, or less, is not. */
+static void test_open_pool_over_memory(void **state)
+{
+	uint64_t host =
+	    (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
+	gm_engine_config cfg = {.kind = GM_ENGINE_CPU, .pool_bytes = host + 1};
+	gm_engine *e = (gm_engine *)1;
+	char msg[256] = "", want[64];
+
+	(void)state;
+	assert_int_equal(
+	    gm_engine_open(&cfg, on_done, &w, &e, msg, sizeof(msg)),
+	    GM_ECONFIG);
+	assert_null(e);
+	snprintf(want, sizeof(want), "pool_bytes %llu (",
+		 (unsigned long long)host + 1);
+	assert_non_null(strstr(msg, want));
+	assert_non_null(strstr(msg, "memory"));
+	cfg.pool_bytes = 1u << 20;
+	assert_int_equal(
+	    gm_engine_open(&cfg, on_done, &w, &e, msg, sizeof(msg)), GM_OK);
+	gm_engine_close(e);
 }
 
 /* Runs wave[0..n-1] (the jobs of t) as one wave on a fresh engine e,
@@ -536,6 +563,7 @@ int main(void)
 	    cmocka_unit_test(test_open_auto),
 	    cmocka_unit_test(test_open_cuda_not_built),
 	    cmocka_unit_test(test_open_bad_config),
+	    cmocka_unit_test(test_open_pool_over_memory),
 	    cmocka_unit_test(test_gemm_1x1x1),
 	    cmocka_unit_test(test_gemm_7x13x5),
 	    cmocka_unit_test(test_gemm_257x129x65),
