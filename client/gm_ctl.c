@@ -131,8 +131,16 @@ static void put_failure(const char *what, uint64_t id, int rv,
 	cJSON_AddStringToObject(doc, "detail", detail);
 	cJSON_AddStringToObject(doc, "call", what);
 	if (id != 0)
-		cJSON_AddNumberToObject(doc, "id", (double)id);
+		gm_ctl_json_id(doc, "id", id);
 	gm_ctl_put_json(doc);
+}
+
+void gm_ctl_json_id(cJSON *doc, const char *key, uint64_t id)
+{
+	char digits[24];
+
+	snprintf(digits, sizeof(digits), "%" PRIu64, id);
+	cJSON_AddRawToObject(doc, key, digits);
 }
 
 int gm_ctl_connect(const struct gm_ctl_conn *c, gemmd_client **cl)

@@ -150,6 +150,10 @@ int gm_ctl_write_result(const char *path, const gemmd_job *j);
 /* Prints doc as one line on gm_ctl_out and frees it. */
 void gm_ctl_put_json(cJSON *doc);
 
+/* Adds id to doc as key, in exact digits: as a double, cJSON prints a
+ * 16-digit id rounded (and in exponent form). */
+void gm_ctl_json_id(cJSON *doc, const char *key, uint64_t id);
+
 /* A finished job as JSON, {"ok":true,"m":...,"dtype":...,"timings_us":
  * {...},"gflops_per_s":...}, for the caller to add to and print. */
 cJSON *gm_ctl_job_json(const gemmd_job *j);

@@ -218,7 +218,7 @@ int gm_ctl_wait(int argc, char **argv)
 		rc = gm_ctl_write_result(a.out_path, &j);
 		doc = gm_ctl_job_json(&j);
 		cJSON_ReplaceItemInObject(doc, "ok", cJSON_CreateBool(rc == 0));
-		cJSON_AddNumberToObject(doc, "id", (double)a.id);
+		gm_ctl_json_id(doc, "id", a.id);
 		gm_ctl_put_json(doc);
 	} else {
 		gm_ctl_print_timings(&j);
