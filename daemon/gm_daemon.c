@@ -58,17 +58,37 @@ static double close_started;
 static void on_engine_done(gm_job *job, void *arg)
 {
 	gm_loop *l = arg;
+	gm_sched_job *j = job->user;
 
-	gm_inbox_post(l->done, job->user);
+	gm_inbox_post(l->done, &j->back);
 }
 
-/* Loop thread: a job the engine returned, in the order it did. */
-static void on_job_back(void *item, void *arg)
+/* Engine thread: tell the loop the job started, on the same list as its
+ * return, so the news come in the order they happened. */
+static void on_engine_start(gm_job *job, void *arg)
 {
 	gm_loop *l = arg;
-	gm_sched_job *j = item;
+	gm_sched_job *j = job->user;
 
-	gm_sched_complete(l->sched, &j->job);
+	gm_inbox_post(l->done, &j->started);
+}
+
+/* Loop thread: news of a job from the engine, in the order it told;
+ * at debug level each start is logged, in the order the engine started
+ * the jobs. */
+static void on_job_news(void *item, void *arg)
+{
+	gm_loop *l = arg;
+	gm_sched_handoff *h = item;
+	const gm_sched_job *j = h->job;
+
+	if (h->news == GM_SCHED_STARTED && j->state == GM_SCHED_JOB_HANDED)
+		GM_LOGJ(GM_LOG_DEBUG, j->req->id, j->idx,
+			"started: %" PRIu32 "x%" PRIu32 "x%" PRIu32
+			" %s, priority %u",
+			j->job.d.m, j->job.d.n, j->job.d.k,
+			gm_dtype_name(j->job.d.dtype), j->req->batch.priority);
+	gm_sched_news(l->sched, h);
 }
 
 /* Loop thread: an event from another thread. */
@@ -251,8 +271,8 @@ static int open_handles(gm_loop *l)
 	char msg[256];
 	int rv;
 
-	if ((rv = gm_inbox_open(&l->uv, offsetof(gm_sched_job, link),
-				on_job_back, after_jobs_back, l, &l->done, msg,
+	if ((rv = gm_inbox_open(&l->uv, offsetof(gm_sched_handoff, link),
+				on_job_news, after_jobs_back, l, &l->done, msg,
 				sizeof(msg))) != 0 ||
 	    (rv = gm_inbox_open(&l->uv, offsetof(gm_event, link), on_event,
 				NULL, l, &l->events, msg, sizeof(msg))) != 0) {
@@ -307,6 +327,7 @@ static int open_core(gm_loop *l)
 		GM_LOG(GM_LOG_ERROR, "engine: %s: %s", gm_strerror(rv), msg);
 		return rv;
 	}
+	gm_engine_on_start(l->eng, on_engine_start);
 	if (l->cfg->engine.kind == GM_ENGINE_AUTO)
 		GM_LOG(GM_LOG_INFO, "engine auto: %s",
 		       strcmp(gm_engine_name(l->eng), "cuda") == 0

@@ -154,7 +154,11 @@ static int check_job(struct gm_cuda_dev *d, gm_job *j, struct gm_cuda_ctx *t)
 
 	j->status = GM_OK;
 	j->msg[0] = '\0';
-	j->h2d_us = j->kernel_us = j->d2h_us = 0;
+	j->h2d_us = j->kernel_us = j->d2h_us = j->start_us = 0;
+	if (gm_engine_expired(j, gm_engine_now_us())) {
+		gm_cuda_dev_finish(d, j);
+		return GM_ETIMEDOUT;
+	}
 	kernel = gm_cuda_gemm_kernel(&j->d, d->sh->cfg.kernel);
 	rv = gm_cuda_gemm_supports(&j->d, kernel, j->msg, sizeof(j->msg));
 	if (rv != GM_OK) {
@@ -173,10 +177,13 @@ static int check_job(struct gm_cuda_dev *d, gm_job *j, struct gm_cuda_ctx *t)
 	}
 	describe(d, j, t);
 	if (device_bytes(d, t) > gm_pool_size(d->pool)) {
+		char need[GM_SIZE_TEXT], size[GM_SIZE_TEXT];
+
 		fail_job(d, j, GM_ETOOBIG,
-			 "needs %llu bytes of GPU memory, pool has %llu",
-			 (unsigned long long)device_bytes(d, t),
-			 (unsigned long long)gm_pool_size(d->pool));
+			 "needs %s of GPU memory, more than the device pool "
+			 "(device_pool_bytes) of %s",
+			 gm_size_text(device_bytes(d, t), need),
+			 gm_size_text(gm_pool_size(d->pool), size));
 		return GM_ETOOBIG;
 	}
 	return GM_OK;
@@ -413,12 +420,23 @@ static int copy_in(struct gm_cuda_ctx *c)
 	return GM_OK;
 }
 
+/* The context's jobs are committed to its stream from here on. */
+static void tell_started(struct gm_cuda_ctx *c)
+{
+	gm_engine *e = c->st->dev->sh->engine;
+	gm_job *j = c->job;
+
+	for (uint32_t i = 0; i < c->njobs; i++, j = j->next)
+		gm_engine_started(e, j);
+}
+
 static int issue_h2d(struct gm_cuda_ctx *c)
 {
 	gm_job *j = c->job;
 	cudaStream_t s = c->st->s;
 	int rv;
 
+	tell_started(c);
 	open_span(c->st->dev, s);
 	GM_CUDA_TRY(cudaEventRecord(c->ev[EV_H2D_START], s), j->msg,
 		    sizeof(j->msg));

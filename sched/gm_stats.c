@@ -25,6 +25,8 @@ void gm_stats_init(gm_stats *s)
 	memset(s, 0, sizeof(*s));
 	for (int i = 0; i < GM_PHASE_COUNT; i++)
 		gm_hist_init(&s->phase[i]);
+	for (int p = 0; p <= GM_BATCH_PRIO_MAX; p++)
+		gm_hist_init(&s->queue_prio[p]);
 	s->start_us = gm_clock_now_us();
 	gm_rate_init(&s->rate, s->start_us);
 }
@@ -46,7 +48,7 @@ static void count_ok(gm_stats *s, const gm_job_desc *d, double v[])
 	s->bytes_d2h += z.out;
 }
 
-void gm_stats_job(gm_stats *s, const gm_job_desc *d, int status,
+void gm_stats_job(gm_stats *s, const gm_job_desc *d, unsigned prio, int status,
 		  const gm_timings *t)
 {
 	double v[GM_RATE_NVAL] = {[GM_RATE_JOBS] = 1};
@@ -68,6 +70,8 @@ void gm_stats_job(gm_stats *s, const gm_job_desc *d, int status,
 	s->jobs_ok++;
 	s->flops += v[GM_RATE_FLOPS];
 	gm_hist_add(&s->phase[GM_PHASE_QUEUE], t->queue_us);
+	if (prio <= GM_BATCH_PRIO_MAX)
+		gm_hist_add(&s->queue_prio[prio], t->queue_us);
 	gm_hist_add(&s->phase[GM_PHASE_H2D], t->h2d_us);
 	gm_hist_add(&s->phase[GM_PHASE_KERNEL], t->kernel_us);
 	gm_hist_add(&s->phase[GM_PHASE_D2H], t->d2h_us);
@@ -289,7 +293,7 @@ static cJSON *render_detached(const gm_stats_detach *t)
 char *gm_stats_render(const gm_stats *s, const gm_stats_live *l)
 {
 	cJSON *o = cJSON_CreateObject();
-	cJSON *lat, *err, *req;
+	cJSON *lat, *err, *req, *by_prio;
 	double now = gm_clock_now_us(), up = (now - s->start_us) / 1e6;
 	double prio[GM_BATCH_PRIO_MAX + 1];
 	char *text;
@@ -346,6 +350,9 @@ char *gm_stats_render(const gm_stats *s, const gm_stats_live *l)
 	for (int i = 0; i < GM_PHASE_COUNT; i++)
 		cJSON_AddItemToObject(lat, phase_names[i],
 				      render_hist(&s->phase[i]));
+	by_prio = cJSON_AddArrayToObject(lat, "queue_by_priority");
+	for (int p = 0; p <= GM_BATCH_PRIO_MAX; p++)
+		cJSON_AddItemToArray(by_prio, render_hist(&s->queue_prio[p]));
 	cJSON_AddItemToObject(o, "devices", render_devices(l->eng, up));
 	cJSON_AddItemToObject(o, "dtypes", render_dtypes(s));
 	cJSON_AddItemToObject(o, "rates", render_rates(s, now));

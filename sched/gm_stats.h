@@ -41,6 +41,8 @@ typedef struct gm_stats {
 	double flops;		       /* 2*m*n*k of jobs that succeeded */
 	uint64_t errors[GM_ERR_COUNT]; /* jobs and refusals by code */
 	gm_hist phase[GM_PHASE_COUNT];
+	/* The queue phase again, per priority of the job's request. */
+	gm_hist queue_prio[GM_BATCH_PRIO_MAX + 1];
 	/* Finished jobs by dtype and status (0: ok, else the error code). */
 	uint64_t jobs_by[GM_DTYPE_SLOTS][GM_ERR_COUNT];
 	/* Of jobs that succeeded, by dtype: FLOPs as in flops, operand
@@ -55,8 +57,8 @@ typedef struct gm_stats {
 /* Zeroes s and stamps the start time. */
 void gm_stats_init(gm_stats *s);
 
-/* Counts one finished job with its timings. */
-void gm_stats_job(gm_stats *s, const gm_job_desc *d, int status,
+/* Counts one finished job of priority prio with its timings. */
+void gm_stats_job(gm_stats *s, const gm_job_desc *d, unsigned prio, int status,
 		  const gm_timings *t);
 
 /* Detached jobs (gm_detach.h), as the stats document shows them. */
