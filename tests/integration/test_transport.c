@@ -908,7 +908,7 @@ static void test_ctrl_over_max(void **state)
 	rc_write(fd, " ", 1);
 	assert_int_equal(read_error(fd, &id, msg), 13 /* ETOOBIG */);
 	assert_int_equal(id, 4);
-	assert_non_null(strstr(msg, "max_ctrl_bytes=1024"));
+	assert_non_null(strstr(msg, "more than max_ctrl_bytes=1 KiB"));
 	assert_true(rc_closed(fd, 2000));
 	close(fd);
 	assert_int_equal(it_rstat(&d, "connections.dropped_by.protocol"), 1);
