@@ -53,6 +53,19 @@ typedef struct daemon_ev {
 static daemon_ev warm_ev;
 static double close_started;
 
+/* Loop thread: a job is finished. Counted under its owner's uid when it
+ * came over ipc:// (gm_stats_uid_job), then answered. */
+static void on_sched_job(gm_sched_job *j, void *arg)
+{
+	gm_loop *l = arg;
+	const gm_request *rq = j->req->user;
+	const gm_peer *p = gm_conn_peer(rq->conn);
+
+	if (p->kind == GM_URL_IPC && p->has_cred)
+		gm_stats_uid_job(&l->stats, p->uid, j->job.status);
+	gm_request_job_done(j, arg);
+}
+
 /* Engine thread: hand the job back to the loop. The inbox is open while
  * any job is out. */
 static void on_engine_done(gm_job *job, void *arg)
@@ -351,7 +364,7 @@ static int open_core(gm_loop *l)
 	       (unsigned long long)(size >> 20));
 	engine_budget(l, &budget);
 	if ((rv = gm_sched_create(l->eng, l->cfg->queue_depth, &budget,
-				  &l->stats, gm_request_job_done,
+				  &l->stats, on_sched_job,
 				  gm_request_sched_done, l, &l->sched)) != 0) {
 		GM_LOG(GM_LOG_ERROR, "scheduler: %s", gm_strerror(rv));
 		goto fail_sched;

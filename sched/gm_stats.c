@@ -5,6 +5,7 @@
 #include "gm_stats.h"
 
 #include <cjson/cJSON.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -76,6 +77,25 @@ void gm_stats_job(gm_stats *s, const gm_job_desc *d, unsigned prio, int status,
 	gm_hist_add(&s->phase[GM_PHASE_KERNEL], t->kernel_us);
 	gm_hist_add(&s->phase[GM_PHASE_D2H], t->d2h_us);
 	gm_hist_add(&s->phase[GM_PHASE_TOTAL], t->total_us);
+}
+
+void gm_stats_uid_job(gm_stats *s, uint64_t uid, int status)
+{
+	gm_stats_uid *u = &s->other_uids;
+
+	for (unsigned i = 0; i < s->nuids; i++)
+		if (s->uids[i].uid == uid) {
+			u = &s->uids[i];
+			break;
+		}
+	if (u == &s->other_uids && s->nuids < GM_STATS_UIDS) {
+		u = &s->uids[s->nuids++];
+		u->uid = uid;
+	}
+	if (status == 0)
+		u->ok++;
+	else
+		u->failed++;
 }
 
 static cJSON *render_hist(const gm_hist *h)
@@ -155,6 +175,29 @@ static cJSON *render_by_status(const gm_stats *s)
 	return o;
 }
 
+static void add_uid(cJSON *o, const char *name, const gm_stats_uid *u)
+{
+	cJSON *c = cJSON_AddObjectToObject(o, name);
+
+	cJSON_AddNumberToObject(c, "ok", (double)u->ok);
+	cJSON_AddNumberToObject(c, "failed", (double)u->failed);
+}
+
+/* Jobs of ipc:// peers: each uid counted apart, then "other". */
+static cJSON *render_by_uid(const gm_stats *s)
+{
+	cJSON *o = cJSON_CreateObject();
+	char name[24];
+
+	for (unsigned i = 0; i < s->nuids; i++) {
+		snprintf(name, sizeof(name), "%" PRIu64, s->uids[i].uid);
+		add_uid(o, name, &s->uids[i]);
+	}
+	if (s->other_uids.ok + s->other_uids.failed != 0)
+		add_uid(o, "other", &s->other_uids);
+	return o;
+}
+
 static cJSON *render_jobs(const gm_stats *s, const gm_stats_live *l)
 {
 	cJSON *o = cJSON_CreateObject();
@@ -169,6 +212,7 @@ static cJSON *render_jobs(const gm_stats *s, const gm_stats_live *l)
 		cJSON_AddNumberToObject(by, gm_dtype_name(d),
 					(double)s->jobs_by_dtype[d]);
 	cJSON_AddItemToObject(o, "by_status", render_by_status(s));
+	cJSON_AddItemToObject(o, "by_uid", render_by_uid(s));
 	return o;
 }
 

@@ -27,6 +27,18 @@ enum gm_phase {
 
 #define GM_DTYPE_SLOTS 6 /* indexed by enum gm_dtype, slot 0 unused */
 
+/*
+ * Uids whose jobs are counted apart (ipc:// peers): the first ones seen
+ * since start, so that the series a scrape shows stay put and their
+ * number is bounded; jobs of later uids count as "other".
+ */
+#define GM_STATS_UIDS 32
+
+typedef struct gm_stats_uid {
+	uint64_t uid;
+	uint64_t ok, failed; /* finished jobs */
+} gm_stats_uid;
+
 typedef struct gm_stats {
 	double start_us; /* monotonic clock at start */
 	uint64_t requests;
@@ -52,6 +64,10 @@ typedef struct gm_stats {
 	uint64_t d2h_by_dtype[GM_DTYPE_SLOTS];
 	uint64_t bytes_h2d, bytes_d2h; /* the same, over every dtype */
 	gm_rate rate; /* finished jobs, and the above, per second */
+	/* Jobs of ipc:// peers by uid: uids[0..nuids-1], then the rest. */
+	gm_stats_uid uids[GM_STATS_UIDS];
+	unsigned nuids;
+	gm_stats_uid other_uids; /* its uid unused */
 } gm_stats;
 
 /* Zeroes s and stamps the start time. */
@@ -60,6 +76,9 @@ void gm_stats_init(gm_stats *s);
 /* Counts one finished job of priority prio with its timings. */
 void gm_stats_job(gm_stats *s, const gm_job_desc *d, unsigned prio, int status,
 		  const gm_timings *t);
+
+/* Counts one finished job, ok or not, of an ipc:// peer with uid. */
+void gm_stats_uid_job(gm_stats *s, uint64_t uid, int status);
 
 /* Detached jobs (gm_detach.h), as the stats document shows them. */
 typedef struct gm_stats_detach {

@@ -1,8 +1,10 @@
 /*
  * test_metrics.c - gemmd's HTTP endpoints (metrics_listen) from the
  * outside: /healthz and /readyz, before and while draining; /metrics
- * counting ok and failed jobs and its histograms; the stats document's
- * by-dtype, by-status and rate keys for the same jobs; bad and busy
+ * counting ok and failed jobs and its histograms, the queue wait by
+ * priority and the jobs by uid; the stats document's by-dtype,
+ * by-status, by-uid, queue-by-priority and rate keys for the same jobs;
+ * bad and busy
  * addresses. Run with the argument "prometheus" it checks the text with
  * promtool and has a real Prometheus (the Debian package) scrape gemmd
  * every second and answer a query for the job counter; it exits 77
@@ -187,14 +189,17 @@ static void run_ok_jobs(gemmd_client *c, int n)
 	}
 }
 
-/* One fp64 job larger than a 1 MiB pool: it fails with ETOOBIG. */
-static void run_too_big_job(gemmd_client *c)
+/* One fp16 64^3 job, which the CPU engine does not run: it is accepted
+ * and fails with EUNSUPPORTED. (Its fp64 buffers are larger than it
+ * needs.) */
+static void run_failing_job(gemmd_client *c)
 {
 	gemmd_job j;
 
-	it_job(&j, 256, 256, 256, 7);
+	it_job(&j, 64, 64, 64, 7);
+	j.dtype = GEMMD_FP16;
 	assert_int_equal(gemmd_submit(c, &j, 1, NULL, 10000), GM_OK);
-	assert_int_equal(j.status, GM_ETOOBIG);
+	assert_int_equal(j.status, GM_EUNSUPPORTED);
 	it_job_free(&j);
 }
 
@@ -323,22 +328,23 @@ static void test_metrics_count_jobs(void **state)
 {
 	static const char *const small_pool[] = {"--set", "pool_bytes=1M",
 						 NULL};
+	char line[128];
 	http_reply r;
 
 	(void)state;
 	start(small_pool);
 	run_ok_jobs(fx.c, 3);
-	run_too_big_job(fx.c);
+	run_failing_job(fx.c);
 	r = get(fx.port, "/metrics");
 	assert_int_equal(r.status, 200);
 	assert_string_equal(r.type, "text/plain; version=0.0.4; charset=utf-8");
 	assert_has(r.body,
 		   "\ngemmd_jobs_total{dtype=\"fp64\",status=\"ok\"} 3\n");
-	assert_has(r.body,
-		   "\ngemmd_jobs_total{dtype=\"fp64\",status=\"ETOOBIG\"} 1\n");
+	assert_has(r.body, "\ngemmd_jobs_total{dtype=\"fp16\","
+			   "status=\"EUNSUPPORTED\"} 1\n");
 	assert_has(r.body,
 		   "\ngemmd_jobs_total{dtype=\"fp32\",status=\"ok\"} 0\n");
-	assert_has(r.body, "\ngemmd_errors_total{code=\"ETOOBIG\"} 1\n");
+	assert_has(r.body, "\ngemmd_errors_total{code=\"EUNSUPPORTED\"} 1\n");
 	assert_has(r.body, "\ngemmd_requests_total{type=\"gemm\"} 4\n");
 	assert_has(r.body,
 		   "\ngemmd_bytes_total{direction=\"h2d\",dtype=\"fp64\"} "
@@ -356,6 +362,25 @@ static void test_metrics_count_jobs(void **state)
 	assert_has(r.body, "\ngemmd_job_phase_seconds_bucket{phase=\"total\","
 			   "le=\"100\"} 3\n");
 	assert_has(r.body, "\ngemmd_queue_depth{priority=\"3\"} 0\n");
+	/* The queue phase again by priority: the jobs' default, 1. */
+	assert_has(r.body, "\n# TYPE gemmd_queue_wait_seconds histogram\n");
+	assert_has(r.body,
+		   "\ngemmd_queue_wait_seconds_count{priority=\"1\"} 3\n");
+	assert_has(r.body, "\ngemmd_queue_wait_seconds_bucket{priority=\"1\","
+			   "le=\"+Inf\"} 3\n");
+	assert_has(r.body,
+		   "\ngemmd_queue_wait_seconds_count{priority=\"3\"} 0\n");
+	/* The jobs, under this process's uid (over ipc://). */
+	snprintf(line, sizeof(line),
+		 "\ngemmd_uid_jobs_total{uid=\"%u\",status=\"ok\"} 3\n",
+		 (unsigned)getuid());
+	assert_has(r.body, line);
+	snprintf(line, sizeof(line),
+		 "\ngemmd_uid_jobs_total{uid=\"%u\",status=\"failed\"} 1\n",
+		 (unsigned)getuid());
+	assert_has(r.body, line);
+	assert_has(r.body,
+		   "\ngemmd_uid_jobs_total{uid=\"other\",status=\"ok\"} 0\n");
 	assert_has(r.body, "\ngemmd_pool_size_bytes 1048576\n");
 	assert_has(r.body, "\ngemmd_device_jobs_total{device=\"0\"} 3\n");
 	free(r.body);
@@ -396,7 +421,7 @@ static double proc_fds(pid_t pid)
 /* The process_* family every exporter has, and gemmd_up. */
 static void test_process_metrics(void **state)
 {
-	double fds, start_s, now_s = (double)time(NULL);
+	double cpu, fds, start_s, now_s = (double)time(NULL);
 	http_reply r;
 
 	(void)state;
@@ -408,7 +433,9 @@ static void test_process_metrics(void **state)
 	assert_has(r.body, "\ngemmd_build_info{version=\"" GEMMD_VERSION_STRING
 			   "\",engine=\"cpu\",devices=\"1\"} 1\n");
 	assert_has(r.body, "\n# TYPE process_cpu_seconds_total counter\n");
-	assert_true(sample(r.body, "process_cpu_seconds_total") > 0);
+	/* In clock ticks (10 ms): a daemon that did little reads 0. */
+	cpu = sample(r.body, "process_cpu_seconds_total");
+	assert_true(cpu >= 0 && cpu <= it_cpu_ms(fx.d.pid) / 1e3 + 0.02);
 	assert_true(sample(r.body, "process_resident_memory_bytes") >
 		    1024 * 1024);
 	assert_true(sample(r.body, "process_virtual_memory_bytes") >=
@@ -428,21 +455,23 @@ static void test_stats_document(void **state)
 	static const char *const small_pool[] = {"--set", "pool_bytes=1M",
 						 NULL};
 	const cJSON *prio;
+	char key[64];
 	cJSON *s;
 
 	(void)state;
 	start(small_pool);
 	run_ok_jobs(fx.c, 3);
-	run_too_big_job(fx.c);
+	run_failing_job(fx.c);
 	usleep(1100 * 1000);
 	s = it_stats(fx.c);
 	assert_non_null(s);
 	assert_true(it_num(s, "jobs.by_status.ok") == 3);
-	assert_true(it_num(s, "jobs.by_status.ETOOBIG") == 1);
-	assert_true(it_num(s, "jobs.by_dtype.fp64") == 4);
-	assert_true(it_num(s, "dtypes.fp64.jobs") == 4);
+	assert_true(it_num(s, "jobs.by_status.EUNSUPPORTED") == 1);
+	assert_true(it_num(s, "jobs.by_dtype.fp64") == 3);
+	assert_true(it_num(s, "jobs.by_dtype.fp16") == 1);
+	assert_true(it_num(s, "dtypes.fp64.jobs") == 3);
 	assert_true(it_num(s, "dtypes.fp64.ok") == 3);
-	assert_true(it_num(s, "dtypes.fp64.failed") == 1);
+	assert_true(it_num(s, "dtypes.fp16.failed") == 1);
 	assert_true(it_num(s, "dtypes.fp64.flops") == 3 * 2.0 * 64 * 64 * 64);
 	assert_true(it_num(s, "dtypes.fp64.bytes_h2d") == 3 * 2 * 64 * 64 * 8);
 	assert_true(it_num(s, "dtypes.fp64.bytes_d2h") == 3 * 64 * 64 * 8);
@@ -460,6 +489,12 @@ static void test_stats_document(void **state)
 	prio = cJSON_GetObjectItemCaseSensitive(
 	    cJSON_GetObjectItemCaseSensitive(s, "queue"), "by_priority");
 	assert_int_equal(cJSON_GetArraySize(prio), 4);
+	assert_true(it_num(s, "latency_us.queue_by_priority.1.count") == 3);
+	assert_true(it_num(s, "latency_us.queue_by_priority.0.count") == 0);
+	snprintf(key, sizeof(key), "jobs.by_uid.%u.ok", (unsigned)getuid());
+	assert_true(it_num(s, key) == 3);
+	snprintf(key, sizeof(key), "jobs.by_uid.%u.failed", (unsigned)getuid());
+	assert_true(it_num(s, key) == 1);
 	cJSON_Delete(s);
 	finish();
 }
@@ -527,7 +562,7 @@ static void test_promtool_check(void **state)
 	(void)state;
 	start(small_pool);
 	run_ok_jobs(fx.c, 2);
-	run_too_big_job(fx.c);
+	run_failing_job(fx.c);
 	r = get(fx.port, "/metrics");
 	snprintf(path, sizeof(path), "%s/metrics.txt", fx.d.dir);
 	assert_non_null(f = fopen(path, "w"));

@@ -1164,7 +1164,33 @@ static void test_stats(void **state)
 		assert_int_equal(h.st.phase[p].count, 4);
 	assert_true(h.st.phase[GM_PHASE_TOTAL].max >=
 		    h.st.phase[GM_PHASE_QUEUE].max);
+	/* All at priority 1 but the first, at the default (1 too). */
+	assert_int_equal(h.st.queue_prio[1].count, 4);
+	assert_int_equal(h.st.queue_prio[0].count, 0);
 	h_close();
+}
+
+/* Jobs by uid: the first GM_STATS_UIDS uids seen are counted apart, in
+ * the order they came; later ones, and only they, as "other". */
+static void test_stats_uids(void **state)
+{
+	gm_stats st;
+
+	gm_stats_init(&st);
+	for (uint64_t u = 0; u < GM_STATS_UIDS + 8; u++)
+		gm_stats_uid_job(&st, 1000 + u, u % 3 == 0 ? GM_EBUSY : GM_OK);
+	gm_stats_uid_job(&st, 1000, GM_OK);
+	gm_stats_uid_job(&st, 1000 + GM_STATS_UIDS, GM_OK);
+	assert_int_equal(st.nuids, GM_STATS_UIDS);
+	for (unsigned i = 0; i < GM_STATS_UIDS; i++)
+		assert_int_equal(st.uids[i].uid, 1000 + i);
+	assert_int_equal(st.uids[0].ok, 1);
+	assert_int_equal(st.uids[0].failed, 1);
+	assert_int_equal(st.uids[1].ok, 1);
+	/* Uids 1032..1039, of which 1033, 1036 and 1039 failed, and 1032
+	 * once more. */
+	assert_int_equal(st.other_uids.ok, 6);
+	assert_int_equal(st.other_uids.failed, 3);
 }
 
 static int setup_seed(void **state)
@@ -1195,6 +1221,7 @@ int main(void)
 	    cmocka_unit_test_teardown(test_engine_queue, h_free),
 	    cmocka_unit_test_teardown(test_priority_limits, h_free),
 	    cmocka_unit_test_teardown(test_stats, h_free),
+	    cmocka_unit_test(test_stats_uids),
 	};
 
 	return cmocka_run_group_tests(tests, setup_seed, NULL);
