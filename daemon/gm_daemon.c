@@ -42,9 +42,12 @@
 /* How long a stop waits for connections to be freed once closed. */
 #define CLOSE_WAIT_US 5e6
 
-/* The events of the daemon itself: the warm-up's end. */
+/* The events of the daemon itself: the warm-up's end, posted to an
+ * inbox held for it (a startup that fails closes the loop's inboxes
+ * while the engine may still be warming up). */
 typedef struct daemon_ev {
 	gm_event ev;
+	gm_inbox *inbox;
 	int status;
 	double ms;
 	char msg[160];
@@ -168,11 +171,13 @@ static void warm_done(void *arg, int status, double ms, const char *msg)
 {
 	gm_loop *l = arg;
 
+	(void)l;
 	warm_ev.ev.fn = on_warm;
 	warm_ev.status = status;
 	warm_ev.ms = ms;
 	snprintf(warm_ev.msg, sizeof(warm_ev.msg), "%s", msg ? msg : "");
-	gm_loop_post(l, &warm_ev.ev);
+	gm_inbox_post(warm_ev.inbox, &warm_ev.ev);
+	gm_inbox_release(warm_ev.inbox);
 }
 
 /* The listeners, the connections, the region socket and HTTP; NULL
@@ -348,8 +353,11 @@ static int open_core(gm_loop *l)
 			   : "no CUDA device found, using cpu");
 	/* Cold libraries load while the rest opens; /readyz says "warming
 	 * up" until it is done. */
+	warm_ev.inbox = l->events;
+	gm_inbox_hold(warm_ev.inbox);
 	if ((rv = gm_engine_warmup(l->eng, warm_done, l)) != GM_OK) {
 		GM_LOG(GM_LOG_WARN, "engine warm-up: %s", gm_strerror(rv));
+		gm_inbox_release(warm_ev.inbox);
 		l->warm = 1;
 	}
 	arena = gm_engine_arena(l->eng, &size);

@@ -779,7 +779,8 @@ static void test_client_dies(void **state)
 	stop(&d);
 }
 
-/* gemmctl submit over ipc:// goes through a region unless --no-shm. */
+/* gemmctl submit over ipc:// goes through a region unless --no-shm
+ * (the library stages calls of 1 MiB and more: these move 2 MiB). */
 static void test_gemmctl(void **state)
 {
 	const char *ctl = getenv("GEMMCTL");
@@ -794,12 +795,13 @@ static void test_gemmctl(void **state)
 	}
 	start(&d, NULL);
 	c = open_ipc(&d);
-	snprintf(cmd, sizeof(cmd),
-		 "cd %s && %s rand 70x50 -o A.npy && %s rand 50x30 -o B.npy "
-		 "&& %s rand 70x30 -o C.npy && %s submit A.npy B.npy --c C.npy "
-		 "--beta 2 -o O.npy --verify --url %s >/dev/null && %s submit "
-		 "A.npy B.npy -o O2.npy --verify --no-shm --url %s >/dev/null",
-		 d.dir, ctl, ctl, ctl, ctl, d.ipc, ctl, d.ipc);
+	snprintf(
+	    cmd, sizeof(cmd),
+	    "cd %s && %s rand 300x200 -o A.npy && %s rand 200x250 -o B.npy "
+	    "&& %s rand 300x250 -o C.npy && %s submit A.npy B.npy --c C.npy "
+	    "--beta 2 -o O.npy --verify --url %s >/dev/null && %s submit "
+	    "A.npy B.npy -o O2.npy --verify --no-shm --url %s >/dev/null",
+	    d.dir, ctl, ctl, ctl, ctl, d.ipc, ctl, d.ipc);
 	assert_int_equal(system(cmd), 0);
 	assert_int_equal(it_stat(c, "regions.created"), 1);
 	assert_int_equal(it_stat(c, "regions.jobs"), 1);
