@@ -93,12 +93,15 @@ typedef struct gemmd_region_ref {
  * for a copy engine or SMs another stream held. Phases a job never
  * reached are 0. */
 typedef struct gemmd_timings {
-	double queue_us;  /* receipt to the job's first device operation */
-	double h2d_us;	  /* host-to-device copies; 0 on the CPU engine */
-	double kernel_us; /* the GEMM (the BLAS call on the CPU engine) */
-	double d2h_us;	  /* device-to-host copy; 0 on the CPU engine */
-	double total_us;  /* daemon's clock, receipt to reply; the same for
-			     every job of a request, no network included */
+	double queue_us;    /* receipt to the job's first device operation */
+	double h2d_us;	    /* host-to-device copies; 0 on the CPU engine */
+	double kernel_us;   /* the GEMM (the BLAS call on the CPU engine) */
+	double d2h_us;	    /* device-to-host copy; 0 on the CPU engine */
+	double total_us;    /* daemon's clock, receipt to reply; the same for
+			       every job of a request, no network included */
+	uint64_t start_seq; /* the job's place, from 1, in the order the
+			       daemon handed jobs to its engine since it
+			       started; 0 when it never was */
 } gemmd_timings;
 
 /*

@@ -97,6 +97,7 @@ static void read_info(const cJSON *doc, gemmd_job_info *info)
 	info->t.kernel_us = num(t, "kernel_us");
 	info->t.d2h_us = num(t, "d2h_us");
 	info->t.total_us = num(t, "total_us");
+	info->t.start_seq = (uint64_t)num(t, "start_seq");
 }
 
 int gemmd_job_status(gemmd_client *c, uint64_t id, gemmd_job_info *info,

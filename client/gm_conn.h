@@ -14,10 +14,11 @@
  * head of the queue, across frames, straight from the built parts and
  * the caller's operands. A part is written once a send takes its first
  * piece (its bytes may be out before the send's callback says so, and
- * its replies may come before it too): it is never written again. When the stream drops, every part written
- * on it is lost (GM_ETRANSPORT, or the daemon's refusal when it refused
- * the connection itself); parts not yet written stay queued for the
- * next stream, or move to another slot of the daemon that is up.
+ * its replies may come before it too): it is never written again. When the
+ * stream drops, every part written on it is lost (GM_ETRANSPORT, or the
+ * daemon's refusal when it refused the connection itself); parts not yet
+ * written stay queued for the next stream, or move to another slot of the
+ * daemon that is up.
  *
  * Reader: gm_read.h, on the slot's receive.
  *

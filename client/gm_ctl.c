@@ -237,6 +237,7 @@ cJSON *gm_ctl_job_json(const gemmd_job *j)
 	cJSON_AddNumberToObject(t, "kernel", j->t.kernel_us);
 	cJSON_AddNumberToObject(t, "d2h", j->t.d2h_us);
 	cJSON_AddNumberToObject(t, "total", j->t.total_us);
+	cJSON_AddNumberToObject(doc, "start_seq", (double)j->t.start_seq);
 	cJSON_AddNumberToObject(doc, "gflops_per_s", kernel_rate(j));
 	return doc;
 }

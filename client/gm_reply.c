@@ -56,6 +56,7 @@ void gm_reply_take(gemmd_job *j, const gm_reply_job *r)
 	j->t.kernel_us = r->t.kernel_us;
 	j->t.d2h_us = r->t.d2h_us;
 	j->t.total_us = r->t.total_us;
+	j->t.start_seq = r->t.start_seq;
 	j->status = (int)r->status;
 	memcpy(j->message, r->message, n);
 	j->message[n] = '\0';

@@ -143,6 +143,7 @@ static const gm_config_row keys[] = {
 	256 * MIB),
     ROW_ENUM("engine", engine.kind, engine_kinds, GM_ENGINE_AUTO),
     ROW("pool_bytes", size, engine.pool_bytes, MIB, TIB, GIB),
+    ROW("pageable_max_bytes", size, pageable_max_bytes, 0, 64 * TIB, 16 * GIB),
     ROW("device_pool_bytes", size, engine.device_pool_bytes, 0, TIB, 0),
     ROW("streams", uint, engine.streams, 1, GM_MAX_STREAMS, 8),
     ROW_ENUM("issue_order", engine.issue_order, issue_orders, GM_ISSUE_BREADTH),

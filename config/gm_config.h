@@ -83,6 +83,11 @@ typedef struct gm_config {
 				       NULL: beside the first ipc:// one */
 	unsigned region_max_count;  /* "region_max_count": per uid */
 	uint64_t region_max_bytes;  /* "region_max_bytes": per uid */
+
+	/* "pageable_max_bytes": requests larger than the pool, received
+	 * into pageable memory, all at once; 0: refused. The daemon uses at
+	 * most half of the host's memory, whatever it says. */
+	uint64_t pageable_max_bytes;
 } gm_config;
 
 /* Fills c with the default of every key. Cannot fail: defaults live in

@@ -8,6 +8,7 @@
 #include "gm_admit.h"
 
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,10 +72,11 @@ static uint64_t detached_cost(const gm_hdr *h, const uint8_t *head,
 }
 
 /* Steps 20-24 (19, the regions, came first): GM_OK with the queue room
- * reserved, or the refusal and text. */
+ * reserved and *pageable saying where the slab comes from, or the
+ * refusal and text. */
 static int check_state(gm_loop *l, const gm_hdr *h, const gm_batch *b,
 		       const uint8_t *head, const uint8_t *desc, uint32_t nrefs,
-		       uint64_t slab, char *text, size_t len)
+		       uint64_t slab, bool *pageable, char *text, size_t len)
 {
 	int detach = (b->flags & GM_BATCH_DETACH) != 0, rv;
 
@@ -94,7 +96,6 @@ static int check_state(gm_loop *l, const gm_hdr *h, const gm_batch *b,
 	}
 	if ((rv = gm_sched_room(l->sched, b->priority, h->count)) != GM_OK) {
 		no_room(l, rv, b, h->count, text, len);
-		l->stats.jobs_rejected += rv == GM_EBUSY ? h->count : 0;
 		return rv;
 	}
 	if (detach &&
@@ -106,16 +107,9 @@ static int check_state(gm_loop *l, const gm_hdr *h, const gm_batch *b,
 			snprintf(text, len, "no memory for the request");
 		return rv;
 	}
-	if (slab > gm_pool_size(l->pool)) {
-		char need[GM_SIZE_TEXT], size[GM_SIZE_TEXT];
-
-		snprintf(text, len,
-			 "request needs %s of the host pool, more than "
-			 "pool_bytes=%s",
-			 gm_size_text(slab, need),
-			 gm_size_text(gm_pool_size(l->pool), size));
-		return GM_ETOOBIG;
-	}
+	if ((rv = gm_pageable_admit(&l->stats.pageable, gm_pool_size(l->pool),
+				    slab, pageable, text, len)) != GM_OK)
+		return rv;
 	return gm_sched_reserve(l->sched, b->priority, h->count);
 }
 
@@ -145,33 +139,47 @@ static int on_gemm(gm_loop *l, gm_conn *c, const gm_hdr *h, const gm_batch *b,
 	char text[GM_MSG_TEXT + 1];
 	int detach = (b->flags & GM_BATCH_DETACH) != 0;
 	uint64_t slab = gm_request_slab_bytes(h, head, desc, payload);
-	gm_request *rq;
+	gm_request *rq = NULL;
+	bool pageable;
 	uint32_t nrefs;
+	void *mem = NULL;
 	int rv;
 
 	if ((rv = gm_regions_check_req(l->regions, gm_conn_peer(c), h, head,
 				       desc, &nrefs, text, sizeof(text))) !=
 		GM_OK ||
-	    (rv = check_state(l, h, b, head, desc, nrefs, slab, text,
+	    (rv = check_state(l, h, b, head, desc, nrefs, slab, &pageable, text,
 			      sizeof(text))) != GM_OK) {
+		l->stats.jobs_rejected += h->count;
 		gm_conn_error(c, h->id, rv, text);
 		return rv;
 	}
 	if ((!detach && gm_conn_reserve(c, h->count) != GM_OK) ||
+	    (pageable &&
+	     gm_pageable_take(&l->stats.pageable, slab, &mem) != GM_OK) ||
 	    (rq = gm_request_new(l, c, h, b, head, desc, nrefs, payload)) ==
 		NULL) {
+		if (mem != NULL)
+			gm_pageable_give(&l->stats.pageable, mem, slab);
 		if (!detach)
 			gm_conn_unreserve(c, h->count);
 		gm_sched_unreserve(l->sched, b->priority, h->count);
+		l->stats.jobs_rejected += h->count;
 		gm_conn_error(c, h->id, GM_ENOMEM, "no memory for the request");
 		return GM_ENOMEM;
 	}
 	l->stats.requests++;
 	gm_conn_begin(c);
-	if ((rv = gm_poolq_get(l->poolq, &rq->wait)) == GM_OK)
+	if (pageable) {
+		/* Its own memory, never waited for: read it now. */
+		rq->pageable = true;
+		rq->wait.slab = mem;
 		start_payload(rq);
-	else
+	} else if ((rv = gm_poolq_get(l->poolq, &rq->wait)) == GM_OK) {
+		start_payload(rq);
+	} else {
 		rq->waiting = true; /* never GM_ETOOBIG: step 24 */
+	}
 	return GM_OK;
 }
 

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "gm_admit.h"
 #include "gm_build.h"
@@ -42,12 +43,9 @@
 /* How long a stop waits for connections to be freed once closed. */
 #define CLOSE_WAIT_US 5e6
 
-/* The events of the daemon itself: the warm-up's end, posted to an
- * inbox held for it (a startup that fails closes the loop's inboxes
- * while the engine may still be warming up). */
+/* The events of the daemon itself: the warm-up's end. */
 typedef struct daemon_ev {
 	gm_event ev;
-	gm_inbox *inbox;
 	int status;
 	double ms;
 	char msg[160];
@@ -171,13 +169,11 @@ static void warm_done(void *arg, int status, double ms, const char *msg)
 {
 	gm_loop *l = arg;
 
-	(void)l;
 	warm_ev.ev.fn = on_warm;
 	warm_ev.status = status;
 	warm_ev.ms = ms;
 	snprintf(warm_ev.msg, sizeof(warm_ev.msg), "%s", msg ? msg : "");
-	gm_inbox_post(warm_ev.inbox, &warm_ev.ev);
-	gm_inbox_release(warm_ev.inbox);
+	gm_loop_post(l, &warm_ev.ev);
 }
 
 /* The listeners, the connections, the region socket and HTTP; NULL
@@ -217,11 +213,15 @@ static void close_all_handles(gm_loop *l)
 
 /* A stop: once every accepted job is answered and written, the
  * listeners and connections close; once the connections are freed (or
- * after CLOSE_WAIT_US), every handle. */
+ * after CLOSE_WAIT_US), every handle. Not before the engine's warm-up
+ * has ended: its end is posted to the loop's inbox from an engine
+ * thread, which must not find the inbox gone. */
 static void stop_poll(uv_timer_t *t)
 {
 	gm_loop *l = t->data;
 
+	if (!l->warm)
+		return;
 	if (close_started == 0.0) {
 		if (gm_sched_requests(l->sched) != 0 || l->requests != 0 ||
 		    !gm_conns_quiet(l))
@@ -328,6 +328,28 @@ static void engine_budget(gm_loop *l, gm_sched_budget *b)
 		b->bytes = CPU_BUDGET_BYTES;
 }
 
+/* Requests larger than the pool go to pageable memory, up to the
+ * configured cap, which half of the host's memory bounds. */
+static void open_pageable(gm_loop *l)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+	uint64_t host =
+	    pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+	uint64_t want = l->cfg->pageable_max_bytes;
+	uint64_t cap = gm_pageable_init(&l->stats.pageable, want, host);
+
+	if (cap == 0)
+		GM_LOG(GM_LOG_INFO, "requests larger than the pool: refused "
+				    "(pageable_max_bytes=0)");
+	else
+		GM_LOG(GM_LOG_INFO,
+		       "requests larger than the pool: up to %" PRIu64
+		       " MiB at once in pageable memory (pageable_max_bytes="
+		       "%" PRIu64 " MiB%s)",
+		       cap >> 20, want >> 20,
+		       cap < want ? ", cut to half the host's memory" : "");
+}
+
 /* The engine (its warm-up started), its host pool and the queue for
  * it, the scheduler, the detached-job table and the region table; on
  * failure what was made is closed again. */
@@ -353,11 +375,8 @@ static int open_core(gm_loop *l)
 			   : "no CUDA device found, using cpu");
 	/* Cold libraries load while the rest opens; /readyz says "warming
 	 * up" until it is done. */
-	warm_ev.inbox = l->events;
-	gm_inbox_hold(warm_ev.inbox);
 	if ((rv = gm_engine_warmup(l->eng, warm_done, l)) != GM_OK) {
 		GM_LOG(GM_LOG_WARN, "engine warm-up: %s", gm_strerror(rv));
-		gm_inbox_release(warm_ev.inbox);
 		l->warm = 1;
 	}
 	arena = gm_engine_arena(l->eng, &size);
@@ -370,6 +389,7 @@ static int open_core(gm_loop *l)
 	GM_LOG(GM_LOG_INFO, "engine %s: %u device(s), host pool %llu MiB",
 	       gm_engine_name(l->eng), gm_engine_devices(l->eng),
 	       (unsigned long long)(size >> 20));
+	open_pageable(l);
 	engine_budget(l, &budget);
 	if ((rv = gm_sched_create(l->eng, l->cfg->queue_depth, &budget,
 				  &l->stats, on_sched_job,
@@ -505,6 +525,9 @@ int gm_daemon_run(const gm_config *cfg)
 fail_watchdog:
 	close_listeners(&l);
 fail:
+	/* A warm-up under way posts its end to the inbox: let it. */
+	while (l.eng != NULL && !l.warm && uv_run(&l.uv, UV_RUN_ONCE) != 0)
+		;
 	/* The loop runs before the core goes, so that regions retire,
 	 * connections are freed and every handle closes. */
 	close_all_handles(&l);

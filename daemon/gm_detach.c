@@ -392,6 +392,7 @@ static cJSON *render_timings(const gm_timings *t)
 	cJSON_AddNumberToObject(o, "kernel_us", t->kernel_us);
 	cJSON_AddNumberToObject(o, "d2h_us", t->d2h_us);
 	cJSON_AddNumberToObject(o, "total_us", t->total_us);
+	cJSON_AddNumberToObject(o, "start_seq", (double)t->start_seq);
 	return o;
 }
 

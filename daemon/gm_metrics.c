@@ -229,6 +229,27 @@ static void put_queue(FILE *f, const gm_stats_live *l)
 	       (double)l->pool_slabs);
 }
 
+static void put_pageable(FILE *f, const gm_pageable *p)
+{
+	single(f, "gemmd_pageable_bytes", "gauge",
+	       "Pageable memory held by requests larger than the pool.",
+	       (double)p->bytes);
+	single(f, "gemmd_pageable_limit_bytes", "gauge",
+	       "Most pageable memory such requests may hold at once.",
+	       (double)p->limit);
+	single(f, "gemmd_pageable_requests_total", "counter",
+	       "Requests received into pageable memory.", (double)p->requests);
+	family(f, "gemmd_pageable_refused_total", "counter",
+	       "Requests larger than the pool refused: busy (the cap held "
+	       "others), too_big (over the cap).");
+	fprintf(f,
+		"gemmd_pageable_refused_total{reason=\"busy\"} %" PRIu64 "\n",
+		p->busy);
+	fprintf(
+	    f, "gemmd_pageable_refused_total{reason=\"too_big\"} %" PRIu64 "\n",
+	    p->too_big);
+}
+
 /* One histogram of family name, its samples labelled label="value".
  * le bounds in seconds with 6 digits: one bucket is 26% wider than the
  * last, so they stay distinct, and the text is the same every scrape. */
@@ -402,6 +423,7 @@ char *gm_metrics_render(const gm_stats *s, const gm_stats_live *l)
 	put_jobs(f, s);
 	put_work(f, s);
 	put_queue(f, l);
+	put_pageable(f, &s->pageable);
 	put_latency(f, s);
 	put_uids(f, s);
 	put_devices(f, l->eng);

@@ -157,27 +157,41 @@ void gm_request_place(gm_request *rq, const uint8_t *head, const uint8_t *desc)
 		gm_sched_job *j = job_at(rq, i);
 		uint64_t out = reply_result(&d, &ops);
 
+		uint8_t inline_ops = 0;
+
 		/* Inline operands are where the payload put them. */
-		if (!gm_ref_in_region(ops.ref, GM_OPND_A))
+		if (!gm_ref_in_region(ops.ref, GM_OPND_A)) {
 			j->job.a = (void *)ops.data[GM_OPND_A];
-		if (!gm_ref_in_region(ops.ref, GM_OPND_B))
+			inline_ops |= GM_PAGEABLE_A;
+		}
+		if (!gm_ref_in_region(ops.ref, GM_OPND_B)) {
 			j->job.b = (void *)ops.data[GM_OPND_B];
+			inline_ops |= GM_PAGEABLE_B;
+		}
 		if ((d.flags & GM_JOB_HAS_C) &&
-		    !gm_ref_in_region(ops.ref, GM_OPND_C))
+		    !gm_ref_in_region(ops.ref, GM_OPND_C)) {
 			j->job.c = (void *)ops.data[GM_OPND_C];
+			inline_ops |= GM_PAGEABLE_C;
+		}
 		j->reply = slab + gm_slab_next(&cur, out);
-		if (out != 0)
+		if (out != 0) {
 			j->job.out = j->reply + GM_SLAB_REPLY_HEAD;
+			inline_ops |= GM_PAGEABLE_OUT;
+		}
+		if (rq->pageable)
+			j->job.host_pageable = inline_ops;
 	}
 }
 
-/* Frees the record, its slab last: giving the slab back may let a
+/* Frees the record, its slab last: giving a pool slab back may let a
  * waiting request in at once. */
 static void free_request(gm_request *rq)
 {
 	gm_loop *l = rq->l;
 	gm_conn *c = rq->conn;
 	void *slab = rq->wait.slab;
+	uint64_t bytes = rq->wait.bytes;
+	bool pageable = rq->pageable;
 
 	gm_regions_holds_drop(l->regions, rq->holds);
 	free_sched(rq);
@@ -185,7 +199,9 @@ static void free_request(gm_request *rq)
 	free(rq);
 	l->requests--;
 	gm_conn_release(c);
-	if (slab != NULL)
+	if (slab != NULL && pageable)
+		gm_pageable_give(&l->stats.pageable, slab, bytes);
+	else if (slab != NULL)
 		gm_poolq_put(l->poolq, slab);
 }
 

@@ -5,6 +5,11 @@
  * reply frame with its result), the regions its jobs hold, and its jobs
  * as the scheduler sees them.
  *
+ * A request larger than the whole pool may have a slab of pageable
+ * memory instead (gm_pageable.h): its jobs are then marked
+ * gm_job.host_pageable, and the slab is unmapped where a pool slab would
+ * be given back.
+ *
  * Each job, when it finishes, gets its reply frame written in place in
  * the slab, and the frame is queued on the connection (gm_conn.h) to be
  * written from there. The record, its slab and its hold on the
@@ -44,6 +49,8 @@ typedef struct gm_request {
 	uint32_t parts;		/* scheduler requests not yet done */
 	uint32_t frames;	/* reply frames queued, not yet gone */
 	bool waiting;		/* for pool room, in gm_poolq */
+	bool pageable;		/* its slab is pageable memory of its own,
+				   not the pool's (gm_pageable.h) */
 	bool submitted;		/* its jobs went to the scheduler */
 	bool reserved;		/* holds queue room and frame room */
 } gm_request;
@@ -67,7 +74,7 @@ uint64_t gm_request_slab_bytes(const gm_hdr *h, const uint8_t *head,
 
 /* Points the jobs' inline operands, results and reply frames into the
  * slab just granted (rq->wait.slab), head and desc as for
- * gm_request_new. */
+ * gm_request_new; in a pageable slab, marks them host_pageable. */
 void gm_request_place(gm_request *rq, const uint8_t *head, const uint8_t *desc);
 
 /* The payload is in: queues the jobs (GM_OK), or, detached, records

@@ -66,10 +66,12 @@ static int pool_bytes(struct gm_cuda_dev *d, uint64_t *bytes, char *msg,
 	return GM_OK;
 }
 
+/* One workspace per stream of the ring and one for the runner, then the
+ * pool. */
 static int open_memory(struct gm_cuda_dev *d, uint64_t ws, char *msg,
 		       size_t msglen)
 {
-	uint64_t pool = 0, lead = ws * d->nstreams;
+	uint64_t pool = 0, lead = ws * (d->nstreams + 1);
 	int rv;
 
 	if ((rv = pool_bytes(d, &pool, msg, msglen)) != 0)
@@ -83,17 +85,32 @@ static int open_memory(struct gm_cuda_dev *d, uint64_t ws, char *msg,
 }
 
 /* Streams do not synchronise with the legacy default stream, so nothing
- * outside the engine can serialise them. */
+ * outside the engine can serialise them. The ring's have the highest
+ * priority, so that their kernels' blocks are scheduled ahead of those
+ * of a tiled job's GEMMs (the runner's streams have the lowest). */
 static int open_stream(struct gm_cuda_stream *st, void *ws, uint64_t ws_bytes,
 		       char *msg, size_t msglen)
 {
+	int least, greatest;
+
 	st->ws = ws;
-	GM_CUDA_TRY(cudaStreamCreateWithFlags(&st->s, cudaStreamNonBlocking),
+	GM_CUDA_TRY(cudaDeviceGetStreamPriorityRange(&least, &greatest), msg,
+		    msglen);
+	GM_CUDA_TRY(cudaStreamCreateWithPriority(&st->s, cudaStreamNonBlocking,
+						 greatest),
 		    msg, msglen);
 	GM_CUBLAS_TRY(cublasCreate(&st->blas), msg, msglen);
 	GM_CUBLAS_TRY(cublasSetStream(st->blas, st->s), msg, msglen);
 	GM_CUBLAS_TRY(cublasSetWorkspace(st->blas, ws, ws_bytes), msg, msglen);
 	return GM_OK;
+}
+
+static unsigned stage_threads(void)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	long n = cpus / 2 < STAGE_COPIERS_MAX ? cpus / 2 : STAGE_COPIERS_MAX;
+
+	return n > 1 ? (unsigned)(n - 1) : 0;
 }
 
 static int open_streams(struct gm_cuda_dev *d, char *msg, size_t msglen)
@@ -115,6 +132,9 @@ static int open_streams(struct gm_cuda_dev *d, char *msg, size_t msglen)
 			return rv;
 	}
 	GM_CUDA_TRY(cudaEventCreate(&d->span_ev), msg, msglen);
+	if ((rv = gm_cuda_ooc_open(d, (char *)d->mem + d->nstreams * ws, ws,
+				   stage_threads(), msg, msglen)) != GM_OK)
+		return rv;
 	return gm_cuda_lt_open(ws, &d->lt, msg, msglen);
 }
 
@@ -139,14 +159,6 @@ static int open_issue(struct gm_cuda_dev *d, char *msg, size_t msglen)
 	return GM_OK;
 }
 
-static unsigned stage_threads(void)
-{
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	long n = cpus / 2 < STAGE_COPIERS_MAX ? cpus / 2 : STAGE_COPIERS_MAX;
-
-	return n > 1 ? (unsigned)(n - 1) : 0;
-}
-
 static int start_threads(struct gm_cuda_dev *d, char *msg, size_t msglen)
 {
 	unsigned i;
@@ -169,7 +181,7 @@ static int start_threads(struct gm_cuda_dev *d, char *msg, size_t msglen)
 		return GM_ENOMEM;
 	}
 	d->issue_started = 1;
-	return GM_OK;
+	return gm_cuda_ooc_start(d, msg, msglen);
 }
 
 /* The stats show nothing before now. */
@@ -203,6 +215,7 @@ static int alloc_dev(struct gm_cuda_shared *sh, int index,
 	show_from(d, gm_engine_now_us());
 	pthread_mutex_init(&d->mu, NULL);
 	pthread_cond_init(&d->issue_cv, NULL);
+	pthread_cond_init(&d->ooc_cv, NULL);
 	for (i = 0; i < d->nstreams; i++) {
 		d->streams[i].dev = d;
 		pthread_cond_init(&d->streams[i].cv, NULL);
@@ -275,8 +288,9 @@ static void free_waves(struct gm_cuda_dev *d)
 	d->free_waves = NULL;
 }
 
-/* Stops the issue thread once it has issued everything queued, then the
- * completion threads once they have handed everything back. */
+/* Stops the issue thread once it has issued everything queued, the
+ * runner once it has run every tiled job the issue thread gave it, then
+ * the completion threads once they have handed everything back. */
 static void stop_threads(struct gm_cuda_dev *d)
 {
 	unsigned i;
@@ -287,6 +301,7 @@ static void stop_threads(struct gm_cuda_dev *d)
 	pthread_mutex_unlock(&d->mu);
 	if (d->issue_started)
 		pthread_join(d->issue_thread, NULL);
+	gm_cuda_ooc_stop(d);
 
 	pthread_mutex_lock(&d->mu);
 	d->done_stopping = 1;
@@ -307,6 +322,7 @@ void gm_cuda_dev_close(struct gm_cuda_dev *d)
 	stop_threads(d);
 	gm_cuda_stager_close(d->stager);
 	cudaSetDevice(d->index);
+	gm_cuda_ooc_close(d);
 	free_ctxs(d);
 	free_waves(d);
 	gm_cuda_lt_close(d->lt);
@@ -330,6 +346,7 @@ void gm_cuda_dev_close(struct gm_cuda_dev *d)
 		cudaFree(d->mem);
 	(void)cudaGetLastError();
 	pthread_cond_destroy(&d->issue_cv);
+	pthread_cond_destroy(&d->ooc_cv);
 	pthread_mutex_destroy(&d->mu);
 	free(d->streams);
 	free(d);
@@ -370,20 +387,22 @@ int gm_cuda_dev_take_back(struct gm_cuda_dev *d, gm_job *job)
 {
 	struct gm_cuda_wave *w;
 	gm_job **at;
-	int rv = GM_ENOTFOUND;
+	int rv;
 
 	pthread_mutex_lock(&d->mu);
+	rv = gm_cuda_ooc_take_back(d, job);
 	for (w = d->waves; w != NULL && rv != GM_OK; w = w->next) {
 		for (at = &w->head; *at != NULL; at = &(*at)->next) {
 			if (*at != job)
 				continue;
 			*at = job->next; /* an empty wave issues nothing */
 			job->next = NULL;
-			d->outstanding -= gm_cuda_job_bytes(job);
 			rv = GM_OK;
 			break;
 		}
 	}
+	if (rv == GM_OK)
+		d->outstanding -= gm_cuda_job_bytes(job);
 	pthread_mutex_unlock(&d->mu);
 	return rv;
 }
@@ -463,6 +482,7 @@ void gm_cuda_dev_fault(struct gm_cuda_dev *d, const char *msg)
 	pthread_mutex_lock(&d->mu);
 	__atomic_store_n(&d->faulted, 1, __ATOMIC_RELEASE);
 	pthread_cond_signal(&d->issue_cv);
+	pthread_cond_broadcast(&d->ooc_cv);
 	pthread_mutex_unlock(&d->mu);
 }
 
@@ -501,8 +521,32 @@ void gm_cuda_dev_release(struct gm_cuda_dev *d, struct gm_cuda_ctx *ctx)
 	count_intervals(d, ctx);
 	if (--d->inflight == 0)
 		gm_cuda_dev_busy_end(d);
-	pthread_cond_signal(&d->issue_cv);
+	gm_cuda_dev_freed(d);
 	pthread_mutex_unlock(&d->mu);
+}
+
+void gm_cuda_dev_freed(struct gm_cuda_dev *d)
+{
+	pthread_cond_signal(&d->issue_cv);
+	pthread_cond_signal(&d->ooc_cv);
+}
+
+/* Under mu: the issue thread and the runner may both find the span
+ * pending, and only one of them may record it. */
+int gm_cuda_dev_open_span(struct gm_cuda_dev *d, cudaStream_t s)
+{
+	int open;
+
+	pthread_mutex_lock(&d->mu);
+	if (d->span_state == SPAN_PENDING) {
+		if (cudaEventRecord(d->span_ev, s) == cudaSuccess)
+			d->span_state = SPAN_OPEN;
+		else /* the period counts by the host clock */
+			(void)cudaGetLastError();
+	}
+	open = d->span_state == SPAN_OPEN;
+	pthread_mutex_unlock(&d->mu);
+	return open;
 }
 
 void gm_cuda_dev_busy_begin(struct gm_cuda_dev *d)

@@ -7,10 +7,13 @@
  * device allocation whose slabs a gm_pool hands out; an issue thread
  * that turns queued waves into work on the streams (gm_cuda_issue.cu),
  * small jobs coalesced into batches (gm_cuda_batch.cu), with a few
- * threads that stage socket payloads for it (gm_cuda_stage.h); and one
+ * threads that stage socket payloads for it (gm_cuda_stage.h); one
  * completion thread per stream that waits for that stream's work in
- * order and hands it back (gm_cuda_done.cu). Jobs wait inside the
- * device, never in the caller, when its memory is full.
+ * order and hands it back (gm_cuda_done.cu); and a runner that takes the
+ * jobs too large for their share of the device, or in pageable memory,
+ * and runs them tile by tile beside the others (gm_cuda_ooc.h). Jobs
+ * wait inside the device, never in the caller, when its memory is
+ * full.
  *
  * Busy time is timed on the device: a busy period (jobs in flight) opens
  * with an event recorded just before its first host-to-device copy, and
@@ -40,6 +43,7 @@
 
 #include "gm_batch.h"
 #include "gm_cuda_lt.h"
+#include "gm_cuda_ooc.h"
 #include "gm_cuda_stage.h"
 #include "gm_timeline.h"
 #include "gm_engine.h"
@@ -143,6 +147,9 @@ struct gm_cuda_dev {
 	pthread_t issue_thread;
 	int issue_started;
 	int spinners; /* atomic: completion threads polling an event */
+	struct gm_cuda_ooc *ooc; /* the runner's own */
+	pthread_t ooc_thread;
+	int ooc_started;
 
 	/* The issue thread's own, made at open: */
 	unsigned next_stream;	       /* the ring's position */
@@ -155,8 +162,14 @@ struct gm_cuda_dev {
 
 	pthread_mutex_t mu;
 	pthread_cond_t issue_cv; /* wave queued, memory freed, fault, stop */
+	pthread_cond_t ooc_cv;	 /* tiled job queued, memory freed, fault,
+				    stop */
 	/* guarded by mu: */
 	struct gm_cuda_wave *waves, *waves_tail;
+	gm_job *ooc_head, *ooc_tail; /* tiled jobs for the runner */
+	uint64_t ooc_want;	     /* the runner waits for this much of the
+					pool: start nothing new meanwhile */
+	int ooc_stopping;
 	struct gm_cuda_wave *free_waves; /* wave records to reuse */
 	int warm;			 /* a warm-up is asked for */
 	struct gm_cuda_ctx *free_ctx;
@@ -239,6 +252,16 @@ int gm_cuda_dev_faulted(struct gm_cuda_dev *d);
 /* Gives ctx's slab and ctx back, counts its end_us into the busy
  * period, and wakes the issue thread. */
 void gm_cuda_dev_release(struct gm_cuda_dev *d, struct gm_cuda_ctx *ctx);
+
+/* Under mu, after memory went back to the pool: wakes the threads that
+ * may be waiting for it (the issue thread, the runner). */
+void gm_cuda_dev_freed(struct gm_cuda_dev *d);
+
+/* Opens the busy period's device-timed span on stream s if it is still
+ * pending (the first copy of the period is about to be issued there).
+ * Returns whether the span is open. Issue thread or runner, with work
+ * in flight. */
+int gm_cuda_dev_open_span(struct gm_cuda_dev *d, cudaStream_t s);
 
 /* Under mu, as inflight leaves or reaches 0: a busy period begins or
  * ends. */

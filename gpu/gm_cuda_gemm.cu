@@ -6,9 +6,9 @@
  *
  * cuBLAS is column-major; the tiled kernel is row-major. A job in the
  * other order is handed over with its operands swapped (native_call), the
- * one place in gemmd where that is done, for single jobs and batches
- * alike. A single job goes to cublasGemmEx, a batch to cuBLASLt with the
- * algorithm of its shape (gm_cuda_lt.h).
+ * one place in gemmd where that is done, for single jobs, batches and
+ * the tiles of an out-of-core job alike. A single job goes to cublasGemmEx, a
+ * batch to cuBLASLt with the algorithm of its shape (gm_cuda_lt.h).
  */
 #include "gm_cuda_gemm.h"
 
@@ -25,39 +25,56 @@ struct call {
 	uint64_t lda, ldb, ldc;
 };
 
-/* Distance between consecutive stored lines (columns when native is
- * column-major, rows otherwise) of an operand X with op(X) r x c. */
-static uint64_t line_stride(int native, int trans, uint32_t r, uint32_t c)
+/* Distance between consecutive stored lines (rows in a row-major job,
+ * columns in a column-major one) of a dense operand X with op(X)
+ * r x c. */
+static uint64_t line_stride(int layout, int trans, uint32_t r, uint32_t c)
 {
 	uint32_t rows = trans ? c : r; /* X itself is c x r when transposed */
 	uint32_t cols = trans ? r : c;
 
-	return native == GM_COL_MAJOR ? rows : cols;
+	return layout == GM_COL_MAJOR ? rows : cols;
+}
+
+/* The whole of a job's dense operands, as a part. */
+static gm_cuda_part whole(const gm_job_desc *d, double beta)
+{
+	gm_cuda_part p;
+
+	p.m = d->m;
+	p.n = d->n;
+	p.k = d->k;
+	p.lda = line_stride(d->layout, d->trans_a, d->m, d->k);
+	p.ldb = line_stride(d->layout, d->trans_b, d->k, d->n);
+	p.ldc = line_stride(d->layout, 0, d->m, d->n);
+	p.beta = beta;
+	return p;
 }
 
 /*
  * A matrix stored in one order is its transpose stored in the other, and
  * C^T = op(B)^T * op(A)^T. So a job whose layout differs from the
  * kernel's native order runs as the kernel's problem with B in A's place,
- * A in B's, and m and n exchanged; each operand keeps its transpose flag,
- * because reading a buffer in the other order already transposes it.
+ * A in B's, and m and n exchanged; each operand keeps its transpose flag
+ * and its line stride, because reading a buffer in the other order
+ * already transposes it.
  */
-static struct call native_call(const gm_job_desc *d, int native, const void *a,
-			       const void *b)
+static struct call native_call(const gm_job_desc *d, const gm_cuda_part *p,
+			       int native, const void *a, const void *b)
 {
 	int swap = d->layout != native;
 	struct call c;
 
 	c.ta = swap ? d->trans_b : d->trans_a;
 	c.tb = swap ? d->trans_a : d->trans_b;
-	c.m = swap ? d->n : d->m;
-	c.n = swap ? d->m : d->n;
-	c.k = d->k;
+	c.m = swap ? p->n : p->m;
+	c.n = swap ? p->m : p->n;
+	c.k = p->k;
 	c.a = swap ? b : a;
 	c.b = swap ? a : b;
-	c.lda = line_stride(native, c.ta, c.m, c.k);
-	c.ldb = line_stride(native, c.tb, c.k, c.n);
-	c.ldc = native == GM_COL_MAJOR ? c.m : c.n;
+	c.lda = swap ? p->ldb : p->lda;
+	c.ldb = swap ? p->lda : p->ldb;
+	c.ldc = p->ldc;
 	return c;
 }
 
@@ -110,11 +127,11 @@ struct batch {
 
 static const struct batch single = {1, 0};
 
-static int run_tiled(cudaStream_t stream, const gm_job_desc *d, const void *a,
-		     const void *b, void *c, double beta,
-		     const struct batch *bt, char *msg, size_t msglen)
+static int run_tiled(cudaStream_t stream, const gm_job_desc *d,
+		     const gm_cuda_part *p, const void *a, const void *b,
+		     void *c, const struct batch *bt, char *msg, size_t msglen)
 {
-	struct call k = native_call(d, GM_ROW_MAJOR, a, b);
+	struct call k = native_call(d, p, GM_ROW_MAJOR, a, b);
 	gm_tiled_args g;
 
 	g.dtype = d->dtype;
@@ -124,7 +141,7 @@ static int run_tiled(cudaStream_t stream, const gm_job_desc *d, const void *a,
 	g.n = k.n;
 	g.k = k.k;
 	g.alpha = d->alpha;
-	g.beta = beta;
+	g.beta = p->beta;
 	g.a = k.a;
 	g.b = k.b;
 	g.c = c;
@@ -187,15 +204,15 @@ static cublasOperation_t op(int trans)
 	return trans ? CUBLAS_OP_T : CUBLAS_OP_N;
 }
 
-static int run_cublas(cublasHandle_t blas, const gm_job_desc *d, const void *a,
-		      const void *b, void *c, double beta, char *msg,
-		      size_t msglen)
+static int run_cublas(cublasHandle_t blas, const gm_job_desc *d,
+		      const gm_cuda_part *p, const void *a, const void *b,
+		      void *c, char *msg, size_t msglen)
 {
-	struct call k = native_call(d, GM_COL_MAJOR, a, b);
+	struct call k = native_call(d, p, GM_COL_MAJOR, a, b);
 	struct blas_types t = blas_types_of(d->dtype);
 	struct scalars s;
 
-	scalars_of(&t, d->alpha, beta, &s);
+	scalars_of(&t, d->alpha, p->beta, &s);
 	GM_CUBLAS_TRY(cublasGemmEx(blas, op(k.ta), op(k.tb), (int)k.m, (int)k.n,
 				   (int)k.k, s.alpha, k.a, t.data, (int)k.lda,
 				   k.b, t.data, (int)k.ldb, s.beta, c, t.data,
@@ -212,7 +229,8 @@ static int run_cublas_batch(cublasHandle_t blas, struct gm_cuda_lt *lt,
 			    const void *a, const void *b, void *c, double beta,
 			    const struct batch *bt, char *msg, size_t msglen)
 {
-	struct call k = native_call(d, GM_COL_MAJOR, a, b);
+	gm_cuda_part part = whole(d, beta);
+	struct call k = native_call(d, &part, GM_COL_MAJOR, a, b);
 	struct blas_types t = blas_types_of(d->dtype);
 	gm_cuda_lt_problem p;
 	struct scalars s;
@@ -261,10 +279,20 @@ int gm_cuda_gemm(cublasHandle_t blas, cudaStream_t stream, const gm_job_desc *d,
 		 int kernel, const void *a, const void *b, void *c, char *msg,
 		 size_t msglen)
 {
-	if (kernel == GM_KERNEL_TILED)
-		return run_tiled(stream, d, a, b, c, beta_of(d), &single, msg,
+	gm_cuda_part p = whole(d, beta_of(d));
+
+	return gm_cuda_gemm_part(blas, stream, d, kernel, &p, a, b, c, msg,
 				 msglen);
-	return run_cublas(blas, d, a, b, c, beta_of(d), msg, msglen);
+}
+
+int gm_cuda_gemm_part(cublasHandle_t blas, cudaStream_t stream,
+		      const gm_job_desc *d, int kernel, const gm_cuda_part *p,
+		      const void *a, const void *b, void *c, char *msg,
+		      size_t msglen)
+{
+	if (kernel == GM_KERNEL_TILED)
+		return run_tiled(stream, d, p, a, b, c, &single, msg, msglen);
+	return run_cublas(blas, d, p, a, b, c, msg, msglen);
 }
 
 int gm_cuda_gemm_batch(cublasHandle_t blas, struct gm_cuda_lt *lt, void *ws,
@@ -273,10 +301,10 @@ int gm_cuda_gemm_batch(cublasHandle_t blas, struct gm_cuda_lt *lt, void *ws,
 		       uint32_t count, char *msg, size_t msglen)
 {
 	struct batch bt = {count, (int64_t)(stride / gm_dtype_size(d->dtype))};
+	gm_cuda_part p = whole(d, beta_of(d));
 
 	if (kernel == GM_KERNEL_TILED)
-		return run_tiled(stream, d, a, b, c, beta_of(d), &bt, msg,
-				 msglen);
+		return run_tiled(stream, d, &p, a, b, c, &bt, msg, msglen);
 	return run_cublas_batch(blas, lt, ws, stream, d, a, b, c, beta_of(d),
 				&bt, msg, msglen);
 }

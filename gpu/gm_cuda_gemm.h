@@ -37,6 +37,25 @@ int gm_cuda_gemm(cublasHandle_t blas, cudaStream_t stream, const gm_job_desc *d,
 		 size_t msglen);
 
 /*
+ * Part of a job, as out-of-core tiles are: op(A) m x k, op(B) k x n and
+ * C m x n, each stored in the job's layout with the given line stride
+ * (elements from one stored row, or column, to the next), and beta
+ * taken as it is (C is read unless it is 0).
+ */
+typedef struct gm_cuda_part {
+	uint32_t m, n, k;
+	uint64_t lda, ldb, ldc;
+	double beta;
+} gm_cuda_part;
+
+/* Enqueues C <- alpha*op(A)*op(B) + beta*C for part p of d, as
+ * gm_cuda_gemm does for the whole. */
+int gm_cuda_gemm_part(cublasHandle_t blas, cudaStream_t stream,
+		      const gm_job_desc *d, int kernel, const gm_cuda_part *p,
+		      const void *a, const void *b, void *c, char *msg,
+		      size_t msglen);
+
+/*
  * Enqueues count jobs described by d on stream: job i's A, B and C (C in,
  * the result out) at a, b and c plus i * stride bytes, device pointers
  * aligned to GM_BATCH_ALIGN, as is stride; count at most

@@ -3,7 +3,9 @@
  * work on the stream ring.
  *
  * A wave's jobs are checked first; a job that fails its checks is handed
- * back at once and never joins a batch. Small jobs (at most
+ * back at once and never joins a batch. A job larger than its share of
+ * the device pool, or with operands in pageable memory, goes to the
+ * device's runner, which tiles it (gm_cuda_ooc.h). Small jobs (at most
  * small_job_bytes of host memory, gm_engine.h) are sorted by key and cut
  * into batches (gm_batch.h): each batch is one context, with one slab,
  * one set of events and batched copies and calls (gm_cuda_batch.cu).
@@ -14,7 +16,8 @@
  * Contexts take streams in rotation. A context gets its device slab
  * before any of its work is issued; when the pool is full, what has
  * been gathered so far is issued as a chunk and the thread sleeps until
- * a completion frees memory. A batch that cannot get its slab even with
+ * a completion frees memory (or, while the runner waits for its slab,
+ * until the runner has it). A batch that cannot get its slab even with
  * nothing in flight falls back to one batch per job, and only a job
  * that still does not fit fails. A chunk's socket payloads are all
  * staged into the arena first (gm_cuda_stage.h), so no host copy sits
@@ -176,16 +179,6 @@ static int check_job(struct gm_cuda_dev *d, gm_job *j, struct gm_cuda_ctx *t)
 		return GM_EINVAL;
 	}
 	describe(d, j, t);
-	if (device_bytes(d, t) > gm_pool_size(d->pool)) {
-		char need[GM_SIZE_TEXT], size[GM_SIZE_TEXT];
-
-		fail_job(d, j, GM_ETOOBIG,
-			 "needs %s of GPU memory, more than the device pool "
-			 "(device_pool_bytes) of %s",
-			 gm_size_text(device_bytes(d, t), need),
-			 gm_size_text(gm_pool_size(d->pool), size));
-		return GM_ETOOBIG;
-	}
 	return GM_OK;
 }
 
@@ -240,7 +233,8 @@ static int grab(struct gm_cuda_dev *d, uint64_t bytes, void **slab,
 {
 	int rv;
 
-	if (d->free_ctx == NULL && d->nctx >= CTX_MAX)
+	/* The runner waits for its slab: it comes first. */
+	if (d->ooc_want != 0 || (d->free_ctx == NULL && d->nctx >= CTX_MAX))
 		return GM_ENOMEM;
 	if ((rv = gm_pool_alloc(d->pool, bytes, slab)) != GM_OK)
 		return rv;
@@ -264,7 +258,7 @@ static void ungrab(struct gm_cuda_dev *d, void *slab)
 	d->nctx--;
 	if (--d->inflight == 0)
 		gm_cuda_dev_busy_end(d);
-	pthread_cond_signal(&d->issue_cv);
+	gm_cuda_dev_freed(d);
 	pthread_mutex_unlock(&d->mu);
 }
 
@@ -294,7 +288,10 @@ static int take_ctx(struct gm_cuda_dev *d, gm_job *j, uint64_t bytes,
 			rv = rv == GM_ENOMEM ? WOULD_WAIT : rv;
 			break;
 		}
-		if (d->inflight == 0) /* nothing will free memory */
+		/* Nothing will free memory: no context in flight (a
+		 * tiled job counts as one), no runner about to take and
+		 * give back its slab. */
+		if (d->inflight == 0 && d->ooc_want == 0)
 			break;
 		pthread_cond_wait(&d->issue_cv, &d->mu);
 	}
@@ -366,22 +363,6 @@ static void step(struct gm_cuda_dev *d, struct gm_cuda_ctx *ctx, int rv)
 		gm_cuda_dev_fault(d, ctx->job->msg);
 }
 
-/* The first copy of a busy period starts its device-timed span. Only
- * this thread moves the state out of SPAN_PENDING, and the period cannot
- * end while c is in flight, so the unlocked read is safe. */
-static void open_span(struct gm_cuda_dev *d, cudaStream_t s)
-{
-	if (d->span_state != SPAN_PENDING)
-		return;
-	if (cudaEventRecord(d->span_ev, s) != cudaSuccess) {
-		(void)cudaGetLastError(); /* the period counts by the host */
-		return;
-	}
-	pthread_mutex_lock(&d->mu);
-	d->span_state = SPAN_OPEN;
-	pthread_mutex_unlock(&d->mu);
-}
-
 /* One host-to-device copy per run of operands that lie back to back both
  * in host memory and in the slab, as A, B and C of every job the daemon
  * stages do: fewer calls on the issue thread, longer DMAs. */
@@ -437,7 +418,7 @@ static int issue_h2d(struct gm_cuda_ctx *c)
 	int rv;
 
 	tell_started(c);
-	open_span(c->st->dev, s);
+	gm_cuda_dev_open_span(c->st->dev, s);
 	GM_CUDA_TRY(cudaEventRecord(c->ev[EV_H2D_START], s), j->msg,
 		    sizeof(j->msg));
 	rv = c->batch ? gm_cuda_batch_h2d(c) : copy_in(c);
@@ -694,6 +675,10 @@ static void issue_wave(struct gm_cuda_dev *d, gm_job *j)
 		next = j->next;
 		if (check_job(d, j, &t) != GM_OK)
 			continue;
+		if (gm_cuda_ooc_wanted(d, j, device_bytes(d, &t))) {
+			gm_cuda_ooc_queue(d, j);
+			continue;
+		}
 		if (small(d, &t)) {
 			sort_small(d, &ch, j, &t);
 			continue;

@@ -132,7 +132,7 @@ static void give(struct gm_cuda_dev *d, void *p)
 {
 	pthread_mutex_lock(&d->mu);
 	gm_pool_free(d->pool, p);
-	pthread_cond_signal(&d->issue_cv);
+	gm_cuda_dev_freed(d);
 	pthread_mutex_unlock(&d->mu);
 }
 

@@ -20,6 +20,16 @@
  * other (each job's A, B, C and result at the same offsets from its
  * start, as when a request's jobs sit back to back in one slab) cross
  * the link in one copy per operand for the whole batch.
+ *
+ * Jobs of any size run. A job that needs more than half of a device's
+ * pool (device_pool_bytes), or whose operands lie in pageable memory
+ * (gm_job.host_pageable), is run out of core: its C in tiles, the panels
+ * of A and B each tile needs streamed through at most half of the pool
+ * while other jobs run in the rest (gm_ooc.h, gm_cuda_ooc.h). Such a job
+ * fails only as any job does (out of memory, a fault: one error, never
+ * a partial result), or with GM_ETOOBIG when half the pool cannot hold
+ * even 64 x 64 tiles. The CPU engine runs any job in host memory as it
+ * is.
  */
 #ifndef GM_ENGINE_H
 #define GM_ENGINE_H
@@ -47,7 +57,8 @@ enum gm_issue_order {
 typedef struct gm_engine_config {
 	int kind;		    /* enum gm_engine_kind */
 	uint64_t pool_bytes;	    /* host arena (pinned on CUDA) */
-	uint64_t device_pool_bytes; /* per device; 0: engine's choice */
+	uint64_t device_pool_bytes; /* per device; 0: engine's choice. A
+				       tiled job holds at most half */
 	unsigned streams;	    /* stream ring size per device */
 	int issue_order;	    /* enum gm_issue_order */
 	int kernel;		    /* default kernel (enum gm_kernel) */
@@ -62,6 +73,13 @@ typedef struct gm_engine_config {
 	 * key: tests and benchmarks set it to compare the two paths.
 	 */
 	uint64_t small_job_bytes;
+	/*
+	 * CUDA: what the tile planner charges per line of a 2D copy
+	 * (gm_ooc.h). 0 means GM_OOC_LINE_BYTES; 1 charges next to
+	 * nothing, so plans minimise bytes alone. Not a configuration key:
+	 * the benchmark compares plans with it.
+	 */
+	uint64_t ooc_line_bytes;
 } gm_engine_config;
 
 /*
@@ -174,8 +192,10 @@ void gm_engine_on_start(gm_engine *e, gm_engine_start_fn fn);
  * and still waits in the engine's queue: GM_OK, and the job is the
  * caller's again, never to come back through the done callback; else
  * GM_ENOTFOUND (it started, is on its way back, or waits where it cannot
- * be taken from: the CUDA engine takes back only jobs of waves its
- * devices have not begun). Loop thread.
+ * be taken from: the CUDA engine takes back jobs of waves its devices
+ * have not begun and jobs waiting for a device's out-of-core runner, not
+ * those its issue thread holds while they wait for device memory). Loop
+ * thread.
  */
 int gm_engine_cancel(gm_engine *e, gm_job *job);
 

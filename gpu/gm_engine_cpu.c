@@ -20,7 +20,9 @@
  * Kernel choice is a GPU concern: every kernel a job names runs as BLAS
  * here. The CPU reads and writes host memory directly, so copy_in and
  * copy_out are used as the operands themselves instead of being staged
- * through the arena. The arena is only reserved address space
+ * through the arena, and operands in pageable memory
+ * (gm_job.host_pageable) are used where they are: a job of any size
+ * that fits in host memory runs. The arena is only reserved address space
  * (MAP_NORESERVE): pages the pool never hands out cost nothing.
  */
 #include "gm_engine_impl.h"

@@ -41,10 +41,26 @@ static struct cuda_engine *of(const gm_engine *e)
 	return (struct cuda_engine *)e;
 }
 
+/*
+ * Streams share a device's hardware work queues, 8 by default: a stream
+ * whose next operation waits for another stream's event (a tiled job's
+ * copy waiting for its GEMM) then holds up the streams queued behind it,
+ * a small job's among them. With 32 (the most) the ring's streams and
+ * the runner's each have a queue of their own. CUDA reads the variable
+ * when a device's context is made, so it is set before the engine first
+ * touches a device (gm_engine_cuda_open counts them first), unless the
+ * environment sets it.
+ */
+static void own_queues(void)
+{
+	setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
+}
+
 extern "C" int gm_engine_cuda_count(void)
 {
 	int n = 0;
 
+	own_queues();
 	if (cudaGetDeviceCount(&n) != cudaSuccess) {
 		(void)cudaGetLastError();
 		return 0;

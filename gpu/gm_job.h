@@ -22,12 +22,20 @@ extern "C" {
  * passed before it started, wherever it waited. */
 #define GM_EXPIRED_MSG "deadline passed before the job started"
 
+/* Bits of gm_job.host_pageable. */
+#define GM_PAGEABLE_A	0x1u
+#define GM_PAGEABLE_B	0x2u
+#define GM_PAGEABLE_C	0x4u
+#define GM_PAGEABLE_OUT 0x8u
+#define GM_PAGEABLE_ALL 0xfu
+
 typedef struct gm_job {
 	gm_job_desc d; /* kernel already resolved: never GM_KERNEL_DEFAULT */
 
 	/*
 	 * Operands in host memory the engine can DMA from: a slab of the
-	 * engine's arena or a registered region (gm_engine_register).
+	 * engine's arena or a registered region (gm_engine_register), unless
+	 * host_pageable says otherwise.
 	 * Those in the slab follow each other at the byte offsets of the
 	 * wire payload. The result (m*n elements) is written to out, which
 	 * overlaps no input unless it is exactly c (an update in place).
@@ -63,6 +71,17 @@ typedef struct gm_job {
 	 * it.
 	 */
 	double deadline_us;
+
+	/*
+	 * The operands (GM_PAGEABLE_* bits) that lie in ordinary, pageable
+	 * host memory instead: neither in the arena nor in a registered
+	 * region, as a payload too large for the arena is received. The
+	 * CUDA engine cannot DMA from such memory, so it runs the job out of
+	 * core (gm_ooc.h): its host threads copy each tile through pinned
+	 * staging buffers of the engine's own. The CPU engine uses the
+	 * memory as it is. 0 for a job whose operands are all DMA-able.
+	 */
+	uint8_t host_pageable;
 
 	/* Filled by the engine before the done callback. */
 	int status;			  /* gm_err */

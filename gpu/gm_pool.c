@@ -3,7 +3,8 @@
  *
  * The arena is tiled by a doubly linked, address-ordered list of blocks,
  * each free or handed out. Allocation is first fit: the lowest free block
- * large enough is split, its front becoming the slab. The search starts
+ * large enough is split, its front becoming the slab (or last fit, the
+ * back of the highest, for gm_pool_alloc_high). The search starts
  * at the lowest free block, which the pool keeps at hand, so that filling
  * a pool slab after slab (a request's jobs, one each) does not walk over
  * every slab already out. Freeing merges the
@@ -103,6 +104,30 @@ static struct block *next_free(struct block *b)
 	return b;
 }
 
+/* Rounds bytes up to the unit; GM_OK, or the code for a size that can
+ * never be had. */
+static int unit_size(const gm_pool *p, uint64_t bytes, uint64_t *size)
+{
+	if (bytes == 0)
+		return GM_EINVAL;
+	if (bytes > p->size)
+		return GM_ETOOBIG;
+	/* Cannot overflow: bytes <= p->size, itself a multiple of the unit. */
+	*size = (bytes + GM_POOL_ALIGN - 1) & ~(uint64_t)(GM_POOL_ALIGN - 1);
+	return GM_OK;
+}
+
+/* Hands out b, a free block of exactly size bytes. */
+static void take(gm_pool *p, struct block *b, void **slab)
+{
+	b->used = 1;
+	p->used += b->size;
+	p->slabs++;
+	if (b == p->free)
+		p->free = next_free(b->next);
+	*slab = (void *)b->addr;
+}
+
 int gm_pool_alloc(gm_pool *p, uint64_t bytes, void **slab)
 {
 	struct block *b;
@@ -110,12 +135,8 @@ int gm_pool_alloc(gm_pool *p, uint64_t bytes, void **slab)
 	int rv;
 
 	*slab = NULL;
-	if (bytes == 0)
-		return GM_EINVAL;
-	if (bytes > p->size)
-		return GM_ETOOBIG;
-	/* Cannot overflow: bytes <= p->size, itself a multiple of the unit. */
-	size = (bytes + GM_POOL_ALIGN - 1) & ~(uint64_t)(GM_POOL_ALIGN - 1);
+	if ((rv = unit_size(p, bytes, &size)) != GM_OK)
+		return rv;
 	for (b = p->free; b != NULL; b = b->next)
 		if (!b->used && b->size >= size)
 			break;
@@ -123,12 +144,30 @@ int gm_pool_alloc(gm_pool *p, uint64_t bytes, void **slab)
 		return GM_ENOMEM;
 	if (b->size > size && (rv = split(b, size)) != 0)
 		return rv;
-	b->used = 1;
-	p->used += size;
-	p->slabs++;
-	if (b == p->free)
-		p->free = next_free(b->next);
-	*slab = (void *)b->addr;
+	take(p, b, slab);
+	return GM_OK;
+}
+
+int gm_pool_alloc_high(gm_pool *p, uint64_t bytes, void **slab)
+{
+	struct block *b, *fit = NULL;
+	uint64_t size;
+	int rv;
+
+	*slab = NULL;
+	if ((rv = unit_size(p, bytes, &size)) != GM_OK)
+		return rv;
+	for (b = p->free; b != NULL; b = b->next)
+		if (!b->used && b->size >= size)
+			fit = b;
+	if (fit == NULL)
+		return GM_ENOMEM;
+	if (fit->size > size) { /* the front stays free */
+		if ((rv = split(fit, fit->size - size)) != 0)
+			return rv;
+		fit = fit->next;
+	}
+	take(p, fit, slab);
 	return GM_OK;
 }
 

@@ -32,7 +32,12 @@ void gm_pool_destroy(gm_pool *p);
  * now (try again after a free); GM_ETOOBIG when bytes could never fit. */
 int gm_pool_alloc(gm_pool *p, uint64_t bytes, void **slab);
 
-/* Returns a slab from gm_pool_alloc. */
+/* The same, last fit: the slab is the top end of the highest free block
+ * large enough, so that one large slab held for long (a tiled job's)
+ * leaves the rest of the pool in one piece below it. */
+int gm_pool_alloc_high(gm_pool *p, uint64_t bytes, void **slab);
+
+/* Returns a slab from gm_pool_alloc or gm_pool_alloc_high. */
 void gm_pool_free(gm_pool *p, void *slab);
 
 /* Bytes handed out (rounded sizes), bytes managed, slabs out. */

@@ -32,7 +32,7 @@ extern "C" {
 #define GM_HDR_SIZE	  32  /* frame header */
 #define GM_BATCH_SIZE	  16  /* batch header, first in a GEMM body */
 #define GM_JOB_HDR_SIZE	  48  /* per job, in the request's head */
-#define GM_REPLY_JOB_SIZE 160 /* first in a GEMM_REPLY body */
+#define GM_REPLY_JOB_SIZE 176 /* first in a GEMM_REPLY body */
 #define GM_ERROR_SIZE	  104 /* body of an ERROR frame */
 #define GM_MSG_TEXT	  96  /* NUL-padded message field in replies */
 
@@ -123,9 +123,12 @@ typedef struct gm_job_sizes {
 	uint64_t a, b, c, out;
 } gm_job_sizes;
 
-/* Per-job timings in microseconds, as carried by a reply. */
+/* Per-job timings in microseconds, as carried by a reply, and the job's
+ * place in the order the daemon started jobs (from 1; 0: never
+ * started). */
 typedef struct gm_timings {
 	double queue_us, h2d_us, kernel_us, d2h_us, total_us;
+	uint64_t start_seq;
 } gm_timings;
 
 /* One job's reply record, decoded. */

@@ -25,7 +25,8 @@ void gm_proto_put_reply_job(uint8_t *p, const gm_reply_job *r)
 	put_f64(p + 40, r->t.d2h_us);
 	put_f64(p + 48, r->t.total_us);
 	put_u64(p + 56, r->result_bytes);
-	put_text(p + 64, r->message);
+	put_u64(p + 64, r->t.start_seq);
+	put_text(p + 80, r->message);
 }
 
 static void get_reply_job(const uint8_t *p, gm_reply_job *r)
@@ -41,7 +42,8 @@ static void get_reply_job(const uint8_t *p, gm_reply_job *r)
 	r->t.d2h_us = get_f64(p + 40);
 	r->t.total_us = get_f64(p + 48);
 	r->result_bytes = get_u64(p + 56);
-	get_text(p + 64, r->message);
+	r->t.start_seq = get_u64(p + 64);
+	get_text(p + 80, r->message);
 }
 
 /* Result bytes a reply job must carry. A failed job carries none and may
@@ -99,6 +101,9 @@ int gm_proto_get_reply_job(const gm_hdr *h, const uint8_t *rec, gm_reply_job *r,
 	if (get_u16(rec + 6) != 0)
 		return gm_proto_fail(GM_EFIELD, msg, msglen,
 				     "reserved bytes 6..7 must be 0");
+	if (get_u64(rec + 72) != 0)
+		return gm_proto_fail(GM_EFIELD, msg, msglen,
+				     "reserved bytes 72..79 must be 0");
 	if ((rv = reply_result_bytes(r, &want, msg, msglen)) != 0)
 		return rv;
 	/* 0 on success: the result went to a region (GM_JOB_REGIONS). */

@@ -24,6 +24,7 @@ struct gm_sched {
 							engine */
 	uint64_t handed, handed_prio[NPRIO];	     /* on it, not started */
 	gm_sched_job *dl_handed; /* handed with a deadline (dprev, dnext) */
+	uint64_t started;	 /* jobs handed to the engine, ever */
 	uint64_t reserved, reserved_prio[NPRIO];
 	int stopped;
 	gm_fairq *q;
@@ -298,6 +299,7 @@ static size_t fill_wave(gm_sched *s, double now)
 				return n;
 			gm_fairq_take(s->q, (unsigned)p);
 			hand(s, j, now);
+			j->t.start_seq = ++s->started;
 			s->wave[n++] = &j->job;
 		}
 	}
@@ -312,6 +314,14 @@ static void take_back(gm_sched *s, gm_sched_job *j)
 	s->inflight_bytes -= j->bytes;
 }
 
+/* Takes back a job the engine never took or never started: it has no
+ * place in the order jobs were started in. */
+static void withdraw(gm_sched *s, gm_sched_job *j)
+{
+	take_back(s, j);
+	j->t.start_seq = 0;
+}
+
 int gm_sched_cancel(gm_sched *s, gm_sched_job *j)
 {
 	const char *why = "canceled before it started";
@@ -320,7 +330,7 @@ int gm_sched_cancel(gm_sched *s, gm_sched_job *j)
 		gm_fairq_remove(s->q, j);
 	} else if (j->state == GM_SCHED_JOB_HANDED &&
 		   gm_engine_cancel(s->eng, &j->job) == GM_OK) {
-		take_back(s, j);
+		withdraw(s, j);
 	} else {
 		return GM_ENOTFOUND;
 	}
@@ -356,7 +366,7 @@ static void sweep_handed(gm_sched *s, struct sweep *w, gm_sched_job **gone)
 	for (j = s->dl_handed; j != NULL; j = next) {
 		next = j->dnext;
 		if (sweep_one(j, w) && gm_engine_cancel(s->eng, &j->job) == 0) {
-			take_back(s, j);
+			withdraw(s, j);
 			j->qnext = *gone;
 			*gone = j;
 		}
@@ -401,7 +411,7 @@ void gm_sched_pump(gm_sched *s)
 		for (size_t i = 0; i < n; i++) {
 			gm_sched_job *j = s->wave[i]->user;
 
-			take_back(s, j);
+			withdraw(s, j);
 			fail_job(s, j, rv, "the engine refused the job");
 		}
 	}

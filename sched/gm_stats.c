@@ -334,6 +334,17 @@ static cJSON *render_detached(const gm_stats_detach *t)
 	return o;
 }
 
+static cJSON *render_pageable(const gm_pageable *p)
+{
+	static const char *const names[] = {"bytes",  "limit",	  "peak_bytes",
+					    "held",   "requests", "busy",
+					    "too_big"};
+	const uint64_t v[] = {p->bytes,	   p->limit, p->peak_bytes, p->held,
+			      p->requests, p->busy,  p->too_big};
+
+	return render_counts(names, v, (int)(sizeof(v) / sizeof(v[0])));
+}
+
 char *gm_stats_render(const gm_stats *s, const gm_stats_live *l)
 {
 	cJSON *o = cJSON_CreateObject();
@@ -381,6 +392,7 @@ char *gm_stats_render(const gm_stats *s, const gm_stats_live *l)
 				(double)l->pool_slabs);
 	cJSON_AddNumberToObject(cJSON_GetObjectItem(o, "pool"), "waiting",
 				(double)l->pool_waiting);
+	cJSON_AddItemToObject(o, "pageable", render_pageable(&s->pageable));
 	add_pair(o, "contexts", "total", (double)l->contexts, "busy",
 		 (double)l->requests_inflight);
 	cJSON_AddItemToObject(o, "connections", render_conns(&l->conns));

@@ -13,6 +13,7 @@
 #include "gm_clock.h"
 #include "gm_engine.h"
 #include "gm_hist.h"
+#include "gm_pageable.h"
 #include "gm_proto.h"
 #include "gm_rate.h"
 
@@ -68,6 +69,9 @@ typedef struct gm_stats {
 	gm_stats_uid uids[GM_STATS_UIDS];
 	unsigned nuids;
 	gm_stats_uid other_uids; /* its uid unused */
+	/* Requests over the pool, in pageable memory: the admission's own
+	 * state and counts (gm_pageable.h), its cap set at start. */
+	gm_pageable pageable;
 } gm_stats;
 
 /* Zeroes s and stamps the start time. */

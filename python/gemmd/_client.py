@@ -37,10 +37,12 @@ class Timings:
     kernel_us: float = 0.0
     d2h_us: float = 0.0
     total_us: float = 0.0
+    start_seq: int = 0  # place in the daemon's start order, from 1
 
     @classmethod
     def _of(cls, t) -> "Timings":
-        return cls(t.queue_us, t.h2d_us, t.kernel_us, t.d2h_us, t.total_us)
+        return cls(t.queue_us, t.h2d_us, t.kernel_us, t.d2h_us, t.total_us,
+                   t.start_seq)
 
 
 @dataclass

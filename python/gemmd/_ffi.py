@@ -32,6 +32,7 @@ typedef struct gemmd_timings {
     double kernel_us;
     double d2h_us;
     double total_us;
+    uint64_t start_seq;
 } gemmd_timings;
 
 typedef struct gemmd_job {

@@ -11,8 +11,8 @@
 
 #define STRUCTS(X)                                                          \
 	X(gemmd_region_ref, F(region) F(offset))                            \
-	X(gemmd_timings,                                                    \
-	  F(queue_us) F(h2d_us) F(kernel_us) F(d2h_us) F(total_us))         \
+	X(gemmd_timings, F(queue_us) F(h2d_us) F(kernel_us) F(d2h_us)       \
+			     F(total_us) F(start_seq))                      \
 	X(gemmd_job,                                                        \
 	  F(dtype) F(layout) F(kernel) F(trans_a) F(trans_b) F(m) F(n) F(k) \
 	      F(alpha) F(beta) F(a) F(b) F(c) F(out) F(a_ref) F(b_ref)      \

@@ -242,7 +242,7 @@ static void proto_others(void)
 	    .dtype = GM_FP64, .m = 1, .n = 1, .k = 1, .alpha = 1.0};
 	size_t n, refused;
 
-	ok.t = (gm_timings){1.5, 2.0, 3.25, 2.0, 9.0};
+	ok.t = (gm_timings){1.5, 2.0, 3.25, 2.0, 9.0, 7};
 	bad.t.total_us = 4.0;
 	snprintf(bad.message, sizeof(bad.message), "m=0, must be 1..65536");
 

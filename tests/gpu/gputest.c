@@ -61,6 +61,7 @@ static void on_done(gm_job *j, void *arg)
 
 	pthread_mutex_lock(&b->mu);
 	((struct tjob *)j->user)->returned++;
+	((struct tjob *)j->user)->back = seconds(CLOCK_MONOTONIC);
 	b->done++;
 	pthread_cond_signal(&b->cv);
 	pthread_mutex_unlock(&b->mu);

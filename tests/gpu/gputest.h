@@ -37,6 +37,7 @@ struct tjob {
 	double *ra, *rb, *rc; /* reference operands, fp64 */
 	double cnorm;	      /* Frobenius norm of C as stored */
 	int returned;	      /* times the done callback saw job */
+	double back;	      /* when it last came back, seconds */
 };
 
 /* A tested engine with its arena books and completion count. */

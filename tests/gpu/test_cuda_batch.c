@@ -8,9 +8,10 @@
  * results must be the same bit for bit; each is also checked against
  * the CPU engine's fp64 result with the dtype's tolerance. Further
  * cases: a wave that mixes coalescible jobs with jobs too large to
- * coalesce, jobs that fail their checks and a job too big for the
- * device pool (only those fail, each with its own code); a device pool
- * so small that batches must split and wait; an injected out-of-memory
+ * coalesce, jobs that fail their checks (only those fail, each with its
+ * own code) and a job too big for the device pool (tiled beside the
+ * others); a device pool so small that batches must split and wait
+ * beside a tiled job; an injected out-of-memory
  * that fails exactly one job of a batch (fault-injection builds); and
  * the warm-up. Exits 77 (skipped) without a GPU.
  */
@@ -303,16 +304,17 @@ enum { SMALL_A = 12, SMALL_B = 6, LARGE = 2, N_OK = SMALL_A + SMALL_B + LARGE };
 /* A wave of coalescible jobs of two keys, jobs too large to coalesce,
  * jobs that fail their checks and a job too big for the device pool,
  * all interleaved: each bad job fails with its own code and alone, the
- * others come back right, the small ones as they come alone. */
+ * others come back right, the small ones as they come alone, the big
+ * one tiled. */
 static void test_mixed_wave(void **state)
 {
 	static struct tjob t[N_OK], bad[4];
 	static char *saved[N_OK];
-	gm_job *wave[N_OK + 4], *refs[N_OK];
+	gm_job *wave[N_OK + 4], *refs[N_OK + 1];
 	gm_engine_config cfg = cuda_config();
 	gm_job_desc d;
-	static const int codes[4] = {GM_EUNSUPPORTED, GM_EUNSUPPORTED,
-				     GM_EINVAL, GM_ETOOBIG};
+	static const int codes[3] = {GM_EUNSUPPORTED, GM_EUNSUPPORTED,
+				     GM_EINVAL};
 	size_t i, n = 0;
 
 	cfg.device_pool_bytes = 64ull << 20;
@@ -325,16 +327,18 @@ static void test_mixed_wave(void **state)
 		make_ref(&t[i]);
 		refs[i] = &t[i].ref;
 	}
-	run_wave(&cpu, refs, N_OK);
 	for (i = 0; i < 4; i++) {
-		d = square(GM_FP32, 64, 0);
+		d = i < 3 ? square(GM_FP32, 64, 0) : square(GM_FP64, 2048, 1);
 		make_job(&gpu, &bad[i], &d, 0);
 	}
 	bad[0].job.d.dtype = GM_FP16; /* the tiled kernel has no fp16 */
 	bad[0].job.d.kernel = GM_KERNEL_TILED;
 	bad[1].job.d.m = 0;
 	bad[2].job.b = NULL;
-	bad[3].job.d = square(GM_FP64, 2048, 0); /* 96 MiB on the device */
+	/* bad[3]: 128 MiB on the device, more than the pool: tiled. */
+	make_ref(&bad[3]);
+	refs[N_OK] = &bad[3].ref;
+	run_wave(&cpu, refs, N_OK + 1);
 	run_alone(&gpu, t, SMALL_A + SMALL_B, saved);
 	for (i = 0; i < N_OK; i++) {
 		wave[n++] = &t[i].job;
@@ -347,11 +351,13 @@ static void test_mixed_wave(void **state)
 	for (i = 0; i < N_OK; i++)
 		poison(&t[i]);
 	run_wave(&gpu, wave, n);
-	for (i = 0; i < 4; i++) {
+	for (i = 0; i < 3; i++) {
 		assert_int_equal(bad[i].job.status, codes[i]);
 		assert_true(bad[i].job.msg[0] != '\0');
 		assert_int_equal(bad[i].returned, 1);
 	}
+	assert_int_equal(bad[3].returned, 1);
+	check_result(&bad[3], 0);
 	for (i = 0; i < N_OK; i++) {
 		check_result(&t[i], 0);
 		if (saved[i] != NULL)
@@ -383,7 +389,8 @@ static void make_same(struct tjob *t, size_t n, const gm_job_desc *d,
 }
 
 /* A device pool of 1 MiB: batches are cut small and wait for each
- * other's memory; a job larger than the pool fails alone. */
+ * other's memory, and for the half of it that a job larger than the
+ * pool, tiled, holds. */
 static void test_small_pool(void **state)
 {
 	enum { N = 64 };
@@ -399,12 +406,15 @@ static void test_small_pool(void **state)
 	make_same(t, N, &d, wave);
 	d = square(GM_FP32, 300, 0); /* 1 MiB and more on the device */
 	make_job(&gpu, &t[N], &d, 0);
+	make_ref(&t[N]);
+	wave[N] = &t[N].ref;
+	run_wave(&cpu, &wave[N], 1);
 	wave[N] = &t[N].job;
 	run_alone(&gpu, t, N, saved);
 	for (i = 0; i < N; i++)
 		poison(&t[i]);
 	run_wave(&gpu, wave, N + 1);
-	assert_int_equal(t[N].job.status, GM_ETOOBIG);
+	check_result(&t[N], 0);
 	for (i = 0; i < N; i++) {
 		check_result(&t[i], 0);
 		assert_memory_equal(result_of(&t[i]), saved[i], t[i].sz.out);

@@ -8,8 +8,9 @@
  * error must stay under a bound scaled to the dtype and K. Outputs are
  * poisoned with NaN first, so an element never written fails. Further
  * cases: depth-first issue with a device pool too small for a whole wave
- * (jobs wait inside the engine), mapped output, unsupported and too-big
- * jobs, no device memory or jobs left behind, and, in fault-injection
+ * (jobs wait inside the engine), mapped output, unsupported jobs (jobs
+ * too big for the device are tiled: test_cuda_ooc.c), no device memory
+ * or jobs left behind, and, in fault-injection
  * builds, an injected out-of-memory and a real sticky fault (last: it
  * poisons the process's CUDA context). Exits 77 (skipped) without a GPU.
  * GM_TEST_QUICK=1 keeps to the small sizes and skips the sticky fault
@@ -155,13 +156,8 @@ static void test_refused(void **state)
 	assert_int_equal(gm_engine_supports(gpu.e, &d, msg, sizeof(msg)),
 			 GM_EUNSUPPORTED);
 	expect_refused(&gpu, &d, GM_EUNSUPPORTED);
-	/* Three 32 MiB operands on the device: more than the whole pool. */
-	d.dtype = GM_FP64;
-	d.kernel = GM_KERNEL_CUBLAS;
-	d.m = d.n = d.k = 2048;
-	assert_int_equal(gm_engine_supports(gpu.e, &d, msg, sizeof(msg)),
-			 GM_OK);
-	expect_refused(&gpu, &d, GM_ETOOBIG);
+	/* A job larger than the pool is not refused but tiled
+	 * (test_cuda_ooc.c). */
 	assert_int_equal(gm_engine_faulted(gpu.e), 0);
 	bench_close(&gpu, 1);
 }

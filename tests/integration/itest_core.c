@@ -132,6 +132,28 @@ int it_start(it_daemon *d, const char *const *args)
 	return -1;
 }
 
+/* Copies the last lines of d's log to stderr, after why. */
+static void tail_log(const it_daemon *d, const char *why)
+{
+	char line[1024], *ring[40] = {0};
+	unsigned n = 0;
+	FILE *f = fopen(d->log, "r");
+
+	fprintf(stderr, "%s; the end of %s:\n", why, d->log);
+	if (f == NULL)
+		return;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		free(ring[n % 40]);
+		ring[n++ % 40] = strdup(line);
+	}
+	fclose(f);
+	for (unsigned i = n > 40 ? n - 40 : 0; i < n; i++) {
+		fputs(ring[i % 40] ? ring[i % 40] : "", stderr);
+		free(ring[i % 40]);
+		ring[i % 40] = NULL;
+	}
+}
+
 int it_stop(it_daemon *d)
 {
 	int st;
@@ -142,6 +164,8 @@ int it_stop(it_daemon *d)
 	if (waitpid(d->pid, &st, 0) != d->pid)
 		return -1;
 	d->pid = 0;
+	if (exit_status(st) != 0)
+		tail_log(d, "gemmd did not exit 0");
 	return exit_status(st);
 }
 

@@ -17,9 +17,11 @@ for p in gemmd.8 gemmctl.1 gemmd.json.5; do
 done
 . "$here/lib.sh"
 
-# The text of page $1, on lines long enough that no word is broken.
+# The text of page $1, on long lines, words hyphenated at a line's end
+# joined again.
 text() {
-	MANWIDTH=1000 man -l "$pages/$1" 2>/dev/null | col -b
+	MANWIDTH=1000 man -l "$pages/$1" 2>/dev/null | col -b |
+		python3 -c 'import sys; sys.stdout.write(sys.stdin.read().replace("\u2010\n", ""))'
 }
 
 # names WORD...: fail unless page $page names each WORD.

@@ -4,8 +4,9 @@
  * beside a client that keeps running jobs: gemmd stays up and, once
  * idle, holds no pool bytes, slabs, queued or running jobs, busy
  * requests in flight or stale connections. gemmd killed in the middle of a
- * batch and restarted on the same socket: the waiting call fails, no result
- * byte lands, and the new daemon never sees the request (the client
+ * batch and restarted on the same socket: the waiting call fails, no byte
+ * of a job not yet answered lands, and the new daemon never sees the
+ * request (the client
  * library does not resend); with two daemons dialed, the request of the
  * one killed is not moved to the other. gemmd stopped (SIGSTOP): the
  * call times out, and the job runs once when gemmd resumes, its late
@@ -31,8 +32,10 @@
 #define IDLE_WAIT_US 20e6
 #define CALL_TIMEOUT 30000
 #define BATCH_JOBS   4
-#define FIRST_DIM    300  /* done quickly: the batch has started ... */
-#define BATCH_DIM    1100 /* ... and 3 of these keep it busy for long */
+#define FIRST_DIM    300 /* done quickly: the batch has started ... */
+#define BATCH_DIM                                            \
+	2000 /* ... and 3 of these keep one BLAS thread busy \
+		for a few hundred ms at least */
 
 typedef struct waiter {
 	int rv, done;
@@ -258,9 +261,10 @@ static void test_daemon_killed_mid_batch(void **state)
 	waiter w = {0};
 	it_daemon d;
 	double killed;
+	const char *one_thread[] = {"--set", "cpu_threads=1", NULL};
 
 	assert_int_equal(it_setup(&d), 0);
-	assert_int_equal(it_start(&d, NULL), 0);
+	assert_int_equal(it_start(&d, one_thread), 0);
 	assert_int_equal(gemmd_open(d.ipc, NULL, &c), GM_OK);
 	assert_int_equal(gemmd_open(d.tcp, NULL, &mon), GM_OK);
 	it_job(&jobs[0], FIRST_DIM, FIRST_DIM, FIRST_DIM, 20);
@@ -288,29 +292,29 @@ static void test_daemon_killed_mid_batch(void **state)
 	assert_true(it_job_untouched(&j));
 	it_job_free(&j);
 	/* The same socket path, as systemd would restart it. */
-	assert_int_equal(it_start(&d, NULL), 0);
+	assert_int_equal(it_start(&d, one_thread), 0);
 	assert_true(wait_done(&w, 2.0 * CALL_TIMEOUT * 1000));
 	fprintf(stderr,
 		"daemon killed mid-batch: the call ended %s %.1f ms after "
 		"the kill\n",
 		gemmd_strerror(w.rv), (w.at - killed) / 1e3);
 	assert_true(w.rv == GM_ETRANSPORT || w.rv == GM_ETIMEDOUT);
-	/* Each job is answered as soon as it is done: one answered before
-	 * the kill keeps its result; the others (the call ended after the
-	 * kill, so one at least) carry the call's error and no byte of a
-	 * result. */
-	for (int i = 0, failed = 0; i < BATCH_JOBS; i++) {
+	/* Each job's reply is its own frame: a job answered before the
+	 * kill keeps its result; every other carries the call's failure,
+	 * its output untouched. The kill came mid-batch: the last job
+	 * was never answered. */
+	for (int i = 0; i < BATCH_JOBS; i++) {
 		if (jobs[i].status == GM_OK) {
-			assert_true(it_job_ok(&jobs[i]));
+			/* The reference of a large one would take seconds. */
+			assert_true(i > 0 || it_job_ok(&jobs[i]));
 		} else {
 			assert_int_equal(jobs[i].status, w.rv);
 			assert_true(it_job_untouched(&jobs[i]));
-			failed++;
 		}
-		it_job_free(&jobs[i]);
-		if (i == BATCH_JOBS - 1)
-			assert_true(failed >= 1);
 	}
+	assert_int_not_equal(jobs[BATCH_JOBS - 1].status, GM_OK);
+	for (int i = 0; i < BATCH_JOBS; i++)
+		it_job_free(&jobs[i]);
 	/* The client has redialed the new daemon ... */
 	assert_int_equal(gemmd_ping(c, NULL, 5000), GM_OK);
 	usleep(300000);

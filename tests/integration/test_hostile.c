@@ -335,12 +335,15 @@ static void refused(int fd, const uint8_t *req, size_t len, uint64_t id,
 /* Steps 19-24 against the daemon's state: a region it does not hold
  * (ENOTFOUND over ipc://, EACCES over tcp://), draining (EDRAINING), a
  * queue without room at the request's priority (EBUSY), a request whose
- * operands and results are more than the whole pool (ETOOBIG naming
- * pool_bytes); nothing of them runs, and the connection goes on. */
+ * operands and results are more than the whole pool, with no pageable
+ * memory beyond it (ETOOBIG naming pool_bytes); nothing of them runs,
+ * and the connection goes on. */
 static void test_state_refusals(void **state)
 {
-	const char *args[] = {"--set", "pool_bytes=1M", "--set",
-			      "queue_depth_per_priority=0,0,0,2", NULL};
+	const char *args[] = {"--set", "pool_bytes=1M",
+			      "--set", "pageable_max_bytes=0",
+			      "--set", "queue_depth_per_priority=0,0,0,2",
+			      NULL};
 	static double a[1024], b[1024];
 	rc_job j = {.dtype = 1,
 		    .m = 1024,
@@ -379,6 +382,7 @@ static void test_state_refusals(void **state)
 		assert_int_equal(rc_read_frame(fd, &f, WAIT_MS), 0);
 		assert_int_equal(rc_error(&f, msg), ETOOBIG);
 		assert_non_null(strstr(msg, "pool_bytes"));
+		assert_non_null(strstr(msg, "pageable_max_bytes=0"));
 		rc_frame_free(&f);
 		free(req);
 		small[1] = small[2] = small[0];
@@ -403,7 +407,8 @@ static void test_state_refusals(void **state)
 	}
 	assert_int_equal(it_rstat(&d, "jobs.ok"), 2);
 	assert_int_equal(it_rstat(&d, "requests.refused"), 8);
-	assert_int_equal(it_rstat(&d, "jobs.rejected"), 6);
+	/* Every job of a refused request: 1 + 1 + 3 + 1 on each socket. */
+	assert_int_equal(it_rstat(&d, "jobs.rejected"), 12);
 	assert_int_equal(it_rstat(&d, "pool.used"), 0);
 	assert_int_equal(it_stop(&d), 0);
 	it_cleanup(&d);

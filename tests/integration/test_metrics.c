@@ -4,9 +4,8 @@
  * counting ok and failed jobs and its histograms, the queue wait by
  * priority and the jobs by uid; the stats document's by-dtype,
  * by-status, by-uid, queue-by-priority and rate keys for the same jobs;
- * bad and busy
- * addresses. Run with the argument "prometheus" it checks the text with
- * promtool and has a real Prometheus (the Debian package) scrape gemmd
+ * bad and busy addresses. Run with the argument "prometheus" it checks the text
+ * with promtool and has a real Prometheus (the Debian package) scrape gemmd
  * every second and answer a query for the job counter; it exits 77
  * (skipped) when either program is missing. Everything on loopback.
  */
@@ -136,7 +135,11 @@ static void start(const char *const *extra)
 	args[n] = NULL;
 	if (it_start(&fx.d, args) != 0)
 		fail_msg("gemmd did not start; see %s", fx.d.log);
-	assert_int_equal(gemmd_open(fx.d.ipc, NULL, &fx.c), GM_OK);
+	/* Through the socket: the counts below are those of the pool. */
+	assert_int_equal(
+	    gemmd_open(fx.d.ipc, &(gemmd_open_opts){.flags = GEMMD_OPEN_NO_SHM},
+		       &fx.c),
+	    GM_OK);
 }
 
 /* Stops gemmd, which must exit 0. */
@@ -189,17 +192,15 @@ static void run_ok_jobs(gemmd_client *c, int n)
 	}
 }
 
-/* One fp16 64^3 job, which the CPU engine does not run: it is accepted
- * and fails with EUNSUPPORTED. (Its fp64 buffers are larger than it
- * needs.) */
-static void run_failing_job(gemmd_client *c)
+/* One fp64 job larger than a 1 MiB pool, with no pageable memory
+ * beyond it: its request is refused whole with ETOOBIG. */
+static void run_too_big_job(gemmd_client *c)
 {
 	gemmd_job j;
 
-	it_job(&j, 64, 64, 64, 7);
-	j.dtype = GEMMD_FP16;
-	assert_int_equal(gemmd_submit(c, &j, 1, NULL, 10000), GM_OK);
-	assert_int_equal(j.status, GM_EUNSUPPORTED);
+	it_job(&j, 256, 256, 256, 7);
+	assert_int_equal(gemmd_submit(c, &j, 1, NULL, 10000), GM_ETOOBIG);
+	assert_int_equal(j.status, GM_ETOOBIG);
 	it_job_free(&j);
 }
 
@@ -326,26 +327,25 @@ static void test_readyz_drain_op(void **state)
 
 static void test_metrics_count_jobs(void **state)
 {
-	static const char *const small_pool[] = {"--set", "pool_bytes=1M",
-						 NULL};
+	static const char *const small_pool[] = {
+	    "--set", "pool_bytes=1M", "--set", "pageable_max_bytes=0", NULL};
 	char line[128];
 	http_reply r;
 
 	(void)state;
 	start(small_pool);
 	run_ok_jobs(fx.c, 3);
-	run_failing_job(fx.c);
+	run_too_big_job(fx.c);
 	r = get(fx.port, "/metrics");
 	assert_int_equal(r.status, 200);
 	assert_string_equal(r.type, "text/plain; version=0.0.4; charset=utf-8");
 	assert_has(r.body,
 		   "\ngemmd_jobs_total{dtype=\"fp64\",status=\"ok\"} 3\n");
-	assert_has(r.body, "\ngemmd_jobs_total{dtype=\"fp16\","
-			   "status=\"EUNSUPPORTED\"} 1\n");
+	assert_has(r.body, "\ngemmd_jobs_rejected_total 1\n");
 	assert_has(r.body,
 		   "\ngemmd_jobs_total{dtype=\"fp32\",status=\"ok\"} 0\n");
-	assert_has(r.body, "\ngemmd_errors_total{code=\"EUNSUPPORTED\"} 1\n");
-	assert_has(r.body, "\ngemmd_requests_total{type=\"gemm\"} 4\n");
+	assert_has(r.body, "\ngemmd_errors_total{code=\"ETOOBIG\"} 1\n");
+	assert_has(r.body, "\ngemmd_requests_total{type=\"gemm\"} 3\n");
 	assert_has(r.body,
 		   "\ngemmd_bytes_total{direction=\"h2d\",dtype=\"fp64\"} "
 		   "196608\n");
@@ -370,13 +370,14 @@ static void test_metrics_count_jobs(void **state)
 			   "le=\"+Inf\"} 3\n");
 	assert_has(r.body,
 		   "\ngemmd_queue_wait_seconds_count{priority=\"3\"} 0\n");
-	/* The jobs, under this process's uid (over ipc://). */
+	/* The jobs that ran, under this process's uid (over ipc://); the
+	 * refused one never ran. */
 	snprintf(line, sizeof(line),
 		 "\ngemmd_uid_jobs_total{uid=\"%u\",status=\"ok\"} 3\n",
 		 (unsigned)getuid());
 	assert_has(r.body, line);
 	snprintf(line, sizeof(line),
-		 "\ngemmd_uid_jobs_total{uid=\"%u\",status=\"failed\"} 1\n",
+		 "\ngemmd_uid_jobs_total{uid=\"%u\",status=\"failed\"} 0\n",
 		 (unsigned)getuid());
 	assert_has(r.body, line);
 	assert_has(r.body,
@@ -452,8 +453,8 @@ static void test_process_metrics(void **state)
 
 static void test_stats_document(void **state)
 {
-	static const char *const small_pool[] = {"--set", "pool_bytes=1M",
-						 NULL};
+	static const char *const small_pool[] = {
+	    "--set", "pool_bytes=1M", "--set", "pageable_max_bytes=0", NULL};
 	const cJSON *prio;
 	char key[64];
 	cJSON *s;
@@ -461,24 +462,25 @@ static void test_stats_document(void **state)
 	(void)state;
 	start(small_pool);
 	run_ok_jobs(fx.c, 3);
-	run_failing_job(fx.c);
+	run_too_big_job(fx.c);
 	usleep(1100 * 1000);
 	s = it_stats(fx.c);
 	assert_non_null(s);
 	assert_true(it_num(s, "jobs.by_status.ok") == 3);
-	assert_true(it_num(s, "jobs.by_status.EUNSUPPORTED") == 1);
+	assert_true(it_num(s, "jobs.rejected") == 1);
+	assert_true(it_num(s, "requests.refused") == 1);
+	assert_true(it_num(s, "errors.ETOOBIG") == 1);
 	assert_true(it_num(s, "jobs.by_dtype.fp64") == 3);
-	assert_true(it_num(s, "jobs.by_dtype.fp16") == 1);
 	assert_true(it_num(s, "dtypes.fp64.jobs") == 3);
 	assert_true(it_num(s, "dtypes.fp64.ok") == 3);
-	assert_true(it_num(s, "dtypes.fp16.failed") == 1);
+	assert_true(it_num(s, "dtypes.fp64.failed") == 0);
 	assert_true(it_num(s, "dtypes.fp64.flops") == 3 * 2.0 * 64 * 64 * 64);
 	assert_true(it_num(s, "dtypes.fp64.bytes_h2d") == 3 * 2 * 64 * 64 * 8);
 	assert_true(it_num(s, "dtypes.fp64.bytes_d2h") == 3 * 64 * 64 * 8);
 	assert_true(it_num(s, "dtypes.bf16.jobs") == 0);
 	assert_true(it_num(s, "bytes.h2d") == 3 * 2 * 64 * 64 * 8);
 	assert_true(it_num(s, "bytes.d2h") == 3 * 64 * 64 * 8);
-	/* Four jobs within the last 10 or 60 s (or since the start, when
+	/* Three jobs within the last 10 or 60 s (or since the start, when
 	 * that is shorter): positive rates. */
 	assert_true(it_num(s, "rates.60s.jobs_per_s") > 0);
 	assert_true(it_num(s, "rates.10s.jobs_per_s") > 0);
@@ -494,7 +496,7 @@ static void test_stats_document(void **state)
 	snprintf(key, sizeof(key), "jobs.by_uid.%u.ok", (unsigned)getuid());
 	assert_true(it_num(s, key) == 3);
 	snprintf(key, sizeof(key), "jobs.by_uid.%u.failed", (unsigned)getuid());
-	assert_true(it_num(s, key) == 1);
+	assert_true(it_num(s, key) == 0);
 	cJSON_Delete(s);
 	finish();
 }
@@ -552,8 +554,8 @@ static int have(const char *prog)
 /* promtool's linter on a scrape with ok and failed jobs in it. */
 static void test_promtool_check(void **state)
 {
-	static const char *const small_pool[] = {"--set", "pool_bytes=1M",
-						 NULL};
+	static const char *const small_pool[] = {
+	    "--set", "pool_bytes=1M", "--set", "pageable_max_bytes=0", NULL};
 	char path[256], cmd[600];
 	http_reply r;
 	FILE *f;
@@ -562,7 +564,7 @@ static void test_promtool_check(void **state)
 	(void)state;
 	start(small_pool);
 	run_ok_jobs(fx.c, 2);
-	run_failing_job(fx.c);
+	run_too_big_job(fx.c);
 	r = get(fx.port, "/metrics");
 	snprintf(path, sizeof(path), "%s/metrics.txt", fx.d.dir);
 	assert_non_null(f = fopen(path, "w"));

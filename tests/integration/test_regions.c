@@ -797,8 +797,8 @@ static void test_gemmctl(void **state)
 	c = open_ipc(&d);
 	snprintf(
 	    cmd, sizeof(cmd),
-	    "cd %s && %s rand 300x200 -o A.npy && %s rand 200x250 -o B.npy "
-	    "&& %s rand 300x250 -o C.npy && %s submit A.npy B.npy --c C.npy "
+	    "cd %s && %s rand 500x400 -o A.npy && %s rand 400x300 -o B.npy "
+	    "&& %s rand 500x300 -o C.npy && %s submit A.npy B.npy --c C.npy "
 	    "--beta 2 -o O.npy --verify --url %s >/dev/null && %s submit "
 	    "A.npy B.npy -o O2.npy --verify --no-shm --url %s >/dev/null",
 	    d.dir, ctl, ctl, ctl, ctl, d.ipc, ctl, d.ipc);

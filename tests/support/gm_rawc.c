@@ -223,7 +223,8 @@ int rc_reply_of(const rc_frame *f, rc_reply *r)
 	r->d2h_us = get_f64(b + 40);
 	r->total_us = get_f64(b + 48);
 	r->result_bytes = get(b + 56, 8);
-	memcpy(r->message, b + 64, 96);
+	r->start_seq = get(b + 64, 8);
+	memcpy(r->message, b + 80, 96);
 	r->message[96] = '\0';
 	r->result = b + RC_REPLY;
 	return f->length == RC_REPLY + r->result_bytes ? 0 : -1;

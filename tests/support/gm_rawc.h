@@ -22,7 +22,7 @@
 #define RC_BATCH      16
 #define RC_JOB	      48
 #define RC_DESC	      64
-#define RC_REPLY      160
+#define RC_REPLY      176
 #define RC_ERROR      104
 #define RC_GEMM	      1
 #define RC_GEMM_REPLY 2
@@ -73,6 +73,7 @@ typedef struct rc_reply {
 	uint32_t m, n;
 	double queue_us, h2d_us, kernel_us, d2h_us, total_us;
 	uint64_t result_bytes;
+	uint64_t start_seq;
 	char message[97];
 	const uint8_t *result; /* into the frame's body */
 } rc_reply;

@@ -66,6 +66,7 @@ static void assert_config_equal(const gm_config *a, const gm_config *b)
 	assert_int_equal(a->conn_unsent_bytes, b->conn_unsent_bytes);
 	assert_int_equal(a->engine.kind, b->engine.kind);
 	assert_int_equal(a->engine.pool_bytes, b->engine.pool_bytes);
+	assert_int_equal(a->pageable_max_bytes, b->pageable_max_bytes);
 	assert_int_equal(a->engine.device_pool_bytes,
 			 b->engine.device_pool_bytes);
 	assert_int_equal(a->engine.streams, b->engine.streams);
@@ -95,6 +96,7 @@ static const char *const all_changed =
     " \"tls_key\": \"/etc/gemmd/key.pem\", \"tls_ca\": \"/etc/gemmd/ca.pem\","
     " \"metrics_listen\": \"127.0.0.1:9464\","
     " \"engine\": \"cpu\", \"pool_bytes\": 268435456,"
+    " \"pageable_max_bytes\": \"3G\","
     " \"device_pool_bytes\": \"2G\", \"streams\": 16,"
     " \"issue_order\": \"depth\", \"kernel\": \"tiled\","
     " \"mapped_output\": true, \"cpu_threads\": 12,"
@@ -132,6 +134,7 @@ static void assert_all_changed(const gm_config *c)
 	assert_string_equal(c->metrics_listen, "127.0.0.1:9464");
 	assert_int_equal(c->engine.kind, GM_ENGINE_CPU);
 	assert_int_equal(c->engine.pool_bytes, 256u << 20);
+	assert_int_equal(c->pageable_max_bytes, 3 * GIB);
 	assert_int_equal(c->engine.device_pool_bytes, 2 * GIB);
 	assert_int_equal(c->engine.streams, 16);
 	assert_int_equal(c->engine.issue_order, GM_ISSUE_DEPTH);
@@ -174,6 +177,7 @@ static void test_defaults(void **state)
 	assert_null(c.tls_ca);
 	assert_int_equal(c.engine.kind, GM_ENGINE_AUTO);
 	assert_int_equal(c.engine.pool_bytes, GIB);
+	assert_int_equal(c.pageable_max_bytes, 16 * GIB);
 	assert_int_equal(c.engine.device_pool_bytes, 0);
 	assert_int_equal(c.engine.streams, 8);
 	assert_int_equal(c.engine.issue_order, GM_ISSUE_BREADTH);
@@ -254,6 +258,7 @@ static void test_set_every_key(void **state)
 	    {"tls_ca", "/etc/gemmd/ca.pem"},
 	    {"engine", "cpu"},
 	    {"pool_bytes", "268435456"},
+	    {"pageable_max_bytes", "3G"},
 	    {"device_pool_bytes", "2G"},
 	    {"streams", "16"},
 	    {"issue_order", "depth"},

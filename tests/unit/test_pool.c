@@ -163,6 +163,35 @@ static void test_first_fit(void **state)
 	teardown_pool(&f);
 }
 
+/* Last fit takes the top of the highest free block that is large
+ * enough, and what it leaves merges back as usual. */
+static void test_last_fit(void **state)
+{
+	struct fixture f;
+	void *lo, *hi, *mid, *big;
+
+	setup_pool(&f, 16 * U);
+	assert_int_equal(gm_pool_alloc_high(f.pool, 4 * U, &hi), GM_OK);
+	assert_ptr_equal(hi, at(&f, 12 * U));
+	lo = must_alloc(f.pool, 2 * U);
+	assert_ptr_equal(lo, f.arena);
+	/* The highest free block that fits is [2U, 12U): its top. */
+	assert_int_equal(gm_pool_alloc_high(f.pool, U + 1, &mid), GM_OK);
+	assert_ptr_equal(mid, at(&f, 10 * U));
+	assert_int_equal(gm_pool_alloc_high(f.pool, 9 * U, &big), GM_ENOMEM);
+	assert_null(big);
+	assert_int_equal(gm_pool_alloc_high(f.pool, 17 * U, &big), GM_ETOOBIG);
+	assert_int_equal(gm_pool_alloc_high(f.pool, 0, &big), GM_EINVAL);
+	/* First fit still finds the lowest room. */
+	assert_ptr_equal(must_alloc(f.pool, U), at(&f, 2 * U));
+	assert_int_equal(gm_pool_used(f.pool), 9 * U);
+	gm_pool_free(f.pool, mid);
+	gm_pool_free(f.pool, hi);
+	assert_int_equal(gm_pool_alloc_high(f.pool, 13 * U, &big), GM_OK);
+	assert_ptr_equal(big, at(&f, 3 * U));
+	teardown_pool(&f);
+}
+
 static void test_coalesce_middle_first(void **state)
 {
 	struct fixture f;
@@ -392,6 +421,7 @@ int main(void)
 	    cmocka_unit_test(test_rounding_and_alignment),
 	    cmocka_unit_test(test_toobig_vs_nomem),
 	    cmocka_unit_test(test_first_fit),
+	    cmocka_unit_test(test_last_fit),
 	    cmocka_unit_test(test_coalesce_middle_first),
 	    cmocka_unit_test(test_coalesce_both_sides),
 	    cmocka_unit_test(test_free_all_in_any_order),

@@ -886,11 +886,11 @@ static const uint8_t example_request[112] = {
 
 /* §12: its reply, to the end of total_us; result_bytes, 96 NUL bytes of
  * message and the result follow. */
-static const uint8_t example_reply[88] = {
+static const uint8_t example_reply[104] = {
 	0x47, 0x45, 0x4d, 0x4d, 0x02, 0x00, 0x02, 0x00, /* 0000 GEMM_REPLY */
 	0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* 0008 id 1 */
 	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* 0010 job 0 */
-	0xa8, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* 0018 length 168 */
+	0xb8, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* 0018 length 184 */
 	0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, /* 0020 OK, fp64 */
 	0x01, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, /* 0028 m 1, n 1 */
 	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x29, 0x40, /* 0030 queue 12.5 */
@@ -898,6 +898,8 @@ static const uint8_t example_reply[88] = {
 	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x0a, 0x40, /* 0040 kernel 3.25 */
 	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* 0048 d2h 0 */
 	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x44, 0x40, /* 0050 total 40.0 */
+	0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* 0058 result 8 */
+	0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* 0060 start 1 */
 };
 
 /* §12: the ERROR for a full queue, up to its NUL padding. */
@@ -986,27 +988,27 @@ static void test_example_reply(void **state)
 			   .dtype = GM_FP64,
 			   .m = 1,
 			   .n = 1,
-			   .t = {12.5, 0.0, 3.25, 0.0, 40.0},
+			   .t = {12.5, 0.0, 3.25, 0.0, 40.0, 1},
 			   .result_bytes = 8};
 	char msg[MSG_LEN];
 	struct stream s;
 	struct answer a;
 
 	(void)state;
-	memset(buf, 0xee, 200);
-	gm_proto_put_hdr(buf, GM_MSG_GEMM_REPLY, 1, 0, 168);
+	memset(buf, 0xee, 216);
+	gm_proto_put_hdr(buf, GM_MSG_GEMM_REPLY, 1, 0, 184);
 	gm_proto_put_reply_job(buf + GM_HDR_SIZE, &rj);
-	put_le(buf + 0xc0, 8, 0x4018000000000000u); /* 6.0 */
+	put_le(buf + 0xd0, 8, 0x4018000000000000u); /* 6.0 */
 	assert_memory_equal(buf, example_reply, sizeof(example_reply));
-	assert_int_equal(get_le(buf + 0x58, 8), 8);
-	for (size_t i = 0x60; i < 0xc0; i++)
+	for (size_t i = 0x68; i < 0xd0; i++)
 		assert_int_equal(buf[i], 0);
-	s = (struct stream){buf, 200, 0, 0};
+	s = (struct stream){buf, 216, 0, 0};
 	assert_int_equal(read_answer(&s, 1, &a, msg, sizeof(msg)), GM_OK);
 	assert_int_equal(get_le(a.result, 8), 0x4018000000000000u);
 	assert_true(a.r.t.queue_us == 12.5 && a.r.t.total_us == 40.0);
+	assert_int_equal(a.r.t.start_seq, 1);
 	exact_free(a.result);
-	assert_int_equal(s.pos, 200);
+	assert_int_equal(s.pos, 216);
 
 	/* §4.3: the detached request's answer, 69 bytes. */
 	gm_proto_put_hdr(buf, GM_MSG_CTRL_REPLY, 1, 0, sizeof(json) - 1);
@@ -1355,9 +1357,9 @@ enum base {
 	/* CTRL {"op":"ping"}; body 13 bytes. */
 	FR_CTRL,
 	/* GEMM_REPLY of job 1 of 2: fp32 2x3 row-major, 24 result bytes;
-	 * body 184. */
+	 * body 200. */
 	FR_REPLY,
-	/* GEMM_REPLY of job 1 of 2: failed, EUNSUPPORTED; body 160. */
+	/* GEMM_REPLY of job 1 of 2: failed, EUNSUPPORTED; body 176. */
 	FR_FAILED,
 	/* ERROR EBUSY, "queue full"; body 104. */
 	FR_ERROR,

@@ -311,8 +311,8 @@ static void test_example_region(void **state)
 	assert_memory_equal(ops.ref, ref, sizeof(ref));
 	assert_int_equal(ops.inline_bytes, 0);
 
-	/* With OUT at (region, 16): a 192-byte reply, no result in it. */
-	gm_proto_put_hdr(buf, GM_MSG_GEMM_REPLY, 1, 0, 160);
+	/* With OUT at (region, 16): a 208-byte reply, no result in it. */
+	gm_proto_put_hdr(buf, GM_MSG_GEMM_REPLY, 1, 0, 176);
 	gm_proto_put_reply_job(buf + GM_HDR_SIZE, &r);
 	assert_int_equal(gm_proto_get_hdr(buf, GM_HDR_SIZE, &h, msg, MSG_LEN),
 			 GM_OK);
@@ -322,7 +322,7 @@ static void test_example_region(void **state)
 						msg, sizeof(msg)),
 			 GM_OK);
 	assert_int_equal(got.result_bytes, 0);
-	assert_int_equal(GM_HDR_SIZE + h.length, 192);
+	assert_int_equal(GM_HDR_SIZE + h.length, 208);
 }
 
 /* ---- descriptors, as §14.3 checks them ---- */
