@@ -310,9 +310,12 @@ int gemmd_stats(gemmd_client *c, char **reply, int timeout_ms);
  * job; the jobs queue and run as usual, each on its own (a job of it can
  * finish, be waited for or be canceled while the others still wait).
  * The daemon keeps each result for its configured detach_keep_s after
- * the job finished, for gemmd_wait on any connection, even another
- * process's; then it drops it and the job reads GEMMD_JOB_EXPIRED. Ids
- * are unique for the daemon's life; results do not survive a restart.
+ * the job finished, for gemmd_wait on any connection of the same
+ * principal (the same uid over ipc://, the same certificate subject
+ * over tls+tcp://, any plain tcp:// client), even another process's;
+ * then it drops it and the job reads GEMMD_JOB_EXPIRED. To any other
+ * principal a job's id is unknown (GM_ENOTFOUND). Ids are random, below
+ * 2^53, never two alike at once; results do not survive a restart.
  */
 
 /* States of a detached job; the names are the wire's ("queued", ...). */
@@ -350,7 +353,8 @@ int gemmd_submit_detached(gemmd_client *c, gemmd_job *jobs, uint32_t n,
 			  int timeout_ms);
 
 /* Fills *info with the state of detached job id. GM_ENOTFOUND for an id
- * the daemon does not know (never, or no longer); else as gemmd_ctrl.
+ * the daemon does not know (never, or no longer) or that another
+ * principal submitted; else as gemmd_ctrl.
  * Blocks. Any thread. */
 int gemmd_job_status(gemmd_client *c, uint64_t id, gemmd_job_info *info,
 		     int timeout_ms);
@@ -366,19 +370,20 @@ int gemmd_job_status(gemmd_client *c, uint64_t id, gemmd_job_info *info,
  * answered with the job's outcome: job->status says whether the job
  * succeeded, job->t has its timings. Else why there is none, also in
  * job->status: GM_ETIMEDOUT (not finished in time; wait again),
- * GM_ECANCELED, GM_ENOTFOUND (unknown id, or the result expired or was
- * taken), GM_EBUSY (another wait holds the job), or as gemmd_ctrl. The
- * daemon answers a timed-out wait itself; the call allows it a second
- * more, so that a result is not taken by a call that gave up. Blocks.
+ * GM_ECANCELED, GM_ENOTFOUND (unknown id, another principal's, or the
+ * result expired or was taken), GM_EBUSY (another wait holds the job), or as
+ * gemmd_ctrl. The daemon answers a timed-out wait itself; the call allows it a
+ * second more, so that a result is not taken by a call that gave up. Blocks.
  * Any thread.
  */
 int gemmd_wait(gemmd_client *c, uint64_t id, gemmd_job *job, int timeout_ms);
 
 /* Cancels detached job id: a queued job never runs; a running one runs
- * to its end but its result is dropped; a kept result is dropped. *state
+ * to its end but its result is dropped; a kept result is dropped; the
+ * job then reads GEMMD_JOB_CANCELED with status GM_ECANCELED. *state
  * (may be NULL) is the job's state after: GEMMD_JOB_CANCELED, or
- * GEMMD_JOB_RUNNING for a job that is finishing. GM_ENOTFOUND; else as
- * gemmd_ctrl. Blocks. Any thread. */
+ * GEMMD_JOB_RUNNING for a job that is finishing. GM_ENOTFOUND (also for
+ * another principal's job); else as gemmd_ctrl. Blocks. Any thread. */
 int gemmd_cancel(gemmd_client *c, uint64_t id, int *state, int timeout_ms);
 
 /* "queued", "running", ...; NULL for another value. */
@@ -387,7 +392,9 @@ const char *gemmd_job_state_name(int state);
 /* Drains the daemon: new GEMM requests are refused with GM_EDRAINING
  * while queued and running jobs finish and every other request is
  * served; gemmd_resume undoes it (GM_ESHUTDOWN when the daemon is
- * stopping). As gemmd_ctrl. Blocks. Any thread. */
+ * stopping). Admin operations: GM_EACCES for a client the daemon's
+ * admin_uids or admin_subjects do not name (never one over plain
+ * tcp://). As gemmd_ctrl. Blocks. Any thread. */
 int gemmd_drain(gemmd_client *c, int timeout_ms);
 int gemmd_resume(gemmd_client *c, int timeout_ms);
 

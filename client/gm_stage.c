@@ -11,7 +11,7 @@
 #include "gm_reply.h"
 #include "gm_stage_impl.h"
 
-#define THREADS_MAX 8
+#define THREADS_MAX 16
 
 static void make_run(gm_task *task);
 

@@ -37,6 +37,7 @@
 #define T_string char *
 #define T_prios	 unsigned *
 #define T_urls	 char **
+#define T_strs	 char **
 #define T_ids	 uint32_t *
 
 /* The offset of field f, which must have type t: a row cannot store
@@ -61,6 +62,12 @@
 		.off = AT(f, T_ids), .count_off = AT(n, unsigned), .min = 0, \
 		.max = ID_MAX, .max_count = GM_CONFIG_MAX_IDS                \
 	}
+
+/* admin_uids: root alone, unless the configuration says otherwise. */
+static uint32_t default_admin_uids[] = {0};
+
+/* A TLS subject as gm_peer holds it (RFC 2253, at most 255 bytes). */
+#define SUBJECT_MAX 255
 
 /* (uid_t)-1 and (gid_t)-1 mean "no id" to the kernel, so no peer has it. */
 #define ID_MAX (UINT32_MAX - 1)
@@ -116,13 +123,13 @@ static const gm_config_row keys[] = {
      .min = 1,
      .max = GM_CONFIG_MAX_LISTEN,
      .def = 1,
-     .urls_def = default_listen},
+     .strs_def = default_listen},
     ROW("queue_depth", uint, queue_depth, 1, 1048576, 4096),
     ROW("queue_depth_per_priority", prios, queue_depth_prio, 0, 1048576, 0),
     ROW("detach_keep_s", uint, detach_keep_s, 1, 604800, 300),
     ROW("detach_max_bytes", size, detach_max_bytes, 0, TIB, GIB),
     ROW("max_message_bytes", size, max_message_bytes, 4 * KIB, 16 * GIB, GIB),
-    ROW("max_ctrl_bytes", size, max_ctrl_bytes, KIB, 16 * MIB, 64 * KIB),
+    ROW("max_ctrl_bytes", size, max_ctrl_bytes, KIB, 256 * KIB, 64 * KIB),
     ROW("max_jobs_per_request", uint, max_jobs, 1, GM_MAX_JOBS, 4096),
     ROW("max_dim", uint, max_dim, 1, GM_MAX_DIM, 65536),
     ROW_ENUM("log_level", log_level, log_levels, GM_LOG_INFO),
@@ -132,6 +139,21 @@ static const gm_config_row keys[] = {
     ROW("tls_ca", string, tls_ca, 0, 0, 0),
     ROW_IDS("allow_uids", allow_uids, nallow_uids),
     ROW_IDS("allow_gids", allow_gids, nallow_gids),
+    {.name = "admin_uids",
+     .kind = &gm_config_list_ids,
+     .off = AT(admin_uids, T_ids),
+     .count_off = AT(nadmin_uids, unsigned),
+     .max = ID_MAX,
+     .max_count = GM_CONFIG_MAX_IDS,
+     .def = 1,
+     .ids_def = default_admin_uids},
+    {.name = "admin_subjects",
+     .kind = &gm_config_list_strs,
+     .off = AT(admin_subjects, T_strs),
+     .count_off = AT(nadmin_subjects, unsigned),
+     .max = SUBJECT_MAX,
+     .max_count = GM_CONFIG_MAX_IDS},
+    ROW("allow_plain_tcp", bool, allow_plain_tcp, 0, 1, 1),
     ROW("metrics_listen", string, metrics_listen, 0, 0, 0),
     ROW("max_connections", uint, max_conns, 1, 1048576, 1024),
     ROW("max_connections_per_peer", uint, max_conns_peer, 1, 1048576, 128),
@@ -505,6 +527,15 @@ int gm_config_check(const gm_config *c, char *msg, size_t msglen)
 				    "config key \"listen\": \"%.200s\" needs "
 				    "\"tls_cert\", \"tls_key\" and \"tls_ca\"",
 				    c->listen[i]);
+	for (unsigned i = 0; i < c->nlisten; i++)
+		if (!c->allow_plain_tcp &&
+		    strncmp(c->listen[i], "tcp://", 6) == 0)
+			return fail(msg, msglen, GM_ECONFIG,
+				    "config key \"listen\": \"%.200s\" is "
+				    "plain TCP, unauthenticated, and "
+				    "\"allow_plain_tcp\" is false: use "
+				    "tls+tcp:// or ipc://",
+				    c->listen[i]);
 	return 0;
 }
 
@@ -522,4 +553,17 @@ bool gm_config_allows(const gm_config *c, uint64_t uid, uint64_t gid)
 		return true;
 	return listed(c->allow_uids, c->nallow_uids, uid) ||
 	       listed(c->allow_gids, c->nallow_gids, gid);
+}
+
+bool gm_config_admin_uid(const gm_config *c, uint64_t uid)
+{
+	return listed(c->admin_uids, c->nadmin_uids, uid);
+}
+
+bool gm_config_admin_subject(const gm_config *c, const char *subject)
+{
+	for (unsigned i = 0; i < c->nadmin_subjects; i++)
+		if (strcmp(c->admin_subjects[i], subject) == 0)
+			return true;
+	return false;
 }

@@ -43,7 +43,8 @@ enum gm_log_format {
 /* Most "listen" URLs one daemon binds. */
 #define GM_CONFIG_MAX_LISTEN 16
 
-/* Most entries in "allow_uids" and in "allow_gids". */
+/* Most entries in "allow_uids", "allow_gids", "admin_uids" and
+ * "admin_subjects". */
 #define GM_CONFIG_MAX_IDS 64
 
 typedef struct gm_config {
@@ -68,7 +69,13 @@ typedef struct gm_config {
 	unsigned nallow_uids;	    /* 0: no uid check */
 	uint32_t *allow_gids;	    /* "allow_gids": ipc peers let in by gid */
 	unsigned nallow_gids;	    /* 0: no gid check */
-	char *metrics_listen;	    /* "metrics_listen": HOST:PORT, or NULL */
+	uint32_t *admin_uids;	    /* "admin_uids": ipc peers that are admin */
+	unsigned nadmin_uids;
+	char **admin_subjects; /* "admin_subjects": TLS subjects that are
+				  admin, RFC 2253 */
+	unsigned nadmin_subjects;
+	int allow_plain_tcp;  /* "allow_plain_tcp": tcp:// may be listed */
+	char *metrics_listen; /* "metrics_listen": HOST:PORT, or NULL */
 	/* Connections (PROTOCOL.md 2.1, 2.2). */
 	unsigned max_conns;	    /* "max_connections" */
 	unsigned max_conns_peer;    /* "max_connections_per_peer" */
@@ -134,9 +141,9 @@ int gm_config_add_listen(gm_config *c, const char *url, int replace, char *msg,
 /*
  * Checks rules that span keys, once every source has been applied:
  * tls_cert and tls_key come together, and a tls+tcp:// URL needs them
- * and tls_ca (clients must show a certificate it signed); and the form
- * of metrics_listen (HOST:PORT). Returns GM_ECONFIG with a message
- * naming the keys.
+ * and tls_ca (clients must show a certificate it signed); a tcp:// URL
+ * needs allow_plain_tcp; and the form of metrics_listen (HOST:PORT). Returns
+ * GM_ECONFIG with a message naming the keys.
  */
 int gm_config_check(const gm_config *c, char *msg, size_t msglen);
 
@@ -145,6 +152,11 @@ int gm_config_check(const gm_config *c, char *msg, size_t msglen);
  * names gid. Reads only, so any thread may call it once the
  * configuration is built. */
 bool gm_config_allows(const gm_config *c, uint64_t uid, uint64_t gid);
+
+/* Whether admin_uids names uid / admin_subjects names subject exactly
+ * (gm_principal.h). Read only: any thread. */
+bool gm_config_admin_uid(const gm_config *c, uint64_t uid);
+bool gm_config_admin_subject(const gm_config *c, const char *subject);
 
 /* The name of a log level as "log_level" takes it ("error", "warn",
  * "info", "debug"); "?" for another value. Any thread. */

@@ -1,8 +1,9 @@
 /*
  * gm_config_list.c - the list kinds of configuration value: "listen"
- * URLs and the uid and gid allow-lists, read from a JSON array or from
- * command-line text, stored as heap arrays with a count, defaulted,
- * rendered, freed and copied.
+ * URLs, strings (certificate subjects) and uid and gid lists, read from
+ * a JSON array or from command-line text, stored as heap arrays with a
+ * count, defaulted, rendered, freed and copied. A list that is the
+ * row's static default is never freed.
  */
 #include "gm_config_list.h"
 
@@ -27,16 +28,16 @@ static void free_urls(char **list, unsigned n)
 	free(list);
 }
 
-/* Makes the list at `at` a heap copy of urls[0..n), freeing the old list
- * (when it is not the default) after the copy, so that urls may point
- * into it. */
+/* Makes the list at `at` a heap copy of urls[0..n) (NULL when n is 0),
+ * freeing the old list (when it is not the default) after the copy, so
+ * that urls may point into it. */
 static int store_urls(const gm_config_row *r, void *at, unsigned *count,
 		      const char *const *urls, unsigned n)
 {
-	char **list = calloc(n, sizeof(*list));
+	char **list = n != 0 ? calloc(n, sizeof(*list)) : NULL;
 	char ***old = at;
 
-	if (list == NULL)
+	if (n != 0 && list == NULL)
 		return GM_ENOMEM;
 	for (unsigned i = 0; i < n; i++) {
 		if ((list[i] = strdup(urls[i])) == NULL) {
@@ -44,7 +45,7 @@ static int store_urls(const gm_config_row *r, void *at, unsigned *count,
 			return GM_ENOMEM;
 		}
 	}
-	if (*old != r->urls_def)
+	if (*old != r->strs_def)
 		free_urls(*old, *count);
 	*old = list;
 	*count = n;
@@ -143,19 +144,22 @@ static int set_urls(const gm_config_row *r, void *at, unsigned *count,
 
 static void init_urls(const gm_config_row *r, void *at, unsigned *count)
 {
-	*(char ***)at = r->urls_def;
+	*(char ***)at = r->strs_def;
 	*count = (unsigned)r->def;
 }
 
 static cJSON *get_urls(const gm_config_row *r, const void *at, unsigned count)
 {
+	/* cJSON takes a NULL list, an empty one's, for no memory. */
+	if (count == 0)
+		return cJSON_CreateArray();
 	return cJSON_CreateStringArray(*(const char *const *const *)at,
 				       (int)count);
 }
 
 static void release_urls(const gm_config_row *r, void *at, unsigned count)
 {
-	if (*(char ***)at != r->urls_def)
+	if (*(char ***)at != r->strs_def)
 		free_urls(*(char ***)at, count);
 }
 
@@ -163,9 +167,9 @@ static int copy_urls(const gm_config_row *r, void *at, unsigned count)
 {
 	char **list = *(char ***)at;
 
-	if (list == r->urls_def)
+	if (list == r->strs_def)
 		return 0;
-	*(char ***)at = r->urls_def; /* the list it points to is not ours */
+	*(char ***)at = r->strs_def; /* the list it points to is not ours */
 	return store_urls(r, at, &count, (const char *const *)list, count);
 }
 
@@ -175,11 +179,78 @@ const gm_config_kind gm_config_list_urls = {.set = set_urls,
 					    .release = release_urls,
 					    .copy = copy_urls};
 
+/* ---- string lists ---- */
+
+/* Checks one string of a list: not empty, at most r->max bytes, not one
+ * of the n already in list. */
+static int check_str(const gm_config_row *r, const char *v,
+		     const char *const *list, unsigned n, char *msg, size_t len)
+{
+	if (v[0] == '\0' || strlen(v) > r->max)
+		return gm_config_value_fail(
+		    msg, len, GM_ECONFIG,
+		    "config key \"%s\": \"%.200s\" must be 1 to %llu bytes",
+		    r->name, v, (unsigned long long)r->max);
+	for (unsigned i = 0; i < n; i++)
+		if (strcmp(list[i], v) == 0)
+			return gm_config_value_fail(
+			    msg, len, GM_ECONFIG,
+			    "config key \"%s\": \"%.200s\" is listed twice",
+			    r->name, v);
+	return 0;
+}
+
+/* A document gives a JSON array of strings; command-line text gives one
+ * string that replaces the list, "" for none (the strings may hold
+ * commas, as certificate subjects do). */
+static int set_strs(const gm_config_row *r, void *at, unsigned *count,
+		    const gm_config_src *v, char *msg, size_t len)
+{
+	const char *strs[GM_CONFIG_LIST_MAX];
+	const cJSON *item;
+	unsigned n = 0;
+	int rv;
+
+	if (v->json == NULL) {
+		if (v->text[0] != '\0' &&
+		    (rv = check_str(r, v->text, NULL, 0, msg, len)) != 0)
+			return rv;
+		strs[0] = v->text;
+		return store_urls(r, at, count, strs, v->text[0] != '\0');
+	}
+	if (!cJSON_IsArray(v->json))
+		return gm_config_value_type_error(r, v, "an array of strings",
+						  msg, len);
+	cJSON_ArrayForEach(item, v->json)
+	{
+		if (!cJSON_IsString(item))
+			return gm_config_value_type_error(
+			    r, v, "an array of strings", msg, len);
+		if (n == r->max_count)
+			return gm_config_value_fail(
+			    msg, len, GM_ECONFIG,
+			    "config key \"%s\": more than %u strings", r->name,
+			    r->max_count);
+		if ((rv = check_str(r, item->valuestring, strs, n, msg, len)) !=
+		    0)
+			return rv;
+		strs[n++] = item->valuestring;
+	}
+	return store_urls(r, at, count, strs, n);
+}
+
+const gm_config_kind gm_config_list_strs = {.set = set_strs,
+					    .init = init_urls,
+					    .get = get_urls,
+					    .release = release_urls,
+					    .copy = copy_urls};
+
 /* ---- id lists ---- */
 
 /* Makes the id list at `at` a heap copy of ids[0..n); none when n is
- * 0. */
-static int store_ids(void *at, unsigned *count, const uint32_t *ids, unsigned n)
+ * 0. The old list is freed unless it is the row's default. */
+static int store_ids(const gm_config_row *r, void *at, unsigned *count,
+		     const uint32_t *ids, unsigned n)
 {
 	uint32_t *list = NULL;
 	uint32_t **old = at;
@@ -188,7 +259,8 @@ static int store_ids(void *at, unsigned *count, const uint32_t *ids, unsigned n)
 		return GM_ENOMEM;
 	if (n != 0)
 		memcpy(list, ids, n * sizeof(*list));
-	free(*old);
+	if (*old != r->ids_def)
+		free(*old);
 	*old = list;
 	*count = n;
 	return 0;
@@ -248,7 +320,7 @@ static int set_ids(const gm_config_row *r, void *at, unsigned *count,
 			if (rv != 0)
 				return rv;
 		}
-		return store_ids(at, count, ids, n);
+		return store_ids(r, at, count, ids, n);
 	}
 	while (*p != '\0') {
 		comma = strchr(p, ',');
@@ -266,13 +338,13 @@ static int set_ids(const gm_config_row *r, void *at, unsigned *count,
 			    r, &(gm_config_src){.text = ""}, "a numeric id",
 			    msg, len);
 	}
-	return store_ids(at, count, ids, n);
+	return store_ids(r, at, count, ids, n);
 }
 
 static void init_ids(const gm_config_row *r, void *at, unsigned *count)
 {
-	*(uint32_t **)at = NULL;
-	*count = 0;
+	*(uint32_t **)at = r->ids_def;
+	*count = (unsigned)r->def;
 }
 
 static cJSON *get_ids(const gm_config_row *r, const void *at, unsigned count)
@@ -282,15 +354,18 @@ static cJSON *get_ids(const gm_config_row *r, const void *at, unsigned count)
 
 static void release_ids(const gm_config_row *r, void *at, unsigned count)
 {
-	free(*(uint32_t **)at);
+	if (*(uint32_t **)at != r->ids_def)
+		free(*(uint32_t **)at);
 }
 
 static int copy_ids(const gm_config_row *r, void *at, unsigned count)
 {
 	const uint32_t *ids = *(uint32_t **)at;
 
-	*(uint32_t **)at = NULL; /* the list it points to is not ours */
-	return store_ids(at, &count, ids, count);
+	if (ids == r->ids_def)
+		return 0;
+	*(uint32_t **)at = r->ids_def; /* the list it points to is not ours */
+	return store_ids(r, at, &count, ids, count);
 }
 
 const gm_config_kind gm_config_list_ids = {.set = set_ids,

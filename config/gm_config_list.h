@@ -15,8 +15,15 @@
  * the row's static list. At most GM_CONFIG_MAX_LISTEN entries. */
 extern const gm_config_kind gm_config_list_urls;
 
-/* uint32_t * of uids or gids, NULL when empty: a JSON array of numbers,
- * or decimal ids separated by commas ("" for none). */
+/* char ** of strings (certificate subjects), NULL when empty: a JSON
+ * array of strings, each 1 to the row's max bytes and listed once, at
+ * most max_count of them; from the command line one string that
+ * replaces the list, or "" for none. */
+extern const gm_config_kind gm_config_list_strs;
+
+/* uint32_t * of uids or gids, NULL when empty (unless that is the row's
+ * default): a JSON array of numbers, or decimal ids separated by commas
+ * ("" for none). */
 extern const gm_config_kind gm_config_list_ids;
 
 /* Appends url to the URL list of row r, or with replace set makes it the

@@ -7,7 +7,7 @@
  * render the value as JSON, free and copy what it owns, write a bound.
  * The table and the code that walks it are in gm_config.c; the kinds in
  * gm_config_kind.c (numbers, booleans, enums, paths, per-priority
- * numbers) and gm_config_list.c (URL and id lists); what they share for
+ * numbers) and gm_config_list.c (URL, string and id lists); what they share for
  * messages in gm_config_value.c. A kind sees only the row and where its
  * value is stored, never the whole configuration. Types only.
  */
@@ -49,10 +49,11 @@ typedef struct gm_config_row {
 	size_t off;	    /* the field in gm_config */
 	size_t count_off;   /* lists: the entry count's field */
 	uint64_t min, max;  /* numbers and ids: value; URL lists: entries */
-	uint64_t def;	    /* default; URL lists: default entries */
-	unsigned max_count; /* id lists: most entries */
+	uint64_t def;	    /* default; lists: default entries */
+	unsigned max_count; /* id and string lists: most entries */
 	const gm_config_choice *choices; /* enums */
-	char **urls_def;		 /* URL lists: the default list */
+	char **strs_def;		 /* URL and string lists: the default */
+	uint32_t *ids_def;		 /* id lists: the default list */
 } gm_config_row;
 
 /*

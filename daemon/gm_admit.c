@@ -39,13 +39,21 @@ static void no_room(const gm_loop *l, int rv, const gm_batch *b, uint32_t njobs,
 			 held, njobs, limit);
 }
 
-/* Writes into text that detached results have no room, naming the
- * limit and its key. */
-static void no_detach_room(const gm_loop *l, char *text, size_t len)
+/* Writes into text why gm_detach_room (rv) has no room for a detached
+ * request; a full table names the limit and its key. */
+static void no_detach_room(const gm_loop *l, int rv, char *text, size_t len)
 {
 	char held[GM_SIZE_TEXT], limit[GM_SIZE_TEXT];
 	gm_stats_detach n;
 
+	if (rv == GM_EIO) {
+		snprintf(text, len, "no random job id could be drawn");
+		return;
+	}
+	if (rv != GM_EBUSY) {
+		snprintf(text, len, "no memory for the request");
+		return;
+	}
 	gm_detach_counts(l->detach, &n);
 	snprintf(text, len,
 		 "no room for detached results: %s kept, "
@@ -71,19 +79,39 @@ static uint64_t detached_cost(const gm_hdr *h, const uint8_t *head,
 	return cost;
 }
 
-/* Steps 20-24 (19, the regions, came first): GM_OK with the queue room
- * reserved and *pageable saying where the slab comes from, or the
- * refusal and text. */
+/* Step 19: a detached request names no region. Checked before the
+ * regions are looked up, so that it is refused alike whether they exist
+ * or not. */
+static int check_detach(const gm_hdr *h, const gm_batch *b, const uint8_t *head,
+			const uint8_t *desc, char *text, size_t len)
+{
+	gm_job_operands ops;
+	gm_job_iter it;
+	gm_job_desc d;
+
+	if (!(b->flags & GM_BATCH_DETACH))
+		return GM_OK;
+	gm_proto_jobs_begin(&it, h, head, desc, NULL);
+	while (gm_proto_jobs_next(&it, &d, &ops) == GM_OK)
+		for (int o = 0; o < GM_OPND_COUNT; o++)
+			if (gm_ref_in_region(ops.ref, o)) {
+				snprintf(text, len,
+					 "a detached request "
+					 "cannot name regions");
+				return GM_EUNSUPPORTED;
+			}
+	return GM_OK;
+}
+
+/* Steps 21-24 (19 and 20, the regions, came first): GM_OK with the
+ * queue room reserved and *pageable saying where the slab comes from,
+ * or the refusal and text. */
 static int check_state(gm_loop *l, const gm_hdr *h, const gm_batch *b,
-		       const uint8_t *head, const uint8_t *desc, uint32_t nrefs,
-		       uint64_t slab, bool *pageable, char *text, size_t len)
+		       const uint8_t *head, const uint8_t *desc, uint64_t slab,
+		       bool *pageable, char *text, size_t len)
 {
 	int detach = (b->flags & GM_BATCH_DETACH) != 0, rv;
 
-	if (detach && nrefs != 0) {
-		snprintf(text, len, "a detached request cannot name regions");
-		return GM_EUNSUPPORTED;
-	}
 	if (l->stopping) {
 		rv = gm_engine_faulted(l->eng) ? GM_EGPUFAULT : GM_ESHUTDOWN;
 		snprintf(text, len, "%s", gm_strerror(rv));
@@ -101,10 +129,7 @@ static int check_state(gm_loop *l, const gm_hdr *h, const gm_batch *b,
 	if (detach &&
 	    (rv = gm_detach_room(l->detach, h->count,
 				 detached_cost(h, head, desc))) != GM_OK) {
-		if (rv == GM_EBUSY)
-			no_detach_room(l, text, len);
-		else
-			snprintf(text, len, "no memory for the request");
+		no_detach_room(l, rv, text, len);
 		return rv;
 	}
 	if ((rv = gm_pageable_admit(&l->stats.pageable, gm_pool_size(l->pool),
@@ -145,10 +170,12 @@ static int on_gemm(gm_loop *l, gm_conn *c, const gm_hdr *h, const gm_batch *b,
 	void *mem = NULL;
 	int rv;
 
-	if ((rv = gm_regions_check_req(l->regions, gm_conn_peer(c), h, head,
+	if ((rv = check_detach(h, b, head, desc, text, sizeof(text))) !=
+		GM_OK ||
+	    (rv = gm_regions_check_req(l->regions, gm_conn_peer(c), h, head,
 				       desc, &nrefs, text, sizeof(text))) !=
 		GM_OK ||
-	    (rv = check_state(l, h, b, head, desc, nrefs, slab, &pageable, text,
+	    (rv = check_state(l, h, b, head, desc, slab, &pageable, text,
 			      sizeof(text))) != GM_OK) {
 		l->stats.jobs_rejected += h->count;
 		gm_conn_error(c, h->id, rv, text);
@@ -211,10 +238,9 @@ static void on_payload(gm_loop *l, gm_conn *c, void *owner)
 	int rv = gm_request_submit(rq);
 
 	if (rv != GM_OK) {
-		char text[GM_MSG_TEXT + 1] = "no memory for the request";
+		char text[GM_MSG_TEXT + 1];
 
-		if (rv == GM_EBUSY)
-			no_detach_room(l, text, sizeof(text));
+		no_detach_room(l, rv, text, sizeof(text));
 		gm_conn_error(c, rq->h.id, rv, text);
 		gm_request_drop(rq);
 		return;

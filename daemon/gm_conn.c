@@ -80,6 +80,11 @@ const gm_peer *gm_conn_peer(const gm_conn *c)
 	return &c->peer;
 }
 
+gm_principal *gm_conn_principal(const gm_conn *c)
+{
+	return c->principal;
+}
+
 uint32_t gm_conn_id(const gm_conn *c)
 {
 	return c->id;
@@ -279,6 +284,7 @@ void gm_conn_maybe_free(gm_conn *c)
 	gm_stream_free(c->s);
 	gm_outq_fini(&c->q);
 	gm_conn_read_free(c);
+	gm_principal_release(c->principal);
 	munmap(c->rbuf, GM_CONN_RBUF);
 	free(c);
 }

@@ -35,6 +35,7 @@
 #include <stdint.h>
 
 #include "gm_loop.h"
+#include "gm_principal.h"
 #include "gm_proto.h"
 #include "gm_stream.h"
 
@@ -76,6 +77,10 @@ void gm_conns_close(gm_loop *l);
  * so, else starts reading it. Counted either way. */
 void gm_conns_accept(gm_loop *l, gm_stream *s);
 
+/* Frees what the set itself holds (its peer table), once the loop has
+ * run its last turn after gm_conns_close. */
+void gm_conns_free(gm_loop *l);
+
 /* Starts the sends of every connection with frames queued since the
  * last call: after a batch of replies, so that they go in few sends. */
 void gm_conns_flush(gm_loop *l);
@@ -93,8 +98,14 @@ uint64_t gm_conns_inflight(const gm_loop *l);
 
 /* ---- one connection ---- */
 
-/* Who is at the other end. */
+/* Who is at the other end: read again when its first frame header came,
+ * so that a TLS peer's subject is in it from then on. */
 const gm_peer *gm_conn_peer(const gm_conn *c);
+
+/* Whom c speaks for (gm_principal.h): set once its first frame header
+ * came, so never NULL while a request of c is handled; a caller that
+ * keeps it takes a reference. */
+gm_principal *gm_conn_principal(const gm_conn *c);
 
 /* A number for the scheduler's turns, never 0. */
 uint32_t gm_conn_id(const gm_conn *c);

@@ -18,6 +18,7 @@
 #include "gm_loop.h"
 #include "gm_outq.h"
 #include "gm_peers.h"
+#include "gm_principal.h"
 #include "gm_proto.h"
 #include "gm_stream.h"
 
@@ -58,7 +59,8 @@ enum gm_conn_body {
 struct gm_conn {
 	gm_loop *l;
 	gm_stream *s;
-	gm_peer peer;
+	gm_peer peer;		 /* as of its first frame header */
+	gm_principal *principal; /* from its first frame header on */
 	char peer_key[GM_PEER_KEY];
 	uint32_t id;
 	unsigned refs;	  /* holders: requests, parked waits */

@@ -146,6 +146,19 @@ static void discard(gm_conn *c, uint64_t left)
 	c->rs = RS_DISCARD;
 }
 
+/* Whom c speaks for, once its first frame header is in: a TLS peer's
+ * handshake is done by then. false when c was failed for want of
+ * memory. */
+static bool identify(gm_conn *c)
+{
+	gm_stream_peer(c->s, &c->peer);
+	if ((c->principal = gm_principal_new(&c->peer)) != NULL)
+		return true;
+	gm_conn_fail(c, 0, GM_ENOMEM, "no memory for the connection",
+		     GM_CONN_DROPPED_PROTOCOL);
+	return false;
+}
+
 /* A frame header in rbuf: its checks, steps 1-7. */
 static bool step_hdr(gm_conn *c)
 {
@@ -172,6 +185,8 @@ static bool step_hdr(gm_conn *c)
 		recv_more(c);
 		return false;
 	}
+	if (!c->got_hdr && !identify(c))
+		return false;
 	rv = gm_proto_get_hdr(p, GM_HDR_SIZE, &c->h, text, sizeof(text));
 	c->roff += GM_HDR_SIZE;
 	c->got_hdr = true;

@@ -150,6 +150,12 @@ void gm_conns_close(gm_loop *l)
 	l->conns.timer_on = 0;
 }
 
+void gm_conns_free(gm_loop *l)
+{
+	gm_peers_destroy(l->conns.peers);
+	l->conns.peers = NULL;
+}
+
 void gm_conns_flush(gm_loop *l)
 {
 	gm_conn *c;

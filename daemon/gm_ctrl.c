@@ -2,19 +2,22 @@
  * gm_ctrl.c - control requests on the loop thread: ping and stats, the
  * status, wait and cancel of a detached job, drain and resume, each
  * answered with a small JSON document; and the same live view of the
- * daemon for the HTTP endpoints (metrics, readiness).
+ * daemon for the HTTP endpoints (metrics, readiness). A body is read
+ * whole by the strict parser (gm_ctrlreq.h) before anything else is
+ * looked at; who asks (gm_principal.h) is checked next.
  */
 #include "gm_ctrl.h"
 
 #include <cjson/cJSON.h>
 #include <inttypes.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gm_build.h"
 #include "gm_clock.h"
+#include "gm_ctrlreq.h"
+#include "gm_log.h"
 #include "gm_metrics.h"
 #include "gm_reply.h"
 
@@ -73,13 +76,14 @@ static int is_ready(void *arg, const char **why)
 const gm_http_ops gm_ctrl_http_ops = {.metrics = metrics_text,
 				      .ready = is_ready};
 
-static char *ctrl_answer(gm_loop *l, const char *op)
+/* ping and stats: the answer (malloc'd), or NULL when out of memory. */
+static char *ctrl_answer(gm_loop *l, int op)
 {
 	char head[256];
 	gm_stats_live live;
 	char *doc, *out;
 
-	if (strcmp(op, "ping") == 0) {
+	if (op == GM_CTRLREQ_PING) {
 		snprintf(head, sizeof(head),
 			 "{\"ok\":true,\"version\":\"%s\",\"engine\":\"%s\","
 			 "\"devices\":%u,\"uptime_s\":%.3f,\"draining\":%s}",
@@ -89,8 +93,6 @@ static char *ctrl_answer(gm_loop *l, const char *op)
 			 l->draining || l->stopping ? "true" : "false");
 		return strdup(head);
 	}
-	if (strcmp(op, "stats") != 0)
-		return NULL;
 	live_stats(l, &live);
 	if ((doc = gm_stats_render(&l->stats, &live)) == NULL)
 		return NULL;
@@ -101,73 +103,40 @@ static char *ctrl_answer(gm_loop *l, const char *op)
 	return out;
 }
 
-/* The "job" member of a control request: an id as gm_detach gives them,
- * a whole number below 2^53. */
-static int job_member(const cJSON *req, uint64_t *id, char *text, size_t len)
+/* status, wait and cancel of a detached job, for c's principal: GM_OK
+ * with the reply in *ans, -1 when the wait answers on its own (now or
+ * later), or a refusal with text for it. Another principal's job is
+ * answered as an unknown id is (PROTOCOL.md 7.1). */
+static int job_answer(gm_loop *l, gm_conn *c, uint64_t id, const gm_ctrlreq *q,
+		      char **ans, char *text, size_t len)
 {
-	const cJSON *j = cJSON_GetObjectItemCaseSensitive(req, "job");
-
-	if (!cJSON_IsNumber(j) || j->valuedouble < 1 ||
-	    j->valuedouble >= 9007199254740992.0 ||
-	    j->valuedouble != floor(j->valuedouble)) {
-		snprintf(text, len, "member job must be a job id");
-		return GM_EINVAL;
-	}
-	*id = (uint64_t)j->valuedouble;
-	return GM_OK;
-}
-
-/* "timeout_ms" of a wait: milliseconds, or -1 when absent (no limit). */
-static int timeout_member(const cJSON *req, int64_t *ms, char *text, size_t len)
-{
-	const cJSON *t = cJSON_GetObjectItemCaseSensitive(req, "timeout_ms");
-
-	*ms = -1;
-	if (t == NULL)
-		return GM_OK;
-	if (!cJSON_IsNumber(t) || t->valuedouble < 0 || t->valuedouble > 1e12) {
-		snprintf(text, len, "member timeout_ms must be 0 or more");
-		return GM_EINVAL;
-	}
-	*ms = (int64_t)t->valuedouble;
-	return GM_OK;
-}
-
-/* status, wait and cancel of a detached job: GM_OK with the reply in
- * *ans, -1 when the wait answers on its own (now or later), or a
- * refusal with text for it. */
-static int job_answer(gm_loop *l, gm_conn *c, uint64_t id, const cJSON *req,
-		      const char *op, char **ans, char *text, size_t len)
-{
-	uint64_t job;
-	int64_t ms;
+	const gm_principal *who = gm_conn_principal(c);
+	int64_t ms =
+	    (q->members & GM_CTRLREQ_M_TIMEOUT) ? (int64_t)q->timeout_ms : -1;
 	int rv, state;
 
-	if ((rv = job_member(req, &job, text, len)) != 0)
-		return rv;
-	if (strcmp(op, "wait") == 0) {
-		if ((rv = timeout_member(req, &ms, text, len)) != 0)
-			return rv;
+	if (q->op == GM_CTRLREQ_WAIT) {
 		/* A wait that parks holds c and counts against its cap
 		 * until answered; one answered at once lets go there. */
 		gm_conn_hold(c);
 		gm_conn_begin(c);
-		rv = gm_detach_wait(l->detach, job, ms, c, id, text, len);
+		rv = gm_detach_wait(l->detach, who, q->job, ms, c, id, text,
+				    len);
 		if (rv != GM_OK) {
 			gm_conn_end(c);
 			gm_conn_release(c);
 		}
 		return rv == GM_OK ? -1 : rv;
 	}
-	if (strcmp(op, "status") == 0)
-		rv = gm_detach_status(l->detach, job, ans);
-	else if ((rv = gm_detach_cancel(l->detach, job, &state)) == 0 &&
+	if (q->op == GM_CTRLREQ_STATUS)
+		rv = gm_detach_status(l->detach, who, q->job, ans);
+	else if ((rv = gm_detach_cancel(l->detach, who, q->job, &state)) == 0 &&
 		 (*ans = malloc(96)) != NULL)
 		snprintf(*ans, 96,
 			 "{\"ok\":true,\"job\":%" PRIu64 ",\"state\":\"%s\"}",
-			 job, gm_jobstate_name(state));
+			 q->job, gm_jobstate_name(state));
 	if (rv == GM_ENOTFOUND)
-		snprintf(text, len, "no detached job %" PRIu64, job);
+		snprintf(text, len, "no detached job %" PRIu64, q->job);
 	if (rv == GM_OK && *ans == NULL) {
 		rv = GM_ENOMEM;
 		snprintf(text, len, "no memory for the reply");
@@ -175,11 +144,10 @@ static int job_answer(gm_loop *l, gm_conn *c, uint64_t id, const cJSON *req,
 	return rv;
 }
 
-static void job_op(gm_loop *l, gm_conn *c, uint64_t id, const cJSON *req,
-		   const char *op)
+static void job_op(gm_loop *l, gm_conn *c, uint64_t id, const gm_ctrlreq *q)
 {
 	char text[160], *ans = NULL;
-	int rv = job_answer(l, c, id, req, op, &ans, text, sizeof(text));
+	int rv = job_answer(l, c, id, q, &ans, text, sizeof(text));
 
 	if (rv > 0)
 		gm_reply_refusal(c, id, rv, text);
@@ -192,14 +160,17 @@ static void job_op(gm_loop *l, gm_conn *c, uint64_t id, const cJSON *req,
 /* drain and resume; answers on c. */
 static void drain_op(gm_loop *l, gm_conn *c, uint64_t id, int on)
 {
-	char ans[160];
+	char ans[160], why[GM_PRINCIPAL_NAME_MAX + 32];
 
 	if (!on && l->stopping) {
 		gm_reply_refusal(c, id, GM_ESHUTDOWN,
 				 "gemmd is stopping; it cannot resume");
 		return;
 	}
-	gm_loop_set_draining(l, on, on ? "drain request" : "resume request");
+	snprintf(why, sizeof(why), "%s request from %s",
+		 on ? "drain" : "resume",
+		 gm_principal_name(gm_conn_principal(c)));
+	gm_loop_set_draining(l, on, why);
 	snprintf(ans, sizeof(ans),
 		 "{\"ok\":true,\"draining\":%s,\"queued\":%" PRIu64
 		 ",\"running\":%" PRIu64 "}",
@@ -208,44 +179,67 @@ static void drain_op(gm_loop *l, gm_conn *c, uint64_t id, int on)
 	gm_reply_json(c, id, ans);
 }
 
-/* The ops that answer on c themselves (a wait perhaps later); returns 1
- * when op is one of them. */
-static int reply_op(gm_loop *l, gm_conn *c, uint64_t id, const cJSON *req,
-		    const char *op)
+/* An admin op from a principal that is not one: refused EACCES, naming
+ * the key that would make it one, and logged, one line a second at
+ * most (a client may ask in a loop). Returns whether it was refused. */
+static bool refuse_admin(gm_loop *l, gm_conn *c, uint64_t id, int op)
 {
-	if (strcmp(op, "status") == 0 || strcmp(op, "wait") == 0 ||
-	    strcmp(op, "cancel") == 0)
-		job_op(l, c, id, req, op);
-	else if (strcmp(op, "drain") == 0 || strcmp(op, "resume") == 0)
-		drain_op(l, c, id, op[0] == 'd');
-	else
-		return 0;
-	return 1;
+	static double logged_us;
+	const gm_principal *who = gm_conn_principal(c);
+	char why[GM_PRINCIPAL_NAME_MAX + 160], text[sizeof(why) + 64];
+	double now;
+
+	if (gm_principal_is_admin(who, l->cfg, why, sizeof(why)))
+		return false;
+	snprintf(text, sizeof(text), "op \"%s\" needs an admin: %s",
+		 gm_ctrlreq_op_name(op), why);
+	now = gm_clock_now_us();
+	if (now - logged_us >= 1e6) {
+		logged_us = now;
+		GM_LOG(GM_LOG_WARN,
+		       "refused %s from %s: not an admin (one such line a "
+		       "second at most)",
+		       gm_ctrlreq_op_name(op), gm_principal_name(who));
+	}
+	gm_reply_refusal(c, id, GM_EACCES, text);
+	return true;
 }
 
+/* In the order PROTOCOL.md 7.3 gives: the body (the frame header was
+ * checked as it came), then who asks, then what the op finds. */
 void gm_ctrl_handle(gm_loop *l, gm_conn *c, const gm_hdr *h,
 		    const uint8_t *body)
 {
-	cJSON *req = cJSON_ParseWithLength((const char *)body, h->length);
-	const cJSON *op = cJSON_GetObjectItemCaseSensitive(req, "op");
-	char *ans = NULL;
+	char text[GM_MSG_TEXT + 64], *ans;
+	gm_ctrlreq q;
+	int rv;
 
 	l->stats.ctrl_requests++;
-	if (req == NULL)
-		gm_reply_refusal(c, h->id, GM_EJSON, "body is not JSON");
-	else if (!cJSON_IsString(op))
-		gm_reply_refusal(c, h->id, GM_EINVAL,
-				 "missing string member \\\"op\\\"");
-	else if (reply_op(l, c, h->id, req, op->valuestring))
-		; /* answered, or a wait parked */
-	else if ((ans = ctrl_answer(l, op->valuestring)) != NULL)
-		gm_reply_json(c, h->id, ans);
-	else
-		gm_reply_refusal(c, h->id, GM_EINVAL,
-				 "unknown op; known: ping, stats, status, "
-				 "wait, cancel, drain, resume");
-	free(ans);
-	cJSON_Delete(req);
+	rv = gm_ctrlreq_parse(body, h->length, &q, text, sizeof(text));
+	if (rv != GM_OK) {
+		gm_reply_refusal(c, h->id, rv, text);
+		return;
+	}
+	if (gm_ctrlreq_op_admin(q.op) && refuse_admin(l, c, h->id, q.op))
+		return;
+	switch (q.op) {
+	case GM_CTRLREQ_STATUS:
+	case GM_CTRLREQ_WAIT:
+	case GM_CTRLREQ_CANCEL:
+		job_op(l, c, h->id, &q);
+		return;
+	case GM_CTRLREQ_DRAIN:
+	case GM_CTRLREQ_RESUME:
+		drain_op(l, c, h->id, q.op == GM_CTRLREQ_DRAIN);
+		return;
+	default: /* ping, stats */
+		if ((ans = ctrl_answer(l, q.op)) != NULL)
+			gm_reply_json(c, h->id, ans);
+		else
+			gm_reply_refusal(c, h->id, GM_ENOMEM,
+					 "no memory for the reply");
+		free(ans);
+	}
 }
 
 void gm_ctrl_answer_wait(void *w, uint64_t id, uint8_t *result, uint64_t len,

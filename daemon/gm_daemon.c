@@ -533,6 +533,7 @@ fail:
 	close_all_handles(&l);
 	uv_run(&l.uv, UV_RUN_DEFAULT);
 	uv_loop_close(&l.uv);
+	gm_conns_free(&l);
 	close_core(&l);
 	return rv != 0 ? EXIT_STARTUP : l.exit_code;
 }

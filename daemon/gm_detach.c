@@ -1,69 +1,32 @@
 /*
  * gm_detach.c - the detached-job table; see gm_detach.h.
  *
- * Entries are found by id in a chained hash table (ids count up, so the
- * low bits spread them evenly) and sit on one of three age lists: kept
- * results in the order their jobs finished, records in the order their
- * results went, and jobs with a parked wait. Finishing times only grow,
- * so the head of a list is always the first to come due, and making room
- * or sweeping never scans the table.
+ * Entries are found by id in a chained hash table (ids are random, so
+ * their low bits spread them evenly) and sit on one of three age lists:
+ * kept results in the order their jobs finished, records in the order
+ * their results went, and jobs with a parked wait. Finishing times only
+ * grow, so the head of a list is always the first to come due, and
+ * making room or sweeping never scans the table.
+ *
+ * The entries gm_detach_room sets aside for a request's jobs are in the
+ * table already, with their ids drawn, marked spare: a new id is checked
+ * against every id live or set aside with one lookup, and adding a job
+ * cannot fail. Lookups for clients skip spares, and an entry that
+ * belongs to another principal is, to them, no entry at all.
  */
 #include "gm_detach.h"
+#include "gm_detach_impl.h"
 
-#include <cjson/cJSON.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "gm_id.h"
 #include "gm_log.h"
 #include "gm_stats.h"
 
 #define MIN_BUCKETS 256u
-
-typedef struct entry {
-	uint64_t id;
-	int state;	   /* enum gm_jobstate; GM_JOBSTATE_QUEUED also while
-			      running: job says which */
-	int cancel;	   /* canceled while running: drop its result */
-	int taken;	   /* a wait took the result */
-	gm_sched_job *job; /* while queued or running */
-	gm_job_desc d;	   /* the shape, for status */
-	uint8_t priority;
-	int status;
-	char msg[GM_MSG_TEXT + 1];
-	gm_timings t;
-	uint8_t *result; /* its GEMM_REPLY frame, or NULL */
-	uint64_t result_len;
-	uint64_t bytes;	 /* counted against the limit */
-	double since_us; /* finished (kept), or its result went (record) */
-	void *waiter;	 /* a parked wait's context, or NULL */
-	uint64_t wait_req;
-	double wait_until_us; /* 0: no timeout */
-	struct entry *hnext;
-	struct entry *next, *prev; /* on kept, records or waits */
-} entry;
-
-typedef struct list {
-	entry *head, *tail;
-	uint64_t n;
-} list;
-
-struct gm_detach {
-	gm_sched *sched;
-	double keep_us;
-	uint64_t max_bytes, bytes;
-	uint64_t live_bytes; /* of bytes, held by queued and running jobs */
-	uint64_t next_id, jobs, pending, dropped;
-	entry **buckets;
-	uint64_t nbuckets, count;
-	entry *spare; /* allocated by gm_detach_room, chained by hnext */
-	uint32_t nspare;
-	list kept, records, waits;
-	gm_detach_answer_fn answer;
-	void *arg;
-};
 
 /* ---- lists ---- */
 
@@ -109,7 +72,6 @@ int gm_detach_create(gm_sched *s, unsigned keep_s, uint64_t max_bytes,
 	t->sched = s;
 	t->keep_us = (double)keep_s * 1e6;
 	t->max_bytes = max_bytes;
-	t->next_id = ((uint64_t)time(NULL) & 0xffffffffu) << 20;
 	t->answer = fn;
 	t->arg = arg;
 	*out = t;
@@ -125,15 +87,10 @@ void gm_detach_destroy(gm_detach *t)
 
 		for (; e != NULL; e = next) {
 			next = e->hnext;
+			gm_principal_release(e->owner);
 			free(e->result);
 			free(e);
 		}
-	}
-	while (t->spare != NULL) {
-		entry *e = t->spare;
-
-		t->spare = e->hnext;
-		free(e);
 	}
 	free(t->buckets);
 	free(t);
@@ -144,12 +101,26 @@ static entry **slot(const gm_detach *t, uint64_t id)
 	return &t->buckets[id & (t->nbuckets - 1)];
 }
 
-static entry *find(const gm_detach *t, uint64_t id)
+/* Whether id is in the table, as a job or set aside: not to be drawn. */
+static int id_taken(const void *set, uint64_t id)
 {
-	entry *e = *slot(t, id);
+	const entry *e = *slot(set, id);
 
 	while (e != NULL && e->id != id)
 		e = e->hnext;
+	return e != NULL;
+}
+
+entry *gm_detach_find(const gm_detach *t, uint64_t id, const gm_principal *who)
+{
+	entry *e = *slot(t, id);
+
+	while (e != NULL && (e->id != id || e->spare))
+		e = e->hnext;
+	/* Another's job is not found (PROTOCOL.md 7.1), so that ids cannot
+	 * be probed. */
+	if (e != NULL && who != NULL && !gm_principal_same(e->owner, who))
+		return NULL;
 	return e;
 }
 
@@ -188,6 +159,7 @@ static void forget(gm_detach *t, entry *e)
 	*s = e->hnext;
 	t->count--;
 	t->bytes -= e->bytes;
+	gm_principal_release(e->owner);
 	free(e);
 }
 
@@ -217,16 +189,47 @@ static void drop_result(gm_detach *t, entry *e, int state)
 	e->state = state;
 }
 
+/* e is canceled, and its outcome says so whatever it was: a canceled
+ * job always reads ECANCELED (PROTOCOL.md 7.1), its timings kept. */
+static void mark_canceled(entry *e, const char *when)
+{
+	e->state = GM_JOBSTATE_CANCELED;
+	e->status = GM_ECANCELED;
+	snprintf(e->msg, sizeof(e->msg), "canceled %s", when);
+}
+
+/* One more entry set aside, its id drawn: GM_ENOMEM, GM_EIO. */
+static int set_aside(gm_detach *t)
+{
+	entry *e = calloc(1, sizeof(*e)), **s;
+	int rv;
+
+	if (e == NULL)
+		return GM_ENOMEM;
+	if ((rv = gm_id_fresh(GM_DETACH_ID_MAX, id_taken, t, &e->id)) != 0) {
+		free(e);
+		return rv;
+	}
+	e->spare = 1;
+	s = slot(t, e->id);
+	e->hnext = *s;
+	*s = e;
+	t->count++;
+	e->next = t->spare;
+	t->spare = e;
+	t->nspare++;
+	grow(t);
+	return GM_OK;
+}
+
 int gm_detach_room(gm_detach *t, uint32_t njobs, uint64_t bytes)
 {
 	entry *e;
+	int rv;
 
-	for (; t->nspare < njobs; t->nspare++) {
-		if ((e = malloc(sizeof(*e))) == NULL)
-			return GM_ENOMEM;
-		e->hnext = t->spare;
-		t->spare = e;
-	}
+	while (t->nspare < njobs)
+		if ((rv = set_aside(t)) != GM_OK)
+			return rv;
 	/* Only the room of unfinished jobs cannot be given back. */
 	if (t->live_bytes + bytes > t->max_bytes)
 		return GM_EBUSY;
@@ -249,29 +252,26 @@ int gm_detach_room(gm_detach *t, uint32_t njobs, uint64_t bytes)
 	return GM_OK;
 }
 
-uint64_t gm_detach_add(gm_detach *t, gm_sched_request *r, uint64_t reply_bytes)
+uint64_t gm_detach_add(gm_detach *t, gm_sched_request *r, uint64_t reply_bytes,
+		       gm_principal *owner)
 {
 	entry *e = t->spare;
-	entry **s;
 
-	t->spare = e->hnext;
+	/* Already in the table under its id: only no longer spare. */
+	t->spare = e->next;
 	t->nspare--;
-	memset(e, 0, sizeof(*e));
-	e->id = t->next_id++;
+	e->next = NULL;
+	e->spare = 0;
+	e->owner = gm_principal_hold(owner);
 	e->state = GM_JOBSTATE_QUEUED;
 	e->job = &r->jobs[0];
 	e->d = r->jobs[0].job.d;
 	e->priority = r->batch.priority;
 	e->bytes = gm_detach_cost(reply_bytes);
-	s = slot(t, e->id);
-	e->hnext = *s;
-	*s = e;
-	t->count++;
 	t->bytes += e->bytes;
 	t->live_bytes += e->bytes;
 	t->jobs++;
 	t->pending++;
-	grow(t);
 	return e->id;
 }
 
@@ -328,7 +328,7 @@ static void read_reply(entry *e, const uint8_t *reply, uint64_t len)
 
 void gm_detach_done(gm_detach *t, uint64_t id, uint8_t *reply, uint64_t len)
 {
-	entry *e = find(t, id);
+	entry *e = gm_detach_find(t, id, NULL);
 
 	if (e == NULL) {
 		free(reply);
@@ -341,8 +341,10 @@ void gm_detach_done(gm_detach *t, uint64_t id, uint8_t *reply, uint64_t len)
 	t->bytes -= e->bytes;
 	t->live_bytes -= e->bytes;
 	e->state = e->status == GM_OK ? GM_JOBSTATE_DONE : GM_JOBSTATE_FAILED;
-	if (e->cancel || e->status == GM_ECANCELED)
-		e->state = GM_JOBSTATE_CANCELED;
+	if (e->status == GM_ECANCELED)
+		mark_canceled(e, "before it started");
+	else if (e->cancel)
+		mark_canceled(e, "while it ran: its result was dropped");
 	if (e->state == GM_JOBSTATE_CANCELED || e->waiter != NULL) {
 		/* Nothing to keep: a record from now on, once off the
 		 * waits list, whose links it shares. */
@@ -374,60 +376,6 @@ void gm_detach_done(gm_detach *t, uint64_t id, uint8_t *reply, uint64_t len)
 	list_add(&t->kept, e);
 }
 
-/* The state a client sees: a queued entry may have started. */
-static int state_of(const entry *e)
-{
-	if (e->state == GM_JOBSTATE_QUEUED && e->job != NULL &&
-	    e->job->state == GM_SCHED_JOB_RUNNING)
-		return GM_JOBSTATE_RUNNING;
-	return e->state;
-}
-
-static cJSON *render_timings(const gm_timings *t)
-{
-	cJSON *o = cJSON_CreateObject();
-
-	cJSON_AddNumberToObject(o, "queue_us", t->queue_us);
-	cJSON_AddNumberToObject(o, "h2d_us", t->h2d_us);
-	cJSON_AddNumberToObject(o, "kernel_us", t->kernel_us);
-	cJSON_AddNumberToObject(o, "d2h_us", t->d2h_us);
-	cJSON_AddNumberToObject(o, "total_us", t->total_us);
-	cJSON_AddNumberToObject(o, "start_seq", (double)t->start_seq);
-	return o;
-}
-
-int gm_detach_status(gm_detach *t, uint64_t id, char **json)
-{
-	const entry *e = find(t, id);
-	char num[24];
-	cJSON *o;
-
-	*json = NULL;
-	if (e == NULL)
-		return GM_ENOTFOUND;
-	o = cJSON_CreateObject();
-	/* As digits: cJSON would write a large double as 1.9e+15. */
-	snprintf(num, sizeof(num), "%" PRIu64, e->id);
-	cJSON_AddTrueToObject(o, "ok");
-	cJSON_AddRawToObject(o, "job", num);
-	cJSON_AddStringToObject(o, "state", gm_jobstate_name(state_of(e)));
-	cJSON_AddNumberToObject(o, "status", e->status);
-	cJSON_AddStringToObject(o, "error", gm_errname(e->status));
-	cJSON_AddStringToObject(o, "message", e->msg);
-	cJSON_AddBoolToObject(o, "result", e->result != NULL);
-	cJSON_AddNumberToObject(o, "priority", e->priority);
-	cJSON_AddStringToObject(o, "dtype", gm_dtype_name(e->d.dtype));
-	cJSON_AddStringToObject(o, "layout",
-				e->d.layout == GM_COL_MAJOR ? "col" : "row");
-	cJSON_AddNumberToObject(o, "m", e->d.m);
-	cJSON_AddNumberToObject(o, "n", e->d.n);
-	cJSON_AddNumberToObject(o, "k", e->d.k);
-	cJSON_AddItemToObject(o, "timings", render_timings(&e->t));
-	*json = cJSON_PrintUnformatted(o);
-	cJSON_Delete(o);
-	return GM_OK;
-}
-
 /* Why a finished entry has no result to give. */
 static int gone(const entry *e, char *text, size_t len)
 {
@@ -447,10 +395,11 @@ static int gone(const entry *e, char *text, size_t len)
 	return GM_ENOTFOUND;
 }
 
-int gm_detach_wait(gm_detach *t, uint64_t id, int64_t timeout_ms, void *w,
-		   uint64_t req_id, char *text, size_t len)
+int gm_detach_wait(gm_detach *t, const gm_principal *who, uint64_t id,
+		   int64_t timeout_ms, void *w, uint64_t req_id, char *text,
+		   size_t len)
 {
-	entry *e = find(t, id);
+	entry *e = gm_detach_find(t, id, who);
 	uint64_t mlen;
 	uint8_t *m;
 
@@ -487,9 +436,10 @@ int gm_detach_wait(gm_detach *t, uint64_t id, int64_t timeout_ms, void *w,
 	return GM_OK;
 }
 
-int gm_detach_cancel(gm_detach *t, uint64_t id, int *state)
+int gm_detach_cancel(gm_detach *t, const gm_principal *who, uint64_t id,
+		     int *state)
 {
-	entry *e = find(t, id);
+	entry *e = gm_detach_find(t, id, who);
 
 	if (e == NULL)
 		return GM_ENOTFOUND;
@@ -504,8 +454,9 @@ int gm_detach_cancel(gm_detach *t, uint64_t id, int *state)
 			       id);
 	} else if (e->result != NULL) {
 		drop_result(t, e, GM_JOBSTATE_CANCELED);
+		mark_canceled(e, "after it finished: its result was dropped");
 	}
-	*state = state_of(e);
+	*state = gm_detach_state_of(e);
 	return GM_OK;
 }
 
@@ -537,34 +488,4 @@ void gm_detach_sweep(gm_detach *t)
 			 e->id);
 		answer(t, e, NULL, 0, GM_ETIMEDOUT, text);
 	}
-}
-
-static double earliest(double a, double b)
-{
-	return a == 0.0 || (b != 0.0 && b < a) ? b : a;
-}
-
-double gm_detach_next_due(const gm_detach *t)
-{
-	double due = 0.0;
-
-	if (t->kept.head != NULL)
-		due = t->kept.head->since_us + t->keep_us;
-	if (t->records.head != NULL)
-		due = earliest(due, t->records.head->since_us + t->keep_us);
-	for (const entry *e = t->waits.head; e != NULL; e = e->next)
-		due = earliest(due, e->wait_until_us);
-	return due;
-}
-
-void gm_detach_counts(const gm_detach *t, gm_stats_detach *out)
-{
-	out->jobs = t->jobs;
-	out->pending = t->pending;
-	out->results = t->kept.n;
-	out->records = t->records.n;
-	out->waits = t->waits.n;
-	out->dropped = t->dropped;
-	out->bytes = t->bytes;
-	out->limit = t->max_bytes;
 }

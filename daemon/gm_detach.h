@@ -19,11 +19,13 @@
  * records go first, then the oldest results (logged); a request whose
  * results do not fit even then is refused.
  *
- * Ids are unique for the daemon's life and, in practice, across
- * restarts: they count up from the start time in seconds times 2^20, so
- * a client holding an id from an earlier daemon gets "not found", not
- * someone else's result. They stay below 2^53, exact as JSON numbers.
- * Loop thread only.
+ * Each job belongs to the principal that submitted it (gm_principal.h),
+ * and only that principal finds it: to any other its id is unknown, as
+ * an id never given is, so that ids cannot be probed. Ids are drawn at
+ * random (gm_id.h) from 1..GM_DETACH_ID_MAX, never one in the table:
+ * another client cannot guess them, and an id from an earlier daemon is,
+ * in practice, unknown to a later one. They stay below 2^53, exact as
+ * JSON numbers (PROTOCOL.md 4.3). Loop thread only.
  */
 #ifndef GM_DETACH_H
 #define GM_DETACH_H
@@ -31,7 +33,12 @@
 #include <stdint.h>
 
 #include "gm_jobstate.h"
+#include "gm_principal.h"
 #include "gm_sched.h"
+
+/* The largest id: 2^53 - 1, so that a JSON reader keeping numbers as
+ * doubles reads every id exactly. */
+#define GM_DETACH_ID_MAX ((UINT64_C(1) << 53) - 1)
 
 typedef struct gm_detach gm_detach;
 
@@ -58,15 +65,18 @@ void gm_detach_destroy(gm_detach *t);
 uint64_t gm_detach_cost(uint64_t reply_bytes);
 
 /* Makes room for a request of njobs jobs taking bytes (gm_detach_cost
- * summed over them): allocates their records, then drops old records,
- * then old results, until the bytes fit. GM_ENOMEM; GM_EBUSY when even a
- * table emptied of finished jobs would not hold them. */
+ * summed over them): sets aside their records and draws their ids, then
+ * drops old records, then old results, until the bytes fit. GM_ENOMEM;
+ * GM_EIO when no random id can be had; GM_EBUSY when even a table
+ * emptied of finished jobs would not hold them. */
 int gm_detach_room(gm_detach *t, uint32_t njobs, uint64_t bytes);
 
 /* Records the one job of request r, about to be submitted, its reply
- * to take reply_bytes, and returns the job's new id. Cannot fail:
- * gm_detach_room made room for it. */
-uint64_t gm_detach_add(gm_detach *t, gm_sched_request *r, uint64_t reply_bytes);
+ * to take reply_bytes, owned by owner (the table takes a reference), and
+ * returns the job's new id. Cannot fail: gm_detach_room made room for it
+ * and drew its id. */
+uint64_t gm_detach_add(gm_detach *t, gm_sched_request *r, uint64_t reply_bytes,
+		       gm_principal *owner);
 
 /* Job id is back: reply is its GEMM_REPLY frame, len bytes, malloc'd
  * (ownership passes), or NULL when there was no memory for it (the job
@@ -76,26 +86,31 @@ void gm_detach_done(gm_detach *t, uint64_t id, uint8_t *reply, uint64_t len);
 
 /* The status document of job id ({"ok":true,"job":ID,...}, malloc'd),
  * or NULL when out of memory; GM_ENOTFOUND for an id not (or no
- * longer) known. */
-int gm_detach_status(gm_detach *t, uint64_t id, char **json);
+ * longer) known, or not who's. */
+int gm_detach_status(gm_detach *t, const gm_principal *who, uint64_t id,
+		     char **json);
 
 /*
- * A wait for job id from waiter w, request req_id, answered through the
- * callback at once when the job has finished, else when it does or when
- * timeout_ms (< 0: none) has passed (GM_ETIMEDOUT); the result goes to
- * the wait, which takes it. Returns GM_OK when the callback has answered
- * or will; else the refusal, with text for it: GM_ENOTFOUND (unknown id,
+ * A wait of principal who for job id from waiter w, request req_id,
+ * answered through the callback at once when the job has finished, else
+ * when it does or when timeout_ms (< 0: none) has passed (GM_ETIMEDOUT);
+ * the result goes to the wait, which takes it. Returns GM_OK when the
+ * callback has answered or will; else the refusal, with text for it,
+ * in this order (PROTOCOL.md 7.1): GM_ENOTFOUND (unknown id, not who's,
  * or the result expired or was taken), GM_ECANCELED, GM_EBUSY (another
  * wait is parked on the job), GM_ETIMEDOUT (not finished, timeout_ms 0).
  */
-int gm_detach_wait(gm_detach *t, uint64_t id, int64_t timeout_ms, void *w,
-		   uint64_t req_id, char *text, size_t len);
+int gm_detach_wait(gm_detach *t, const gm_principal *who, uint64_t id,
+		   int64_t timeout_ms, void *w, uint64_t req_id, char *text,
+		   size_t len);
 
-/* Cancels job id: a queued job is taken out of the queue and never
+/* Cancels who's job id: a queued job is taken out of the queue and never
  * runs, a running one runs to its end but its result is dropped, a kept
- * result is dropped. *state is the state after (a running job reads
- * GM_JOBSTATE_RUNNING). GM_ENOTFOUND. */
-int gm_detach_cancel(gm_detach *t, uint64_t id, int *state);
+ * result is dropped; the job then reads canceled, status GM_ECANCELED.
+ * *state is the state after (a running job reads GM_JOBSTATE_RUNNING
+ * until it ends). GM_ENOTFOUND, also for another principal's job. */
+int gm_detach_cancel(gm_detach *t, const gm_principal *who, uint64_t id,
+		     int *state);
 
 /* Drops results and records whose time is up, and answers the waits
  * whose timeout passed. */

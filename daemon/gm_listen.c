@@ -160,17 +160,22 @@ static int ipc_dir(const char *url, char *msg, size_t len)
 	return GM_OK;
 }
 
-/* Plain TCP has neither authentication nor encryption: fine on the
- * loopback, worth a warning anywhere else. */
+/* Plain TCP has no authentication: every client there is "anonymous"
+ * (gm_principal.h), whatever the address; off the loopback it is open
+ * to the network as well, and unencrypted. allow_plain_tcp false
+ * refuses it before this (gm_config_check). */
 static void warn_plain_tcp(const char *url)
 {
-	if (gm_url_is_loopback(url))
-		return;
+	int loopback = gm_url_is_loopback(url);
+
 	GM_LOG(GM_LOG_WARN,
-	       "%s is plain TCP off the loopback: anyone who can reach it can "
-	       "submit jobs, and nothing is encrypted; use tls+tcp:// or a "
-	       "loopback address unless the network is trusted",
-	       url);
+	       "%s is plain TCP%s: unauthenticated, its clients are all "
+	       "\"anonymous\" (they share their detached jobs and are never "
+	       "admin)%s; use tls+tcp:// or ipc://, or set allow_plain_tcp "
+	       "false to forbid it",
+	       url, loopback ? " on the loopback" : " off the loopback",
+	       loopback ? ", and any local user can connect"
+			: ", open to anyone who can reach it and unencrypted");
 }
 
 static int open_tls(gm_listen *ls, char *msg, size_t len)

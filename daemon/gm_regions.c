@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/random.h>
 
+#include "gm_id.h"
 #include "gm_log.h"
 #include "gm_slab.h"
 
@@ -101,25 +101,16 @@ static void unlink_from(gm_region **head, gm_region *r, int hashed)
 		*pp = hashed ? r->hnext : r->next;
 }
 
-static int id_taken(const gm_regions *rs, uint64_t id)
+/* Whether a region not yet retiring has id; a region's id is all that
+ * names it, so a new one must not be guessable from another client's. */
+static int id_taken(const void *set, uint64_t id)
 {
+	const gm_regions *rs = set;
+
 	for (const gm_region *r = rs->all; r != NULL; r = r->next)
 		if (r->id == id)
 			return 1;
 	return 0;
-}
-
-/* A random id nobody holds: an id is all that names a region, so it
- * must not be guessable from another client's. */
-static int fresh_id(const gm_regions *rs, uint64_t *id)
-{
-	for (int tries = 0; tries < 8; tries++) {
-		if (getrandom(id, sizeof(*id), 0) != (ssize_t)sizeof(*id))
-			return GM_EIO;
-		if (*id != GM_REGION_INLINE && !id_taken(rs, *id))
-			return GM_OK;
-	}
-	return GM_EIO;
 }
 
 int gm_regions_add(gm_regions *rs, uint32_t uid, void *owner, void *base,
@@ -131,7 +122,7 @@ int gm_regions_add(gm_regions *rs, uint32_t uid, void *owner, void *base,
 	*out = NULL;
 	if (r == NULL)
 		return GM_ENOMEM;
-	if ((rv = fresh_id(rs, &r->id)) != GM_OK) {
+	if ((rv = gm_id_fresh(UINT64_MAX, id_taken, rs, &r->id)) != GM_OK) {
 		free(r);
 		return rv;
 	}

@@ -3,6 +3,7 @@
  */
 #include "gm_reply.h"
 
+#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,11 +24,20 @@ void gm_reply_json(gm_conn *c, uint64_t id, const char *json)
 
 void gm_reply_refusal(gm_conn *c, uint64_t id, int code, const char *text)
 {
-	char doc[256];
+	cJSON *o = cJSON_CreateObject();
+	char *doc = NULL;
 
-	snprintf(
-	    doc, sizeof(doc),
-	    "{\"ok\":false,\"code\":%d,\"error\":\"%s\",\"message\":\"%s\"}",
-	    code, gm_errname(code), text);
+	/* cJSON escapes the text: it may quote what the client sent. */
+	if (o != NULL && cJSON_AddFalseToObject(o, "ok") != NULL &&
+	    cJSON_AddNumberToObject(o, "code", code) != NULL &&
+	    cJSON_AddStringToObject(o, "error", gm_errname(code)) != NULL &&
+	    cJSON_AddStringToObject(o, "message", text) != NULL)
+		doc = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	if (doc == NULL) {
+		gm_conn_error(c, id, GM_ENOMEM, "no memory for the reply");
+		return;
+	}
 	gm_reply_json(c, id, doc);
+	cJSON_free(doc);
 }

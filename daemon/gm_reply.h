@@ -15,7 +15,8 @@
 void gm_reply_json(gm_conn *c, uint64_t id, const char *json);
 
 /* Answers control request id on c with {"ok":false,...}: code, its name
- * and text (JSON-escaped already, if it needs it). */
+ * and text, UTF-8, escaped here; an ERROR ENOMEM when there is no memory
+ * for it. */
 void gm_reply_refusal(gm_conn *c, uint64_t id, int code, const char *text);
 
 #endif

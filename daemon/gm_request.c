@@ -265,7 +265,8 @@ int gm_request_submit(gm_request *rq)
 		if (detached(rq)) {
 			gm_job_sizes_of(&rq->sr[i].jobs[0].job.d, &z);
 			rq->detach_ids[i] = gm_detach_add(
-			    l->detach, &rq->sr[i], GM_SLAB_REPLY_HEAD + z.out);
+			    l->detach, &rq->sr[i], GM_SLAB_REPLY_HEAD + z.out,
+			    gm_conn_principal(rq->conn));
 		}
 		/* Cannot fail: its room was reserved. */
 		(void)gm_sched_submit(l->sched, &rq->sr[i]);

@@ -22,14 +22,16 @@
 static const struct {
 	const char *name;
 	unsigned members;
-} ops[] = {[GM_CTRLREQ_NONE] = {NULL, 0},
-#define GM_CTRLREQ_ROW(name, wire, m) [GM_CTRLREQ_##name] = {wire, m},
+	int admin;
+} ops[] = {[GM_CTRLREQ_NONE] = {NULL, 0, 0},
+#define GM_CTRLREQ_ROW(name, wire, m, admin) \
+	[GM_CTRLREQ_##name] = {wire, m, admin},
 	   GM_CTRLREQ_OP_MAP(GM_CTRLREQ_ROW)
 #undef GM_CTRLREQ_ROW
 };
 
 const char gm_ctrlreq_ops[] =
-#define GM_CTRLREQ_LIST(name, wire, m) wire ", "
+#define GM_CTRLREQ_LIST(name, wire, m, admin) wire ", "
     GM_CTRLREQ_OP_MAP(GM_CTRLREQ_LIST)
 #undef GM_CTRLREQ_LIST
 	"(and no more)";
@@ -39,6 +41,13 @@ const char *gm_ctrlreq_op_name(int op)
 	if (op <= GM_CTRLREQ_NONE || op >= GM_CTRLREQ_OP_COUNT)
 		return NULL;
 	return ops[op].name;
+}
+
+int gm_ctrlreq_op_admin(int op)
+{
+	if (op <= GM_CTRLREQ_NONE || op >= GM_CTRLREQ_OP_COUNT)
+		return 0;
+	return ops[op].admin;
 }
 
 #define MEMBERS_MAX 256 /* in the top object: a request has three */
@@ -226,6 +235,19 @@ static int escape(struct reader *r, uint32_t *c)
 	return GM_OK;
 }
 
+/* Cuts a UTF-8 sequence that truncation left incomplete at the end of
+ * s, so that a message quoting s stays valid UTF-8. */
+static void trim_utf8(char *s)
+{
+	size_t n = strlen(s), i = n;
+
+	while (i > 0 && ((uint8_t)s[i - 1] & 0xC0) == 0x80)
+		i--;
+	if (i > 0 && (uint8_t)s[i - 1] >= 0xC0 &&
+	    utf8_len((const uint8_t *)s + i - 1, (const uint8_t *)s + n) == 0)
+		s[i - 1] = '\0';
+}
+
 /* A string at r->p; its decoded text into out (room bytes, truncated,
  * NUL-terminated) and its decoded length into *len. */
 static int string(struct reader *r, char *out, size_t room, size_t *len)
@@ -344,6 +366,8 @@ static int object(struct reader *r, struct member *top, unsigned *ntop)
 		if ((rv = string(r, m->name, sizeof(m->name), &len)) != 0)
 			return rv;
 		m->long_name = len > NAME_MAX_;
+		if (m->long_name)
+			trim_utf8(m->name);
 		if (top != NULL) {
 			for (unsigned i = 0; i < *ntop; i++)
 				if (!m->long_name && !top[i].long_name &&

@@ -11,4 +11,12 @@ reconf=""
 [ -f "$builddir/build.ninja" ] && reconf="--reconfigure"
 meson setup $reconf "$builddir" "$@" >/dev/null ||
 	meson setup $reconf "$builddir" "$@"
+# Meson 1.0 gives ninja no header dependencies for CUDA sources: a CUDA
+# object older than any header of the project is rebuilt, so that it
+# never keeps a struct's old layout.
+for o in $(find "$builddir" -name '*.cu.o' 2>/dev/null); do
+	if [ -n "$(find gpu proto sched -name '*.h' -newer "$o" | head -n 1)" ]; then
+		rm -f "$o"
+	fi
+done
 ninja -C "$builddir" >/dev/null || ninja -C "$builddir"

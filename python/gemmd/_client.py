@@ -323,8 +323,9 @@ class Client:
                         deadline: Optional[float] = None,
                         timeout: Optional[float] = _UNSET) -> int:
         """Queues the job detached and returns its id at once; the daemon
-        keeps its result for :meth:`wait`, from any connection or process,
-        for its ``detach_keep_s``."""
+        keeps its result for :meth:`wait`, from any connection or process
+        of the same user (or TLS certificate), for its ``detach_keep_s``;
+        to anyone else the id is unknown."""
         p = plan(a, b, c, alpha, beta, trans_a, trans_b, dtype, None, kernel)
         if p.empty:
             raise ValueError("a detached job needs m, n and k > 0")

@@ -337,7 +337,9 @@ static void refused(int fd, const uint8_t *req, size_t len, uint64_t id,
  * queue without room at the request's priority (EBUSY), a request whose
  * operands and results are more than the whole pool, with no pageable
  * memory beyond it (ETOOBIG naming pool_bytes); nothing of them runs,
- * and the connection goes on. */
+ * and the connection goes on. Drain and resume are an admin's: root
+ * over ipc:// is one, the anonymous tcp:// client is refused EACCES and
+ * drains through root's connection. */
 static void test_state_refusals(void **state)
 {
 	const char *args[] = {"--set", "pool_bytes=1M",
@@ -367,10 +369,11 @@ static void test_state_refusals(void **state)
 	size_t len;
 	it_daemon d;
 	rc_frame f;
-	int fd;
+	int fd, adm;
 
 	assert_int_equal(it_setup(&d), 0);
 	assert_int_equal(it_start(&d, args), 0);
+	assert_true((adm = rc_connect(d.ipc, NULL)) >= 0);
 	for (int u = 0; u < 2; u++) {
 		assert_true((fd = rc_connect(u ? d.tcp : d.ipc, NULL)) >= 0);
 		assert_non_null(req = rc_gemm(5, 1, 0, 0, &reg, 1, &len));
@@ -391,11 +394,16 @@ static void test_state_refusals(void **state)
 		free(req);
 		assert_int_equal(
 		    rc_ctrl(fd, 8, "{\"op\":\"drain\"}", &doc, WAIT_MS), 0);
+		assert_non_null(strstr(doc, u ? "\"error\":\"EACCES\""
+					      : "\"draining\":true"));
+		free(doc);
+		assert_int_equal(
+		    rc_ctrl(adm, 8, "{\"op\":\"drain\"}", &doc, WAIT_MS), 0);
 		free(doc);
 		assert_non_null(req = rc_gemm(9, 1, 0, 0, small, 1, &len));
 		refused(fd, req, len, 9, EDRAINING);
 		assert_int_equal(
-		    rc_ctrl(fd, 10, "{\"op\":\"resume\"}", &doc, WAIT_MS), 0);
+		    rc_ctrl(adm, 10, "{\"op\":\"resume\"}", &doc, WAIT_MS), 0);
 		free(doc);
 		/* The connection goes on: this one runs. */
 		assert_int_equal(rc_write(fd, req, len), 0);
@@ -405,6 +413,7 @@ static void test_state_refusals(void **state)
 		free(req);
 		close(fd);
 	}
+	close(adm);
 	assert_int_equal(it_rstat(&d, "jobs.ok"), 2);
 	assert_int_equal(it_rstat(&d, "requests.refused"), 8);
 	/* Every job of a refused request: 1 + 1 + 3 + 1 on each socket. */

@@ -384,7 +384,8 @@ static void test_detach_wait(void **state)
 	assert_int_equal(gemmd_submit_detached(c, j, 3, NULL, ids, TIMEOUT_MS),
 			 GM_OK);
 	assert_true(ids[0] != 0 && ids[0] != ids[1] && ids[1] != ids[2]);
-	assert_int_equal(gemmd_open(d.tcp, NULL, &c2), GM_OK);
+	/* The same uid on another connection is the same principal. */
+	assert_int_equal(gemmd_open(d.ipc, &socket_only, &c2), GM_OK);
 	assert_int_equal(gemmd_wait(c2, ids[2], &j[2], TIMEOUT_MS), GM_OK);
 	assert_int_equal(gemmd_wait(c, ids[0], &j[0], TIMEOUT_MS), GM_OK);
 	assert_true(it_job_ok(&j[0]) && it_job_ok(&j[2]));
@@ -456,6 +457,7 @@ static void test_detach_cancel(void **state)
 	assert_int_equal(gemmd_cancel(c, qid[0], &st, TIMEOUT_MS), GM_OK);
 	assert_int_equal(st, GEMMD_JOB_CANCELED);
 	assert_int_equal(status_of(c, qid[0]).state, GEMMD_JOB_CANCELED);
+	assert_int_equal(status_of(c, qid[0]).status, GM_ECANCELED);
 	assert_int_equal(gemmd_wait(c, qid[0], &q[0], TIMEOUT_MS),
 			 GM_ECANCELED);
 	assert_true(it_job_untouched(&q[0]));
@@ -466,7 +468,9 @@ static void test_detach_cancel(void **state)
 	assert_int_equal(gemmd_wait(c, bid, &blk, TIMEOUT_MS), GM_ECANCELED);
 	assert_int_equal(blk.status, GM_ECANCELED);
 	assert_true(it_job_untouched(&blk));
+	/* It ran to its end, but reads canceled, ECANCELED. */
 	assert_int_equal(status_of(c, bid).state, GEMMD_JOB_CANCELED);
+	assert_int_equal(status_of(c, bid).status, GM_ECANCELED);
 
 	assert_int_equal(gemmd_wait(c, qid[1], &q[1], GEMMD_FOREVER), GM_OK);
 	assert_true(it_job_ok(&q[1]));

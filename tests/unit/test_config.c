@@ -78,6 +78,13 @@ static void assert_config_equal(const gm_config *a, const gm_config *b)
 	assert_same_string(a->region_socket, b->region_socket);
 	assert_int_equal(a->region_max_count, b->region_max_count);
 	assert_int_equal(a->region_max_bytes, b->region_max_bytes);
+	assert_int_equal(a->nadmin_uids, b->nadmin_uids);
+	for (unsigned i = 0; i < a->nadmin_uids; i++)
+		assert_int_equal(a->admin_uids[i], b->admin_uids[i]);
+	assert_int_equal(a->nadmin_subjects, b->nadmin_subjects);
+	for (unsigned i = 0; i < a->nadmin_subjects; i++)
+		assert_string_equal(a->admin_subjects[i], b->admin_subjects[i]);
+	assert_int_equal(a->allow_plain_tcp, b->allow_plain_tcp);
 }
 
 /* Every key away from its default. */
@@ -101,7 +108,9 @@ static const char *const all_changed =
     " \"issue_order\": \"depth\", \"kernel\": \"tiled\","
     " \"mapped_output\": true, \"cpu_threads\": 12,"
     " \"regions\": false, \"region_socket\": \"/run/r.sock\","
-    " \"region_max_count\": 3, \"region_max_bytes\": \"2G\"}";
+    " \"region_max_count\": 3, \"region_max_bytes\": \"2G\","
+    " \"admin_uids\": [1000], \"admin_subjects\": [\"CN=ops,O=lab\"],"
+    " \"allow_plain_tcp\": false}";
 
 static void assert_all_changed(const gm_config *c)
 {
@@ -145,6 +154,11 @@ static void assert_all_changed(const gm_config *c)
 	assert_string_equal(c->region_socket, "/run/r.sock");
 	assert_int_equal(c->region_max_count, 3);
 	assert_int_equal(c->region_max_bytes, 2 * GIB);
+	assert_int_equal(c->nadmin_uids, 1);
+	assert_int_equal(c->admin_uids[0], 1000);
+	assert_int_equal(c->nadmin_subjects, 1);
+	assert_string_equal(c->admin_subjects[0], "CN=ops,O=lab");
+	assert_int_equal(c->allow_plain_tcp, 0);
 }
 
 static void test_defaults(void **state)
@@ -188,6 +202,10 @@ static void test_defaults(void **state)
 	assert_null(c.region_socket);
 	assert_int_equal(c.region_max_count, 64);
 	assert_int_equal(c.region_max_bytes, 16 * GIB);
+	assert_int_equal(c.nadmin_uids, 1);
+	assert_int_equal(c.admin_uids[0], 0);
+	assert_int_equal(c.nadmin_subjects, 0);
+	assert_int_equal(c.allow_plain_tcp, 1);
 	gm_config_free(&c);
 }
 
@@ -270,6 +288,9 @@ static void test_set_every_key(void **state)
 	    {"region_socket", "/run/r.sock"},
 	    {"region_max_count", "3"},
 	    {"region_max_bytes", "2G"},
+	    {"admin_uids", "1000"},
+	    {"admin_subjects", "CN=ops,O=lab"},
+	    {"allow_plain_tcp", "false"},
 	};
 	char msg[256] = "";
 	gm_config c;
@@ -308,7 +329,7 @@ static void test_bounds_and_sizes(void **state)
 	    {"handshake_timeout_ms", "10", 10},
 	    {"send_timeout_ms", "3600000", 3600000},
 	    {"max_ctrl_bytes", "1K", 1024},
-	    {"max_ctrl_bytes", "16M", UINT64_C(16) << 20},
+	    {"max_ctrl_bytes", "256K", UINT64_C(256) << 10},
 	    {"conn_max_unsent_bytes", "64K", 65536},
 	    {"queue_depth", "1048576", 1048576},
 	    {"detach_keep_s", "1", 1},
@@ -457,6 +478,58 @@ static void test_listen(void **state)
 	gm_config_free(&c);
 }
 
+/* Who is admin: admin_uids is root alone by default, "" makes it
+ * nobody; admin_subjects takes a subject whole, commas and all, from
+ * the command line, matched exactly. */
+static void test_admin(void **state)
+{
+	char msg[256] = "", subject[300];
+	gm_config c;
+
+	(void)state;
+	gm_config_defaults(&c);
+	assert_true(gm_config_admin_uid(&c, 0));
+	assert_false(gm_config_admin_uid(&c, 1000));
+	assert_false(gm_config_admin_subject(&c, "CN=ops"));
+	assert_int_equal(gm_config_set(&c, "admin_uids", "", msg, sizeof(msg)),
+			 GM_OK);
+	assert_false(gm_config_admin_uid(&c, 0));
+	assert_int_equal(
+	    gm_config_set(&c, "admin_uids", "1000,0", msg, sizeof(msg)), GM_OK);
+	assert_true(gm_config_admin_uid(&c, 0) &&
+		    gm_config_admin_uid(&c, 1000));
+	assert_int_equal(gm_config_set(&c, "admin_subjects", "CN=ops,O=lab",
+				       msg, sizeof(msg)),
+			 GM_OK);
+	assert_int_equal(c.nadmin_subjects, 1);
+	assert_true(gm_config_admin_subject(&c, "CN=ops,O=lab"));
+	assert_false(gm_config_admin_subject(&c, "CN=ops"));
+	assert_false(gm_config_admin_subject(&c, "cn=ops,o=lab"));
+	assert_int_equal(load(&c,
+			      "{\"admin_subjects\": [\"CN=a\", \"CN=b,O=c\"]}",
+			      msg, sizeof(msg)),
+			 GM_OK);
+	assert_true(gm_config_admin_subject(&c, "CN=b,O=c"));
+	assert_false(gm_config_admin_subject(&c, "CN=ops,O=lab"));
+	assert_int_equal(
+	    gm_config_set(&c, "admin_subjects", "", msg, sizeof(msg)), GM_OK);
+	assert_int_equal(c.nadmin_subjects, 0);
+	memset(subject, 'x', 256);
+	memcpy(subject, "CN=", 3);
+	subject[256] = '\0';
+	assert_int_equal(
+	    gm_config_set(&c, "admin_subjects", subject, msg, sizeof(msg)),
+	    GM_ECONFIG);
+	assert_non_null(strstr(msg, "must be 1 to 255 bytes"));
+	subject[255] = '\0';
+	assert_int_equal(
+	    gm_config_set(&c, "admin_subjects", subject, msg, sizeof(msg)),
+	    GM_OK);
+	gm_config_free(&c);
+	/* Freed, the defaults are back, root included. */
+	assert_true(gm_config_admin_uid(&c, 0));
+}
+
 static void test_check(void **state)
 {
 	char msg[256] = "";
@@ -464,6 +537,24 @@ static void test_check(void **state)
 
 	(void)state;
 	gm_config_defaults(&c);
+	assert_int_equal(gm_config_check(&c, msg, sizeof(msg)), GM_OK);
+	/* Plain TCP, allowed by default, refused once allow_plain_tcp is
+	 * false; the other schemes are not. */
+	assert_int_equal(
+	    gm_config_add_listen(&c, "tcp://127.0.0.1:1", 0, msg, sizeof(msg)),
+	    GM_OK);
+	assert_int_equal(gm_config_check(&c, msg, sizeof(msg)), GM_OK);
+	assert_int_equal(
+	    gm_config_set(&c, "allow_plain_tcp", "false", msg, sizeof(msg)),
+	    GM_OK);
+	assert_int_equal(gm_config_check(&c, msg, sizeof(msg)), GM_ECONFIG);
+	assert_string_equal(msg, "config key \"listen\": \"tcp://127.0.0.1:1\" "
+				 "is plain TCP, unauthenticated, and "
+				 "\"allow_plain_tcp\" is false: use tls+tcp:// "
+				 "or ipc://");
+	assert_int_equal(
+	    gm_config_set(&c, "listen", "ipc:///tmp/x.sock", msg, sizeof(msg)),
+	    GM_OK);
 	assert_int_equal(gm_config_check(&c, msg, sizeof(msg)), GM_OK);
 	assert_int_equal(load(&c, "{\"listen\": [\"tls+tcp://0.0.0.0:1\"]}",
 			      msg, sizeof(msg)),
@@ -721,6 +812,22 @@ static const struct bad_doc {
     {"{\"device_pool_bytes\": \"17179869184T\"}", GM_ECONFIG,
      "config key \"device_pool_bytes\": \"17179869184T\" is out of range "
      "0..1T"},
+    {"{\"max_ctrl_bytes\": \"257K\"}", GM_ECONFIG,
+     "config key \"max_ctrl_bytes\": \"257K\" is out of range 1K..256K"},
+    {"{\"admin_uids\": [0, 0]}", GM_ECONFIG,
+     "config key \"admin_uids\": 0 is listed twice"},
+    {"{\"admin_uids\": 0}", GM_ECONFIG,
+     "config key \"admin_uids\": expected an array of numeric ids, got 0"},
+    {"{\"admin_subjects\": \"CN=a\"}", GM_ECONFIG,
+     "config key \"admin_subjects\": expected an array of strings, got "
+     "\"CN=a\""},
+    {"{\"admin_subjects\": [\"CN=a\", 1]}", GM_ECONFIG,
+     "config key \"admin_subjects\": expected an array of strings, got "
+     "[\"CN=a\",1]"},
+    {"{\"admin_subjects\": [\"CN=a\", \"CN=a\"]}", GM_ECONFIG,
+     "config key \"admin_subjects\": \"CN=a\" is listed twice"},
+    {"{\"admin_subjects\": [\"\"]}", GM_ECONFIG,
+     "config key \"admin_subjects\": \"\" must be 1 to 255 bytes"},
     {"{\"engine\": \"gpu\"}", GM_ECONFIG,
      "config key \"engine\": expected one of auto, cpu, cuda, got \"gpu\""},
     {"{\"log_level\": 3}", GM_ECONFIG,
@@ -903,6 +1010,7 @@ int main(void)
 	    cmocka_unit_test(test_set_every_key),
 	    cmocka_unit_test(test_bounds_and_sizes),
 	    cmocka_unit_test(test_per_priority),
+	    cmocka_unit_test(test_admin),
 	    cmocka_unit_test(test_log_levels),
 	    cmocka_unit_test(test_listen),
 	    cmocka_unit_test(test_check),

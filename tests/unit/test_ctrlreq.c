@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -82,9 +83,114 @@ static void test_ops(void **state)
 	assert_null(gm_ctrlreq_op_name(GM_CTRLREQ_NONE));
 	assert_null(gm_ctrlreq_op_name(GM_CTRLREQ_OP_COUNT));
 	assert_non_null(strstr(gm_ctrlreq_ops, "resume"));
+	/* drain and resume alone are an admin's. */
+	for (int op = GM_CTRLREQ_NONE; op <= GM_CTRLREQ_OP_COUNT; op++)
+		assert_int_equal(gm_ctrlreq_op_admin(op),
+				 op == GM_CTRLREQ_DRAIN ||
+				     op == GM_CTRLREQ_RESUME);
 }
 
-/* Bodies with bytes that strlen would cut: given with their length. */
+/* Whether the n bytes at s are valid UTF-8. */
+static int valid_utf8(const char *s, size_t n)
+{
+	const unsigned char *p = (const unsigned char *)s, *end = p + n;
+
+	while (p < end) {
+		size_t k = *p < 0x80 ? 1 : *p >= 0xF0 ? 4 : *p >= 0xE0 ? 3 : 2;
+
+		if (*p >= 0x80 && *p < 0xC0)
+			return 0;
+		if ((size_t)(end - p) < k)
+			return 0;
+		for (size_t i = 1; i < k; i++)
+			if ((p[i] & 0xC0) != 0x80)
+				return 0;
+		p += k;
+	}
+	return 1;
+}
+
+/* A member name cut to fit a message is cut between characters: the
+ * message stays valid UTF-8, whatever the cut falls on. */
+static void test_long_name_cut(void **state)
+{
+	char body[160], msg[160];
+	gm_ctrlreq q;
+
+	(void)state;
+	for (int pad = 0; pad < 4; pad++) {
+		int n = snprintf(body, sizeof(body), "{\"op\":\"ping\",\"");
+
+		for (int i = 0; i < pad; i++)
+			body[n++] = 'a';
+		for (int i = 0; i < 12; i++)
+			n += snprintf(body + n, sizeof(body) - (size_t)n,
+				      "\xe6\x97\xa5");
+		snprintf(body + n, sizeof(body) - (size_t)n, "\":1}");
+		assert_int_equal(parse(body, &q, msg, sizeof(msg)), GM_EFIELD);
+		assert_non_null(strstr(msg, "..."));
+		if (!valid_utf8(msg, strlen(msg)))
+			fail_msg("pad %d: not UTF-8: %s", pad, msg);
+	}
+}
+
+/* The slowest bodies per byte to parse, at the default cap and at the
+ * ceiling of max_ctrl_bytes; the best of several runs at 64 KiB must
+ * take under a millisecond, so that a control request never holds the
+ * daemon's loop for longer. Each is read whole, then refused for its
+ * member (EFIELD). */
+static void test_time_at_cap(void **state)
+{
+	static const char *const names[] = {"3-byte UTF-8", "\\u escapes",
+					    "numbers"};
+	static const char *const units[] = {"\xe6\x97\xa5", "\\u00e9",
+					    "123456789,"};
+	static const size_t caps[] = {64u << 10, 256u << 10};
+	char msg[160];
+	gm_ctrlreq q;
+
+	(void)state;
+	for (size_t c = 0; c < 2; c++)
+		for (int k = 0; k < 3; k++) {
+			size_t cap = caps[c], n, u = strlen(units[k]);
+			char *b = malloc(cap);
+			double best = 1e9;
+
+			assert_non_null(b);
+			n = (size_t)sprintf(b, "{\"op\":\"ping\",\"x\":%s",
+					    k == 2 ? "[" : "\"");
+			while (n + u + 3 <= cap) {
+				memcpy(b + n, units[k], u);
+				n += u;
+			}
+			n += (size_t)sprintf(b + n, "%s",
+					     k == 2 ? "1]}" : "\"}");
+			for (int r = 0; r < 20; r++) {
+				struct timespec t0, t1;
+				double us;
+
+				clock_gettime(CLOCK_MONOTONIC, &t0);
+				assert_int_equal(
+				    gm_ctrlreq_parse((const uint8_t *)b, n, &q,
+						     msg, sizeof(msg)),
+				    GM_EFIELD);
+				clock_gettime(CLOCK_MONOTONIC, &t1);
+				us = (double)(t1.tv_sec - t0.tv_sec) * 1e6 +
+				     (double)(t1.tv_nsec - t0.tv_nsec) / 1e3;
+				best = us < best ? us : best;
+			}
+			fprintf(stderr, "%zu KiB of %s: %.1f us\n", cap >> 10,
+				names[k], best);
+			if (c == 0)
+				assert_true(best < 1000.0);
+			free(b);
+		}
+}
+
+/* Bodies with bytes that strlen would cut, given with their length (the
+ * literal's, its NUL left out). */
+#define BODY(s) s, sizeof(s) - 1
+
 static void test_binary(void **state)
 {
 	static const struct {
@@ -93,19 +199,19 @@ static void test_binary(void **state)
 		int code;
 	} rows[] = {
 	    /* "ping\0drain": a raw NUL in a string. */
-	    {"{\"op\":\"ping\0drain\"}", 19, GM_EJSON},
+	    {BODY("{\"op\":\"ping\0drain\"}"), GM_EJSON},
 	    /* A NUL after the object. */
-	    {"{\"op\":\"ping\"}\0", 14, GM_EJSON},
+	    {BODY("{\"op\":\"ping\"}\0"), GM_EJSON},
 	    /* Invalid UTF-8: a lone continuation byte, an overlong '/',
 	     * a surrogate, past U+10FFFF, a truncated sequence. */
-	    {"{\"op\":\"p\x80ng\"}", 15, GM_EJSON},
-	    {"{\"op\":\"\xc0\xafping\"}", 17, GM_EJSON},
-	    {"{\"op\":\"\xed\xa0\x80\"}", 13, GM_EJSON},
-	    {"{\"op\":\"\xf4\x90\x80\x80\"}", 14, GM_EJSON},
-	    {"{\"op\":\"ping\"}\xe2\x82", 15, GM_EJSON},
+	    {BODY("{\"op\":\"p\x80ng\"}"), GM_EJSON},
+	    {BODY("{\"op\":\"\xc0\xafping\"}"), GM_EJSON},
+	    {BODY("{\"op\":\"\xed\xa0\x80\"}"), GM_EJSON},
+	    {BODY("{\"op\":\"\xf4\x90\x80\x80\"}"), GM_EJSON},
+	    {BODY("{\"op\":\"ping\"}\xe2\x82"), GM_EJSON},
 	    /* A UTF-8 byte order mark is not white space. */
-	    {"\xef\xbb\xbf{\"op\":\"ping\"}", 16, GM_EJSON},
-	    {"", 0, GM_EJSON},
+	    {BODY("\xef\xbb\xbf{\"op\":\"ping\"}"), GM_EJSON},
+	    {BODY(""), GM_EJSON},
 	};
 	gm_ctrlreq q;
 	char msg[160];
@@ -245,9 +351,13 @@ static void test_refused(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_ops),	    cmocka_unit_test(test_binary),
-	    cmocka_unit_test(test_deep),    cmocka_unit_test(test_many_members),
+	    cmocka_unit_test(test_ops),
+	    cmocka_unit_test(test_binary),
+	    cmocka_unit_test(test_deep),
+	    cmocka_unit_test(test_many_members),
 	    cmocka_unit_test(test_refused),
+	    cmocka_unit_test(test_long_name_cut),
+	    cmocka_unit_test(test_time_at_cap),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

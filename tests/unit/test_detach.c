@@ -1,6 +1,7 @@
 /*
- * test_detach.c - gm_detach, the table of detached jobs: ids, states
- * and the status document, waits answered at once or parked and
+ * test_detach.c - gm_detach, the table of detached jobs: random ids,
+ * owners (another principal's job is not found), states and the status
+ * document, waits answered at once or parked and
  * answered on completion or timeout, cancel of running and finished
  * jobs, results kept detach_keep_s then dropped, records forgotten after
  * as long again, and the byte bound (oldest records, then oldest
@@ -10,6 +11,7 @@
  * in a scheduler, so the table gets none.
  */
 #include <cjson/cJSON.h>
+#include <inttypes.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -41,6 +43,19 @@ static struct answer {
 static gm_sched_request *reqs[MAXREQ];
 static int nreqs;
 
+/* The principal the jobs are added for, and two others: another uid,
+ * and an anonymous client. */
+static gm_principal *me, *other, *anon;
+
+static gm_principal *principal(int kind, uint64_t uid)
+{
+	gm_peer p = {.kind = kind, .has_cred = 1, .uid = uid};
+	gm_principal *pr = gm_principal_new(&p);
+
+	assert_non_null(pr);
+	return pr;
+}
+
 static void on_answer(void *w, uint64_t id, uint8_t *result, uint64_t len,
 		      int code, const char *text, void *arg)
 {
@@ -60,6 +75,9 @@ static gm_detach *open_t(unsigned keep_s, uint64_t max_bytes)
 	gm_detach *t;
 
 	memset(&ans, 0, sizeof(ans));
+	me = principal(GM_URL_IPC, 1000);
+	other = principal(GM_URL_IPC, 1001);
+	anon = principal(GM_URL_TCP, 1000);
 	assert_int_equal(
 	    gm_detach_create(NULL, keep_s, max_bytes, on_answer, NULL, &t),
 	    GM_OK);
@@ -74,6 +92,9 @@ static void close_t(gm_detach *t)
 	for (int i = 0; i < nreqs; i++)
 		gm_sched_free_request(reqs[i]);
 	nreqs = 0;
+	gm_principal_release(me);
+	gm_principal_release(other);
+	gm_principal_release(anon);
 }
 
 /* A one-job fp64 m x m x m request, its job queued. */
@@ -104,7 +125,7 @@ static uint64_t add(gm_detach *t, gm_sched_request *r)
 
 	assert_int_equal(gm_detach_room(t, 1, gm_detach_cost(reply_bytes(m))),
 			 GM_OK);
-	return gm_detach_add(t, r, reply_bytes(m));
+	return gm_detach_add(t, r, reply_bytes(m), me);
 }
 
 /* r's reply frame (malloc'd, *len bytes): its result (every byte 0x5a)
@@ -146,7 +167,7 @@ static cJSON *status_doc(gm_detach *t, uint64_t id)
 	char *json = NULL;
 	cJSON *doc;
 
-	assert_int_equal(gm_detach_status(t, id, &json), GM_OK);
+	assert_int_equal(gm_detach_status(t, me, id, &json), GM_OK);
 	assert_non_null(json);
 	doc = cJSON_Parse(json);
 	free(json);
@@ -203,30 +224,42 @@ static void sleep_ms(long ms)
 	nanosleep(&ts, NULL);
 }
 
-/* Ids count up from the start time in seconds times 2^20; the status
- * document follows a job from queued to done. */
+/* The number at key of job id's status document. */
+static double status_num(gm_detach *t, uint64_t id, const char *key)
+{
+	cJSON *doc = status_doc(t, id);
+	double v = cJSON_GetObjectItemCaseSensitive(doc, key)->valuedouble;
+
+	cJSON_Delete(doc);
+	return v;
+}
+
+/* Ids are random in 1..2^53 - 1 and the status document carries them
+ * as exact digits; it follows a job from queued to done. */
 static void test_ids_and_status(void **state)
 {
 	gm_detach *t = open_t(300, BIG);
 	gm_sched_request *r1 = req(4), *r2 = req(8);
 	uint64_t id1 = add(t, r1), id2 = add(t, r2);
-	uint64_t now_ids = (uint64_t)time(NULL) << 20;
 	const cJSON *tm;
+	char *json, digits[40];
 	cJSON *doc;
-	char *json;
 
 	(void)state;
-	assert_int_equal(id2, id1 + 1);
-	assert_true(id1 <= now_ids && id1 + (UINT64_C(10) << 20) > now_ids);
-	assert_true(id2 < (UINT64_C(1) << 53));
+	assert_true(id1 >= 1 && id1 <= GM_DETACH_ID_MAX);
+	assert_true(id2 >= 1 && id2 <= GM_DETACH_ID_MAX);
+	assert_true(id2 != id1 && id2 != id1 + 1);
+	assert_int_equal(gm_detach_status(t, me, id1, &json), GM_OK);
+	snprintf(digits, sizeof(digits), "{\"ok\":true,\"job\":%" PRIu64 ",",
+		 id1);
+	assert_non_null(strstr(json, digits));
+	free(json);
 	assert_string_equal(state_of(t, id1), "queued");
 	r1->jobs[0].state = GM_SCHED_JOB_RUNNING;
 	assert_string_equal(state_of(t, id1), "running");
 	assert_int_equal(counts(t).pending, 2);
 	finish(t, r1, id1, GM_OK);
 	doc = status_doc(t, id1);
-	assert_true(cJSON_GetObjectItemCaseSensitive(doc, "job")->valuedouble ==
-		    (double)id1);
 	assert_string_equal(cJSON_GetStringValue(
 				cJSON_GetObjectItemCaseSensitive(doc, "state")),
 			    "done");
@@ -242,12 +275,106 @@ static void test_ids_and_status(void **state)
 	    cJSON_GetObjectItemCaseSensitive(tm, "kernel_us")->valuedouble ==
 	    2.5);
 	cJSON_Delete(doc);
-	assert_int_equal(gm_detach_status(t, id2 + 1, &json), GM_ENOTFOUND);
+	json = (char *)"untouched";
+	assert_int_equal(gm_detach_status(t, me, GM_DETACH_ID_MAX + 1, &json),
+			 GM_ENOTFOUND);
 	assert_null(json);
 	assert_int_equal(counts(t).jobs, 2);
 	assert_int_equal(counts(t).pending, 1);
 	assert_int_equal(counts(t).results, 1);
 	finish(t, r2, id2, GM_OK);
+	close_t(t);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* 4096 ids of one request: all distinct, in range, spread over the
+ * whole range (about half of them in its upper half) and not runs of
+ * neighbours, so that one id tells nothing of another. */
+static void test_ids_random(void **state)
+{
+	enum { N = 4096 };
+	gm_detach *t = open_t(300, BIG);
+	gm_sched_request *r = req(1);
+	uint64_t *ids = calloc(N, sizeof(*ids));
+	int upper = 0, neighbours = 0;
+
+	(void)state;
+	assert_non_null(ids);
+	assert_int_equal(gm_detach_room(t, N, N * gm_detach_cost(0)), GM_OK);
+	for (int i = 0; i < N; i++)
+		ids[i] = gm_detach_add(t, r, 0, me);
+	qsort(ids, N, sizeof(*ids), cmp_u64);
+	for (int i = 0; i < N; i++) {
+		assert_true(ids[i] >= 1 && ids[i] <= GM_DETACH_ID_MAX);
+		assert_true(i == 0 || ids[i] != ids[i - 1]);
+		upper += ids[i] > GM_DETACH_ID_MAX / 2;
+		neighbours += i != 0 && ids[i] - ids[i - 1] < 1024;
+	}
+	/* Binomial(4096, 1/2): 1500..2600 is over 17 standard deviations
+	 * wide; two of 4096 random ids 1024 apart: odds of about 2^-30. */
+	assert_true(upper > 1500 && upper < 2600);
+	assert_int_equal(neighbours, 0);
+	free(ids);
+	close_t(t);
+}
+
+/* A job is its owner's: to another uid and to an anonymous client its
+ * id reads as unknown (status, wait and cancel all ENOTFOUND with the
+ * text an id never given gets, and nothing changes), while its owner,
+ * with a principal of its own uid made anew, finds it, takes its result
+ * and cancels its other job. */
+static void test_owner(void **state)
+{
+	gm_detach *t = open_t(300, BIG);
+	gm_sched_request *r1 = req(4), *r2 = req(4);
+	uint64_t id1 = add(t, r1), id2 = add(t, r2);
+	gm_principal *me_again = principal(GM_URL_IPC, 1000);
+	gm_principal *others[] = {other, anon};
+	char text[128], unknown[128], *json;
+	int w, st;
+
+	(void)state;
+	assert_int_equal(
+	    gm_detach_wait(t, me, 424242, 0, &w, 1, unknown, sizeof(unknown)),
+	    GM_ENOTFOUND);
+	finish(t, r1, id1, GM_OK);
+	r2->jobs[0].state = GM_SCHED_JOB_RUNNING;
+	for (int i = 0; i < 2; i++) {
+		gm_principal *p = others[i];
+
+		assert_int_equal(gm_detach_status(t, p, id1, &json),
+				 GM_ENOTFOUND);
+		assert_null(json);
+		assert_int_equal(
+		    gm_detach_wait(t, p, id1, -1, &w, 2, text, sizeof(text)),
+		    GM_ENOTFOUND);
+		/* The same words as for an id never given, but its own. */
+		assert_non_null(strstr(text, "no detached job"));
+		assert_non_null(strstr(unknown, "no detached job"));
+		assert_int_equal(gm_detach_cancel(t, p, id1, &st),
+				 GM_ENOTFOUND);
+		assert_int_equal(gm_detach_cancel(t, p, id2, &st),
+				 GM_ENOTFOUND);
+	}
+	assert_int_equal(ans.n, 0);
+	assert_int_equal(counts(t).results, 1);
+	assert_int_equal(counts(t).waits, 0);
+	assert_string_equal(state_of(t, id2), "running");
+	assert_int_equal(
+	    gm_detach_wait(t, me_again, id1, -1, &w, 3, text, sizeof(text)),
+	    GM_OK);
+	check_result(3, GM_OK);
+	assert_int_equal(gm_detach_cancel(t, me_again, id2, &st), GM_OK);
+	assert_int_equal(st, GM_JOBSTATE_RUNNING);
+	finish(t, r2, id2, GM_OK);
+	assert_string_equal(state_of(t, id2), "canceled");
+	gm_principal_release(me_again);
 	close_t(t);
 }
 
@@ -263,24 +390,36 @@ static void test_wait(void **state)
 
 	(void)state;
 	finish(t, r1, id1, GM_OK);
-	assert_int_equal(gm_detach_wait(t, id1, -1, &w1, 5, text, sizeof(text)),
-			 GM_OK);
+	assert_int_equal(
+	    gm_detach_wait(t, me, id1, -1, &w1, 5, text, sizeof(text)), GM_OK);
 	assert_int_equal(ans.n, 1);
 	assert_ptr_equal(ans.w, &w1);
 	check_result(5, GM_OK);
+	/* Taken: still done, status 0, no result. */
 	assert_string_equal(state_of(t, id1), "done");
-	assert_int_equal(gm_detach_wait(t, id1, -1, &w1, 6, text, sizeof(text)),
-			 GM_ENOTFOUND);
+	assert_true(status_num(t, id1, "status") == GM_OK);
+	{
+		cJSON *doc = status_doc(t, id1);
+
+		assert_true(cJSON_IsFalse(
+		    cJSON_GetObjectItemCaseSensitive(doc, "result")));
+		cJSON_Delete(doc);
+	}
+	assert_int_equal(
+	    gm_detach_wait(t, me, id1, -1, &w1, 6, text, sizeof(text)),
+	    GM_ENOTFOUND);
 	assert_non_null(strstr(text, "taken by an earlier wait"));
 
-	assert_int_equal(gm_detach_wait(t, id2, 0, &w1, 7, text, sizeof(text)),
-			 GM_ETIMEDOUT);
-	assert_int_equal(gm_detach_wait(t, id2, -1, &w1, 8, text, sizeof(text)),
-			 GM_OK);
+	assert_int_equal(
+	    gm_detach_wait(t, me, id2, 0, &w1, 7, text, sizeof(text)),
+	    GM_ETIMEDOUT);
+	assert_int_equal(
+	    gm_detach_wait(t, me, id2, -1, &w1, 8, text, sizeof(text)), GM_OK);
 	assert_int_equal(ans.n, 1);
 	assert_int_equal(counts(t).waits, 1);
-	assert_int_equal(gm_detach_wait(t, id2, -1, &w2, 9, text, sizeof(text)),
-			 GM_EBUSY);
+	assert_int_equal(
+	    gm_detach_wait(t, me, id2, -1, &w2, 9, text, sizeof(text)),
+	    GM_EBUSY);
 	finish(t, r2, id2, GM_OK);
 	assert_int_equal(ans.n, 2);
 	assert_ptr_equal(ans.w, &w1);
@@ -291,11 +430,11 @@ static void test_wait(void **state)
 	/* A failed job's outcome is a result too. */
 	finish(t, r3, id3, GM_EUNSUPPORTED);
 	assert_string_equal(state_of(t, id3), "failed");
-	assert_int_equal(gm_detach_wait(t, id3, 0, &w2, 10, text, sizeof(text)),
-			 GM_OK);
+	assert_int_equal(
+	    gm_detach_wait(t, me, id3, 0, &w2, 10, text, sizeof(text)), GM_OK);
 	check_result(10, GM_EUNSUPPORTED);
 	assert_int_equal(
-	    gm_detach_wait(t, 12345, 0, &w2, 11, text, sizeof(text)),
+	    gm_detach_wait(t, me, 12345, 0, &w2, 11, text, sizeof(text)),
 	    GM_ENOTFOUND);
 	close_t(t);
 }
@@ -317,8 +456,8 @@ static void test_no_memory_for_result(void **state)
 	gm_detach_done(t, id1, NULL, 0);
 	assert_string_equal(state_of(t, id1), "failed");
 	assert_int_equal(counts(t).results, 0);
-	assert_int_equal(gm_detach_wait(t, id2, -1, &w, 3, text, sizeof(text)),
-			 GM_OK);
+	assert_int_equal(
+	    gm_detach_wait(t, me, id2, -1, &w, 3, text, sizeof(text)), GM_OK);
 	r2->jobs[0].state = GM_SCHED_JOB_DONE;
 	gm_detach_done(t, id2, NULL, 0);
 	assert_int_equal(ans.n, 1);
@@ -340,8 +479,8 @@ static void test_wait_timeout(void **state)
 
 	(void)state;
 	assert_true(gm_detach_next_due(t) == 0.0);
-	assert_int_equal(gm_detach_wait(t, id, 5, &w, 1, text, sizeof(text)),
-			 GM_OK);
+	assert_int_equal(
+	    gm_detach_wait(t, me, id, 5, &w, 1, text, sizeof(text)), GM_OK);
 	assert_true(gm_detach_next_due(t) >= before + 5000.0);
 	gm_detach_sweep(t);
 	assert_int_equal(ans.n, 0);
@@ -371,26 +510,30 @@ static void test_cancel(void **state)
 
 	(void)state;
 	r1->jobs[0].state = GM_SCHED_JOB_RUNNING;
-	assert_int_equal(gm_detach_cancel(t, id1, &st), GM_OK);
+	assert_int_equal(gm_detach_cancel(t, me, id1, &st), GM_OK);
 	assert_int_equal(st, GM_JOBSTATE_RUNNING);
-	assert_int_equal(gm_detach_wait(t, id1, -1, &w, 3, text, sizeof(text)),
-			 GM_OK);
+	assert_int_equal(
+	    gm_detach_wait(t, me, id1, -1, &w, 3, text, sizeof(text)), GM_OK);
 	finish(t, r1, id1, GM_OK);
 	assert_int_equal(ans.n, 1);
 	assert_int_equal(ans.code, GM_ECANCELED);
 	assert_null(ans.result);
+	/* It ran to a status 0, but reads canceled, ECANCELED. */
 	assert_string_equal(state_of(t, id1), "canceled");
-	assert_int_equal(gm_detach_wait(t, id1, -1, &w, 4, text, sizeof(text)),
-			 GM_ECANCELED);
+	assert_true(status_num(t, id1, "status") == GM_ECANCELED);
+	assert_int_equal(
+	    gm_detach_wait(t, me, id1, -1, &w, 4, text, sizeof(text)),
+	    GM_ECANCELED);
 
 	finish(t, r2, id2, GM_OK);
 	assert_int_equal(counts(t).results, 1);
-	assert_int_equal(gm_detach_cancel(t, id2, &st), GM_OK);
+	assert_int_equal(gm_detach_cancel(t, me, id2, &st), GM_OK);
 	assert_int_equal(st, GM_JOBSTATE_CANCELED);
+	assert_true(status_num(t, id2, "status") == GM_ECANCELED);
 	assert_int_equal(counts(t).results, 0);
-	assert_int_equal(gm_detach_cancel(t, id2, &st), GM_OK);
+	assert_int_equal(gm_detach_cancel(t, me, id2, &st), GM_OK);
 	assert_int_equal(st, GM_JOBSTATE_CANCELED);
-	assert_int_equal(gm_detach_cancel(t, 999, &st), GM_ENOTFOUND);
+	assert_int_equal(gm_detach_cancel(t, me, 999, &st), GM_ENOTFOUND);
 	close_t(t);
 }
 
@@ -415,8 +558,8 @@ static void test_room(void **state)
 		finish(t, r[i], id[i], GM_OK);
 	}
 	/* A wait takes the first: a record now. */
-	assert_int_equal(gm_detach_wait(t, id[0], 0, &w, 1, text, sizeof(text)),
-			 GM_OK);
+	assert_int_equal(
+	    gm_detach_wait(t, me, id[0], 0, &w, 1, text, sizeof(text)), GM_OK);
 	c = counts(t);
 	assert_int_equal(c.results, 2);
 	assert_int_equal(c.records, 1);
@@ -425,7 +568,7 @@ static void test_room(void **state)
 	assert_int_equal(counts(t).records, 1);
 	/* The fifth needs the record's room, then a result's. */
 	id[4] = add(t, r[4] = req(64));
-	assert_int_equal(gm_detach_status(t, id[0], &json), GM_ENOTFOUND);
+	assert_int_equal(gm_detach_status(t, me, id[0], &json), GM_ENOTFOUND);
 	assert_string_equal(state_of(t, id[1]), "expired");
 	assert_string_equal(state_of(t, id[2]), "done");
 	c = counts(t);
@@ -466,7 +609,7 @@ static void test_expiry(void **state)
 	assert_int_equal(counts(t).records, 1);
 	sleep_ms(1050);
 	gm_detach_sweep(t);
-	assert_int_equal(gm_detach_status(t, id, &json), GM_ENOTFOUND);
+	assert_int_equal(gm_detach_status(t, me, id, &json), GM_ENOTFOUND);
 	assert_int_equal(counts(t).records, 0);
 	assert_int_equal(counts(t).bytes, 0);
 	assert_true(gm_detach_next_due(t) == 0.0);
@@ -477,6 +620,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_ids_and_status),
+	    cmocka_unit_test(test_ids_random),
+	    cmocka_unit_test(test_owner),
 	    cmocka_unit_test(test_wait),
 	    cmocka_unit_test(test_no_memory_for_result),
 	    cmocka_unit_test(test_wait_timeout),
