@@ -47,7 +47,9 @@ static const char main_help[] =
     "  3  the daemon cannot be reached, timed out or dropped the "
     "connection\n"
     "  4  a .npy file cannot be read or written\n"
-    "  5  --verify found the result outside its tolerance\n";
+    "  5  --verify found the result outside its tolerance\n"
+    "\n"
+    "See gemmctl(1), and gemmd(8) and gemmd.json(5) for the daemon.\n";
 
 static const struct {
 	const char *name;

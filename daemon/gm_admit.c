@@ -19,21 +19,46 @@
 #include "gm_request.h"
 
 /* Writes into text why the scheduler has no room (rv from gm_sched) for
- * njobs more jobs of batch b. */
+ * njobs more jobs of batch b, naming the limit and its key. */
 static void no_room(const gm_loop *l, int rv, const gm_batch *b, uint32_t njobs,
 		    char *text, size_t len)
 {
-	unsigned lim = l->cfg->queue_depth_prio[b->priority];
+	uint64_t held, limit;
 
 	if (rv != GM_EBUSY)
 		snprintf(text, len, "gemmd is shutting down");
-	else if (lim != 0 &&
-		 gm_sched_queued_prio(l->sched, b->priority) + njobs > lim)
+	else if (gm_sched_full(l->sched, b->priority, njobs, &held, &limit))
 		snprintf(text, len,
-			 "priority %u queue full (%u jobs): try again later",
-			 b->priority, lim);
+			 "priority %u queue full: %" PRIu64 " jobs + %" PRIu32
+			 " over queue_depth_per_priority[%u]=%" PRIu64,
+			 b->priority, held, njobs, b->priority, limit);
 	else
-		snprintf(text, len, "queue full: try again later");
+		snprintf(text, len,
+			 "queue full: %" PRIu64 " jobs + %" PRIu32
+			 " over queue_depth=%" PRIu64 ", try again later",
+			 held, njobs, limit);
+}
+
+/* Writes into text why gm_detach_room (rv) has no room for a detached
+ * request; a full table names the limit and its key. */
+static void no_detach_room(const gm_loop *l, int rv, char *text, size_t len)
+{
+	char held[GM_SIZE_TEXT], limit[GM_SIZE_TEXT];
+	gm_stats_detach n;
+
+	if (rv == GM_EIO) {
+		snprintf(text, len, "no random job id could be drawn");
+		return;
+	}
+	if (rv != GM_EBUSY) {
+		snprintf(text, len, "no memory for the request");
+		return;
+	}
+	gm_detach_counts(l->detach, &n);
+	snprintf(text, len,
+		 "no room for detached results: %s kept, "
+		 "detach_max_bytes=%s; wait for or cancel some",
+		 gm_size_text(n.bytes, held), gm_size_text(n.limit, limit));
 }
 
 /* What the detached jobs of a request would keep: their reply frames. */
@@ -52,17 +77,6 @@ static uint64_t detached_cost(const gm_hdr *h, const uint8_t *head,
 		cost += gm_detach_cost(GM_HDR_SIZE + GM_REPLY_JOB_SIZE + z.out);
 	}
 	return cost;
-}
-
-/* Why gm_detach_room (rv) has no room for a detached request. */
-static const char *no_detach_room(int rv)
-{
-	if (rv == GM_EBUSY)
-		return "no room for more detached results (detach_max_bytes): "
-		       "wait for or cancel some";
-	if (rv == GM_EIO)
-		return "no random job id could be drawn";
-	return "no memory for the request";
 }
 
 /* Step 19: a detached request names no region. Checked before the
@@ -115,7 +129,7 @@ static int check_state(gm_loop *l, const gm_hdr *h, const gm_batch *b,
 	if (detach &&
 	    (rv = gm_detach_room(l->detach, h->count,
 				 detached_cost(h, head, desc))) != GM_OK) {
-		snprintf(text, len, "%s", no_detach_room(rv));
+		no_detach_room(l, rv, text, len);
 		return rv;
 	}
 	if ((rv = gm_pageable_admit(&l->stats.pageable, gm_pool_size(l->pool),
@@ -223,9 +237,11 @@ static void on_payload(gm_loop *l, gm_conn *c, void *owner)
 	int detach = (rq->b.flags & GM_BATCH_DETACH) != 0;
 	int rv = gm_request_submit(rq);
 
-	(void)l;
 	if (rv != GM_OK) {
-		gm_conn_error(c, rq->h.id, rv, no_detach_room(rv));
+		char text[GM_MSG_TEXT + 1];
+
+		no_detach_room(l, rv, text, sizeof(text));
+		gm_conn_error(c, rq->h.id, rv, text);
 		gm_request_drop(rq);
 		return;
 	}

@@ -180,8 +180,14 @@ void gm_conn_error(gm_conn *c, uint64_t id, int code, const char *text)
 
 	l->stats.requests_refused++;
 	l->stats.errors[code]++;
-	GM_LOG(GM_LOG_DEBUG, "request %" PRIu64 " refused: %s: %s", id,
-	       gm_errname(code), text);
+	/* Refusals for the daemon's state (busy, draining, stopping) come
+	 * in storms and are counted in the stats; the others say a request
+	 * cannot be served as it is. */
+	GM_LOG(code == GM_EBUSY || code == GM_EDRAINING || code == GM_ESHUTDOWN
+		   ? GM_LOG_DEBUG
+		   : GM_LOG_INFO,
+	       "request %" PRIu64 " refused: %s: %s", id, gm_errname(code),
+	       text);
 	if (p == NULL) {
 		GM_LOG(GM_LOG_ERROR,
 		       "request %" PRIu64 ": out of memory for its ERROR", id);

@@ -67,22 +67,55 @@ static struct {
 	int pending; /* a warm-up's end is still to be posted */
 } warming = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
 
+/* Loop thread: a job is finished. Counted under its owner's uid when it
+ * came over ipc:// (gm_stats_uid_job), then answered. */
+static void on_sched_job(gm_sched_job *j, void *arg)
+{
+	gm_loop *l = arg;
+	const gm_request *rq = j->req->user;
+	const gm_peer *p = gm_conn_peer(rq->conn);
+
+	if (p->kind == GM_URL_IPC && p->has_cred)
+		gm_stats_uid_job(&l->stats, p->uid, j->job.status);
+	gm_request_job_done(j, arg);
+}
+
 /* Engine thread: hand the job back to the loop. The inbox is open while
  * any job is out. */
 static void on_engine_done(gm_job *job, void *arg)
 {
 	gm_loop *l = arg;
+	gm_sched_job *j = job->user;
 
-	gm_inbox_post(l->done, job->user);
+	gm_inbox_post(l->done, &j->back);
 }
 
-/* Loop thread: a job the engine returned, in the order it did. */
-static void on_job_back(void *item, void *arg)
+/* Engine thread: tell the loop the job started, on the same list as its
+ * return, so the news come in the order they happened. */
+static void on_engine_start(gm_job *job, void *arg)
 {
 	gm_loop *l = arg;
-	gm_sched_job *j = item;
+	gm_sched_job *j = job->user;
 
-	gm_sched_complete(l->sched, &j->job);
+	gm_inbox_post(l->done, &j->started);
+}
+
+/* Loop thread: news of a job from the engine, in the order it told;
+ * at debug level each start is logged, in the order the engine started
+ * the jobs. */
+static void on_job_news(void *item, void *arg)
+{
+	gm_loop *l = arg;
+	gm_sched_handoff *h = item;
+	const gm_sched_job *j = h->job;
+
+	if (h->news == GM_SCHED_STARTED && j->state == GM_SCHED_JOB_HANDED)
+		GM_LOGJ(GM_LOG_DEBUG, j->req->id, j->idx,
+			"started: %" PRIu32 "x%" PRIu32 "x%" PRIu32
+			" %s, priority %u",
+			j->job.d.m, j->job.d.n, j->job.d.k,
+			gm_dtype_name(j->job.d.dtype), j->req->batch.priority);
+	gm_sched_news(l->sched, h);
 }
 
 /* Loop thread: an event from another thread. */
@@ -273,8 +306,8 @@ static int open_handles(gm_loop *l)
 	char msg[256];
 	int rv;
 
-	if ((rv = gm_inbox_open(&l->uv, offsetof(gm_sched_job, link),
-				on_job_back, after_jobs_back, l, &l->done, msg,
+	if ((rv = gm_inbox_open(&l->uv, offsetof(gm_sched_handoff, link),
+				on_job_news, after_jobs_back, l, &l->done, msg,
 				sizeof(msg))) != 0 ||
 	    (rv = gm_inbox_open(&l->uv, offsetof(gm_event, link), on_event,
 				NULL, l, &l->events, msg, sizeof(msg))) != 0) {
@@ -351,6 +384,7 @@ static int open_core(gm_loop *l)
 		GM_LOG(GM_LOG_ERROR, "engine: %s: %s", gm_strerror(rv), msg);
 		return rv;
 	}
+	gm_engine_on_start(l->eng, on_engine_start);
 	if (l->cfg->engine.kind == GM_ENGINE_AUTO)
 		GM_LOG(GM_LOG_INFO, "engine auto: %s",
 		       strcmp(gm_engine_name(l->eng), "cuda") == 0
@@ -377,7 +411,7 @@ static int open_core(gm_loop *l)
 	open_pageable(l);
 	engine_budget(l, &budget);
 	if ((rv = gm_sched_create(l->eng, l->cfg->queue_depth, &budget,
-				  &l->stats, gm_request_job_done,
+				  &l->stats, on_sched_job,
 				  gm_request_sched_done, l, &l->sched)) != 0) {
 		GM_LOG(GM_LOG_ERROR, "scheduler: %s", gm_strerror(rv));
 		goto fail_sched;

@@ -73,7 +73,7 @@ struct gm_loop {
 	gm_http *http; /* "metrics_listen"; NULL when off */
 	gm_stats stats;
 	gm_limits lim;
-	gm_inbox *done;		   /* jobs the engine returned */
+	gm_inbox *done;		   /* jobs the engine started or returned */
 	gm_inbox *events;	   /* gm_event: I/O, accepts, warm-up */
 	gm_detach *detach;	   /* detached jobs and their results */
 	gm_regions *regions;	   /* shared-memory regions mapped */

@@ -273,32 +273,71 @@ static void put_pageable(FILE *f, const gm_pageable *p)
 	    p->too_big);
 }
 
-/* le bounds in seconds with 6 digits: one bucket is 26% wider than the
+/* One histogram of family name, its samples labelled label="value".
+ * le bounds in seconds with 6 digits: one bucket is 26% wider than the
  * last, so they stay distinct, and the text is the same every scrape. */
-static void put_hist(FILE *f, const char *phase, const gm_hist *h)
+static void put_hist(FILE *f, const char *name, const char *label,
+		     const char *value, const gm_hist *h)
 {
-	const char *name = "gemmd_job_phase_seconds";
 	uint64_t cum = 0;
 
 	for (unsigned i = 0; i + 1 < GM_HIST_BUCKETS; i++) {
 		cum += h->b[i];
-		fprintf(f, "%s_bucket{phase=\"%s\",le=\"%.6g\"} %" PRIu64 "\n",
-			name, phase, gm_hist_upper(i) / 1e6, cum);
+		fprintf(f, "%s_bucket{%s=\"%s\",le=\"%.6g\"} %" PRIu64 "\n",
+			name, label, value, gm_hist_upper(i) / 1e6, cum);
 	}
-	fprintf(f, "%s_bucket{phase=\"%s\",le=\"+Inf\"} %" PRIu64 "\n", name,
-		phase, h->count);
-	fprintf(f, "%s_sum{phase=\"%s\"} %.17g\n", name, phase, h->sum / 1e6);
-	fprintf(f, "%s_count{phase=\"%s\"} %" PRIu64 "\n", name, phase,
+	fprintf(f, "%s_bucket{%s=\"%s\",le=\"+Inf\"} %" PRIu64 "\n", name,
+		label, value, h->count);
+	fprintf(f, "%s_sum{%s=\"%s\"} %.17g\n", name, label, value,
+		h->sum / 1e6);
+	fprintf(f, "%s_count{%s=\"%s\"} %" PRIu64 "\n", name, label, value,
 		h->count);
 }
 
 static void put_latency(FILE *f, const gm_stats *s)
 {
+	char prio[8];
+
 	family(f, "gemmd_job_phase_seconds", "histogram",
-	       "Time of jobs that succeeded in each phase: queue wait, "
-	       "copies to and from the device, kernel, and receive to reply.");
+	       "Time of jobs that succeeded in each phase: queue wait (to "
+	       "the first device operation or BLAS call), copies to and "
+	       "from the device, kernel, and receive to reply.");
 	for (int i = 0; i < GM_PHASE_COUNT; i++)
-		put_hist(f, phase_names[i], &s->phase[i]);
+		put_hist(f, "gemmd_job_phase_seconds", "phase", phase_names[i],
+			 &s->phase[i]);
+	family(f, "gemmd_queue_wait_seconds", "histogram",
+	       "Queue wait of jobs that succeeded (the queue phase), by the "
+	       "priority of their request.");
+	for (int p = 0; p <= GM_BATCH_PRIO_MAX; p++) {
+		snprintf(prio, sizeof(prio), "%d", p);
+		put_hist(f, "gemmd_queue_wait_seconds", "priority", prio,
+			 &s->queue_prio[p]);
+	}
+}
+
+_Static_assert(GM_STATS_UIDS == 32, "put_uids' help says 32");
+
+/* Jobs of ipc:// peers by uid: the first GM_STATS_UIDS uids seen, then
+ * the rest as uid="other", so the series are bounded and stay put. */
+static void put_uids(FILE *f, const gm_stats *s)
+{
+	const char *const fmt = "gemmd_uid_jobs_total{uid=\"%s\",status="
+				"\"%s\"} %" PRIu64 "\n";
+	char uid[24];
+
+	family(f, "gemmd_uid_jobs_total", "counter",
+	       "Jobs finished for ipc:// clients, by the client's uid (the "
+	       "first 32 uids seen; later ones as \"other\") and status "
+	       "(ok or failed).");
+	for (unsigned i = 0; i <= s->nuids; i++) {
+		const gm_stats_uid *u =
+		    i < s->nuids ? &s->uids[i] : &s->other_uids;
+
+		snprintf(uid, sizeof(uid), "%" PRIu64, u->uid);
+		fprintf(f, fmt, i < s->nuids ? uid : "other", "ok", u->ok);
+		fprintf(f, fmt, i < s->nuids ? uid : "other", "failed",
+			u->failed);
+	}
 }
 
 /* Per-device families, one sample per device (and stream). */
@@ -409,6 +448,7 @@ char *gm_metrics_render(const gm_stats *s, const gm_stats_live *l)
 	put_queue(f, l);
 	put_pageable(f, &s->pageable);
 	put_latency(f, s);
+	put_uids(f, s);
 	put_devices(f, l->eng);
 	put_http(f, &s->http);
 	/* The text is complete only once the stream is closed. */

@@ -199,7 +199,7 @@ static void register_done(uv_work_t *w, int status)
 	if (rv == GM_OK) /* so that a release from here unregisters it */
 		gm_regions_publish(rs, r, 1);
 	if (rv == GM_OK && !c->closing) {
-		GM_LOG(GM_LOG_INFO,
+		GM_LOG(GM_LOG_DEBUG,
 		       "region 0x%016" PRIx64 " of uid %" PRIu32
 		       ": %.1f MiB mapped and registered in %.1f ms",
 		       r->id, r->uid, (double)r->size / (1 << 20),
@@ -237,16 +237,20 @@ static int take_fd(struct conn *c, const gm_handoff_req *req, int fd,
 	if (count + 1 > cfg->region_max_count) {
 		snprintf(msg, msglen,
 			 "uid %" PRIu32 " has %" PRIu64
-			 " regions, region_max_count is %u",
+			 " regions, region_max_count=%u",
 			 c->uid, count, cfg->region_max_count);
 		return GM_ETOOBIG;
 	}
 	if (req->size > cfg->region_max_bytes ||
 	    bytes > cfg->region_max_bytes - req->size) {
+		char has[GM_SIZE_TEXT], more[GM_SIZE_TEXT], max[GM_SIZE_TEXT];
+
 		snprintf(msg, msglen,
-			 "uid %" PRIu32 " has %" PRIu64 " bytes of regions, "
-			 "%" PRIu64 " more exceed region_max_bytes %" PRIu64,
-			 c->uid, bytes, req->size, cfg->region_max_bytes);
+			 "uid %" PRIu32 " has %s of regions, %s more is "
+			 "over region_max_bytes=%s",
+			 c->uid, gm_size_text(bytes, has),
+			 gm_size_text(req->size, more),
+			 gm_size_text(cfg->region_max_bytes, max));
 		return GM_ETOOBIG;
 	}
 	return gm_region_fd_map(fd, req->size, base, msg, msglen);

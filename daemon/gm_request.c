@@ -292,8 +292,10 @@ static uint64_t write_reply(const gm_request *rq, gm_sched_job *j, uint32_t idx)
 	    (uint8_t *)j->job.out == j->reply + GM_SLAB_REPLY_HEAD)
 		rj.result_bytes = z.out;
 	if (j->job.status != GM_OK) {
-		GM_LOGJ(GM_LOG_DEBUG, rq->h.id, idx, "failed: %s: %s",
-			gm_errname(j->job.status), j->job.msg);
+		GM_LOGJ(GM_LOG_INFO, rq->h.id, idx, "failed: %s: %s",
+			gm_errname(j->job.status),
+			j->job.msg[0] ? j->job.msg
+				      : gm_strerror(j->job.status));
 		snprintf(rj.message, sizeof(rj.message), "%s",
 			 j->job.msg[0] ? j->job.msg
 				       : gm_strerror(j->job.status));

@@ -27,7 +27,7 @@ static const char usage[] =
     "  -e, --engine NAME      cpu, cuda or auto (CUDA when a GPU is found)\n"
     "  -L, --log-level LEVEL  error, warn, info or debug\n"
     "  -s, --set KEY=VALUE    set any configuration key (see "
-    "config/README.md)\n"
+    "gemmd.json(5))\n"
     "  -p, --print-config     print the resulting configuration and exit\n"
     "  -h, --help             show this help and exit\n"
     "  -V, --version          show the version and exit\n"
@@ -39,7 +39,8 @@ static const char usage[] =
     "the keys that may change while running; others need a restart.\n"
     "SIGPIPE, SIGUSR2, SIGALRM and the like are logged and ignored.\n"
     "Exit status: 0 clean stop; 1 bad usage, configuration or startup;\n"
-    "3 a GPU fault (restart the daemon).\n";
+    "3 a GPU fault (restart the daemon).\n"
+    "See gemmd(8) and gemmd.json(5).\n";
 
 static const struct option longopts[] = {
     {"config", required_argument, NULL, 'c'},

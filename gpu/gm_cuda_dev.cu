@@ -198,6 +198,17 @@ static int start_threads(struct gm_cuda_dev *d, char *msg, size_t msglen)
 	return gm_cuda_ooc_start(d, msg, msglen);
 }
 
+/* The stats show nothing before now. */
+static void show_from(struct gm_cuda_dev *d, double now)
+{
+	gm_tl_shown_init(&d->show_busy, now);
+	gm_tl_shown_init(&d->show_kernel, now);
+	gm_tl_shown_init(&d->show_copy, now);
+	gm_tl_shown_init(&d->show_overlap, now);
+	for (unsigned i = 0; i < GM_MAX_STREAMS; i++)
+		gm_tl_shown_init(&d->show_stream[i], now);
+}
+
 static int alloc_dev(struct gm_cuda_shared *sh, int index,
 		     struct gm_cuda_dev **out)
 {
@@ -215,6 +226,7 @@ static int alloc_dev(struct gm_cuda_shared *sh, int index,
 	}
 	d->sh = sh;
 	d->index = index;
+	show_from(d, gm_engine_now_us());
 	pthread_mutex_init(&d->mu, NULL);
 	pthread_cond_init(&d->issue_cv, NULL);
 	pthread_cond_init(&d->ooc_cv, NULL);
@@ -385,6 +397,40 @@ void gm_cuda_dev_warm(struct gm_cuda_dev *d)
 	pthread_mutex_unlock(&d->mu);
 }
 
+int gm_cuda_dev_take_back(struct gm_cuda_dev *d, gm_job *job)
+{
+	struct gm_cuda_wave *w;
+	gm_job **at;
+	int rv;
+
+	pthread_mutex_lock(&d->mu);
+	rv = gm_cuda_ooc_take_back(d, job);
+	for (w = d->waves; w != NULL && rv != GM_OK; w = w->next) {
+		for (at = &w->head; *at != NULL; at = &(*at)->next) {
+			if (*at != job)
+				continue;
+			*at = job->next; /* an empty wave issues nothing */
+			job->next = NULL;
+			rv = GM_OK;
+			break;
+		}
+	}
+	if (rv == GM_OK)
+		d->outstanding -= gm_cuda_job_bytes(job);
+	pthread_mutex_unlock(&d->mu);
+	return rv;
+}
+
+double gm_cuda_dev_start_of(struct gm_cuda_dev *d, const double *at,
+			    double seen)
+{
+	double span = seen - at[EV_END];
+
+	if (d->span_host == 0 || span < d->span_host)
+		d->span_host = span;
+	return d->span_host + at[EV_H2D_START];
+}
+
 void gm_cuda_dev_queue(struct gm_cuda_dev *d, struct gm_cuda_wave *w,
 		       uint64_t bytes)
 {
@@ -412,23 +458,27 @@ uint64_t gm_cuda_dev_load(struct gm_cuda_dev *d)
 
 void gm_cuda_dev_stats(struct gm_cuda_dev *d, gm_device_stats *s)
 {
+	double now, busy;
+
 	memset(s, 0, sizeof(*s));
 	snprintf(s->name, sizeof(s->name), "%s", d->name);
 	pthread_mutex_lock(&d->mu);
+	now = gm_engine_now_us();
 	s->jobs = d->jobs;
 	s->mem_used = gm_pool_used(d->pool);
 	s->mem_total = gm_pool_size(d->pool);
-	s->busy_us = d->busy_us;
 	s->busy_periods = d->periods;
-	if (d->inflight > 0)
-		s->busy_us += gm_engine_now_us() - d->busy_since;
-	s->copy_us = d->tl.busy_us[GM_TL_COPY];
-	s->kernel_us = d->tl.busy_us[GM_TL_KERNEL];
-	s->overlap_us = d->tl.overlap_us;
+	busy = d->busy_us + (d->inflight > 0 ? now - d->busy_since : 0);
+	s->busy_us = gm_tl_show(&d->show_busy, busy, now);
+	s->copy_us = gm_tl_show(&d->show_copy, d->tl.busy_us[GM_TL_COPY], now);
+	s->kernel_us =
+	    gm_tl_show(&d->show_kernel, d->tl.busy_us[GM_TL_KERNEL], now);
+	s->overlap_us = gm_tl_show(&d->show_overlap, d->tl.overlap_us, now);
 	s->nstreams =
 	    d->nstreams < GM_MAX_STREAMS ? d->nstreams : GM_MAX_STREAMS;
 	for (unsigned i = 0; i < s->nstreams; i++)
-		s->stream_busy_us[i] = d->stream_busy_us[i];
+		s->stream_busy_us[i] =
+		    gm_tl_show(&d->show_stream[i], d->stream_busy_us[i], now);
 	pthread_mutex_unlock(&d->mu);
 }
 
@@ -518,6 +568,7 @@ void gm_cuda_dev_busy_begin(struct gm_cuda_dev *d)
 	d->busy_since = gm_engine_now_us();
 	d->span_state = SPAN_PENDING;
 	d->span_end_us = 0;
+	d->span_host = 0;
 }
 
 /* A period whose first copy never ran (every job failed before it), or

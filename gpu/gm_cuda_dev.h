@@ -18,7 +18,14 @@
  * Busy time is timed on the device: a busy period (jobs in flight) opens
  * with an event recorded just before its first host-to-device copy, and
  * each completion measures its job's end from that event; the latest end
- * is the period's length when the last job is released.
+ * is the period's length when the last job is released. Meanwhile the
+ * open period counts by the host clock, and every device-timed total is
+ * shown through a gm_tl_shown, so the stats never show more busy time
+ * than wall time passed. The same event gives each job's start on the
+ * host clock (gm_job.start_us): each completion thread sees its job's
+ * end at most a little after it happened, so the host time of the span
+ * event is at most the soonest of those sightings less their times after
+ * the event.
  *
  * Locking: the fields under "guarded by mu" are only touched with mu
  * held; the CUDA objects are made before the threads start and destroyed
@@ -166,12 +173,16 @@ struct gm_cuda_dev {
 	struct gm_cuda_wave *free_waves; /* wave records to reuse */
 	int warm;			 /* a warm-up is asked for */
 	struct gm_cuda_ctx *free_ctx;
-	unsigned nctx;	       /* contexts made */
-	unsigned inflight;     /* contexts out of the free list */
-	uint64_t outstanding;  /* host bytes of jobs queued or running */
-	uint64_t jobs;	       /* jobs handed back */
-	double busy_us;	       /* ended busy periods, device-timed */
-	double busy_since;     /* host clock at the start of the open one */
+	unsigned nctx;	      /* contexts made */
+	unsigned inflight;    /* contexts out of the free list */
+	uint64_t outstanding; /* host bytes of jobs queued or running */
+	uint64_t jobs;	      /* jobs handed back */
+	double busy_us;	      /* ended busy periods, device-timed */
+	double busy_since;    /* host clock at the start of the open one */
+	double span_host;     /* host clock of span_ev, at most; 0 unknown */
+	/* What the stats showed of each total (gm_tl_shown): */
+	struct gm_tl_shown show_busy, show_kernel, show_copy, show_overlap;
+	struct gm_tl_shown show_stream[GM_MAX_STREAMS];
 	uint64_t periods;      /* busy periods ended */
 	int span_state;	       /* SPAN_*; only the issue thread moves it
 				  from PENDING to OPEN */
@@ -212,6 +223,16 @@ void gm_cuda_dev_warm(struct gm_cuda_dev *d);
  * stream, per job and batched, on tiny inputs. GM_OK or a code with
  * msg; a sticky error faults d. */
 int gm_cuda_warm_run(struct gm_cuda_dev *d, char *msg, size_t msglen);
+
+/* Takes job back from the waves queued on d that its issue thread has
+ * not begun: GM_OK, or GM_ENOTFOUND. Loop thread. */
+int gm_cuda_dev_take_back(struct gm_cuda_dev *d, gm_job *job);
+
+/* Under mu: a completion thread saw, at host time seen, the end of a
+ * context whose events lie at[] after the span event; returns the host
+ * time its first copy began (see the file comment). */
+double gm_cuda_dev_start_of(struct gm_cuda_dev *d, const double *at,
+			    double seen);
 
 /* Host bytes of jobs queued or running on d: what spreading balances. */
 uint64_t gm_cuda_dev_load(struct gm_cuda_dev *d);

@@ -19,7 +19,8 @@
  * The device's memory goes back to the pool only here, once the stream
  * has passed the job, so no copy can still be reading a reused slab.
  * Each completion also times its job's end against the start of the
- * device's busy period, whose length is the latest such end.
+ * device's busy period, whose length is the latest such end, and puts
+ * its start on the host clock (gm_cuda_dev.h).
  */
 #include "gm_cuda_dev.h"
 
@@ -68,6 +69,26 @@ static void time_against_span(struct gm_cuda_dev *d, struct gm_cuda_ctx *c)
 	c->end_us = c->at[EV_END];
 }
 
+/* When c's first copy began, on the host clock, c's end having been seen
+ * at seen: against the busy period's start when c was timed against it,
+ * else by c's own events; 0 when they cannot tell. */
+static double start_of(struct gm_cuda_dev *d, struct gm_cuda_ctx *c,
+		       double seen)
+{
+	double start, span;
+
+	if (c->at[EV_H2D_START] >= 0 && c->at[EV_END] >= 0) {
+		pthread_mutex_lock(&d->mu);
+		start = gm_cuda_dev_start_of(d, c->at, seen);
+		pthread_mutex_unlock(&d->mu);
+		return start;
+	}
+	if (!c->ended ||
+	    (span = elapsed_or(c->ev[EV_H2D_START], c->ev[EV_END], -1)) < 0)
+		return 0;
+	return seen - span;
+}
+
 static void read_times(struct gm_cuda_ctx *c)
 {
 	gm_job *j = c->job;
@@ -92,6 +113,7 @@ static void spread(struct gm_cuda_ctx *c)
 		k->h2d_us = j->h2d_us;
 		k->kernel_us = j->kernel_us;
 		k->d2h_us = j->d2h_us;
+		k->start_us = j->start_us;
 	}
 }
 
@@ -151,9 +173,11 @@ static void complete(struct gm_cuda_dev *d, struct gm_cuda_ctx *c)
 {
 	gm_job *j = c->job;
 	uint32_t n = c->njobs;
+	double seen;
 	int faulted;
 
 	wait_for(d, c);
+	seen = gm_engine_now_us();
 	c->end_us = -1;
 	for (int i = 0; i < EV_COUNT; i++)
 		c->at[i] = -1;
@@ -164,6 +188,7 @@ static void complete(struct gm_cuda_dev *d, struct gm_cuda_ctx *c)
 		pthread_mutex_unlock(&d->sh->fault_mu);
 	} else {
 		time_against_span(d, c);
+		j->start_us = start_of(d, c, seen);
 		if (j->status == GM_OK)
 			read_times(c);
 	}

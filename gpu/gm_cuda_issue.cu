@@ -157,7 +157,11 @@ static int check_job(struct gm_cuda_dev *d, gm_job *j, struct gm_cuda_ctx *t)
 
 	j->status = GM_OK;
 	j->msg[0] = '\0';
-	j->h2d_us = j->kernel_us = j->d2h_us = 0;
+	j->h2d_us = j->kernel_us = j->d2h_us = j->start_us = 0;
+	if (gm_engine_expired(j, gm_engine_now_us())) {
+		gm_cuda_dev_finish(d, j);
+		return GM_ETIMEDOUT;
+	}
 	kernel = gm_cuda_gemm_kernel(&j->d, d->sh->cfg.kernel);
 	rv = gm_cuda_gemm_supports(&j->d, kernel, j->msg, sizeof(j->msg));
 	if (rv != GM_OK) {
@@ -397,12 +401,23 @@ static int copy_in(struct gm_cuda_ctx *c)
 	return GM_OK;
 }
 
+/* The context's jobs are committed to its stream from here on. */
+static void tell_started(struct gm_cuda_ctx *c)
+{
+	gm_engine *e = c->st->dev->sh->engine;
+	gm_job *j = c->job;
+
+	for (uint32_t i = 0; i < c->njobs; i++, j = j->next)
+		gm_engine_started(e, j);
+}
+
 static int issue_h2d(struct gm_cuda_ctx *c)
 {
 	gm_job *j = c->job;
 	cudaStream_t s = c->st->s;
 	int rv;
 
+	tell_started(c);
 	gm_cuda_dev_open_span(c->st->dev, s);
 	GM_CUDA_TRY(cudaEventRecord(c->ev[EV_H2D_START], s), j->msg,
 		    sizeof(j->msg));

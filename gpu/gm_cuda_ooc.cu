@@ -17,6 +17,7 @@
 
 #include "gm_cuda_dev.h"
 #include "gm_cuda_err.h"
+#include "gm_engine_impl.h"
 
 /* Host copies go to the crew in items of about this many bytes. */
 #define COPY_ITEM (1ull << 20)
@@ -285,14 +286,28 @@ static int run_tiles(struct gm_cuda_dev *d, gm_job *j, const gm_ooc_plan *p,
 	return GM_OK;
 }
 
+/* A job waits in the runner's queue and for its slab; it starts once it
+ * has the slab (its first tile follows its host staging at once), unless
+ * its deadline passed meanwhile. */
 static void run(struct gm_cuda_dev *d, gm_job *j)
 {
 	double end_us = -1;
 	gm_ooc_plan plan;
 	void *slab = NULL;
 
+	if (gm_engine_expired(j, gm_engine_now_us())) {
+		gm_cuda_dev_finish(d, j);
+		return;
+	}
 	if ((j->status = plan_of(d, j, &plan)) == GM_OK &&
 	    (j->status = take(d, j, plan.bytes, &slab)) == GM_OK) {
+		if (gm_engine_expired(j, gm_engine_now_us())) {
+			give(d, slab, end_us);
+			gm_cuda_dev_finish(d, j);
+			return;
+		}
+		gm_engine_started(d->sh->engine, j);
+		j->start_us = gm_engine_now_us();
 		j->status = run_tiles(d, j, &plan, slab, &end_us);
 		give(d, slab, end_us);
 	}
@@ -342,6 +357,22 @@ void gm_cuda_ooc_queue(struct gm_cuda_dev *d, gm_job *j)
 	d->ooc_tail = j;
 	pthread_cond_signal(&d->ooc_cv);
 	pthread_mutex_unlock(&d->mu);
+}
+
+int gm_cuda_ooc_take_back(struct gm_cuda_dev *d, gm_job *job)
+{
+	gm_job **at, *prev = NULL;
+
+	for (at = &d->ooc_head; *at != NULL; prev = *at, at = &(*at)->next) {
+		if (*at != job)
+			continue;
+		*at = job->next;
+		if (d->ooc_tail == job)
+			d->ooc_tail = prev;
+		job->next = NULL;
+		return GM_OK;
+	}
+	return GM_ENOTFOUND;
 }
 
 void gm_cuda_ooc_stop(struct gm_cuda_dev *d)

@@ -107,6 +107,10 @@ int gm_cuda_ooc_start(struct gm_cuda_dev *d, char *msg, size_t msglen);
 /* Queues j, checked, for the runner. Issue thread. */
 void gm_cuda_ooc_queue(struct gm_cuda_dev *d, gm_job *j);
 
+/* Takes j back from d's runner queue if it still waits there: GM_OK, or
+ * GM_ENOTFOUND. Under d's mu. */
+int gm_cuda_ooc_take_back(struct gm_cuda_dev *d, gm_job *j);
+
 /* Stops the runner once every job queued is back; then frees it. */
 void gm_cuda_ooc_stop(struct gm_cuda_dev *d);
 void gm_cuda_ooc_close(struct gm_cuda_dev *d);

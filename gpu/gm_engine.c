@@ -123,6 +123,34 @@ int gm_engine_submit(gm_engine *e, gm_job **jobs, size_t n)
 	return e->ops->submit(e, jobs, n);
 }
 
+void gm_engine_on_start(gm_engine *e, gm_engine_start_fn fn)
+{
+	e->start = fn;
+}
+
+void gm_engine_started(gm_engine *e, gm_job *job)
+{
+	if (e->start != NULL)
+		e->start(job, e->done_arg);
+}
+
+int gm_engine_expired(gm_job *job, double now)
+{
+	if (job->deadline_us == 0.0 || now <= job->deadline_us)
+		return 0;
+	job->status = GM_ETIMEDOUT;
+	snprintf(job->msg, sizeof(job->msg), "%s", GM_EXPIRED_MSG);
+	job->h2d_us = job->kernel_us = job->d2h_us = job->start_us = 0.0;
+	return 1;
+}
+
+int gm_engine_cancel(gm_engine *e, gm_job *job)
+{
+	if (e->ops->cancel == NULL)
+		return GM_ENOTFOUND;
+	return e->ops->cancel(e, job);
+}
+
 int gm_engine_register(gm_engine *e, void *p, size_t len, char *msg,
 		       size_t msglen)
 {

@@ -136,6 +136,11 @@ typedef struct gm_engine gm_engine;
 /* Called once per job on an engine thread; see the file comment. */
 typedef void (*gm_engine_done_fn)(gm_job *job, void *arg);
 
+/* Called on an engine thread when a job handed over leaves the engine's
+ * queue to run, under the rules of the done callback (with its arg),
+ * and before it: see gm_engine_on_start. */
+typedef void (*gm_engine_start_fn)(gm_job *job, void *arg);
+
 /* Called once when a warm-up ends, on an engine thread, under the same
  * rules as the done callback. status is GM_OK or the first failure (with
  * msg; NULL when GM_OK); ms is the wall time since gm_engine_warmup. */
@@ -171,6 +176,30 @@ int gm_engine_supports(const gm_engine *e, const gm_job_desc *d, char *msg,
  * Each job comes back through the done callback, failed or not. Returns
  * GM_EGPUFAULT without taking the jobs once the engine is faulted. */
 int gm_engine_submit(gm_engine *e, gm_job **jobs, size_t n);
+
+/*
+ * Asks for fn to be called as each job starts, so that the caller can
+ * tell the jobs waiting in the engine from those running. A job starts
+ * when the engine commits to running it: the CPU engine when its worker
+ * takes it off its queue (its BLAS call follows at once), the CUDA engine
+ * when its work is issued to a stream (where it may still wait behind
+ * work issued before it: its start_us says when it began on the device).
+ * A job that fails before it starts comes back without a start. Set
+ * before the first submit. Loop thread.
+ */
+void gm_engine_on_start(gm_engine *e, gm_engine_start_fn fn);
+
+/*
+ * Takes job back from e when it has not started (see gm_engine_on_start)
+ * and still waits in the engine's queue: GM_OK, and the job is the
+ * caller's again, never to come back through the done callback; else
+ * GM_ENOTFOUND (it started, is on its way back, or waits where it cannot
+ * be taken from: the CUDA engine takes back jobs of waves its devices
+ * have not begun and jobs waiting for a device's out-of-core runner, not
+ * those its issue thread holds while they wait for device memory). Loop
+ * thread.
+ */
+int gm_engine_cancel(gm_engine *e, gm_job *job);
 
 /*
  * Makes the len bytes at p (a shared-memory region the daemon mapped)

@@ -4,14 +4,19 @@
  *
  * gm_engine_submit appends jobs to a FIFO and wakes a dedicated worker
  * thread (never libuv's pool: a GEMM there would starve the daemon's file
- * system work). The worker takes everything queued at once and walks it.
- * A large job runs alone with cblas_dgemm or cblas_sgemm, which OpenBLAS
- * spreads over its own threads. OpenBLAS runs a small job (m n k at most
- * SMALL_MNK) on the calling thread only, so one job at a time would leave
- * the other cores idle: consecutive small jobs are run as one burst by
+ * system work). The worker takes from the FIFO only what it runs next,
+ * so that the jobs behind still wait where gm_engine_cancel can take them
+ * back and their deadlines still count: a large job alone, which
+ * cblas_dgemm or cblas_sgemm runs on OpenBLAS's own threads, or the
+ * stretch of small jobs at the FIFO's head. OpenBLAS runs a small job (m
+ * n k at most SMALL_MNK) on the calling thread only, so one job at a time
+ * would leave the other cores idle: such a stretch is run as one burst by
  * the worker and a crew of helper threads (gm_crew.h), each job on one
  * core, so a wave of small jobs costs one wake-up per helper, not one per
- * job. The done callback is called from whichever thread ran the job.
+ * job. Jobs taken are started (gm_engine_started); each job's start_us is
+ * its own BLAS call's. The done callback is called from whichever thread
+ * ran the job. The device is busy from the moment the worker takes work
+ * until the FIFO is empty again, and counted so as it goes.
  * Kernel choice is a GPU concern: every kernel a job names runs as BLAS
  * here. The CPU reads and writes host memory directly, so copy_in and
  * copy_out are used as the operands themselves instead of being staged
@@ -180,7 +185,7 @@ static void run(gm_job *job)
 	double beta = 0.0, t0;
 
 	job->msg[0] = '\0';
-	job->h2d_us = job->kernel_us = job->d2h_us = 0.0;
+	job->h2d_us = job->kernel_us = job->d2h_us = job->start_us = 0.0;
 	job->device = -1;
 	if ((job->status =
 		 check_dtype(job->d.dtype, job->msg, sizeof(job->msg))) != 0)
@@ -192,7 +197,7 @@ static void run(gm_job *job)
 	}
 	if ((job->status = operands_of(job, &sz, &op)) != 0)
 		return;
-	t0 = gm_engine_now_us();
+	job->start_us = t0 = gm_engine_now_us();
 	/* BLAS updates C in place, so C is first placed where the result
 	 * goes; without C, beta stays 0 and BLAS never reads out. */
 	if (op.c != NULL) {
@@ -204,14 +209,20 @@ static void run(gm_job *job)
 	job->kernel_us = gm_engine_now_us() - t0;
 }
 
-/* Runs job and hands it back. */
-static void finish(struct cpu_engine *ce, gm_job *job)
+/* Hands job back, run or failed. */
+static void hand_back(struct cpu_engine *ce, gm_job *job)
 {
 	job->next = NULL;
-	run(job);
 	__atomic_add_fetch(&ce->jobs, 1, __ATOMIC_RELAXED);
 	/* Last: once back through the callback the job is not ours. */
 	ce->base.done(job, ce->base.done_arg);
+}
+
+/* Runs job and hands it back. */
+static void finish(struct cpu_engine *ce, gm_job *job)
+{
+	run(job);
+	hand_back(ce, job);
 }
 
 static void run_burst_job(void *arg, uint64_t i)
@@ -241,29 +252,67 @@ static void run_burst(struct cpu_engine *ce, size_t n, double flops)
 		finish(ce, ce->burst[i]);
 }
 
-/* Runs the jobs linked from job: each large one alone, each stretch of
- * small ones as a burst. */
-static void run_list(struct cpu_engine *ce, gm_job *job)
+/* Takes the FIFO's head off it. Under mu. */
+static gm_job *pop(struct cpu_engine *ce)
 {
-	double flops = 0;
-	size_t n = 0;
-	gm_job *next;
+	gm_job *job = ce->head;
 
-	for (; job != NULL; job = next) {
-		next = job->next;
-		if (small(job)) {
-			flops += gm_job_flops(&job->d);
-			ce->burst[n++] = job;
-			if (n < BURST_MAX)
-				continue;
+	if ((ce->head = job->next) == NULL)
+		ce->tail = NULL;
+	job->next = NULL;
+	return job;
+}
+
+/*
+ * Takes what runs next off the FIFO into burst[]: its first job alone
+ * when that is large, else the small jobs up to the next large one (at
+ * most BURST_MAX); jobs past their deadline go to *late instead.
+ * Returns how many were taken, with their work in *flops. Under mu.
+ */
+static size_t take(struct cpu_engine *ce, gm_job **late, double *flops)
+{
+	double now = gm_engine_now_us();
+	gm_job *job;
+	size_t n = 0;
+
+	*flops = 0;
+	while (ce->head != NULL && n < BURST_MAX) {
+		if (gm_engine_expired(ce->head, now)) {
+			job = pop(ce);
+			job->next = *late;
+			*late = job;
+			continue;
 		}
-		run_burst(ce, n, flops);
-		n = 0;
-		flops = 0;
+		if (n > 0 && !small(ce->head))
+			break;
+		job = pop(ce);
+		*flops += gm_job_flops(&job->d);
+		ce->burst[n++] = job;
 		if (!small(job))
-			finish(ce, job);
+			break;
 	}
-	run_burst(ce, n, flops);
+	return n;
+}
+
+/* Hands back the jobs taken for their deadline, and runs burst[0..n-1]
+ * (one large job, or small ones) once each is told started. */
+static void run_taken(struct cpu_engine *ce, gm_job *late, size_t n,
+		      double flops)
+{
+	gm_job *next;
+	size_t i;
+
+	for (; late != NULL; late = next) {
+		next = late->next;
+		late->device = -1;
+		hand_back(ce, late);
+	}
+	for (i = 0; i < n; i++)
+		gm_engine_started(&ce->base, ce->burst[i]);
+	if (n == 1 && !small(ce->burst[0]))
+		finish(ce, ce->burst[0]);
+	else
+		run_burst(ce, n, flops);
 }
 
 /* OpenBLAS sets up its buffers and threads on first use. */
@@ -282,34 +331,62 @@ static void warm_up(struct cpu_engine *ce)
 static void *worker_main(void *arg)
 {
 	struct cpu_engine *ce = arg;
-	gm_job *list;
-	int warm;
+	gm_job *late = NULL;
+	double flops;
+	size_t n;
 
 	pthread_mutex_lock(&ce->mu);
 	for (;;) {
 		while (ce->head == NULL && !ce->warm && !ce->stopping)
 			pthread_cond_wait(&ce->wake, &ce->mu);
-		warm = ce->warm;
-		ce->warm = 0;
-		list = ce->head;
-		ce->head = ce->tail = NULL;
-		if (list == NULL && !warm)
+		if (ce->warm) {
+			ce->warm = 0;
+			pthread_mutex_unlock(&ce->mu);
+			warm_up(ce);
+			pthread_mutex_lock(&ce->mu);
+			continue;
+		}
+		if (ce->head == NULL)
 			break; /* stopping, and the queue is drained */
-		ce->running = list != NULL;
-		ce->busy_since = gm_engine_now_us();
+		if (!ce->running) {
+			ce->running = 1;
+			ce->busy_since = gm_engine_now_us();
+		}
+		n = take(ce, &late, &flops);
 		pthread_mutex_unlock(&ce->mu);
 
-		if (warm)
-			warm_up(ce);
-		run_list(ce, list);
+		run_taken(ce, late, n, flops);
+		late = NULL;
 
 		pthread_mutex_lock(&ce->mu);
-		if (ce->running)
+		if (ce->head == NULL) {
 			ce->busy_us += gm_engine_now_us() - ce->busy_since;
-		ce->running = 0;
+			ce->running = 0;
+		}
 	}
 	pthread_mutex_unlock(&ce->mu);
 	return NULL;
+}
+
+static int cpu_cancel(gm_engine *e, gm_job *job)
+{
+	struct cpu_engine *ce = (struct cpu_engine *)e;
+	gm_job **at, *prev = NULL;
+	int rv = GM_ENOTFOUND;
+
+	pthread_mutex_lock(&ce->mu);
+	for (at = &ce->head; *at != NULL; prev = *at, at = &(*at)->next) {
+		if (*at != job)
+			continue;
+		*at = job->next;
+		if (ce->tail == job)
+			ce->tail = prev;
+		job->next = NULL;
+		rv = GM_OK;
+		break;
+	}
+	pthread_mutex_unlock(&ce->mu);
+	return rv;
 }
 
 static int cpu_warmup(gm_engine *e)
@@ -408,6 +485,7 @@ static const struct gm_engine_ops cpu_ops = {
     .devices = cpu_devices,
     .device_stats = cpu_device_stats,
     .warmup = cpu_warmup,
+    .cancel = cpu_cancel,
 };
 
 static int map_arena(struct cpu_engine *ce, uint64_t bytes, char *msg,

@@ -254,6 +254,17 @@ static void cuda_unreg(gm_engine *, void *p)
 	(void)cudaGetLastError();
 }
 
+/* A job still in a wave that no device has begun. */
+static int cuda_cancel(gm_engine *base, gm_job *job)
+{
+	struct cuda_engine *e = of(base);
+
+	for (unsigned i = 0; i < e->ndev; i++)
+		if (gm_cuda_dev_take_back(e->devs[i], job) == GM_OK)
+			return GM_OK;
+	return GM_ENOTFOUND;
+}
+
 /* In the order of struct gm_engine_ops. */
 static const struct gm_engine_ops cuda_ops = {
     "cuda",	       /* name */
@@ -267,6 +278,7 @@ static const struct gm_engine_ops cuda_ops = {
     cuda_reg,	       /* reg */
     cuda_unreg,	       /* unreg */
     cuda_warmup,       /* warmup */
+    cuda_cancel,       /* cancel */
 };
 
 static void fill_defaults(gm_engine_config *c)

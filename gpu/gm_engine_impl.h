@@ -30,12 +30,15 @@ struct gm_engine_ops {
 	/* Starts a warm-up that ends with gm_engine_warmed(); GM_OK or a
 	 * code for a warm-up that could not start (then not called). */
 	int (*warmup)(gm_engine *e);
+	/* Optional (NULL: nothing is taken back): gm_engine_cancel. */
+	int (*cancel)(gm_engine *e, gm_job *job);
 };
 
 struct gm_engine {
 	const struct gm_engine_ops *ops;
 	gm_engine_done_fn done;
 	void *done_arg;
+	gm_engine_start_fn start; /* NULL: nobody asked */
 	/* The warm-up under way or last ended (gm_engine.c). */
 	gm_engine_warm_fn warm_fn;
 	void *warm_arg;
@@ -46,6 +49,15 @@ struct gm_engine {
 /* Ends the warm-up ops->warmup started: records its time and calls the
  * warm callback. Once per warm-up, on an engine thread. */
 void gm_engine_warmed(gm_engine *e, int status, const char *msg);
+
+/* Tells the caller that job starts (gm_engine_on_start), if it asked.
+ * On the engine thread that commits to running it. */
+void gm_engine_started(gm_engine *e, gm_job *job);
+
+/* Whether job, not yet started, is past its deadline at now (the clock
+ * of gm_engine_now_us); if so, fails it with GM_ETIMEDOUT and its text,
+ * for the engine to hand back instead of running it. */
+int gm_engine_expired(gm_job *job, double now);
 
 /* The monotonic clock in microseconds. */
 double gm_engine_now_us(void);

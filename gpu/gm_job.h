@@ -18,6 +18,10 @@
 extern "C" {
 #endif
 
+/* The text of a job failed with GM_ETIMEDOUT because its deadline
+ * passed before it started, wherever it waited. */
+#define GM_EXPIRED_MSG "deadline passed before the job started"
+
 /* Bits of gm_job.host_pageable. */
 #define GM_PAGEABLE_A	0x1u
 #define GM_PAGEABLE_B	0x2u
@@ -60,6 +64,15 @@ typedef struct gm_job {
 	void *copy_out;
 
 	/*
+	 * When the job stops being worth starting, on the monotonic clock
+	 * in microseconds (gm_engine_now_us); 0: never. Set by the caller
+	 * before the job is handed over: an engine that comes to start a
+	 * job after it fails the job with GM_ETIMEDOUT instead of running
+	 * it.
+	 */
+	double deadline_us;
+
+	/*
 	 * The operands (GM_PAGEABLE_* bits) that lie in ordinary, pageable
 	 * host memory instead: neither in the arena nor in a registered
 	 * region, as a payload too large for the arena is received. The
@@ -74,7 +87,16 @@ typedef struct gm_job {
 	int status;			  /* gm_err */
 	char msg[GM_MSG_TEXT + 1];	  /* detail for status != 0 */
 	double h2d_us, kernel_us, d2h_us; /* from device events; 0 on CPU */
-	int device;			  /* device index that ran it, -1 CPU */
+	/*
+	 * When the job's first device operation (CUDA: its first copy to
+	 * the device, or its kernel) or its BLAS call (CPU) began, on the
+	 * clock of deadline_us; 0 when it never began. Until then it waited:
+	 * in the engine's queue, for device memory, or on its stream behind
+	 * work issued before it. h2d_us, kernel_us and d2h_us follow on
+	 * from it without gaps.
+	 */
+	double start_us;
+	int device; /* device index that ran it, -1 CPU */
 
 	void *user;	     /* the daemon's, untouched by engines */
 	struct gm_job *next; /* engine-private link while submitted */

@@ -108,3 +108,20 @@ void gm_tl_free(struct gm_timeline *t)
 		t->n[k] = t->cap[k] = 0;
 	}
 }
+
+void gm_tl_shown_init(struct gm_tl_shown *s, double now)
+{
+	s->shown = 0;
+	s->at = now;
+}
+
+double gm_tl_show(struct gm_tl_shown *s, double total, double now)
+{
+	double most = s->shown + (now > s->at ? now - s->at : 0);
+	double v = total < most ? total : most;
+
+	if (v > s->shown)
+		s->shown = v;
+	s->at = now > s->at ? now : s->at;
+	return s->shown;
+}

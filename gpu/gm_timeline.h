@@ -46,6 +46,26 @@ void gm_tl_discard(struct gm_timeline *t);
 /* Frees the interval arrays. */
 void gm_tl_free(struct gm_timeline *t);
 
+/*
+ * A busy-time counter as a reader sees it. Device-timed totals become
+ * known only when work ends (a job's span when it is released, the
+ * unions when a busy period is folded), so a total read twice can jump
+ * by more than the time between the reads. What is shown never goes
+ * back and never grows faster than the wall clock: a jump is let out
+ * over the time that follows. Read under the lock that guards it.
+ */
+struct gm_tl_shown {
+	double shown; /* µs, last shown */
+	double at;    /* host clock when it was, or when counting began */
+};
+
+/* Starts counting at now (µs, host clock): nothing shown yet. */
+void gm_tl_shown_init(struct gm_tl_shown *s, double now);
+
+/* What to show at now for a total that stands at total: total, held
+ * between what was shown last and that plus the time since. */
+double gm_tl_show(struct gm_tl_shown *s, double total, double now);
+
 #ifdef __cplusplus
 }
 #endif

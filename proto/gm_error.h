@@ -9,6 +9,8 @@
 #ifndef GM_ERROR_H
 #define GM_ERROR_H
 
+#include <stdint.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -62,6 +64,15 @@ const char *gm_strerror(int code);
 
 /* Returns the symbolic name ("EBUSY") for code, or "E?" when unknown. */
 const char *gm_errname(int code);
+
+/* Room for gm_size_text's text. */
+#define GM_SIZE_TEXT 24
+
+/* n bytes as a message says them to a person: "17 bytes", "64 KiB",
+ * "1.5 GiB" (in the largest unit it reaches, up to TiB; one decimal
+ * unless whole, three where one would look whole: "95.999 KiB"), into
+ * buf; returns buf. Any thread. */
+const char *gm_size_text(uint64_t n, char buf[GM_SIZE_TEXT]);
 
 #ifdef __cplusplus
 }

@@ -167,10 +167,16 @@ static int check_dims(const gm_job_desc *d, const gm_limits *lim,
 				     " %s: operand bytes overflow 64 bits",
 				     d->m, d->n, d->k, gm_dtype_name(d->dtype));
 	for (i = 0; i < 3; i++)
-		if (dims[i] > max_dim)
+		if (dims[i] > max_dim && max_dim < GM_MAX_DIM)
 			return gm_proto_fail(GM_EDIM, msg, msglen,
 					     "%c=%" PRIu32
-					     ", must be 1..%" PRIu32,
+					     ", more than max_dim=%" PRIu32,
+					     names[i], dims[i], max_dim);
+		else if (dims[i] > max_dim)
+			return gm_proto_fail(GM_EDIM, msg, msglen,
+					     "%c=%" PRIu32
+					     ", more than the protocol's "
+					     "%" PRIu32,
 					     names[i], dims[i], max_dim);
 	return GM_OK;
 }
@@ -180,11 +186,13 @@ static int check_dims(const gm_job_desc *d, const gm_limits *lim,
 static int check_job_bytes(uint64_t bytes, const gm_limits *lim,
 			   const char *what, char *msg, size_t msglen)
 {
+	char has[GM_SIZE_TEXT], max[GM_SIZE_TEXT];
+
 	if (bytes > lim->max_job_bytes)
 		return gm_proto_fail(GM_ETOOBIG, msg, msglen,
-				     "%s=%" PRIu64
-				     " bytes, max_job_bytes=%" PRIu64,
-				     what, bytes, lim->max_job_bytes);
+				     "%s of %s, more than max_message_bytes=%s",
+				     what, gm_size_text(bytes, has),
+				     gm_size_text(lim->max_job_bytes, max));
 	return GM_OK;
 }
 
@@ -279,13 +287,16 @@ uint64_t gm_proto_head_size(const gm_hdr *h)
 static int check_ctrl_hdr(const gm_hdr *h, const gm_limits *lim, char *msg,
 			  size_t msglen)
 {
+	char has[GM_SIZE_TEXT], max[GM_SIZE_TEXT];
+
 	/* The length first, as for GEMM: a frame refused for its count is
 	 * read to its end and discarded, which its length must bound. */
 	if (h->length > lim->max_ctrl)
 		return gm_proto_fail(GM_ETOOBIG, msg, msglen,
-				     "CTRL body of %" PRIu64
-				     " bytes, max_ctrl_bytes=%" PRIu64,
-				     h->length, lim->max_ctrl);
+				     "CTRL body of %s, more than "
+				     "max_ctrl_bytes=%s",
+				     gm_size_text(h->length, has),
+				     gm_size_text(lim->max_ctrl, max));
 	if (h->count != 0)
 		return gm_proto_fail(GM_EFIELD, msg, msglen,
 				     "CTRL count=%" PRIu32 ", must be 0",
@@ -296,6 +307,7 @@ static int check_ctrl_hdr(const gm_hdr *h, const gm_limits *lim, char *msg,
 int gm_proto_check_request(const gm_hdr *h, const gm_limits *lim, char *msg,
 			   size_t msglen)
 {
+	char has[GM_SIZE_TEXT], max[GM_SIZE_TEXT];
 	uint32_t max_jobs = min_u32(lim->max_jobs, GM_MAX_JOBS);
 
 	if (h->type != GM_MSG_GEMM && h->type != GM_MSG_CTRL)
@@ -307,16 +319,20 @@ int gm_proto_check_request(const gm_hdr *h, const gm_limits *lim, char *msg,
 		return check_ctrl_hdr(h, lim, msg, msglen);
 	if (h->length > lim->max_frame)
 		return gm_proto_fail(GM_ETOOBIG, msg, msglen,
-				     "frame of %" PRIu64
-				     " bytes, max_message_bytes=%" PRIu64,
-				     h->length, lim->max_frame);
+				     "frame of %s, more than "
+				     "max_message_bytes=%s",
+				     gm_size_text(h->length, has),
+				     gm_size_text(lim->max_frame, max));
 	if (h->count == 0)
 		return gm_proto_fail(GM_EFIELD, msg, msglen,
 				     "count=0, must be 1..%" PRIu32, max_jobs);
 	if (h->count > max_jobs)
-		return gm_proto_fail(GM_ETOOMANY, msg, msglen,
-				     "count=%" PRIu32 " jobs, limit %" PRIu32,
-				     h->count, max_jobs);
+		return gm_proto_fail(
+		    GM_ETOOMANY, msg, msglen,
+		    "count=%" PRIu32 " jobs, more than %s%" PRIu32, h->count,
+		    max_jobs < GM_MAX_JOBS ? "max_jobs_per_request="
+					   : "the protocol's ",
+		    max_jobs);
 	/* Refuses a lying count before any of the head is read. */
 	if (h->length < gm_proto_head_size(h))
 		return gm_proto_fail(

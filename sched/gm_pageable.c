@@ -23,31 +23,35 @@ uint64_t gm_pageable_init(gm_pageable *p, uint64_t limit, uint64_t host_bytes)
 int gm_pageable_admit(gm_pageable *p, uint64_t pool_size, uint64_t bytes,
 		      bool *pageable, char *text, size_t len)
 {
+	char need[GM_SIZE_TEXT], pool[GM_SIZE_TEXT], cap[GM_SIZE_TEXT],
+	    held[GM_SIZE_TEXT];
+
 	*pageable = false;
 	if (bytes <= pool_size)
 		return GM_OK;
+	gm_size_text(bytes, need);
+	gm_size_text(pool_size, pool);
+	gm_size_text(p->limit, cap);
 	if (bytes > p->limit) {
 		p->too_big++;
 		if (p->limit == 0)
 			snprintf(text, len,
-				 "needs %" PRIu64
-				 " bytes, over pool_bytes=%" PRIu64
-				 " (pageable_max_bytes=0)",
-				 bytes, pool_size);
+				 "needs %s, more than pool_bytes=%s "
+				 "(pageable_max_bytes=0)",
+				 need, pool);
 		else
 			snprintf(text, len,
-				 "needs %" PRIu64
-				 " bytes, over pool_bytes=%" PRIu64
-				 " and pageable_max_bytes=%" PRIu64,
-				 bytes, pool_size, p->limit);
+				 "needs %s, more than pool_bytes=%s and "
+				 "pageable_max_bytes=%s",
+				 need, pool, cap);
 		return GM_ETOOBIG;
 	}
 	if (bytes > p->limit - p->bytes) {
 		p->busy++;
 		snprintf(text, len,
-			 "needs %" PRIu64 " bytes; pageable_max_bytes=%" PRIu64
-			 " has %" PRIu64 " held: try again later",
-			 bytes, p->limit, p->bytes);
+			 "needs %s; pageable_max_bytes=%s has %s held: try "
+			 "again later",
+			 need, cap, gm_size_text(p->bytes, held));
 		return GM_EBUSY;
 	}
 	*pageable = true;

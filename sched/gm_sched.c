@@ -5,14 +5,14 @@
  */
 #include "gm_sched.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gm_fairq.h"
 
-#define NPRIO	    (GM_BATCH_PRIO_MAX + 1)
-#define EXPIRED_MSG "deadline passed before the job started"
+#define NPRIO (GM_BATCH_PRIO_MAX + 1)
 
 struct gm_sched {
 	gm_engine *eng;
@@ -20,8 +20,11 @@ struct gm_sched {
 	unsigned depth;
 	unsigned limit[NPRIO]; /* per priority; 0: only depth */
 	gm_sched_budget budget;
-	uint64_t inflight, inflight_bytes, requests;
-	uint64_t started; /* jobs handed to the engine, ever */
+	uint64_t inflight, inflight_bytes, requests; /* inflight: on the
+							engine */
+	uint64_t handed, handed_prio[NPRIO];	     /* on it, not started */
+	gm_sched_job *dl_handed; /* handed with a deadline (dprev, dnext) */
+	uint64_t started;	 /* jobs handed to the engine, ever */
 	uint64_t reserved, reserved_prio[NPRIO];
 	int stopped;
 	gm_fairq *q;
@@ -80,13 +83,28 @@ int gm_sched_room(const gm_sched *s, unsigned prio, uint64_t njobs)
 		return GM_EINVAL;
 	if (s->stopped)
 		return GM_ESHUTDOWN;
-	if (gm_fairq_total(s->q) + s->reserved + njobs > s->depth)
+	if (gm_sched_queued(s) + s->reserved + njobs > s->depth)
 		return GM_EBUSY;
 	if (s->limit[prio] != 0 &&
-	    gm_fairq_count(s->q, prio) + s->reserved_prio[prio] + njobs >
+	    gm_sched_queued_prio(s, prio) + s->reserved_prio[prio] + njobs >
 		s->limit[prio])
 		return GM_EBUSY;
 	return GM_OK;
+}
+
+int gm_sched_full(const gm_sched *s, unsigned prio, uint64_t njobs,
+		  uint64_t *held, uint64_t *limit)
+{
+	if (prio <= GM_BATCH_PRIO_MAX && s->limit[prio] != 0 &&
+	    gm_sched_queued_prio(s, prio) + s->reserved_prio[prio] + njobs >
+		s->limit[prio]) {
+		*held = gm_sched_queued_prio(s, prio) + s->reserved_prio[prio];
+		*limit = s->limit[prio];
+		return 1;
+	}
+	*held = gm_sched_queued(s) + s->reserved;
+	*limit = s->depth;
+	return 0;
 }
 
 int gm_sched_reserve(gm_sched *s, unsigned prio, uint64_t njobs)
@@ -139,7 +157,7 @@ static void finish_job(gm_sched *s, gm_sched_job *j)
 	gm_sched_request *r = j->req;
 
 	j->t.total_us = gm_clock_now_us() - r->recv_us;
-	gm_stats_job(s->st, &j->job.d, j->job.status, &j->t);
+	gm_stats_job(s->st, &j->job.d, r->batch.priority, j->job.status, &j->t);
 	s->job_done(j, s->arg);
 	if (--r->left == 0) {
 		s->requests--;
@@ -195,6 +213,10 @@ int gm_sched_submit(gm_sched *s, gm_sched_request *r)
 		j->idx = i;
 		j->job.user = j;
 		j->job.device = -1;
+		j->job.deadline_us = due;
+		j->started =
+		    (gm_sched_handoff){.job = j, .news = GM_SCHED_STARTED};
+		j->back = (gm_sched_handoff){.job = j, .news = GM_SCHED_BACK};
 		j->bytes = job_bytes(&j->job);
 		if ((rv = gm_engine_supports(s->eng, &j->job.d, msg,
 					     sizeof(msg))) != 0) {
@@ -210,6 +232,43 @@ int gm_sched_submit(gm_sched *s, gm_sched_request *r)
 	}
 	gm_sched_pump(s);
 	return GM_OK;
+}
+
+/* Counts j as handed to the engine at now, not started. */
+static void hand(gm_sched *s, gm_sched_job *j, double now)
+{
+	unsigned p = j->req->batch.priority;
+
+	j->state = GM_SCHED_JOB_HANDED;
+	j->handed_us = now;
+	s->inflight++;
+	s->inflight_bytes += j->bytes;
+	s->handed++;
+	s->handed_prio[p]++;
+	j->dprev = NULL;
+	j->dnext = NULL;
+	if (j->job.deadline_us == 0.0)
+		return;
+	if ((j->dnext = s->dl_handed) != NULL)
+		j->dnext->dprev = j;
+	s->dl_handed = j;
+}
+
+/* j, handed, started or came back: it no longer waits. */
+static void unhand(gm_sched *s, gm_sched_job *j)
+{
+	if (j->state != GM_SCHED_JOB_HANDED)
+		return;
+	s->handed--;
+	s->handed_prio[j->req->batch.priority]--;
+	if (j->job.deadline_us == 0.0)
+		return;
+	if (j->dprev != NULL)
+		j->dprev->dnext = j->dnext;
+	else
+		s->dl_handed = j->dnext;
+	if (j->dnext != NULL)
+		j->dnext->dprev = j->dprev;
 }
 
 /* Whether j may start now: the engine is idle, or j fits the budget
@@ -233,29 +292,49 @@ static size_t fill_wave(gm_sched *s, double now)
 		while ((j = gm_fairq_peek(s->q, (unsigned)p)) != NULL) {
 			if (expired(j, now)) {
 				gm_fairq_remove(s->q, j);
-				fail_job(s, j, GM_ETIMEDOUT, EXPIRED_MSG);
+				fail_job(s, j, GM_ETIMEDOUT, GM_EXPIRED_MSG);
 				continue;
 			}
 			if (!fits(s, j))
 				return n;
 			gm_fairq_take(s->q, (unsigned)p);
-			j->state = GM_SCHED_JOB_RUNNING;
-			j->start_us = now;
+			hand(s, j, now);
 			j->t.start_seq = ++s->started;
 			s->wave[n++] = &j->job;
-			s->inflight++;
-			s->inflight_bytes += j->bytes;
 		}
 	}
 	return n;
 }
 
+/* Takes back a job the engine gave up before it started. */
+static void take_back(gm_sched *s, gm_sched_job *j)
+{
+	unhand(s, j);
+	s->inflight--;
+	s->inflight_bytes -= j->bytes;
+}
+
+/* Takes back a job the engine never took or never started: it has no
+ * place in the order jobs were started in. */
+static void withdraw(gm_sched *s, gm_sched_job *j)
+{
+	take_back(s, j);
+	j->t.start_seq = 0;
+}
+
 int gm_sched_cancel(gm_sched *s, gm_sched_job *j)
 {
-	if (j->state != GM_SCHED_JOB_QUEUED)
+	const char *why = "canceled before it started";
+
+	if (j->state == GM_SCHED_JOB_QUEUED) {
+		gm_fairq_remove(s->q, j);
+	} else if (j->state == GM_SCHED_JOB_HANDED &&
+		   gm_engine_cancel(s->eng, &j->job) == GM_OK) {
+		withdraw(s, j);
+	} else {
 		return GM_ENOTFOUND;
-	gm_fairq_remove(s->q, j);
-	fail_job(s, j, GM_ECANCELED, "canceled before it started");
+	}
+	fail_job(s, j, GM_ECANCELED, why);
 	gm_sched_pump(s);
 	return GM_OK;
 }
@@ -278,17 +357,34 @@ static int sweep_one(gm_sched_job *j, void *arg)
 	return 0;
 }
 
+/* Takes back from the engine the handed jobs past their deadline that
+ * it still holds, onto *gone; the others' deadlines go into w. */
+static void sweep_handed(gm_sched *s, struct sweep *w, gm_sched_job **gone)
+{
+	gm_sched_job *j, *next;
+
+	for (j = s->dl_handed; j != NULL; j = next) {
+		next = j->dnext;
+		if (sweep_one(j, w) && gm_engine_cancel(s->eng, &j->job) == 0) {
+			withdraw(s, j);
+			j->qnext = *gone;
+			*gone = j;
+		}
+	}
+}
+
 unsigned gm_sched_expire(gm_sched *s)
 {
 	struct sweep w = {gm_clock_now_us(), 0.0};
 	gm_sched_job *gone = gm_fairq_remove_if(s->q, sweep_one, &w), *next;
 	unsigned n = 0;
 
+	sweep_handed(s, &w, &gone);
 	s->next_dl_us = w.next;
 	/* Failing the last job of a request frees it: read on first. */
 	for (; gone != NULL; gone = next, n++) {
 		next = gone->qnext;
-		fail_job(s, gone, GM_ETIMEDOUT, EXPIRED_MSG);
+		fail_job(s, gone, GM_ETIMEDOUT, GM_EXPIRED_MSG);
 	}
 	if (n != 0)
 		gm_sched_pump(s);
@@ -315,26 +411,45 @@ void gm_sched_pump(gm_sched *s)
 		for (size_t i = 0; i < n; i++) {
 			gm_sched_job *j = s->wave[i]->user;
 
-			s->inflight--;
-			s->inflight_bytes -= j->bytes;
+			withdraw(s, j);
 			fail_job(s, j, rv, "the engine refused the job");
 		}
 	}
 }
 
-void gm_sched_complete(gm_sched *s, gm_job *job)
+void gm_sched_started(gm_sched *s, gm_job *job)
 {
 	gm_sched_job *j = job->user;
 
+	if (j->state != GM_SCHED_JOB_HANDED)
+		return;
+	unhand(s, j);
+	j->state = GM_SCHED_JOB_RUNNING;
+}
+
+void gm_sched_complete(gm_sched *s, gm_job *job)
+{
+	gm_sched_job *j = job->user;
+	/* Queued until its first device operation or BLAS call; one that
+	 * never began waited until it was handed back. */
+	double start = job->start_us > 0.0 ? job->start_us : gm_clock_now_us();
+
+	take_back(s, j);
 	j->state = GM_SCHED_JOB_DONE;
-	s->inflight--;
-	s->inflight_bytes -= j->bytes;
-	j->t.queue_us = j->start_us - j->req->recv_us;
+	j->t.queue_us = fmax(start - j->req->recv_us, 0.0);
 	j->t.h2d_us = job->h2d_us;
 	j->t.kernel_us = job->kernel_us;
 	j->t.d2h_us = job->d2h_us;
 	finish_job(s, j);
 	gm_sched_pump(s);
+}
+
+void gm_sched_news(gm_sched *s, gm_sched_handoff *h)
+{
+	if (h->news == GM_SCHED_STARTED)
+		gm_sched_started(s, &h->job->job);
+	else
+		gm_sched_complete(s, &h->job->job);
 }
 
 void gm_sched_stop(gm_sched *s)
@@ -344,17 +459,34 @@ void gm_sched_stop(gm_sched *s)
 
 uint64_t gm_sched_queued(const gm_sched *s)
 {
-	return gm_fairq_total(s->q);
+	return gm_fairq_total(s->q) + s->handed;
 }
 
 uint64_t gm_sched_queued_prio(const gm_sched *s, unsigned prio)
 {
-	return gm_fairq_count(s->q, prio);
+	if (prio > GM_BATCH_PRIO_MAX)
+		return 0;
+	return gm_fairq_count(s->q, prio) + s->handed_prio[prio];
 }
 
 uint64_t gm_sched_inflight(const gm_sched *s)
 {
+	return s->inflight - s->handed;
+}
+
+uint64_t gm_sched_on_engine(const gm_sched *s)
+{
 	return s->inflight;
+}
+
+uint64_t gm_sched_in_queue(const gm_sched *s)
+{
+	return gm_fairq_total(s->q);
+}
+
+uint64_t gm_sched_in_queue_prio(const gm_sched *s, unsigned prio)
+{
+	return gm_fairq_count(s->q, prio);
 }
 
 uint64_t gm_sched_inflight_bytes(const gm_sched *s)

@@ -4,11 +4,11 @@
  *
  * Requests enter whole (all their jobs or none: a request that does not
  * fit in the queue, overall or at its priority, is refused with GM_EBUSY
- * at once), with their memory already reserved: the daemon gives each
- * request its slab (gm_slab.h) before its payload is read, so nothing
- * here allocates for a job. gm_sched_pump hands queued jobs to the
- * engine in one wave, highest priority first, while the work on the
- * engine stays within a budget of jobs and bytes: the engine is kept
+ * at once; jobs waiting in the engine count as queued), with their memory
+ * already reserved: the daemon gives each request its slab (gm_slab.h) before
+ * its payload is read, so nothing here allocates for a job. gm_sched_pump hands
+ * queued jobs to the engine in one wave, highest priority first, while the work
+ * on the engine stays within a budget of jobs and bytes: the engine is kept
  * busy, priorities still decide what starts next, and the small jobs of
  * one request still reach the engine together, where they are batched.
  * Within a priority each connection has its own FIFO and the connections
@@ -19,13 +19,19 @@
  * A job that does not fit in the budget stops the whole wave until work
  * comes back, and its connection keeps its turn, so a large job is never
  * starved by smaller ones of its priority or below; a job larger than
- * the whole budget starts alone. A job whose deadline passed before it
- * started fails with GM_ETIMEDOUT and never runs: at the latest when the
- * pump reaches it, or when the owner calls gm_sched_expire at
- * gm_sched_next_deadline. A queued job can be canceled. Each job, when
- * it finishes (run or not), goes to the job callback; when every job of
- * a request has, the request's done callback runs once. Everything here
- * runs on the loop thread.
+ * the whole budget starts alone.
+ *
+ * A job handed to the engine may still wait there (the engine's own
+ * queue, device memory): it counts as queued until the engine starts it
+ * (gm_sched_started), and its queue time runs to its first device
+ * operation or BLAS call (gm_job.start_us). A job whose deadline passed
+ * before it started fails with GM_ETIMEDOUT and never runs: at the
+ * latest when the pump or the engine reaches it, or when the owner calls
+ * gm_sched_expire at gm_sched_next_deadline (a job waiting in the engine
+ * is taken back from it). A job not started can be canceled. Each job,
+ * when it finishes (run or not), goes to the job callback; when every
+ * job of a request has, the request's done callback runs once.
+ * Everything here runs on the loop thread.
  */
 #ifndef GM_SCHED_H
 #define GM_SCHED_H
@@ -72,6 +78,12 @@ void gm_sched_set_limits(gm_sched *s,
  * priority over GM_BATCH_PRIO_MAX. */
 int gm_sched_room(const gm_sched *s, unsigned prio, uint64_t njobs);
 
+/* Which limit gm_sched_room(s, prio, njobs) finds full: 1 for the
+ * priority's limit, 0 for the depth; with the jobs it counts now (in
+ * the queue and reserved) in *held and the limit in *limit. */
+int gm_sched_full(const gm_sched *s, unsigned prio, uint64_t njobs,
+		  uint64_t *held, uint64_t *limit);
+
 /* Takes queue room for njobs jobs of priority prio now, for a request
  * that is queued later (once its payload is read): as gm_sched_room,
  * then the room is held until gm_sched_submit of requests marked
@@ -97,14 +109,16 @@ void gm_sched_free_request(gm_sched_request *r);
  */
 int gm_sched_submit(gm_sched *s, gm_sched_request *r);
 
-/* Takes a queued job out of the queue and fails it with GM_ECANCELED;
- * its request's done callback runs before this returns if it was the
- * last job out. GM_ENOTFOUND when j is not queued (it is running or
- * back). Pumps: what waited behind j may start. */
+/* Takes a job that has not started out of the queue, or back from the
+ * engine (gm_engine_cancel), and fails it with GM_ECANCELED; its
+ * request's done callback runs before this returns if it was the last
+ * job out. GM_ENOTFOUND when j has started or is back. Pumps: what
+ * waited behind j may start. */
 int gm_sched_cancel(gm_sched *s, gm_sched_job *j);
 
-/* Fails every queued job whose deadline has passed with GM_ETIMEDOUT,
- * then pumps; returns how many. */
+/* Fails every job not started whose deadline has passed with
+ * GM_ETIMEDOUT (those in the engine as they are taken back), then
+ * pumps; returns how many. */
 unsigned gm_sched_expire(gm_sched *s);
 
 /* A time (gm_clock_now_us clock) at or before the earliest deadline of a
@@ -113,9 +127,18 @@ unsigned gm_sched_expire(gm_sched *s);
  * call then finds nothing and this moves on. */
 double gm_sched_next_deadline(const gm_sched *s);
 
+/* The engine started job (the loop receives it from the engine's start
+ * callback, gm_engine_on_start, before the job is back): it counts as
+ * running from now on. */
+void gm_sched_started(gm_sched *s, gm_job *job);
+
 /* Takes back a job the engine returned (the loop receives it from the
  * engine's done callback) and pumps. */
 void gm_sched_complete(gm_sched *s, gm_job *job);
+
+/* Hands news of a job that arrived through its handoff (gm_sched_job.h)
+ * to gm_sched_started or gm_sched_complete. */
+void gm_sched_news(gm_sched *s, gm_sched_handoff *h);
 
 /* Starts queued jobs while the engine's work is within the budget. */
 void gm_sched_pump(gm_sched *s);
@@ -124,15 +147,23 @@ void gm_sched_pump(gm_sched *s);
  * run. */
 void gm_sched_stop(gm_sched *s);
 
-/* Jobs waiting, jobs on the engine (and their bytes), requests not yet
- * done, job room reserved. */
+/* Jobs waiting (in the queue, or in the engine not yet started), jobs
+ * started and not back, requests not yet done, job room reserved. */
 uint64_t gm_sched_queued(const gm_sched *s);
 uint64_t gm_sched_inflight(const gm_sched *s);
-uint64_t gm_sched_inflight_bytes(const gm_sched *s);
 uint64_t gm_sched_requests(const gm_sched *s);
 uint64_t gm_sched_reserved(const gm_sched *s);
 
-/* Jobs waiting at priority prio (0..GM_BATCH_PRIO_MAX; 0 past it). */
+/* Jobs waiting at priority prio (0..GM_BATCH_PRIO_MAX; 0 past it), in
+ * the queue or in the engine. */
 uint64_t gm_sched_queued_prio(const gm_sched *s, unsigned prio);
+
+/* What the budget counts: jobs handed to the engine and not back,
+ * started or not, and their bytes; and the jobs in the queue itself
+ * (at priority prio), which its depth and limits bound. */
+uint64_t gm_sched_on_engine(const gm_sched *s);
+uint64_t gm_sched_inflight_bytes(const gm_sched *s);
+uint64_t gm_sched_in_queue(const gm_sched *s);
+uint64_t gm_sched_in_queue_prio(const gm_sched *s, unsigned prio);
 
 #endif

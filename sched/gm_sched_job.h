@@ -15,29 +15,49 @@
 
 typedef struct gm_sched_request gm_sched_request;
 
-/* Where a job is. */
+/* Where a job is. A job handed to the engine still waits until the
+ * engine starts it (gm_engine_on_start): it counts as queued till then. */
 enum gm_sched_job_state {
 	GM_SCHED_JOB_NEW,     /* not submitted */
-	GM_SCHED_JOB_QUEUED,  /* waiting for the engine */
-	GM_SCHED_JOB_RUNNING, /* on the engine */
+	GM_SCHED_JOB_QUEUED,  /* waiting in the queue */
+	GM_SCHED_JOB_HANDED,  /* handed to the engine, waiting there */
+	GM_SCHED_JOB_RUNNING, /* started on the engine */
 	GM_SCHED_JOB_DONE,    /* back, or failed without running */
 };
+
+typedef struct gm_sched_job gm_sched_job;
+
+/* What the engine tells of a job from its threads: that it started, or
+ * that it is back. */
+enum gm_sched_news { GM_SCHED_STARTED, GM_SCHED_BACK };
+
+/* The caller's: a link with which it hands one piece of news of a job
+ * from an engine's threads to its own (job and news are set by the
+ * scheduler). A job has one for each, so both may be on their way at
+ * once, on one list, in the order they happened. */
+typedef struct gm_sched_handoff {
+	void *link;
+	gm_sched_job *job;
+	int news; /* enum gm_sched_news */
+} gm_sched_handoff;
 
 /* One job of a request. The caller fills job.d and the operand
  * pointers (job.a, b, c, out: in the request's slab or in regions) and
  * reply; the scheduler fills the rest. */
-typedef struct gm_sched_job {
+struct gm_sched_job {
 	gm_job job;
 	gm_sched_request *req;
 	uint32_t idx;
-	int state;	 /* enum gm_sched_job_state */
-	uint8_t *reply;	 /* the caller's: where its reply frame goes */
-	uint64_t bytes;	 /* host bytes the engine moves (budget) */
-	double start_us; /* handed to the engine */
+	int state;	  /* enum gm_sched_job_state */
+	uint8_t *reply;	  /* the caller's: where its reply frame goes */
+	uint64_t bytes;	  /* host bytes the engine moves (budget) */
+	double handed_us; /* handed to the engine */
 	gm_timings t;
 	struct gm_sched_job *qnext; /* the queue's, while queued */
-	void *link; /* the caller's: to hand the job between threads */
-} gm_sched_job;
+	/* While handed with a deadline: the scheduler's list of them. */
+	struct gm_sched_job *dprev, *dnext;
+	gm_sched_handoff started, back; /* the caller's, see above */
+};
 
 /* A request: the caller fills id, batch, conn, recv_us, reserved and
  * user. */

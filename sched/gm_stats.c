@@ -5,6 +5,7 @@
 #include "gm_stats.h"
 
 #include <cjson/cJSON.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -27,6 +28,8 @@ void gm_stats_init(gm_stats *s)
 	memset(s, 0, sizeof(*s));
 	for (int i = 0; i < GM_PHASE_COUNT; i++)
 		gm_hist_init(&s->phase[i]);
+	for (int p = 0; p <= GM_BATCH_PRIO_MAX; p++)
+		gm_hist_init(&s->queue_prio[p]);
 	s->start_us = gm_clock_now_us();
 	gm_rate_init(&s->rate, s->start_us);
 }
@@ -48,7 +51,7 @@ static void count_ok(gm_stats *s, const gm_job_desc *d, double v[])
 	s->bytes_d2h += z.out;
 }
 
-void gm_stats_job(gm_stats *s, const gm_job_desc *d, int status,
+void gm_stats_job(gm_stats *s, const gm_job_desc *d, unsigned prio, int status,
 		  const gm_timings *t)
 {
 	double v[GM_RATE_NVAL] = {[GM_RATE_JOBS] = 1};
@@ -70,10 +73,31 @@ void gm_stats_job(gm_stats *s, const gm_job_desc *d, int status,
 	s->jobs_ok++;
 	s->flops += v[GM_RATE_FLOPS];
 	gm_hist_add(&s->phase[GM_PHASE_QUEUE], t->queue_us);
+	if (prio <= GM_BATCH_PRIO_MAX)
+		gm_hist_add(&s->queue_prio[prio], t->queue_us);
 	gm_hist_add(&s->phase[GM_PHASE_H2D], t->h2d_us);
 	gm_hist_add(&s->phase[GM_PHASE_KERNEL], t->kernel_us);
 	gm_hist_add(&s->phase[GM_PHASE_D2H], t->d2h_us);
 	gm_hist_add(&s->phase[GM_PHASE_TOTAL], t->total_us);
+}
+
+void gm_stats_uid_job(gm_stats *s, uint64_t uid, int status)
+{
+	gm_stats_uid *u = &s->other_uids;
+
+	for (unsigned i = 0; i < s->nuids; i++)
+		if (s->uids[i].uid == uid) {
+			u = &s->uids[i];
+			break;
+		}
+	if (u == &s->other_uids && s->nuids < GM_STATS_UIDS) {
+		u = &s->uids[s->nuids++];
+		u->uid = uid;
+	}
+	if (status == 0)
+		u->ok++;
+	else
+		u->failed++;
 }
 
 static cJSON *render_hist(const gm_hist *h)
@@ -168,6 +192,29 @@ static cJSON *render_by_status(const gm_stats *s)
 	return o;
 }
 
+static void add_uid(cJSON *o, const char *name, const gm_stats_uid *u)
+{
+	cJSON *c = cJSON_AddObjectToObject(o, name);
+
+	cJSON_AddNumberToObject(c, "ok", (double)u->ok);
+	cJSON_AddNumberToObject(c, "failed", (double)u->failed);
+}
+
+/* Jobs of ipc:// peers: each uid counted apart, then "other". */
+static cJSON *render_by_uid(const gm_stats *s)
+{
+	cJSON *o = cJSON_CreateObject();
+	char name[24];
+
+	for (unsigned i = 0; i < s->nuids; i++) {
+		snprintf(name, sizeof(name), "%" PRIu64, s->uids[i].uid);
+		add_uid(o, name, &s->uids[i]);
+	}
+	if (s->other_uids.ok + s->other_uids.failed != 0)
+		add_uid(o, "other", &s->other_uids);
+	return o;
+}
+
 static cJSON *render_jobs(const gm_stats *s, const gm_stats_live *l)
 {
 	cJSON *o = cJSON_CreateObject();
@@ -182,6 +229,7 @@ static cJSON *render_jobs(const gm_stats *s, const gm_stats_live *l)
 		cJSON_AddNumberToObject(by, gm_dtype_name(d),
 					(double)s->jobs_by_dtype[d]);
 	cJSON_AddItemToObject(o, "by_status", render_by_status(s));
+	cJSON_AddItemToObject(o, "by_uid", render_by_uid(s));
 	return o;
 }
 
@@ -317,7 +365,7 @@ static cJSON *render_pageable(const gm_pageable *p)
 char *gm_stats_render(const gm_stats *s, const gm_stats_live *l)
 {
 	cJSON *o = cJSON_CreateObject();
-	cJSON *lat, *err, *req;
+	cJSON *lat, *err, *req, *by_prio;
 	double now = gm_clock_now_us(), up = (now - s->start_us) / 1e6;
 	double prio[GM_BATCH_PRIO_MAX + 1];
 	char *text;
@@ -376,6 +424,9 @@ char *gm_stats_render(const gm_stats *s, const gm_stats_live *l)
 	for (int i = 0; i < GM_PHASE_COUNT; i++)
 		cJSON_AddItemToObject(lat, phase_names[i],
 				      render_hist(&s->phase[i]));
+	by_prio = cJSON_AddArrayToObject(lat, "queue_by_priority");
+	for (int p = 0; p <= GM_BATCH_PRIO_MAX; p++)
+		cJSON_AddItemToArray(by_prio, render_hist(&s->queue_prio[p]));
 	cJSON_AddItemToObject(o, "devices", render_devices(l->eng, up));
 	cJSON_AddItemToObject(o, "dtypes", render_dtypes(s));
 	cJSON_AddItemToObject(o, "rates", render_rates(s, now));

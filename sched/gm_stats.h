@@ -57,6 +57,18 @@ typedef struct gm_stats_http {
 	uint64_t renders; /* /metrics bodies rendered; others reused one */
 } gm_stats_http;
 
+/*
+ * Uids whose jobs are counted apart (ipc:// peers): the first ones seen
+ * since start, so that the series a scrape shows stay put and their
+ * number is bounded; jobs of later uids count as "other".
+ */
+#define GM_STATS_UIDS 32
+
+typedef struct gm_stats_uid {
+	uint64_t uid;
+	uint64_t ok, failed; /* finished jobs */
+} gm_stats_uid;
+
 typedef struct gm_stats {
 	double start_us; /* monotonic clock at start */
 	uint64_t requests;
@@ -71,6 +83,8 @@ typedef struct gm_stats {
 	double flops;		       /* 2*m*n*k of jobs that succeeded */
 	uint64_t errors[GM_ERR_COUNT]; /* jobs and refusals by code */
 	gm_hist phase[GM_PHASE_COUNT];
+	/* The queue phase again, per priority of the job's request. */
+	gm_hist queue_prio[GM_BATCH_PRIO_MAX + 1];
 	/* Finished jobs by dtype and status (0: ok, else the error code). */
 	uint64_t jobs_by[GM_DTYPE_SLOTS][GM_ERR_COUNT];
 	/* Of jobs that succeeded, by dtype: FLOPs as in flops, operand
@@ -80,6 +94,10 @@ typedef struct gm_stats {
 	uint64_t d2h_by_dtype[GM_DTYPE_SLOTS];
 	uint64_t bytes_h2d, bytes_d2h; /* the same, over every dtype */
 	gm_rate rate; /* finished jobs, and the above, per second */
+	/* Jobs of ipc:// peers by uid: uids[0..nuids-1], then the rest. */
+	gm_stats_uid uids[GM_STATS_UIDS];
+	unsigned nuids;
+	gm_stats_uid other_uids; /* its uid unused */
 	/* Requests over the pool, in pageable memory: the admission's own
 	 * state and counts (gm_pageable.h), its cap set at start. */
 	gm_pageable pageable;
@@ -89,9 +107,12 @@ typedef struct gm_stats {
 /* Zeroes s and stamps the start time. */
 void gm_stats_init(gm_stats *s);
 
-/* Counts one finished job with its timings. */
-void gm_stats_job(gm_stats *s, const gm_job_desc *d, int status,
+/* Counts one finished job of priority prio with its timings. */
+void gm_stats_job(gm_stats *s, const gm_job_desc *d, unsigned prio, int status,
 		  const gm_timings *t);
+
+/* Counts one finished job, ok or not, of an ipc:// peer with uid. */
+void gm_stats_uid_job(gm_stats *s, uint64_t uid, int status);
 
 /* Detached jobs (gm_detach.h), as the stats document shows them. */
 typedef struct gm_stats_detach {

@@ -4,8 +4,9 @@
 # root (or with sudo available) on Debian 12.
 set -eu
 
+# scdoc: the manual pages (man/*.scd), built when it is found.
 build="build-essential pkg-config meson ninja-build libuv1-dev libnng-dev libssl-dev
-libcjson-dev libopenblas-dev"
+libcjson-dev libopenblas-dev scdoc"
 # cmocka: the unit and integration tests. clang and its runtime (libclang-rt-14-dev): the libFuzzer targets of
 # scripts/ci-fuzz.sh. libsystemd-dev: sd_notify and the unit file;
 # systemd: systemd-analyze, which checks the unit in the tests.
@@ -14,9 +15,10 @@ libcjson-dev libopenblas-dev"
 # tests, the BLAS shim's (Debian's numpy calls the system BLAS) and the
 # examples; python3-setuptools, python3-pip: `pip install ./python`;
 # python3-yaml: the test of contrib/'s alert rules reads them.
+# man-db: man(1), which the test of the manual pages renders them with.
 test="libcmocka-dev clang libclang-rt-14-dev libsystemd-dev systemd openssl
 python3-numpy python3-cffi python3-pytest python3-setuptools python3-pip
-python3-yaml"
+python3-yaml man-db"
 # prometheus: promtool checks /metrics, and the tests run a Prometheus
 # of their own that scrapes gemmd. Without the node exporter it
 # recommends, which the tests do not need.

@@ -4,7 +4,8 @@
 # `systemd-analyze verify` must print nothing (a warning fails too), and
 # the offline `systemd-analyze security` review must rate the unit's
 # exposure at most 3.0. UNIT is the unit's installed path, SBINDIR
-# gemmd's. Exit 77 (skipped) without systemd-analyze.
+# gemmd's, MANDIR the manual pages' (which verify looks up with man(1),
+# the unit naming them). Exit 77 (skipped) without systemd-analyze.
 set -eu
 build=$1
 max_exposure=3.0
@@ -31,7 +32,7 @@ done
 # ExecReload= runs kill(1), which verify looks for inside the root too.
 mkdir -p "$dest/bin"
 cp /bin/kill "$dest/bin/kill"
-out=$(systemd-analyze verify --root="$dest" "$UNIT" 2>&1) || {
+out=$(MANPATH="$dest$MANDIR" systemd-analyze verify --root="$dest" "$UNIT" 2>&1) || {
 	echo "$out"
 	echo "systemd-analyze verify failed"
 	exit 1

@@ -13,12 +13,13 @@
  * must show the host pool, the device pools and the queue empty. Further
  * cases: mapped output; depth-first issue with tiled as the default
  * kernel and a small device pool; requests larger than the host pool,
- * through the socket into pageable memory, tiled; and, in
+ * through the socket into pageable memory, tiled; concurrent jobs on
+ * one stream whose phases add up to their totals; and, in
  * fault-injection builds, an injected cudaErrorMemoryAllocation (one job
  * fails, gemmd serves on) and a real sticky fault (every job answered
- * GM_EGPUFAULT, gemmd exits 3 within 5 s). Exits 77 (skipped) without a GPU or
- * without $GEMMD. GM_TEST_SEED=n repeats a run; GM_TEST_FILTER=pattern picks
- * cases.
+ * GM_EGPUFAULT, gemmd exits 3 within 5 s). Exits 77 (skipped) without a
+ * GPU or without $GEMMD. GM_TEST_SEED=n repeats a run;
+ * GM_TEST_FILTER=pattern picks cases.
  */
 #include <cjson/cJSON.h>
 #include <fcntl.h>
@@ -826,6 +827,89 @@ static void test_depth_tiled_default(void **state)
 	stop_daemon();
 }
 
+/* The busy seconds of every device, summed. */
+static double busy_s(gemmd_client *c)
+{
+	cJSON *s = fetch_stats(c);
+	const cJSON *dev;
+	double busy = 0;
+
+	cJSON_ArrayForEach(dev, cJSON_GetObjectItemCaseSensitive(s, "devices"))
+	    busy += stat_at(dev, "busy_s");
+	cJSON_Delete(s);
+	return busy;
+}
+
+/*
+ * Eight large jobs sent at once to a daemon with one stream a device:
+ * each one's phases add up to its total within a millisecond and 1% (the
+ * moments from its end to its reply), so the time the later ones waited
+ * behind the others, in the engine and on the stream, shows as their
+ * queue time and not as a gap; and the devices' busy time over the run
+ * is no more than the time the run took.
+ */
+static void test_phases_add_up(void **state)
+{
+	enum { N = 8, DIM = 4096 };
+	const char *sets[] = {"streams=1", "pool_bytes=2G", NULL};
+	const size_t bytes = (size_t)DIM * DIM * sizeof(float);
+	struct treq *q = calloc(N, sizeof(*q));
+	double busy0, busy1, t0, t1, waited = 0;
+	gemmd_client *c;
+
+	assert_non_null(q);
+	start_daemon(sets, NULL);
+	assert_int_equal(gemmd_open(dmn.url, NULL, &c), GM_OK);
+	busy0 = busy_s(c);
+	t0 = seconds();
+	for (int i = 0; i < N; i++) {
+		gemmd_job *j = &q[i].j[0];
+
+		*j = (gemmd_job){.dtype = GEMMD_FP32,
+				 .layout = GEMMD_ROW_MAJOR,
+				 .kernel = GEMMD_KERNEL_CUBLAS,
+				 .m = DIM,
+				 .n = DIM,
+				 .k = DIM,
+				 .alpha = 1.0,
+				 .a = calloc(1, bytes),
+				 .b = calloc(1, bytes),
+				 .out = malloc(bytes)};
+		assert_true(j->a != NULL && j->b != NULL && j->out != NULL);
+		q[i].n = 1;
+		submit_req(c, &q[i], TIMEOUT_MS);
+	}
+	wait_reqs(q, N, TIMEOUT_MS / 1000.0);
+	t1 = seconds();
+	busy1 = busy_s(c);
+	for (int i = 0; i < N; i++) {
+		const gemmd_timings *t = &q[i].j[0].t;
+		double sum = t->queue_us + t->h2d_us + t->kernel_us + t->d2h_us;
+
+		printf("  job %d: queue %.1f h2d %.1f kernel %.1f d2h %.1f "
+		       "total %.1f us\n",
+		       i, t->queue_us, t->h2d_us, t->kernel_us, t->d2h_us,
+		       t->total_us);
+		assert_int_equal(q[i].rv, GM_OK);
+		assert_int_equal(q[i].j[0].status, GM_OK);
+		assert_true(sum <= t->total_us + 10);
+		assert_true(t->total_us - sum <= 1000 + 0.01 * t->total_us);
+		waited = fmax(waited, t->queue_us - t->h2d_us - t->kernel_us);
+		free((void *)q[i].j[0].a);
+		free((void *)q[i].j[0].b);
+		free(q[i].j[0].out);
+	}
+	/* One stream runs them one after another: the last waited for
+	 * several others' copies and kernels. */
+	assert_true(waited > 0);
+	printf("  busy %.3f s over %.3f s\n", busy1 - busy0, t1 - t0);
+	assert_true(busy1 - busy0 <= t1 - t0);
+	gemmd_close(c);
+	free(q);
+	check_idle(N, 0);
+	stop_daemon();
+}
+
 /* One device allocation fails as cudaMalloc would: that job fails
  * GM_ENOMEM, the rest of its request and everything after succeed. */
 static void test_fault_oom(void **state)
@@ -1033,6 +1117,7 @@ int main(void)
 	    cmocka_unit_test_teardown(test_mapped_output, reap_daemon),
 	    cmocka_unit_test_teardown(test_depth_tiled_default, reap_daemon),
 	    cmocka_unit_test_teardown(test_pageable, reap_daemon),
+	    cmocka_unit_test_teardown(test_phases_add_up, reap_daemon),
 	    cmocka_unit_test_teardown(test_fault_oom, reap_daemon),
 	    cmocka_unit_test_teardown(test_fault_sticky, reap_daemon),
 	};

@@ -271,7 +271,8 @@ double it_num(const cJSON *stats, const char *path)
 		size_t n = strcspn(path, ".");
 
 		snprintf(key, sizeof(key), "%.*s", (int)n, path);
-		o = cJSON_GetObjectItemCaseSensitive(o, key);
+		o = cJSON_IsArray(o) ? cJSON_GetArrayItem(o, atoi(key))
+				     : cJSON_GetObjectItemCaseSensitive(o, key);
 		path += n + (path[n] == '.');
 	}
 	return cJSON_IsNumber(o) ? o->valuedouble : -1;

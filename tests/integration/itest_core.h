@@ -66,7 +66,8 @@ int it_run_gemmd(const char *const *args, char *err, size_t errlen);
 /* Whether the file at path contains text. */
 int it_file_has(const char *path, const char *text);
 
-/* The number at a dotted path ("pool.used") of a stats object, or -1. */
+/* The number at a dotted path ("pool.used"; an array's element by its
+ * index, "devices.0.busy_s") of a stats object, or -1. */
 double it_num(const cJSON *stats, const char *path);
 
 /* The "stats" object of d's stats document, fetched over d->tcp with a

@@ -4,7 +4,10 @@
 
 work=$(mktemp -d /tmp/gemmd-test.XXXXXX)
 ipc="ipc://$work/gemmd.sock"
-port=$((20000 + $$ % 20000))
+# Two ports (port and port + 1) below the kernel's ephemeral range, where
+# no outgoing connection of another process can hold them.
+low=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+port=$((20000 + $$ % (low - 20002)))
 tcp="tcp://127.0.0.1:$port"
 pid=
 

@@ -273,9 +273,9 @@ static void test_daemon_killed_mid_batch(void **state)
 	assert_int_equal(gemmd_submit_async(c, jobs, BATCH_JOBS, NULL,
 					    CALL_TIMEOUT, on_done, &w),
 			 GM_OK);
-	/* Mid-batch: the first job done, the reply (sent when all are)
-	 * hundreds of milliseconds of work away. The counters move when a
-	 * whole request is done, so "running" is the sign to wait for. */
+	/* Mid-batch: the first job done, the last of the others hundreds
+	 * of milliseconds of work away. The counters move when a whole
+	 * request is done, so "running" is the sign to wait for. */
 	while (it_stat(mon, "jobs.inflight") < 1)
 		usleep(1000);
 	usleep(50000);

@@ -329,7 +329,7 @@ static void test_cap_from_header(void **state)
 		assert_int_equal(f.type, RC_ERROR_T);
 		assert_int_equal(f.id, 77);
 		assert_int_equal(rc_error(&f, text), ETOOBIG_);
-		assert_non_null(strstr(text, "max_ctrl_bytes=1024"));
+		assert_non_null(strstr(text, "more than max_ctrl_bytes=1 KiB"));
 		rc_frame_free(&f);
 		assert_true(rc_closed(fd, 2000));
 		close(fd);

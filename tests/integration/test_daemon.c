@@ -270,8 +270,8 @@ static void test_queue_full_is_busy(void **state)
 	/* The pool holds the first, large job and nothing beside it (3 x
 	 * 2600^2 doubles are 154.7 MiB; the small jobs 1.2 MiB each); the
 	 * queue has room for two more, which wait for the pool; everything
-	 * after that is refused busy. One BLAS thread keeps the first
-	 * running for a few hundred ms at least. */
+	 * after that is refused busy, naming queue_depth. One BLAS thread
+	 * keeps the first running for a few hundred ms at least. */
 	const char *sets[] = {"queue_depth=2", "pool_bytes=155M",
 			      "cpu_threads=1", NULL};
 	it_daemon d;
@@ -313,6 +313,8 @@ static void test_queue_full_is_busy(void **state)
 		assert_int_equal(gemmd_submit(mon, &jobs[i], 1, NULL, 60000),
 				 GM_EBUSY);
 		assert_int_equal(jobs[i].status, GM_EBUSY);
+		/* The limit, by its key and value. */
+		assert_non_null(strstr(jobs[i].message, "queue_depth=2"));
 	}
 	wait_all(w, 3);
 	for (int i = 0; i < N; i++) {

@@ -166,6 +166,30 @@ static const struct bad_case bad_cases[] = {
 
 #define NCASES (sizeof(bad_cases) / sizeof(bad_cases[0]))
 
+/* What the message of a refusal for a limit says: the limit by its
+ * configuration key and value. */
+static const struct {
+	const char *name, *says;
+} limit_texts[] = {
+    {"over max_message_bytes",
+     "frame of 4.001 KiB, more than max_message_bytes=4 KiB"},
+    {"CTRL over max_ctrl_bytes",
+     "CTRL body of 1.001 KiB, more than max_ctrl_bytes=1 KiB"},
+    {"count over max_jobs", "count=5 jobs, more than max_jobs_per_request=4"},
+    {"m over max_dim", "m=65, more than max_dim=64"},
+    {"over max_job_bytes", "more than max_message_bytes=4 KiB"},
+};
+
+/* The text case c's message must have, or NULL. */
+static const char *limit_text(const struct bad_case *c)
+{
+	for (size_t i = 0; i < sizeof(limit_texts) / sizeof(limit_texts[0]);
+	     i++)
+		if (strcmp(limit_texts[i].name, c->name) == 0)
+			return limit_texts[i].says;
+	return NULL;
+}
+
 /* The base request with case c applied, into p; returns the bytes to
  * send. */
 static size_t bad_frame(uint8_t *p, const struct bad_case *c)
@@ -232,6 +256,11 @@ static int check_answer(int fd, const struct bad_case *c)
 		return 1;
 	}
 	rc_frame_free(&f);
+	if (limit_text(c) != NULL && strstr(msg, limit_text(c)) == NULL) {
+		print_error("case \"%s\": \"%s\" does not say \"%s\"\n",
+			    c->name, msg, limit_text(c));
+		return 1;
+	}
 	if (c->fatal && !rc_closed(fd, 2000)) {
 		print_error("case \"%s\": connection not closed\n", c->name);
 		return 1;

@@ -1,10 +1,11 @@
 /*
  * test_metrics.c - gemmd's HTTP endpoints (metrics_listen) from the
  * outside: /healthz and /readyz, before and while draining; /metrics
- * counting ok and failed jobs and its histograms; the stats document's
- * by-dtype, by-status and rate keys for the same jobs; bad and busy
- * addresses. Run with the argument "prometheus" it checks the text with
- * promtool and has a real Prometheus (the Debian package) scrape gemmd
+ * counting ok and failed jobs and its histograms, the queue wait by
+ * priority and the jobs by uid; the stats document's by-dtype,
+ * by-status, by-uid, queue-by-priority and rate keys for the same jobs;
+ * bad and busy addresses. Run with the argument "prometheus" it checks the text
+ * with promtool and has a real Prometheus (the Debian package) scrape gemmd
  * every second and answer a query for the job counter; it exits 77
  * (skipped) when either program is missing. Everything on loopback.
  */
@@ -318,6 +319,7 @@ static void test_metrics_count_jobs(void **state)
 {
 	static const char *const small_pool[] = {
 	    "--set", "pool_bytes=1M", "--set", "pageable_max_bytes=0", NULL};
+	char line[128];
 	http_reply r;
 
 	(void)state;
@@ -350,6 +352,26 @@ static void test_metrics_count_jobs(void **state)
 	assert_has(r.body, "\ngemmd_job_phase_seconds_bucket{phase=\"total\","
 			   "le=\"100\"} 3\n");
 	assert_has(r.body, "\ngemmd_queue_depth{priority=\"3\"} 0\n");
+	/* The queue phase again by priority: the jobs' default, 1. */
+	assert_has(r.body, "\n# TYPE gemmd_queue_wait_seconds histogram\n");
+	assert_has(r.body,
+		   "\ngemmd_queue_wait_seconds_count{priority=\"1\"} 3\n");
+	assert_has(r.body, "\ngemmd_queue_wait_seconds_bucket{priority=\"1\","
+			   "le=\"+Inf\"} 3\n");
+	assert_has(r.body,
+		   "\ngemmd_queue_wait_seconds_count{priority=\"3\"} 0\n");
+	/* The jobs that ran, under this process's uid (over ipc://); the
+	 * refused one never ran. */
+	snprintf(line, sizeof(line),
+		 "\ngemmd_uid_jobs_total{uid=\"%u\",status=\"ok\"} 3\n",
+		 (unsigned)getuid());
+	assert_has(r.body, line);
+	snprintf(line, sizeof(line),
+		 "\ngemmd_uid_jobs_total{uid=\"%u\",status=\"failed\"} 0\n",
+		 (unsigned)getuid());
+	assert_has(r.body, line);
+	assert_has(r.body,
+		   "\ngemmd_uid_jobs_total{uid=\"other\",status=\"ok\"} 0\n");
 	assert_has(r.body, "\ngemmd_pool_size_bytes 1048576\n");
 	assert_has(r.body, "\ngemmd_device_jobs_total{device=\"0\"} 3\n");
 	free(r.body);
@@ -428,6 +450,7 @@ static void test_stats_document(void **state)
 	static const char *const small_pool[] = {
 	    "--set", "pool_bytes=1M", "--set", "pageable_max_bytes=0", NULL};
 	const cJSON *prio;
+	char key[64];
 	cJSON *s;
 
 	(void)state;
@@ -462,6 +485,12 @@ static void test_stats_document(void **state)
 	prio = cJSON_GetObjectItemCaseSensitive(
 	    cJSON_GetObjectItemCaseSensitive(s, "queue"), "by_priority");
 	assert_int_equal(cJSON_GetArraySize(prio), 4);
+	assert_true(it_num(s, "latency_us.queue_by_priority.1.count") == 3);
+	assert_true(it_num(s, "latency_us.queue_by_priority.0.count") == 0);
+	snprintf(key, sizeof(key), "jobs.by_uid.%u.ok", (unsigned)getuid());
+	assert_true(it_num(s, key) == 3);
+	snprintf(key, sizeof(key), "jobs.by_uid.%u.failed", (unsigned)getuid());
+	assert_true(it_num(s, key) == 0);
 	cJSON_Delete(s);
 	finish();
 }

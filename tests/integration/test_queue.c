@@ -3,8 +3,9 @@
  * order on a loaded queue, a deadline that passes while the engine is
  * busy, fairness between two connections flooding one priority, queue
  * limits per priority, detached jobs (status, wait, cancel of queued
- * and running jobs, results that expire, the bound on their memory), and
- * drain and resume, by request and by SIGUSR1.
+ * and running jobs, results that expire, the bound on their memory),
+ * drain and resume, by request and by SIGUSR1, and jobs whose phases
+ * add up to their totals.
  *
  * A "blocker" is one job sized, by a calibration run, to keep the CPU
  * engine (one BLAS thread) busy for about BLOCK_S seconds, and the host
@@ -35,6 +36,7 @@
 #define SMALL	    300	  /* m = n = k of a small job: 2.2 MB of pool */
 #define TIMEOUT_MS  60000 /* for calls that should never take it */
 #define DEADLINE_MS 200
+#define PHASE_S	    0.15 /* work of each job of test_phases_add_up */
 #define SMALLS_ROOM (64ull * 3 * SMALL * SMALL * 8) /* 64 small jobs */
 
 static uint32_t blocker_n = 1500; /* set by calibrate() */
@@ -342,6 +344,9 @@ static void test_priority_limit(void **state)
 	t0 = it_now_us();
 	assert_int_equal(gemmd_submit(c, &over, 1, &low, TIMEOUT_MS), GM_EBUSY);
 	assert_true(it_now_us() - t0 < 500e3);
+	assert_string_equal(over.message,
+			    "priority 0 queue full: 1 jobs + 1 over "
+			    "queue_depth_per_priority[0]=1");
 	queue_small(c, c, &p1, 5, 1, 2);
 	assert_int_equal(it_stat(c, "jobs.inflight"), 1);
 	wait_done(&blk);
@@ -627,6 +632,67 @@ static void test_sigusr1_drains(void **state)
 }
 
 /*
+ * Behind a blocker, three jobs of about PHASE_S of work each, all handed
+ * to the engine together once it is free (their bytes fit its budget),
+ * where they run one after another: each job's phases add up to its
+ * total within a few ms (the time from its BLAS call's end to its
+ * reply), so the time the three waited, behind the blocker and behind
+ * each other in the engine's own queue, shows as their queue time; and
+ * the device's busy time over the run is no more than the time the run
+ * took.
+ */
+static void test_phases_add_up(void **state)
+{
+	enum { N = 3 };
+	slot blk = {0}, j[N] = {0};
+	it_daemon d;
+	gemmd_client *c = start(&d, NULL), *cs;
+	uint32_t n = (uint32_t)(blocker_n * cbrt(PHASE_S / BLOCK_S));
+	double busy0, busy1, t0, t1, kernels;
+
+	n = n < 200 ? 200 : n > 800 ? 800 : n;
+	assert_int_equal(gemmd_open(d.ipc, &socket_only, &cs), GM_OK);
+	busy0 = it_stat(c, "devices.0.busy_s");
+	t0 = it_now_us();
+	send_blocker(c, &blk);
+	for (int i = 0; i < N; i++) {
+		it_job(&j[i].job, n, n, n, 70 + i);
+		send_job(cs, &j[i], GEMMD_PRIORITY_DEFAULT, 0);
+	}
+	wait_done(&blk);
+	for (int i = 0; i < N; i++)
+		wait_done(&j[i]);
+	t1 = it_now_us();
+	busy1 = it_stat(c, "devices.0.busy_s");
+	kernels = blk.job.t.kernel_us;
+	for (int i = -1; i < N; i++) {
+		const gemmd_job *job = i < 0 ? &blk.job : &j[i].job;
+		const gemmd_timings *t = &job->t;
+		double sum = t->queue_us + t->h2d_us + t->kernel_us + t->d2h_us;
+
+		print_message("%u^3: queue %.1f kernel %.1f total %.1f ms\n",
+			      job->m, t->queue_us / 1e3, t->kernel_us / 1e3,
+			      t->total_us / 1e3);
+		assert_int_equal(job->status, GM_OK);
+		assert_true(sum <= t->total_us + 1.0);
+		assert_true(t->total_us - sum <= 5000 + 0.05 * t->total_us);
+		if (i < 0)
+			continue;
+		assert_true(it_job_ok(&j[i].job));
+		/* Sent as the blocker started, started once it ended. */
+		assert_true(t->queue_us >= 0.5 * blk.job.t.kernel_us);
+		kernels += t->kernel_us;
+	}
+	assert_true(busy1 - busy0 <= (t1 - t0) / 1e6);
+	assert_true(busy1 - busy0 >= 0.9 * kernels / 1e6);
+	for (int i = 0; i < N; i++)
+		it_job_free(&j[i].job);
+	it_job_free(&blk.job);
+	gemmd_close(cs);
+	stop(&d, c);
+}
+
+/*
  * Sizes the blocker from the engine's speed on this host: one 400^3 job
  * with one BLAS thread gives the rate; the blocker is the cube that
  * takes BLOCK_S at it, and the pool is made large enough for it and
@@ -677,6 +743,7 @@ int main(void)
 	    cmocka_unit_test(test_detach_bound),
 	    cmocka_unit_test(test_drain_resume),
 	    cmocka_unit_test(test_sigusr1_drains),
+	    cmocka_unit_test(test_phases_add_up),
 	};
 
 	if (getenv("GEMMD") == NULL) {

@@ -779,7 +779,8 @@ static void test_client_dies(void **state)
 	stop(&d);
 }
 
-/* gemmctl submit over ipc:// goes through a region unless --no-shm. */
+/* gemmctl submit over ipc:// goes through a region unless --no-shm
+ * (the library stages calls of 1 MiB and more: these move 2 MiB). */
 static void test_gemmctl(void **state)
 {
 	const char *ctl = getenv("GEMMCTL");

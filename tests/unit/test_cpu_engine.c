@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -493,6 +494,89 @@ static void test_bursts(void **state)
 	assert_int_equal(done_count(), N);
 }
 
+/* The engine's clock: monotonic, in microseconds. */
+static double now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+/* Starts as the engine reports them: which job, and the host clock. */
+static struct {
+	pthread_mutex_t mu;
+	gm_job *job[8];
+	double at[8];
+	size_t n;
+} starts = {PTHREAD_MUTEX_INITIALIZER, {0}, {0}, 0};
+
+static void on_start(gm_job *job, void *arg)
+{
+	assert_ptr_equal(arg, &w);
+	pthread_mutex_lock(&starts.mu);
+	assert_true(starts.n < 8);
+	starts.job[starts.n] = job;
+	starts.at[starts.n++] = now_us();
+	pthread_mutex_unlock(&starts.mu);
+}
+
+/*
+ * Large jobs of one wave run one after another: each is told started
+ * when the worker takes it, in order, and its start_us (its BLAS call)
+ * comes after the one before it ended, so the time it waited behind it
+ * is its own queue time, not hidden; a job already past its deadline
+ * comes back GM_ETIMEDOUT, never started, its output untouched. The
+ * device's busy time never passes the wall time.
+ */
+static void test_starts(void **state)
+{
+	enum { N = 3 };
+	struct tjob t[N + 1];
+	gm_job *wave[N + 1];
+	gm_engine *e = open_engine(GM_ENGINE_CPU, 1);
+	double t0 = now_us(), t1;
+	gm_device_stats s;
+	size_t i;
+
+	gm_engine_on_start(e, on_start);
+	starts.n = 0;
+	for (i = 0; i <= N; i++) {
+		make_job(&t[i], GM_FP64, GM_ROW_MAJOR, 0, 0, 0, 120, 110, 100);
+		wave[i] = &t[i].job;
+	}
+	t[1].job.deadline_us = t0 - 1.0; /* passed */
+	t[2].job.deadline_us = t0 + 600e6;
+	assert_int_equal(gm_engine_submit(e, wave, N + 1), GM_OK);
+	wait_done(N + 1);
+	t1 = now_us();
+	assert_int_equal(starts.n, N);
+	assert_ptr_equal(starts.job[0], &t[0].job);
+	assert_ptr_equal(starts.job[1], &t[2].job);
+	assert_ptr_equal(starts.job[2], &t[3].job);
+	assert_int_equal(t[1].job.status, GM_ETIMEDOUT);
+	assert_true(t[1].job.start_us == 0.0);
+	assert_true(isnan(gm_testref_get(GM_FP64, t[1].out, 0)));
+	for (i = 0; i < N; i++) {
+		const gm_job *j = starts.job[i];
+
+		assert_true(j->start_us >= starts.at[i]);
+		assert_true(j->start_us + j->kernel_us <= t1);
+		if (i > 0)
+			assert_true(j->start_us >=
+				    starts.job[i - 1]->start_us +
+					starts.job[i - 1]->kernel_us);
+	}
+	check_result(&t[0], t[0].out);
+	check_result(&t[2], t[2].out);
+	check_result(&t[3], t[3].out);
+	gm_engine_device_stats(e, 0, &s);
+	assert_true(s.busy_us > 0.0 && s.busy_us <= now_us() - t0);
+	for (i = 0; i <= N; i++)
+		free_job(&t[i]);
+	gm_engine_close(e);
+}
+
 /* Warm-up runs on the worker and calls back once; jobs submitted
  * meanwhile wait behind it. */
 static struct {
@@ -575,6 +659,7 @@ int main(void)
 	    cmocka_unit_test(test_close_drains),
 	    cmocka_unit_test(test_submit_nothing),
 	    cmocka_unit_test(test_bursts),
+	    cmocka_unit_test(test_starts),
 	    cmocka_unit_test(test_warmup),
 	    cmocka_unit_test(test_thread_count),
 	};

@@ -1251,17 +1251,21 @@ static void test_accept_limits_exactly(void **state)
 	assert_int_equal(read_one(buf, len, &lim, &r, msg, sizeof(msg)),
 			 GM_ETOOBIG);
 	assert_int_equal(r.at, AT_DESCS);
+	assert_string_equal(msg, "job 0: A+B+C of 96 KiB, more than "
+				 "max_message_bytes=95.999 KiB");
 	request_free(&r);
 	lim.max_job_bytes++;
 	lim.max_frame--;
 	assert_int_equal(read_one(buf, len, &lim, &r, msg, sizeof(msg)),
 			 GM_ETOOBIG);
 	assert_int_equal(r.at, AT_REQUEST);
+	assert_non_null(strstr(msg, ", more than max_message_bytes="));
 	lim.max_frame++;
 	lim.max_dim = 63;
 	assert_int_equal(read_one(buf, len, &lim, &r, msg, sizeof(msg)),
 			 GM_EDIM);
 	assert_int_equal(r.at, AT_HEAD);
+	assert_string_equal(msg, "job 0: m=64, more than max_dim=63");
 	request_free(&r);
 
 	/* A CTRL body of exactly max_ctrl bytes, and one over. */
@@ -1275,6 +1279,7 @@ static void test_accept_limits_exactly(void **state)
 	assert_int_equal(read_one(buf, GM_HDR_SIZE + lim_small.max_ctrl + 1,
 				  &lim_small, &r, msg, sizeof(msg)),
 			 GM_ETOOBIG);
+	assert_non_null(strstr(msg, ", more than max_ctrl_bytes="));
 }
 
 static void test_accept_hard_ceiling_dim(void **state)
@@ -1289,7 +1294,7 @@ static void test_accept_hard_ceiling_dim(void **state)
 	assert_int_equal(gm_job_check(&d, &lim, msg, sizeof(msg)), GM_OK);
 	d.m = GM_MAX_DIM + 1;
 	assert_int_equal(gm_job_check(&d, &lim, msg, sizeof(msg)), GM_EDIM);
-	assert_string_equal(msg, "m=1048577, must be 1..1048576");
+	assert_string_equal(msg, "m=1048577, more than the protocol's 1048576");
 }
 
 static void test_accept_max_jobs_exactly(void **state)
@@ -1321,11 +1326,15 @@ static void test_accept_max_jobs_exactly(void **state)
 	assert_int_equal(read_one(big, len, &lim, &r, msg, sizeof(msg)),
 			 GM_ETOOMANY);
 	assert_int_equal(r.at, AT_REQUEST);
+	assert_string_equal(msg, "count=65536 jobs, more than "
+				 "max_jobs_per_request=65535");
 	/* One over the ceiling, whatever the configuration says. */
 	put_le(big + 16, 4, GM_MAX_JOBS + 1);
 	lim.max_jobs = UINT32_MAX;
 	assert_int_equal(read_one(big, len, &lim, &r, msg, sizeof(msg)),
 			 GM_ETOOMANY);
+	assert_string_equal(msg, "count=65537 jobs, more than the "
+				 "protocol's 65536");
 }
 
 /* ---- tables of malformed frames ---- */

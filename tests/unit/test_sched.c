@@ -72,9 +72,15 @@ static struct harness {
 	gm_stats st;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	gm_job *back[MAXBACK]; /* under mu: in the order they came back */
-	size_t nback;	       /* under mu */
-	size_t ntaken;	       /* completed by the test thread */
+	gm_job *back[MAXBACK];	 /* under mu: in the order they came back */
+	size_t nback;		 /* under mu */
+	gm_job *starts[MAXBACK]; /* under mu: in the order they started */
+	size_t nstarts;		 /* under mu */
+	size_t ndelivered;	 /* starts told to the scheduler */
+	int gate;		 /* under mu: the engine is held in its done
+				    callback while set */
+	pthread_cond_t gate_cv;
+	size_t ntaken; /* completed by the test thread */
 	uint64_t peak_inflight;
 	struct treq *reqs[MAXREQS];
 	size_t nreqs;
@@ -84,17 +90,59 @@ static struct harness {
 static uint64_t rs;
 static uint64_t next_id;
 
-/* Engine thread: only hand the job over. */
+/* Engine thread: notes job at the end of list (*n of them so far) and
+ * wakes the test thread. Under mu. */
+static void note(struct harness *hs, gm_job **list, size_t *n, gm_job *job)
+{
+	if (*n < MAXBACK)
+		list[*n] = job;
+	(*n)++;
+	pthread_cond_signal(&hs->cv);
+}
+
+/* Engine thread: only hand the job over; while the gate is closed the
+ * engine thread waits here, so that what was handed to the engine after
+ * this job waits in the engine's own queue. */
 static void on_engine_done(gm_job *job, void *arg)
 {
 	struct harness *hs = arg;
 
 	pthread_mutex_lock(&hs->mu);
-	if (hs->nback < MAXBACK)
-		hs->back[hs->nback] = job;
-	hs->nback++;
-	pthread_cond_signal(&hs->cv);
+	note(hs, hs->back, &hs->nback, job);
+	while (hs->gate)
+		pthread_cond_wait(&hs->gate_cv, &hs->mu);
 	pthread_mutex_unlock(&hs->mu);
+}
+
+/* Engine thread: only note that the job started. */
+static void on_engine_start(gm_job *job, void *arg)
+{
+	struct harness *hs = arg;
+
+	pthread_mutex_lock(&hs->mu);
+	note(hs, hs->starts, &hs->nstarts, job);
+	pthread_mutex_unlock(&hs->mu);
+}
+
+static void set_gate(int closed)
+{
+	pthread_mutex_lock(&h.mu);
+	h.gate = closed;
+	pthread_cond_broadcast(&h.gate_cv);
+	pthread_mutex_unlock(&h.mu);
+}
+
+/* Tells the scheduler of every start noted so far, as the loop would. */
+static void deliver_starts(void)
+{
+	size_t n;
+
+	pthread_mutex_lock(&h.mu);
+	n = h.nstarts;
+	pthread_mutex_unlock(&h.mu);
+	assert_true(n <= MAXBACK);
+	for (; h.ndelivered < n; h.ndelivered++)
+		gm_sched_started(h.sched, h.starts[h.ndelivered]);
 }
 
 /* Test thread, from the scheduler: job j is finished. */
@@ -132,7 +180,7 @@ static void on_request_done(gm_sched_request *r, void *arg)
 /* Checks what must hold between any two calls into the scheduler. */
 static void check_books(void)
 {
-	uint64_t inflight = gm_sched_inflight(h.sched);
+	uint64_t inflight = gm_sched_on_engine(h.sched);
 
 	/* Within the budget, unless one job alone is over it. */
 	assert_true(gm_sched_inflight_bytes(h.sched) <= h.budget ||
@@ -154,11 +202,13 @@ static void h_open(uint64_t budget, unsigned depth)
 	memset(&h, 0, sizeof(h));
 	pthread_mutex_init(&h.mu, NULL);
 	pthread_cond_init(&h.cv, NULL);
+	pthread_cond_init(&h.gate_cv, NULL);
 	gm_stats_init(&h.st);
 	rv = gm_engine_open(&cfg, on_engine_done, &h, &h.eng, msg, sizeof(msg));
 	if (rv != GM_OK)
 		print_error("gm_engine_open: %s\n", msg);
 	assert_int_equal(rv, GM_OK);
+	gm_engine_on_start(h.eng, on_engine_start);
 	h.budget = budget;
 	assert_int_equal(gm_sched_create(h.eng, depth, &b, &h.st, on_job_done,
 					 on_request_done, &h, &h.sched),
@@ -249,8 +299,8 @@ static int submit(struct treq *tr)
 	return rv;
 }
 
-/* Waits until at least n jobs have come back from the engine. */
-static void wait_back(size_t n)
+/* Waits up to WAIT_S until *count (under mu) reaches n; returns it. */
+static size_t wait_count(const size_t *count, size_t n)
 {
 	struct timespec until;
 	size_t got;
@@ -259,22 +309,41 @@ static void wait_back(size_t n)
 	clock_gettime(CLOCK_REALTIME, &until);
 	until.tv_sec += WAIT_S;
 	pthread_mutex_lock(&h.mu);
-	while (h.nback < n && rv == 0)
+	while (*count < n && rv == 0)
 		rv = pthread_cond_timedwait(&h.cv, &h.mu, &until);
-	got = h.nback;
+	got = *count;
 	pthread_mutex_unlock(&h.mu);
+	return got;
+}
+
+/* Waits until at least n jobs have come back from the engine. */
+static void wait_back(size_t n)
+{
+	size_t got = wait_count(&h.nback, n);
+
 	if (got < n)
 		fail_msg("only %zu jobs back from the engine, waiting for %zu",
 			 got, n);
 }
 
-/* Completes the next job the engine returned, as the loop would. */
+/* Waits until at least n jobs have started on the engine, and tells the
+ * scheduler. */
+static void wait_started(size_t n)
+{
+	if (wait_count(&h.nstarts, n) < n)
+		fail_msg("fewer than %zu jobs started", n);
+	deliver_starts();
+}
+
+/* Completes the next job the engine returned, as the loop would, after
+ * the starts that came before it. */
 static void take_one(void)
 {
 	gm_sched_job *j;
 
-	assert_true(gm_sched_inflight(h.sched) > 0);
+	assert_true(gm_sched_on_engine(h.sched) > 0);
 	wait_back(h.ntaken + 1);
+	deliver_starts();
 	assert_true(h.ntaken < MAXBACK);
 	j = h.back[h.ntaken++]->user;
 	((struct treq *)j->req->user)->back[j->idx]++;
@@ -322,8 +391,8 @@ static uint64_t out_bytes(const gm_job_desc *d)
 /* The checks every test ends with. */
 static void h_check(void)
 {
-	assert_int_equal(gm_sched_queued(h.sched), 0);
-	assert_int_equal(gm_sched_inflight(h.sched), 0);
+	assert_int_equal(gm_sched_in_queue(h.sched), 0);
+	assert_int_equal(gm_sched_on_engine(h.sched), 0);
 	assert_int_equal(gm_sched_requests(h.sched), 0);
 	assert_int_equal(gm_sched_inflight_bytes(h.sched), 0);
 	assert_int_equal(gm_sched_reserved(h.sched), 0);
@@ -339,7 +408,11 @@ static void h_check(void)
 			if (!tr->accepted)
 				assert_int_equal(job->status, -1);
 			if (!tr->accepted || never_ran(job->status)) {
-				assert_int_equal(tr->back[i], 0);
+				/* Taken back, or expired in the engine's
+				 * queue. */
+				assert_true(tr->back[i] == 0 ||
+					    job->status == GM_ETIMEDOUT);
+				assert_true(job->start_us == 0.0);
 				assert_true(
 				    all_poison(tr->out[i], out_bytes(&job->d)));
 			} else {
@@ -361,6 +434,7 @@ static int h_free(void **state)
 {
 	if (h.eng == NULL)
 		return 0;
+	set_gate(0);
 	gm_engine_close(h.eng);
 	gm_sched_destroy(h.sched);
 	for (size_t q = 0; q < h.nreqs; q++) {
@@ -373,6 +447,7 @@ static int h_free(void **state)
 		gm_sched_free_request(tr->r);
 		free(tr);
 	}
+	pthread_cond_destroy(&h.gate_cv);
 	pthread_cond_destroy(&h.cv);
 	pthread_mutex_destroy(&h.mu);
 	h.eng = NULL;
@@ -480,21 +555,23 @@ static void test_queue_full(void **state)
 	assert_int_equal(submit(over), GM_EBUSY);
 	assert_int_equal(gm_sched_requests(h.sched), 0);
 
-	/* The blocker holds the budget: what follows stays queued. */
+	/* The blocker holds the budget: what follows stays queued. Once
+	 * started it is no longer queued. */
 	blocker = new_req_of(1, &SMALL);
 	assert_int_equal(submit(blocker), GM_OK);
-	assert_int_equal(gm_sched_inflight(h.sched), 1);
-	assert_int_equal(gm_sched_queued(h.sched), 0);
+	wait_started(1);
+	assert_int_equal(gm_sched_on_engine(h.sched), 1);
+	assert_int_equal(gm_sched_in_queue(h.sched), 0);
 	a = new_req_of(5, &SMALL);
 	assert_int_equal(submit(a), GM_OK);
-	assert_int_equal(gm_sched_queued(h.sched), 5);
+	assert_int_equal(gm_sched_in_queue(h.sched), 5);
 	b = new_req_of(4, &SMALL);
 	assert_int_equal(submit(b), GM_EBUSY);
-	assert_int_equal(gm_sched_queued(h.sched), 5);
+	assert_int_equal(gm_sched_in_queue(h.sched), 5);
 	assert_int_equal(gm_sched_requests(h.sched), 2);
 	c = new_req_of(DEPTH - 5, &SMALL);
 	assert_int_equal(submit(c), GM_OK);
-	assert_int_equal(gm_sched_queued(h.sched), DEPTH);
+	assert_int_equal(gm_sched_in_queue(h.sched), DEPTH);
 	d = new_req_of(1, &SMALL);
 	assert_int_equal(submit(d), GM_EBUSY);
 	assert_int_equal(gm_sched_requests(h.sched), 3);
@@ -522,12 +599,12 @@ static void test_back_pressure(void **state)
 			assert_int_equal(submit(tr[i]), GM_OK);
 		}
 		while (gm_sched_requests(h.sched) > 0) {
-			assert_true(gm_sched_inflight(h.sched) <= fits[f]);
-			if (gm_sched_queued(h.sched) > 0)
-				assert_int_equal(gm_sched_inflight(h.sched),
+			assert_true(gm_sched_on_engine(h.sched) <= fits[f]);
+			if (gm_sched_in_queue(h.sched) > 0)
+				assert_int_equal(gm_sched_on_engine(h.sched),
 						 fits[f]);
 			assert_int_equal(gm_sched_inflight_bytes(h.sched),
-					 gm_sched_inflight(h.sched) *
+					 gm_sched_on_engine(h.sched) *
 					     cost_of(&s));
 			take_one();
 		}
@@ -550,13 +627,13 @@ static void test_over_budget(void **state)
 	assert_true(cost_of(&huge) > 4 * cost_of(&SMALL));
 	tr = new_req(3, 1, 0, mixed, NELEMS(mixed));
 	assert_int_equal(submit(tr), GM_OK);
-	assert_int_equal(gm_sched_inflight(h.sched), 1);
-	assert_int_equal(gm_sched_queued(h.sched), 2);
+	assert_int_equal(gm_sched_on_engine(h.sched), 1);
+	assert_int_equal(gm_sched_in_queue(h.sched), 2);
 	take_one();
-	assert_int_equal(gm_sched_inflight(h.sched), 1);
+	assert_int_equal(gm_sched_on_engine(h.sched), 1);
 	assert_int_equal(gm_sched_inflight_bytes(h.sched), cost_of(&huge));
 	take_one();
-	assert_int_equal(gm_sched_inflight(h.sched), 1);
+	assert_int_equal(gm_sched_on_engine(h.sched), 1);
 	drain();
 	assert_int_equal(h.peak_inflight, 1);
 	check_all_ok(tr);
@@ -676,7 +753,7 @@ static void test_priority(void **state)
 					0, &SMALL, 1);
 			assert_int_equal(submit(tr[i]), GM_OK);
 		}
-		assert_int_equal(gm_sched_inflight(h.sched), 1);
+		assert_int_equal(gm_sched_on_engine(h.sched), 1);
 		drain();
 		assert_int_equal(h.peak_inflight,
 				 c == 0 ? 1 : NELEMS(prios) + 1);
@@ -716,11 +793,11 @@ static void test_head_of_line(void **state)
 	/* Room for both small ones is free, yet they wait. */
 	assert_true(h.budget - gm_sched_inflight_bytes(h.sched) >=
 		    2 * cost_of(&SMALL));
-	assert_int_equal(gm_sched_inflight(h.sched), 1);
-	assert_int_equal(gm_sched_queued(h.sched), 3);
+	assert_int_equal(gm_sched_on_engine(h.sched), 1);
+	assert_int_equal(gm_sched_in_queue(h.sched), 3);
 	take_one();
-	assert_int_equal(gm_sched_inflight(h.sched), 1);
-	assert_int_equal(gm_sched_queued(h.sched), 2);
+	assert_int_equal(gm_sched_on_engine(h.sched), 1);
+	assert_int_equal(gm_sched_in_queue(h.sched), 2);
 	drain();
 	assert_int_equal(h.nback, 4);
 	assert_ptr_equal(h.back[1], &large->r->jobs[0].job);
@@ -776,8 +853,8 @@ static void test_deadline_partial(void **state)
 	h_open(cost_of(&SMALL), 8);
 	tr = new_req(2, 1, DEADLINE_MS, &SMALL, 1);
 	assert_int_equal(submit(tr), GM_OK);
-	assert_int_equal(gm_sched_inflight(h.sched), 1);
-	assert_int_equal(gm_sched_queued(h.sched), 1);
+	assert_int_equal(gm_sched_on_engine(h.sched), 1);
+	assert_int_equal(gm_sched_in_queue(h.sched), 1);
 	wait_past(tr->r->recv_us + DEADLINE_MS * 1000.0 + 1000.0);
 	take_one();
 	assert_int_equal(tr->done, 1);
@@ -800,7 +877,7 @@ static void test_stop(void **state)
 	late = new_req_of(1, &SMALL);
 	assert_int_equal(submit(late), GM_ESHUTDOWN);
 	assert_int_equal(gm_sched_requests(h.sched), 2);
-	assert_int_equal(gm_sched_queued(h.sched), 3);
+	assert_int_equal(gm_sched_in_queue(h.sched), 3);
 	drain();
 	check_all_ok(blocker);
 	check_all_ok(queued);
@@ -871,8 +948,8 @@ static void test_fair_head_of_line(void **state)
 	assert_int_equal(submit(large), GM_OK);
 	small = conn_req(3, &SMALL);
 	assert_int_equal(submit(small), GM_OK);
-	assert_int_equal(gm_sched_inflight(h.sched), 1);
-	assert_int_equal(gm_sched_queued(h.sched), 2);
+	assert_int_equal(gm_sched_on_engine(h.sched), 1);
+	assert_int_equal(gm_sched_in_queue(h.sched), 2);
 	drain();
 	assert_ptr_equal(h.back[1], &large->r->jobs[0].job);
 	assert_ptr_equal(h.back[2], &small->r->jobs[0].job);
@@ -895,6 +972,8 @@ static void test_cancel(void **state)
 	assert_int_equal(submit(two), GM_OK);
 	one = new_req_of(1, &SMALL);
 	assert_int_equal(submit(one), GM_OK);
+	wait_back(1);
+	deliver_starts();
 	assert_int_equal(blk->r->jobs[0].state, GM_SCHED_JOB_RUNNING);
 	assert_int_equal(two->r->jobs[1].state, GM_SCHED_JOB_QUEUED);
 	assert_int_equal(gm_sched_cancel(h.sched, &blk->r->jobs[0]),
@@ -907,7 +986,7 @@ static void test_cancel(void **state)
 	assert_int_equal(two->done, 1);
 	assert_int_equal(gm_sched_cancel(h.sched, &two->r->jobs[0]),
 			 GM_ENOTFOUND);
-	assert_int_equal(gm_sched_queued(h.sched), 1);
+	assert_int_equal(gm_sched_in_queue(h.sched), 1);
 	drain();
 	check_all_ok(blk);
 	check_all_ok(one);
@@ -942,7 +1021,7 @@ static void test_expire(void **state)
 	assert_int_equal(gm_sched_expire(h.sched), 1);
 	assert_int_equal(late->done, 1);
 	assert_int_equal(late->r->jobs[0].job.status, GM_ETIMEDOUT);
-	assert_int_equal(gm_sched_inflight(h.sched), 1); /* still busy */
+	assert_int_equal(gm_sched_on_engine(h.sched), 1); /* still busy */
 	assert_true(gm_sched_next_deadline(h.sched) == far_due);
 	drain();
 	check_all_ok(far);
@@ -962,6 +1041,7 @@ static void test_priority_limits(void **state)
 	gm_sched_set_limits(h.sched, lim);
 	blk = new_req_of(1, &SMALL);
 	assert_int_equal(submit(blk), GM_OK);
+	wait_started(1);
 	p0 = new_req(2, 0, 0, &SMALL, 1);
 	assert_int_equal(submit(p0), GM_OK);
 	over0 = new_req(1, 0, 0, &SMALL, 1);
@@ -977,13 +1057,76 @@ static void test_priority_limits(void **state)
 	assert_int_equal(gm_sched_room(h.sched, 4, 1), GM_EINVAL);
 	p1 = new_req(3, 1, 0, &SMALL, 1);
 	assert_int_equal(submit(p1), GM_OK);
-	assert_int_equal(gm_sched_queued_prio(h.sched, 0), 2);
-	assert_int_equal(gm_sched_queued_prio(h.sched, 1), 3);
-	assert_int_equal(gm_sched_queued_prio(h.sched, 3), 1);
+	assert_int_equal(gm_sched_in_queue_prio(h.sched, 0), 2);
+	assert_int_equal(gm_sched_in_queue_prio(h.sched, 1), 3);
+	assert_int_equal(gm_sched_in_queue_prio(h.sched, 3), 1);
 	drain();
 	check_all_ok(p0);
 	check_all_ok(p1);
 	check_all_ok(p3);
+	h_close();
+}
+
+/*
+ * Jobs handed to the engine that have not started (the engine is held in
+ * the done callback of a first job, so they wait in its own queue) still
+ * count as queued, not running; one is canceled and one expires through
+ * gm_sched_expire, both taken back from the engine, never run; one whose
+ * deadline passes there with nobody asking is failed by the engine as
+ * it reaches it; and the one that runs has a queue time that lasts until
+ * its BLAS call, after the engine was let go.
+ */
+static void test_engine_queue(void **state)
+{
+	struct treq *blk, *wait, *cancel, *late, *gone;
+	double released;
+
+	h_open(64 * cost_of(&SMALL), 8);
+	set_gate(1);
+	blk = new_req_of(1, &SMALL);
+	assert_int_equal(submit(blk), GM_OK);
+	wait_back(1); /* the engine is held from now on */
+	deliver_starts();
+	assert_int_equal(blk->r->jobs[0].state, GM_SCHED_JOB_RUNNING);
+	wait = new_req_of(1, &SMALL);
+	assert_int_equal(submit(wait), GM_OK);
+	cancel = new_req_of(1, &SMALL);
+	assert_int_equal(submit(cancel), GM_OK);
+	late = new_req(1, 1, 1, &SMALL, 1);
+	assert_int_equal(submit(late), GM_OK);
+	deliver_starts();
+	assert_int_equal(wait->r->jobs[0].state, GM_SCHED_JOB_HANDED);
+	assert_int_equal(gm_sched_in_queue(h.sched), 0);
+	assert_int_equal(gm_sched_on_engine(h.sched), 4);
+	assert_int_equal(gm_sched_queued(h.sched), 3);
+	assert_int_equal(gm_sched_queued_prio(h.sched, 1), 3);
+	assert_int_equal(gm_sched_inflight(h.sched), 1);
+
+	assert_int_equal(gm_sched_cancel(h.sched, &cancel->r->jobs[0]), GM_OK);
+	assert_int_equal(cancel->done, 1);
+	assert_int_equal(cancel->r->jobs[0].job.status, GM_ECANCELED);
+	assert_int_equal(gm_sched_queued(h.sched), 2);
+	assert_true(gm_sched_next_deadline(h.sched) ==
+		    late->r->recv_us + 1000.0);
+	wait_past(gm_sched_next_deadline(h.sched) + 500.0);
+	assert_int_equal(gm_sched_expire(h.sched), 1);
+	assert_int_equal(late->done, 1);
+	assert_int_equal(late->r->jobs[0].job.status, GM_ETIMEDOUT);
+	assert_int_equal(gm_sched_on_engine(h.sched), 2);
+	assert_true(gm_sched_next_deadline(h.sched) == 0.0);
+
+	gone = new_req(1, 1, 1, &SMALL, 1);
+	assert_int_equal(submit(gone), GM_OK);
+	wait_past(gone->r->recv_us + 1500.0);
+	released = gm_clock_now_us();
+	set_gate(0);
+	drain();
+	assert_int_equal(gone->r->jobs[0].job.status, GM_ETIMEDOUT);
+	assert_int_equal(gone->back[0], 1);
+	check_all_ok(blk);
+	check_all_ok(wait);
+	assert_true(wait->r->recv_us + wait->r->jobs[0].t.queue_us >= released);
+	assert_int_equal(h.st.errors[GM_ETIMEDOUT], 2);
 	h_close();
 }
 
@@ -1021,7 +1164,33 @@ static void test_stats(void **state)
 		assert_int_equal(h.st.phase[p].count, 4);
 	assert_true(h.st.phase[GM_PHASE_TOTAL].max >=
 		    h.st.phase[GM_PHASE_QUEUE].max);
+	/* All at priority 1 but the first, at the default (1 too). */
+	assert_int_equal(h.st.queue_prio[1].count, 4);
+	assert_int_equal(h.st.queue_prio[0].count, 0);
 	h_close();
+}
+
+/* Jobs by uid: the first GM_STATS_UIDS uids seen are counted apart, in
+ * the order they came; later ones, and only they, as "other". */
+static void test_stats_uids(void **state)
+{
+	gm_stats st;
+
+	gm_stats_init(&st);
+	for (uint64_t u = 0; u < GM_STATS_UIDS + 8; u++)
+		gm_stats_uid_job(&st, 1000 + u, u % 3 == 0 ? GM_EBUSY : GM_OK);
+	gm_stats_uid_job(&st, 1000, GM_OK);
+	gm_stats_uid_job(&st, 1000 + GM_STATS_UIDS, GM_OK);
+	assert_int_equal(st.nuids, GM_STATS_UIDS);
+	for (unsigned i = 0; i < GM_STATS_UIDS; i++)
+		assert_int_equal(st.uids[i].uid, 1000 + i);
+	assert_int_equal(st.uids[0].ok, 1);
+	assert_int_equal(st.uids[0].failed, 1);
+	assert_int_equal(st.uids[1].ok, 1);
+	/* Uids 1032..1039, of which 1033, 1036 and 1039 failed, and 1032
+	 * once more. */
+	assert_int_equal(st.other_uids.ok, 6);
+	assert_int_equal(st.other_uids.failed, 3);
 }
 
 static int setup_seed(void **state)
@@ -1049,8 +1218,10 @@ int main(void)
 	    cmocka_unit_test_teardown(test_fair_head_of_line, h_free),
 	    cmocka_unit_test_teardown(test_cancel, h_free),
 	    cmocka_unit_test_teardown(test_expire, h_free),
+	    cmocka_unit_test_teardown(test_engine_queue, h_free),
 	    cmocka_unit_test_teardown(test_priority_limits, h_free),
 	    cmocka_unit_test_teardown(test_stats, h_free),
+	    cmocka_unit_test(test_stats_uids),
 	};
 
 	return cmocka_run_group_tests(tests, setup_seed, NULL);

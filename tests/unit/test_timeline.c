@@ -133,6 +133,37 @@ static void test_random_schedules(void **state)
 	}
 }
 
+/* A total that jumps when work ends is shown no faster than the wall
+ * clock, never backwards, and catches up while the device rests: over
+ * any two reads the share shown is between 0 and 100%. */
+static void test_shown(void **state)
+{
+	struct gm_tl_shown s;
+	double prev = 0;
+
+	gm_tl_shown_init(&s, 1000);
+	assert_near(gm_tl_show(&s, 0, 1000), 0, 0);
+	/* A 3 s job ends 1 s after counting began: 1 s is shown. */
+	assert_near(gm_tl_show(&s, 3e6, 1000 + 1e6), 1e6, 0);
+	assert_near(gm_tl_show(&s, 3e6, 1000 + 1.5e6), 1.5e6, 0);
+	/* A total read lower (an open period's host time replaced by its
+	 * shorter device time) takes nothing back. */
+	assert_near(gm_tl_show(&s, 1e6, 1000 + 2e6), 1.5e6, 0);
+	assert_near(gm_tl_show(&s, 3e6, 1000 + 9e6), 3e6, 0);
+	/* A clock that reads the same or earlier lets nothing out. */
+	assert_near(gm_tl_show(&s, 5e6, 1000 + 9e6), 3e6, 0);
+	assert_near(gm_tl_show(&s, 5e6, 1000 + 8e6), 3e6, 0);
+	prev = 3e6;
+	for (int i = 1; i <= 100; i++) {
+		double now = 1000 + 9e6 + i * 1e5;
+		double v =
+		    gm_tl_show(&s, 3e6 + (i % 7 == 0 ? 4e6 : 0) + i * 5e4, now);
+
+		assert_true(v >= prev && v - prev <= 1e5 + 1e-6);
+		prev = v;
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -140,6 +171,7 @@ int main(void)
 	    cmocka_unit_test(test_back_to_back),
 	    cmocka_unit_test(test_periods),
 	    cmocka_unit_test(test_random_schedules),
+	    cmocka_unit_test(test_shown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
