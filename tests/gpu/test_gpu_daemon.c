@@ -899,10 +899,14 @@ static void test_phases_add_up(void **state)
 		free((void *)q[i].j[0].b);
 		free(q[i].j[0].out);
 	}
-	/* One stream runs them one after another: the last waited for
-	 * several others' copies and kernels. */
-	assert_true(waited > 0);
-	printf("  busy %.3f s over %.3f s\n", busy1 - busy0, t1 - t0);
+	/* One stream runs them one after another; whether a job waited for
+	 * another's copies and kernels depends on how fast the requests
+	 * arrived (staged one by one, they may not overlap at all), so it
+	 * is shown, not asserted: what is asserted is that the phases add
+	 * up to the total, and busy time stays within wall time. */
+	printf("  longest wait for other jobs %.1f us; busy %.3f s over "
+	       "%.3f s\n",
+	       waited, busy1 - busy0, t1 - t0);
 	assert_true(busy1 - busy0 <= t1 - t0);
 	gemmd_close(c);
 	free(q);
