@@ -39,11 +39,12 @@ static void put_input(const uint8_t *data, size_t size, char *path, size_t len)
 static void use_matrix(gm_npy *m, size_t size)
 {
 	uint64_t n = m->rows * m->cols;
-	size_t es = m->dtype == GM_FP64 ? 8 : 4;
+	size_t es = gm_dtype_size(m->dtype);
 	void *orig, *packed;
 	int fortran = m->fortran;
 
-	FUZZ_CHECK(m->dtype == GM_FP64 || m->dtype == GM_FP32);
+	FUZZ_CHECK(m->dtype == GM_FP64 || m->dtype == GM_FP32 ||
+		   m->dtype == GM_FP16);
 	/* The data came from the file, so it fits in the input. */
 	FUZZ_CHECK(n * es <= size);
 	if ((orig = malloc(n * es + 1)) == NULL)
