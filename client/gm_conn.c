@@ -239,7 +239,7 @@ static void advance(gm_conn *c, size_t n)
 static void maybe_reap(gm_conn *c)
 {
 	if (c->state == GM_CONN_CLOSING && c->closed && !c->sending &&
-	    !c->receiving)
+	    !c->receiving && c->in_calls == 0)
 		gm_timer_arm(c->dm->cl->timer, &c->reap_ev, 0);
 }
 
@@ -454,6 +454,7 @@ void gm_conn_run(gm_conn *c, gm_todo *t)
 	}
 	if (dial)
 		c->dial_starting++;
+	c->in_calls += (unsigned)send + (unsigned)recv;
 	s = c->s;
 	pthread_mutex_unlock(&cl->mu);
 	(void)t;
@@ -468,6 +469,12 @@ void gm_conn_run(gm_conn *c, gm_todo *t)
 		gm_stream_send(s, &c->wio);
 	if (recv)
 		gm_stream_recv(s, &c->rio);
+	if (send || recv) {
+		pthread_mutex_lock(&cl->mu);
+		c->in_calls -= (unsigned)send + (unsigned)recv;
+		maybe_reap(c);
+		pthread_mutex_unlock(&cl->mu);
+	}
 	if (dial) {
 		gm_dialer_dial(c->dialer, dial_cb, c);
 		pthread_mutex_lock(&cl->mu);

@@ -58,6 +58,9 @@ struct gm_conn {
 	/* the send in flight */
 	gm_io wio;
 	bool sending;
+	unsigned in_calls; /* threads inside a send or receive call on s:
+			      its callback may run, and end, before the
+			      call returns, so s is not reaped until then */
 	gm_part *wparts[GM_IO_IOV_MAX]; /* held for it */
 	gm_call *wpins[GM_IO_IOV_MAX];	/* pinned for it */
 	unsigned nw;

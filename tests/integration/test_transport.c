@@ -390,8 +390,12 @@ static void refused_busy(const char *url, const char *src, const char *key)
  * (127.0.0.2 is another peer than 127.0.0.1). */
 static void test_caps(void **state)
 {
-	const char *args[] = {"--set", "max_connections=8", "--set",
-			      "max_connections_per_peer=3", NULL};
+	/* The connections below send nothing: the handshake deadline must
+	 * not close them while a slow run gets to its checks. */
+	const char *args[] = {"--set", "max_connections=8",
+			      "--set", "max_connections_per_peer=3",
+			      "--set", "handshake_timeout_ms=120000",
+			      NULL};
 	int fd[7], mon;
 	it_daemon d;
 
@@ -790,7 +794,8 @@ static void test_inflight_cap(void **state)
 	start(&d, args);
 	assert_true((mon = rc_connect(d.tcp, NULL)) >= 0);
 	assert_true((fd = rc_connect(d.ipc, NULL)) >= 0);
-	tjob_make(&t, 800, 800, 800, 4); /* tens of ms each, on fast hosts too */
+	tjob_make(&t, 800, 800, 800,
+		  4); /* tens of ms each, on fast hosts too */
 	for (int i = 0; i < N; i++)
 		send_req(fd, (uint64_t)i, &t, 1, 0);
 	for (int i = 0; i < 20; i++) {
