@@ -411,13 +411,12 @@ static void tell_started(struct gm_cuda_ctx *c)
 		gm_engine_started(e, j);
 }
 
-static int issue_h2d(struct gm_cuda_ctx *c)
+static int copies_in(struct gm_cuda_ctx *c)
 {
 	gm_job *j = c->job;
 	cudaStream_t s = c->st->s;
 	int rv;
 
-	tell_started(c);
 	gm_cuda_dev_open_span(c->st->dev, s);
 	GM_CUDA_TRY(cudaEventRecord(c->ev[EV_H2D_START], s), j->msg,
 		    sizeof(j->msg));
@@ -427,6 +426,17 @@ static int issue_h2d(struct gm_cuda_ctx *c)
 	GM_CUDA_TRY(cudaEventRecord(c->ev[EV_H2D_END], s), j->msg,
 		    sizeof(j->msg));
 	return GM_OK;
+}
+
+/* The copies in first, then the news that the jobs started (one post
+ * to the daemon per job): the copy engine is busy while it goes. No job
+ * can end before its kernel and copy back are issued, after this. */
+static int issue_h2d(struct gm_cuda_ctx *c)
+{
+	int rv = copies_in(c);
+
+	tell_started(c);
+	return rv;
 }
 
 static int issue_kernel(struct gm_cuda_ctx *c)
