@@ -384,6 +384,17 @@ static void refused_busy(const char *url, const char *src, const char *key)
 	close(fd);
 }
 
+/* Waits (up to 10 s) until the daemon counts n connections open: it
+ * accepts a connection a moment after the kernel took it, and frees a
+ * refused one a moment after it closed. */
+static void wait_open(int mon, double n)
+{
+	for (int i = 0; i < 10000 && rc_stat_fd(mon, "connections.open") != n;
+	     i++)
+		usleep(1000);
+	assert_int_equal(rc_stat_fd(mon, "connections.open"), n);
+}
+
 /* A connection over a cap gets one ERROR, EBUSY with id 0 naming the
  * key, and is closed; those already open are served; once one closes
  * there is room again. Per peer: a uid on ipc://, an address on tcp://
@@ -405,16 +416,13 @@ static void test_caps(void **state)
 	for (int i = 0; i < 3; i++)
 		assert_true((fd[i] = rc_connect(d.tcp, "127.0.0.1")) >= 0);
 	refused_busy(d.tcp, "127.0.0.1", "max_connections_per_peer=3");
+	wait_open(mon, 4);
 	for (int i = 3; i < 6; i++)
 		assert_true((fd[i] = rc_connect(d.ipc, NULL)) >= 0);
 	refused_busy(d.ipc, NULL, "max_connections_per_peer=3");
+	wait_open(mon, 7);
 	assert_true((fd[6] = rc_connect(d.tcp, "127.0.0.2")) >= 0);
-	/* A connect returns once the kernel took the connection; the
-	 * daemon accepts it a moment later. */
-	for (int i = 0; i < 2000 && rc_stat_fd(mon, "connections.open") < 8;
-	     i++)
-		usleep(1000);
-	assert_int_equal(rc_stat_fd(mon, "connections.open"), 8);
+	wait_open(mon, 8);
 	/* Eight open: the next is over max_connections, whoever it is. */
 	refused_busy(d.tcp, "127.0.0.3", "max_connections=8");
 	/* Those open are served. */
@@ -433,14 +441,9 @@ static void test_caps(void **state)
 	assert_int_equal(rc_stat_fd(mon, "connections.refused"), 3);
 	/* Room again once one goes. */
 	close(fd[0]);
-	for (int t = 0; t < 200 && rc_stat_fd(mon, "connections.open") != 7;
-	     t++)
-		usleep(10000);
+	wait_open(mon, 7);
 	assert_true((fd[0] = rc_connect(d.tcp, "127.0.0.1")) >= 0);
-	for (int t = 0; t < 2000 && rc_stat_fd(mon, "connections.open") < 8;
-	     t++)
-		usleep(1000);
-	assert_int_equal(rc_stat_fd(mon, "connections.open"), 8);
+	wait_open(mon, 8);
 	for (int i = 0; i < 7; i++)
 		close(fd[i]);
 	close(mon);
