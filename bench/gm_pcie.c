@@ -18,14 +18,14 @@ static int cmp(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-#define TRY(expr)                                                       \
-	do {                                                            \
-		cudaError_t e_ = (expr);                                \
-		if (e_ != cudaSuccess) {                                \
-			snprintf(msg, msglen, "%s: %s", #expr,          \
-				 cudaGetErrorString(e_));               \
-			goto out;                                       \
-		}                                                       \
+#define TRY(expr)                                              \
+	do {                                                   \
+		cudaError_t e_ = (expr);                       \
+		if (e_ != cudaSuccess) {                       \
+			snprintf(msg, msglen, "%s: %s", #expr, \
+				 cudaGetErrorString(e_));      \
+			goto out;                              \
+		}                                              \
 	} while (0)
 
 double gm_pcie_h2d_ms(uint64_t bytes, int reps, char *msg, size_t msglen)
@@ -53,8 +53,9 @@ double gm_pcie_h2d_ms(uint64_t bytes, int reps, char *msg, size_t msglen)
 		t[i] = f;
 	}
 	qsort(t + 1, (size_t)reps, sizeof(*t), cmp);
-	ms = reps % 2 ? t[1 + reps / 2]
-		      : (t[reps / 2] + t[1 + reps / 2]) / 2; /* the first warms */
+	ms = reps % 2
+		 ? t[1 + reps / 2]
+		 : (t[reps / 2] + t[1 + reps / 2]) / 2; /* the first warms */
 out:
 	if (e0)
 		cudaEventDestroy(e0);

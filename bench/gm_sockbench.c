@@ -351,8 +351,8 @@ static int check(const gm_sb_case *c, const struct place *pl, char *why,
 			      1e-12 * (mag + 1))) {
 				snprintf(why, whylen,
 					 "job %zu: element %u,%u is %g, not %g",
-					 i, row, col, r[(size_t)row * c->n + col],
-					 s);
+					 i, row, col,
+					 r[(size_t)row * c->n + col], s);
 				return -1;
 			}
 		}

@@ -36,9 +36,9 @@ typedef struct gm_sb {
 	char *sets[GM_SB_SETS_MAX];
 	int nsets;
 	gm_sb_case cases[GM_SB_CASES];
-	char dir[64];	   /* certificates, sockets */
+	char dir[64];	    /* certificates, sockets */
 	gm_rawrate_tls tls; /* certificates */
-	int pid;	   /* the daemon started, or 0 */
+	int pid;	    /* the daemon started, or 0 */
 	char ipc[160], tcp[64], tlsurl[64];
 } gm_sb;
 

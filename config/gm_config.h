@@ -75,7 +75,7 @@ typedef struct gm_config {
 				  admin, RFC 2253 */
 	unsigned nadmin_subjects;
 	int allow_plain_tcp;  /* "allow_plain_tcp": tcp:// may be listed */
-	char *metrics_listen;	    /* "metrics_listen": HOST:PORT, or NULL */
+	char *metrics_listen; /* "metrics_listen": HOST:PORT, or NULL */
 	/* HTTP on metrics_listen (gm_http.h). */
 	unsigned metrics_cache_ms;  /* "metrics_cache_ms": a render reused */
 	unsigned http_max_conns;    /* "http_max_connections" */
