@@ -278,38 +278,6 @@ double it_num(const cJSON *stats, const char *path)
 	return cJSON_IsNumber(o) ? o->valuedouble : -1;
 }
 
-int it_write_all(int fd, const void *p, size_t n)
-{
-	const uint8_t *b = p;
-
-	while (n > 0) {
-		ssize_t k = write(fd, b, n);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return -1;
-		b += k;
-		n -= (size_t)k;
-	}
-	return 0;
-}
-
-int it_closed_by_peer(int fd, int ms)
-{
-	struct pollfd p = {.fd = fd, .events = POLLIN};
-	double end = it_now_us() + ms * 1e3;
-	char buf[256];
-
-	while (it_now_us() < end) {
-		if (poll(&p, 1, 50) <= 0)
-			continue;
-		if (read(fd, buf, sizeof(buf)) <= 0)
-			return 1;
-	}
-	return 0;
-}
-
 long it_raise_nofile(void)
 {
 	struct rlimit rl;

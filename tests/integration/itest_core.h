@@ -90,13 +90,6 @@ long it_rss_kb(pid_t pid);
 /* CPU time pid has used, user and system, in ms (/proc/PID/stat). */
 double it_cpu_ms(pid_t pid);
 
-/* Writes all n bytes of p; 0 or -1. */
-int it_write_all(int fd, const void *p, size_t n);
-
-/* Waits up to ms for the peer to close fd, reading past whatever it
- * sent; returns whether it closed. */
-int it_closed_by_peer(int fd, int ms);
-
 /* Raises the soft RLIMIT_NOFILE to the hard one; returns the new soft
  * limit. */
 long it_raise_nofile(void);

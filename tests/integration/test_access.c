@@ -83,7 +83,7 @@ static void test_allow_list_refuses(void **state)
 	assert_int_equal(f.id, 0);
 	assert_int_equal(rc_error(&f, msg), GM_EACCES);
 	rc_frame_free(&f);
-	assert_true(it_closed_by_peer(fd, 2000));
+	assert_true(rc_closed(fd, 2000));
 	close(fd);
 	/* ... so a client's calls fail and run nothing. */
 	assert_int_equal(

@@ -115,7 +115,7 @@ static void child(const char *url, uint8_t *msg, size_t len, int wait)
 	char buf[4096];
 	int fd = rc_connect(url, NULL);
 
-	if (fd < 0 || it_write_all(fd, msg, len) != 0)
+	if (fd < 0 || rc_write(fd, msg, len) != 0)
 		_exit(1);
 	while (wait && read(fd, buf, sizeof(buf)) > 0)
 		;

@@ -118,7 +118,7 @@ static int exchange(const char *req, char *out, size_t outlen)
 	int fd = dial(0), status = 0;
 
 	assert_true(fd >= 0);
-	assert_int_equal(it_write_all(fd, req, strlen(req)), 0);
+	assert_int_equal(rc_write(fd, req, strlen(req)), 0);
 	assert_true(read_to_close(fd, out, outlen, WAIT_MS) >= 0);
 	sscanf(out, "HTTP/1.1 %d", &status);
 	close(fd);
@@ -389,8 +389,7 @@ static void test_half_open(void **state)
 		assert_true((fds[i] = dial(0)) >= 0);
 		if (i % 2 == 1)
 			assert_int_equal(
-			    it_write_all(fds[i], "GET /metrics HTTP/1.1\r\n",
-					 23),
+			    rc_write(fds[i], "GET /metrics HTTP/1.1\r\n", 23),
 			    0);
 	}
 	expect_stat("http.open", HALF_OPEN);
@@ -435,7 +434,7 @@ static void test_cap(void **state)
 	expect_stat("http.open", 8);
 	t0 = it_now_us();
 	assert_true((refused_fd = dial(0)) >= 0);
-	(void)it_write_all(refused_fd, "GET /healthz HTTP/1.1\r\n\r\n", 25);
+	(void)rc_write(refused_fd, "GET /healthz HTTP/1.1\r\n\r\n", 25);
 	assert_true(read_to_close(refused_fd, out, sizeof(out), WAIT_MS) >= 0);
 	assert_true(it_now_us() - t0 < WAIT_MS * 1e3);
 	assert_null(strstr(out, "200 OK"));
@@ -503,7 +502,7 @@ static void test_request_limits(void **state)
 	/* Two requests pipelined on one keep-alive connection, answered in
 	 * order; then the idle deadline closes it. */
 	assert_true((fd = dial(0)) >= 0);
-	assert_int_equal(it_write_all(fd, pipelined, strlen(pipelined)), 0);
+	assert_int_equal(rc_write(fd, pipelined, strlen(pipelined)), 0);
 	t0 = it_now_us();
 	assert_true(read_to_close(fd, out, sizeof(out), WAIT_MS) > 0);
 	assert_true(it_now_us() - t0 >= 250e3);

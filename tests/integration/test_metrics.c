@@ -126,10 +126,7 @@ static void start(const char *const *extra)
 	if (it_start_metrics(&fx.d, &fx.port, extra) != 0)
 		fail_msg("gemmd did not start; see %s", fx.d.log);
 	/* Through the socket: the counts below are those of the pool. */
-	assert_int_equal(
-	    gemmd_open(fx.d.ipc, &(gemmd_open_opts){.flags = GEMMD_OPEN_NO_SHM},
-		       &fx.c),
-	    GM_OK);
+	assert_int_equal(gemmd_open(fx.d.ipc, &socket_only, &fx.c), GM_OK);
 }
 
 /* Stops gemmd, which must exit 0. */
