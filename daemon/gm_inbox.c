@@ -95,23 +95,29 @@ fail_mutex:
 	return GM_EINTERNAL;
 }
 
-bool gm_inbox_post(gm_inbox *b, void *item)
+bool gm_inbox_post_all(gm_inbox *b, void *const *items, size_t n)
 {
 	bool posted;
 
 	pthread_mutex_lock(&b->mu);
 	posted = !b->closed;
-	if (posted) {
-		*link_of(b, item) = NULL;
+	for (size_t i = 0; posted && i < n; i++) {
+		*link_of(b, items[i]) = NULL;
 		if (b->tail != NULL)
-			*link_of(b, b->tail) = item;
+			*link_of(b, b->tail) = items[i];
 		else
-			b->head = item;
-		b->tail = item;
-		uv_async_send(&b->async);
+			b->head = items[i];
+		b->tail = items[i];
 	}
+	if (posted && n > 0)
+		uv_async_send(&b->async);
 	pthread_mutex_unlock(&b->mu);
 	return posted;
+}
+
+bool gm_inbox_post(gm_inbox *b, void *item)
+{
+	return gm_inbox_post_all(b, &item, 1);
 }
 
 void *gm_inbox_cancel(gm_inbox *b, bool (*match)(void *item, void *key),

@@ -45,6 +45,11 @@ int gm_inbox_open(uv_loop_t *loop, size_t link_off, gm_inbox_fn fn,
  * the inbox is closed. Any thread. */
 bool gm_inbox_post(gm_inbox *b, void *item);
 
+/* Appends items[0..n-1], in that order, under one lock and one wake-up:
+ * news that come together cost the loop one wake-up, not n. Returns
+ * false, keeping nothing, once the inbox is closed. Any thread. */
+bool gm_inbox_post_all(gm_inbox *b, void *const *items, size_t n);
+
 /* Takes back the oldest item posted and not yet drained for which
  * match(item, key) is true, and returns it; NULL when there is none (it
  * may have been drained already). Any thread. */

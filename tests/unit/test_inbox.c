@@ -1,0 +1,169 @@
+/*
+ * test_inbox.c - unit tests for the hand-off to the loop thread
+ * (daemon/gm_inbox.h): items posted from other threads, one at a time or
+ * together, reach the loop each once and in the order each thread posted
+ * them; the drained callback follows each drain; a post after the close
+ * is refused and the poster keeps its item; items never drained go to
+ * the close's callback; a cancel takes back an item not yet drained.
+ */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "gm_error.h"
+#include "gm_inbox.h"
+
+enum { THREADS = 4, PER_THREAD = 5000, TOGETHER = 7 };
+
+struct item {
+	void *link; /* the inbox's */
+	int thread, seq;
+};
+
+struct rig {
+	uv_loop_t loop;
+	gm_inbox *b;
+	int next[THREADS]; /* the seq each thread's next item must have */
+	int got, drains, left;
+};
+
+static struct item items[THREADS][PER_THREAD];
+
+static void on_item(void *p, void *arg)
+{
+	struct rig *r = arg;
+	struct item *it = p;
+
+	assert_int_equal(it->seq, r->next[it->thread]);
+	r->next[it->thread]++;
+	if (++r->got == THREADS * PER_THREAD)
+		uv_stop(&r->loop);
+}
+
+static void on_drained(void *arg)
+{
+	((struct rig *)arg)->drains++;
+}
+
+static void on_left(void *p, void *arg)
+{
+	(void)p;
+	((struct rig *)arg)->left++;
+}
+
+struct poster {
+	struct rig *r;
+	int thread;
+};
+
+/* Even threads post one at a time, odd ones TOGETHER at once. */
+static void *post(void *arg)
+{
+	struct poster *p = arg;
+	struct item *mine = items[p->thread];
+
+	for (int i = 0; i < PER_THREAD;) {
+		void *batch[TOGETHER];
+		int n = 0;
+
+		if (p->thread % 2 == 0) {
+			assert_true(gm_inbox_post(p->r->b, &mine[i++]));
+			continue;
+		}
+		while (n < TOGETHER && i < PER_THREAD)
+			batch[n++] = &mine[i++];
+		assert_true(gm_inbox_post_all(p->r->b, batch, (size_t)n));
+	}
+	return NULL;
+}
+
+static void open_rig(struct rig *r)
+{
+	char msg[128];
+
+	*r = (struct rig){0};
+	assert_int_equal(uv_loop_init(&r->loop), 0);
+	assert_int_equal(gm_inbox_open(&r->loop, offsetof(struct item, link),
+				       on_item, on_drained, r, &r->b, msg,
+				       sizeof(msg)),
+			 GM_OK);
+	for (int t = 0; t < THREADS; t++)
+		for (int i = 0; i < PER_THREAD; i++)
+			items[t][i] = (struct item){NULL, t, i};
+}
+
+static void close_rig(struct rig *r)
+{
+	gm_inbox_close(r->b, on_left, r);
+	assert_int_equal(uv_run(&r->loop, UV_RUN_DEFAULT), 0);
+	assert_int_equal(uv_loop_close(&r->loop), 0);
+}
+
+static void test_order(void **state)
+{
+	struct poster p[THREADS];
+	pthread_t th[THREADS];
+	struct rig r;
+
+	(void)state;
+	open_rig(&r);
+	for (int t = 0; t < THREADS; t++) {
+		p[t] = (struct poster){&r, t};
+		assert_int_equal(pthread_create(&th[t], NULL, post, &p[t]), 0);
+	}
+	uv_run(&r.loop, UV_RUN_DEFAULT);
+	for (int t = 0; t < THREADS; t++) {
+		assert_int_equal(pthread_join(th[t], NULL), 0);
+		assert_int_equal(r.next[t], PER_THREAD);
+	}
+	assert_int_equal(r.got, THREADS * PER_THREAD);
+	assert_true(r.drains >= 1);
+	close_rig(&r);
+	assert_int_equal(r.left, 0);
+}
+
+static bool is_seq(void *p, void *key)
+{
+	return ((struct item *)p)->seq == *(int *)key;
+}
+
+/* Posts with no loop turning: a cancel takes one back, the close hands
+ * the rest over, and a post after it is refused. */
+static void test_cancel_close(void **state)
+{
+	void *three[3] = {&items[1][0], &items[1][1], &items[1][2]};
+	struct rig r;
+	int key = 1;
+
+	(void)state;
+	open_rig(&r);
+	assert_true(gm_inbox_post_all(r.b, three, 3));
+	assert_true(gm_inbox_post(r.b, &items[1][3]));
+	assert_ptr_equal(gm_inbox_cancel(r.b, is_seq, &key), &items[1][1]);
+	assert_null(gm_inbox_cancel(r.b, is_seq, &key));
+	key = 3; /* the tail */
+	assert_ptr_equal(gm_inbox_cancel(r.b, is_seq, &key), &items[1][3]);
+	assert_true(gm_inbox_post(r.b, &items[1][4]));
+	gm_inbox_close(r.b, on_left, &r);
+	assert_int_equal(r.left, 3); /* 0, 2 and 4 */
+	assert_false(gm_inbox_post(r.b, &items[2][0]));
+	assert_false(gm_inbox_post_all(r.b, three, 3));
+	assert_int_equal(uv_run(&r.loop, UV_RUN_DEFAULT), 0);
+	assert_int_equal(uv_loop_close(&r.loop), 0);
+	assert_int_equal(r.got, 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_order),
+	    cmocka_unit_test(test_cancel_close),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
