@@ -90,14 +90,39 @@ static void on_engine_done(gm_job *job, void *arg)
 	gm_inbox_post(l->done, &j->back);
 }
 
-/* Engine thread: tell the loop the job started, on the same list as its
- * return, so the news come in the order they happened. */
-static void on_engine_start(gm_job *job, void *arg)
+/* Engine thread: posts the news (started, or back) of job and the n - 1
+ * after it through next to the loop, a few dozen a post: jobs that start
+ * or end together cost the loop one wake-up, not one each. A job is
+ * read before it is posted: once back, it is the loop's. */
+static void post_together(gm_loop *l, gm_job *job, uint32_t n, bool back)
 {
-	gm_loop *l = arg;
-	gm_sched_job *j = job->user;
+	enum { AT_ONCE = 64 };
+	void *news[AT_ONCE];
+	size_t k = 0;
+	gm_job *next;
 
-	gm_inbox_post(l->done, &j->started);
+	for (; n > 0; n--, job = next) {
+		gm_sched_job *j = job->user;
+
+		next = job->next;
+		news[k++] = back ? &j->back : &j->started;
+		if (k == AT_ONCE || n == 1) {
+			gm_inbox_post_all(l->done, news, k);
+			k = 0;
+		}
+	}
+}
+
+/* Engine thread: the jobs started; on the same list as their returns,
+ * so the news come in the order they happened. */
+static void on_engine_start(gm_job *job, uint32_t n, void *arg)
+{
+	post_together(arg, job, n, false);
+}
+
+static void on_engine_done_together(gm_job *job, uint32_t n, void *arg)
+{
+	post_together(arg, job, n, true);
 }
 
 /* Loop thread: news of a job from the engine, in the order it told;
@@ -385,6 +410,7 @@ static int open_core(gm_loop *l)
 		return rv;
 	}
 	gm_engine_on_start(l->eng, on_engine_start);
+	gm_engine_on_done_together(l->eng, on_engine_done_together);
 	if (l->cfg->engine.kind == GM_ENGINE_AUTO)
 		GM_LOG(GM_LOG_INFO, "engine auto: %s",
 		       strcmp(gm_engine_name(l->eng), "cuda") == 0

@@ -594,7 +594,7 @@ void gm_cuda_dev_finish(struct gm_cuda_dev *d, gm_job *job)
 void gm_cuda_dev_finish_n(struct gm_cuda_dev *d, gm_job *job, uint32_t n)
 {
 	uint64_t bytes = 0;
-	gm_job *j = job, *next;
+	gm_job *j = job;
 	uint32_t i;
 
 	for (i = 0; i < n; i++, j = j->next) {
@@ -605,10 +605,5 @@ void gm_cuda_dev_finish_n(struct gm_cuda_dev *d, gm_job *job, uint32_t n)
 	d->jobs += n;
 	d->outstanding -= bytes;
 	pthread_mutex_unlock(&d->mu);
-	/* Once back through the callback a job is not ours: read on
-	 * first. */
-	for (i = 0, j = job; i < n; i++, j = next) {
-		next = j->next;
-		d->sh->done(j, d->sh->done_arg);
-	}
+	gm_engine_back(d->sh->engine, job, n);
 }

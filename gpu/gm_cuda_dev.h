@@ -58,8 +58,6 @@
 struct gm_cuda_shared {
 	gm_engine_config cfg; /* defaults filled in */
 	gm_engine *engine;
-	gm_engine_done_fn done;
-	void *done_arg;
 	int faulted;	 /* atomic: a sticky error happened on some device */
 	int fault_armed; /* atomic: enum gm_cuda_fault, test builds only */
 	pthread_mutex_t fault_mu;

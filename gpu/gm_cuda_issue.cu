@@ -401,14 +401,11 @@ static int copy_in(struct gm_cuda_ctx *c)
 	return GM_OK;
 }
 
-/* The context's jobs are committed to its stream from here on. */
+/* The context's jobs are committed to its stream from here on: one
+ * piece of news for all of them. */
 static void tell_started(struct gm_cuda_ctx *c)
 {
-	gm_engine *e = c->st->dev->sh->engine;
-	gm_job *j = c->job;
-
-	for (uint32_t i = 0; i < c->njobs; i++, j = j->next)
-		gm_engine_started(e, j);
+	gm_engine_started(c->st->dev->sh->engine, c->job, c->njobs);
 }
 
 static int copies_in(struct gm_cuda_ctx *c)
@@ -428,8 +425,8 @@ static int copies_in(struct gm_cuda_ctx *c)
 	return GM_OK;
 }
 
-/* The copies in first, then the news that the jobs started (one post
- * to the daemon per job): the copy engine is busy while it goes. No job
+/* The copies in first, then the news that the jobs started: the copy
+ * engine is busy while it goes. No job
  * can end before its kernel and copy back are issued, after this. */
 static int issue_h2d(struct gm_cuda_ctx *c)
 {

@@ -306,7 +306,7 @@ static void run(struct gm_cuda_dev *d, gm_job *j)
 			gm_cuda_dev_finish(d, j);
 			return;
 		}
-		gm_engine_started(d->sh->engine, j);
+		gm_engine_started(d->sh->engine, j, 1);
 		j->start_us = gm_engine_now_us();
 		j->status = run_tiles(d, j, &plan, slab, &end_us);
 		give(d, slab, end_us);

@@ -123,15 +123,36 @@ int gm_engine_submit(gm_engine *e, gm_job **jobs, size_t n)
 	return e->ops->submit(e, jobs, n);
 }
 
-void gm_engine_on_start(gm_engine *e, gm_engine_start_fn fn)
+void gm_engine_on_start(gm_engine *e, gm_engine_jobs_fn fn)
 {
 	e->start = fn;
 }
 
-void gm_engine_started(gm_engine *e, gm_job *job)
+void gm_engine_on_done_together(gm_engine *e, gm_engine_jobs_fn fn)
+{
+	e->done_together = fn;
+}
+
+void gm_engine_back(gm_engine *e, gm_job *job, uint32_t n)
+{
+	gm_job *next;
+
+	if (e->done_together != NULL) {
+		e->done_together(job, n, e->done_arg);
+		return;
+	}
+	/* Once back through the callback a job is not ours: read on
+	 * first. */
+	for (; n > 0; n--, job = next) {
+		next = job->next;
+		e->done(job, e->done_arg);
+	}
+}
+
+void gm_engine_started(gm_engine *e, gm_job *job, uint32_t n)
 {
 	if (e->start != NULL)
-		e->start(job, e->done_arg);
+		e->start(job, n, e->done_arg);
 }
 
 int gm_engine_expired(gm_job *job, double now)

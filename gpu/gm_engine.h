@@ -136,10 +136,12 @@ typedef struct gm_engine gm_engine;
 /* Called once per job on an engine thread; see the file comment. */
 typedef void (*gm_engine_done_fn)(gm_job *job, void *arg);
 
-/* Called on an engine thread when a job handed over leaves the engine's
- * queue to run, under the rules of the done callback (with its arg),
- * and before it: see gm_engine_on_start. */
-typedef void (*gm_engine_start_fn)(gm_job *job, void *arg);
+/* Called on an engine thread with job and the n - 1 jobs after it
+ * through their next, under the rules of the done callback (with its
+ * arg): jobs that start together (gm_engine_on_start) or come back
+ * together (gm_engine_on_done_together) come in one call, so that the
+ * caller can hand them on at once. */
+typedef void (*gm_engine_jobs_fn)(gm_job *job, uint32_t n, void *arg);
 
 /* Called once when a warm-up ends, on an engine thread, under the same
  * rules as the done callback. status is GM_OK or the first failure (with
@@ -178,7 +180,7 @@ int gm_engine_supports(const gm_engine *e, const gm_job_desc *d, char *msg,
 int gm_engine_submit(gm_engine *e, gm_job **jobs, size_t n);
 
 /*
- * Asks for fn to be called as each job starts, so that the caller can
+ * Asks for fn to be called as jobs start, so that the caller can
  * tell the jobs waiting in the engine from those running. A job starts
  * when the engine commits to running it: the CPU engine when its worker
  * takes it off its queue (its BLAS call follows at once), the CUDA engine
@@ -187,7 +189,15 @@ int gm_engine_submit(gm_engine *e, gm_job **jobs, size_t n);
  * A job that fails before it starts comes back without a start. Set
  * before the first submit. Loop thread.
  */
-void gm_engine_on_start(gm_engine *e, gm_engine_start_fn fn);
+void gm_engine_on_start(gm_engine *e, gm_engine_jobs_fn fn);
+
+/*
+ * Asks for jobs that come back together (a coalesced batch of the CUDA
+ * engine) to come in one call of fn instead of one done call each. Each
+ * job is the caller's from the call's start: fn reads a job's next
+ * before it hands the job on. Set before the first submit. Loop thread.
+ */
+void gm_engine_on_done_together(gm_engine *e, gm_engine_jobs_fn fn);
 
 /*
  * Takes job back from e when it has not started (see gm_engine_on_start)

@@ -307,8 +307,13 @@ static void run_taken(struct cpu_engine *ce, gm_job *late, size_t n,
 		late->device = -1;
 		hand_back(ce, late);
 	}
-	for (i = 0; i < n; i++)
-		gm_engine_started(&ce->base, ce->burst[i]);
+	if (n == 0)
+		return; /* all were late */
+	/* One piece of news for the burst: chained for it. */
+	for (i = 0; i + 1 < n; i++)
+		ce->burst[i]->next = ce->burst[i + 1];
+	ce->burst[n - 1]->next = NULL;
+	gm_engine_started(&ce->base, ce->burst[0], (uint32_t)n);
 	if (n == 1 && !small(ce->burst[0]))
 		finish(ce, ce->burst[0]);
 	else

@@ -349,8 +349,6 @@ extern "C" int gm_engine_cuda_open(const gm_engine_config *cfg,
 	e->sh.cfg = *cfg;
 	fill_defaults(&e->sh.cfg);
 	e->sh.engine = &e->base;
-	e->sh.done = done;
-	e->sh.done_arg = arg;
 	e->sh.fault_armed = gm_cuda_fault_arm();
 	pthread_mutex_init(&e->sh.fault_mu, NULL);
 	prev = current_device();

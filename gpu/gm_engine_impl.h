@@ -38,7 +38,8 @@ struct gm_engine {
 	const struct gm_engine_ops *ops;
 	gm_engine_done_fn done;
 	void *done_arg;
-	gm_engine_start_fn start; /* NULL: nobody asked */
+	gm_engine_jobs_fn start;	 /* NULL: nobody asked */
+	gm_engine_jobs_fn done_together; /* NULL: done for each */
 	/* The warm-up under way or last ended (gm_engine.c). */
 	gm_engine_warm_fn warm_fn;
 	void *warm_arg;
@@ -50,9 +51,15 @@ struct gm_engine {
  * warm callback. Once per warm-up, on an engine thread. */
 void gm_engine_warmed(gm_engine *e, int status, const char *msg);
 
-/* Tells the caller that job starts (gm_engine_on_start), if it asked.
- * On the engine thread that commits to running it. */
-void gm_engine_started(gm_engine *e, gm_job *job);
+/* Tells the caller that job and the n - 1 jobs after it through next
+ * start (gm_engine_on_start), if it asked. On the engine thread that
+ * commits to running them. */
+void gm_engine_started(gm_engine *e, gm_job *job, uint32_t n);
+
+/* Hands job and the n - 1 jobs after it through next back to the
+ * caller, in one call when it asked (gm_engine_on_done_together), else
+ * through the done callback one by one. On an engine thread. */
+void gm_engine_back(gm_engine *e, gm_job *job, uint32_t n);
 
 /* Whether job, not yet started, is past its deadline at now (the clock
  * of gm_engine_now_us); if so, fails it with GM_ETIMEDOUT and its text,

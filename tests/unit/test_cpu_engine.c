@@ -508,16 +508,19 @@ static struct {
 	pthread_mutex_t mu;
 	gm_job *job[8];
 	double at[8];
-	size_t n;
-} starts = {PTHREAD_MUTEX_INITIALIZER, {0}, {0}, 0};
+	size_t n, calls;
+} starts = {PTHREAD_MUTEX_INITIALIZER, {0}, {0}, 0, 0};
 
-static void on_start(gm_job *job, void *arg)
+static void on_start(gm_job *job, uint32_t n, void *arg)
 {
 	assert_ptr_equal(arg, &w);
 	pthread_mutex_lock(&starts.mu);
-	assert_true(starts.n < 8);
-	starts.job[starts.n] = job;
-	starts.at[starts.n++] = now_us();
+	starts.calls++;
+	for (; n > 0; n--, job = job->next) {
+		assert_true(starts.n < 8);
+		starts.job[starts.n] = job;
+		starts.at[starts.n++] = now_us();
+	}
 	pthread_mutex_unlock(&starts.mu);
 }
 
@@ -574,6 +577,34 @@ static void test_starts(void **state)
 	assert_true(s.busy_us > 0.0 && s.busy_us <= now_us() - t0);
 	for (i = 0; i <= N; i++)
 		free_job(&t[i]);
+	gm_engine_close(e);
+}
+
+/* Small jobs taken together are told started together, in one call
+ * (one hand-off to the daemon's loop), in the order of the wave. */
+static void test_burst_starts(void **state)
+{
+	enum { N = 6 };
+	struct tjob t[N];
+	gm_job *wave[N];
+	gm_engine *e = open_engine(GM_ENGINE_CPU, 1);
+	size_t i;
+
+	gm_engine_on_start(e, on_start);
+	starts.n = starts.calls = 0;
+	for (i = 0; i < N; i++) {
+		make_job(&t[i], GM_FP32, GM_ROW_MAJOR, 0, 0, 0, 9, 10, 11);
+		wave[i] = &t[i].job;
+	}
+	assert_int_equal(gm_engine_submit(e, wave, N), GM_OK);
+	wait_done(N);
+	assert_int_equal(starts.calls, 1);
+	assert_int_equal(starts.n, N);
+	for (i = 0; i < N; i++) {
+		assert_ptr_equal(starts.job[i], &t[i].job);
+		check_result(&t[i], t[i].out);
+		free_job(&t[i]);
+	}
 	gm_engine_close(e);
 }
 
@@ -660,6 +691,7 @@ int main(void)
 	    cmocka_unit_test(test_submit_nothing),
 	    cmocka_unit_test(test_bursts),
 	    cmocka_unit_test(test_starts),
+	    cmocka_unit_test(test_burst_starts),
 	    cmocka_unit_test(test_warmup),
 	    cmocka_unit_test(test_thread_count),
 	};

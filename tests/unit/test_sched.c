@@ -115,12 +115,13 @@ static void on_engine_done(gm_job *job, void *arg)
 }
 
 /* Engine thread: only note that the job started. */
-static void on_engine_start(gm_job *job, void *arg)
+static void on_engine_start(gm_job *job, uint32_t n, void *arg)
 {
 	struct harness *hs = arg;
 
 	pthread_mutex_lock(&hs->mu);
-	note(hs, hs->starts, &hs->nstarts, job);
+	for (; n > 0; n--, job = job->next)
+		note(hs, hs->starts, &hs->nstarts, job);
 	pthread_mutex_unlock(&hs->mu);
 }
 
