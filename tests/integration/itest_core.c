@@ -174,13 +174,21 @@ int it_start_metrics(it_daemon *d, int *port, const char *const *args)
 
 int it_stop(it_daemon *d)
 {
+	double until = it_now_us() + IT_STOP_MS * 1e3;
+	pid_t w;
 	int st;
 
 	if (d->pid <= 0)
 		return -1;
 	kill(d->pid, SIGTERM);
-	if (waitpid(d->pid, &st, 0) != d->pid)
+	while ((w = waitpid(d->pid, &st, WNOHANG)) == 0 && it_now_us() < until)
+		usleep(2000);
+	if (w != d->pid) {
+		/* A stop that hangs is a bug of gemmd's: say where it was. */
+		tail_log(d, "gemmd did not exit within IT_STOP_MS of SIGTERM");
+		it_kill(d);
 		return -1;
+	}
 	d->pid = 0;
 	if (exit_status(st) != 0)
 		tail_log(d, "gemmd did not exit 0");

@@ -49,8 +49,12 @@ int it_start(it_daemon *d, const char *const *args);
  * setup, which *port gets, and extra arguments args; as it_start. */
 int it_start_metrics(it_daemon *d, int *port, const char *const *args);
 
-/* SIGTERM, then waits; returns the exit status (128 + signal when one
- * killed it). */
+/* The longest gemmd may take to exit after SIGTERM in a test. */
+#define IT_STOP_MS 60000
+
+/* SIGTERM, then waits (IT_STOP_MS at most: then the end of its log goes
+ * to stderr, it is killed and -1 returned); returns the exit status
+ * (128 + signal when one killed it). */
 int it_stop(it_daemon *d);
 
 /* SIGKILL, then waits. */

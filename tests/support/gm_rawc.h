@@ -31,7 +31,8 @@
 #define RC_ERROR_T    5
 
 /* Connects to url: ipc:///path or tcp://A.B.C.D:PORT; from local
- * address src (tcp only; NULL: any). Returns the descriptor or -1. */
+ * address src (tcp only; NULL: any), within 20 s. Returns the
+ * descriptor (blocking) or -1. */
 int rc_connect(const char *url, const char *src);
 
 /* Writes all n bytes; 0, or -1 when the peer is gone. */
