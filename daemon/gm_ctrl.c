@@ -81,16 +81,19 @@ static char *ctrl_answer(gm_loop *l, int op)
 {
 	char head[256];
 	gm_stats_live live;
+	const char *why;
 	char *doc, *out;
 
 	if (op == GM_CTRLREQ_PING) {
 		snprintf(head, sizeof(head),
 			 "{\"ok\":true,\"version\":\"%s\",\"engine\":\"%s\","
-			 "\"devices\":%u,\"uptime_s\":%.3f,\"draining\":%s}",
+			 "\"devices\":%u,\"uptime_s\":%.3f,\"draining\":%s,"
+			 "\"ready\":%s}",
 			 GEMMD_VERSION, gm_engine_name(l->eng),
 			 gm_engine_devices(l->eng),
 			 (gm_clock_now_us() - l->stats.start_us) / 1e6,
-			 l->draining || l->stopping ? "true" : "false");
+			 l->draining || l->stopping ? "true" : "false",
+			 is_ready(l, &why) ? "true" : "false");
 		return strdup(head);
 	}
 	live_stats(l, &live);

@@ -182,6 +182,25 @@ static int draining(gemmd_client *c)
 	return on;
 }
 
+/* What a ping says of the daemon's readiness (as /readyz): 1, 0, or -1
+ * when it says nothing. */
+static int ready(gemmd_client *c)
+{
+	char *doc = NULL;
+	cJSON *p = NULL;
+	int on = -1;
+
+	if (gemmd_ping(c, &doc, TIMEOUT_MS) == GM_OK &&
+	    (p = cJSON_Parse(doc)) != NULL) {
+		const cJSON *r = cJSON_GetObjectItemCaseSensitive(p, "ready");
+
+		on = cJSON_IsBool(r) ? cJSON_IsTrue(r) : -1;
+	}
+	cJSON_Delete(p);
+	free(doc);
+	return on;
+}
+
 /*
  * Once a blocker holds the engine, four requests at priority 0 and then
  * four at priority 3 queue behind it; every high one finishes before
@@ -571,8 +590,10 @@ static void test_drain_resume(void **state)
 	    gemmd_submit_detached(c, &det, 1, NULL, &did, TIMEOUT_MS), GM_OK);
 	wait_queued(c, 3);
 	assert_false(draining(c));
+	assert_int_equal(ready(c), 1);
 	assert_int_equal(gemmd_drain(c, TIMEOUT_MS), GM_OK);
 	assert_true(draining(c));
+	assert_int_equal(ready(c), 0);
 
 	it_job(&no, 8, 8, 8, 103);
 	assert_int_equal(gemmd_submit(c, &no, 1, NULL, TIMEOUT_MS),
@@ -596,6 +617,7 @@ static void test_drain_resume(void **state)
 
 	assert_int_equal(gemmd_resume(c, TIMEOUT_MS), GM_OK);
 	assert_false(draining(c));
+	assert_int_equal(ready(c), 1);
 	it_job(&ok, 8, 8, 8, 104);
 	assert_int_equal(gemmd_submit(c, &ok, 1, NULL, TIMEOUT_MS), GM_OK);
 	assert_true(it_job_ok(&ok));
