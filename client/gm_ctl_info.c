@@ -162,6 +162,8 @@ int gm_ctl_ping(int argc, char **argv)
 	printf("pong from %s: %.3f ms", gm_ctl_conn_url(&c), ms);
 	print_field(doc, "version");
 	print_field(doc, "engine");
+	if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(doc, "ready")))
+		printf("  not ready (warming up, draining or faulted)");
 	putchar('\n');
 	cJSON_Delete(doc);
 	return 0;
