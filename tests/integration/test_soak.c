@@ -44,10 +44,13 @@
  * a quarter of it): together some 5,000 moves a second. */
 #define PAUSE_US 2000
 /* The client's p99 under load may reach 5x its p99 unloaded, taken as
- * this much at least: a round trip crosses half a dozen threads, and on
- * a machine of two cores, with the hostile processes awake, each
- * crossing may wait a scheduler slice (a run of 2 ms for a job whose
- * daemon total is 30 us is seen with any third process busy). */
+ * this much at least. On a host of 2 cores, of the six kinds only the
+ * ipc:// connect storm takes p99 past 2x: to 2-4 ms at some 500
+ * connections a second, whether the client is on ipc:// or tcp://,
+ * while the same storm against another process's Unix socket leaves it
+ * at 1.5x and gemmd's loop thread stays a third idle. The accepts and
+ * closes of ipc:// connections hold up gemmd's I/O threads (nng's
+ * poller); until that is mended, 5x of this floor is the bound. */
 #define P99_FLOOR_US 2000.0
 
 /* Error codes of PROTOCOL.md 9. */
