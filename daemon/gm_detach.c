@@ -446,12 +446,18 @@ int gm_detach_cancel(gm_detach *t, const gm_principal *who, uint64_t id,
 	if (e->job != NULL) {
 		e->cancel = 1;
 		/* A queued job fails at once and comes back through
-		 * gm_detach_done before this call returns. */
-		if (gm_sched_cancel(t->sched, e->job) != GM_OK)
+		 * gm_detach_done before this call returns. One the engine
+		 * would not give back runs, even while the news of its
+		 * start is still on its way to the loop (it reads queued
+		 * till then): it is running. */
+		if (gm_sched_cancel(t->sched, e->job) != GM_OK) {
 			GM_LOG(GM_LOG_DEBUG,
 			       "detached job %" PRIu64 ": canceled while "
 			       "running; its result will be dropped",
 			       id);
+			*state = GM_JOBSTATE_RUNNING;
+			return GM_OK;
+		}
 	} else if (e->result != NULL) {
 		drop_result(t, e, GM_JOBSTATE_CANCELED);
 		mark_canceled(e, "after it finished: its result was dropped");
