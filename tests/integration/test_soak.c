@@ -105,30 +105,17 @@ static bool got_error(int fd, uint32_t want, bool *was_refused)
 	return ok;
 }
 
-/* A connection to url that gemmd took (it answers a ping), retried
- * while it is refused for a cap; -1 when there is none before the
- * end. */
+/* A connection to url that gemmd admitted, retried while it is refused
+ * for a cap; -1 when there is none before the end. */
 static int connect_admitted(const soak *s, const char *url)
 {
-	while (running(s)) {
-		int fd = rc_connect(url, NULL);
-		char *doc = NULL;
-		int rv;
+	int fd = -1;
 
-		if (fd < 0)
-			return -1;
-		if ((rv = rc_ctrl(fd, 0, "{\"op\":\"ping\"}", &doc, WAIT_MS)) ==
-		    0) {
-			free(doc);
-			return fd;
-		}
-		close(fd);
-		if (rv != -4) /* an ERROR: refused */
-			return -1;
+	while (running(s) && (fd = rc_admitted(url, NULL, WAIT_MS)) == -2) {
 		refused++;
 		usleep(10000);
 	}
-	return -1;
+	return fd;
 }
 
 /* One small fp64 job, answered right, on fd. */

@@ -395,17 +395,12 @@ static void wait_open(int mon, double n)
 	assert_int_equal(rc_stat_fd(mon, "connections.open"), n);
 }
 
-/* A connection to url from src that gemmd took: it answers a ping (a
- * connect returns once the kernel took it; gemmd counts it a moment
- * later, or refuses it). */
+/* A connection to url from src that gemmd admitted. */
 static int admitted(const char *url, const char *src)
 {
-	int fd = rc_connect(url, src);
-	char *doc;
+	int fd = rc_admitted(url, src, WAIT_MS);
 
 	assert_true(fd >= 0);
-	assert_int_equal(rc_ctrl(fd, 7, "{\"op\":\"ping\"}", &doc, WAIT_MS), 0);
-	free(doc);
 	return fd;
 }
 

@@ -146,6 +146,21 @@ int rc_connect(const char *url, const char *src)
 	return -1;
 }
 
+int rc_admitted(const char *url, const char *src, int ms)
+{
+	int fd = rc_connect(url, src), rv;
+	char *doc = NULL;
+
+	if (fd < 0)
+		return -1;
+	if ((rv = rc_ctrl(fd, 0, "{\"op\":\"ping\"}", &doc, ms)) == 0) {
+		free(doc);
+		return fd;
+	}
+	close(fd);
+	return rv == -4 ? -2 : -1;
+}
+
 int rc_write(int fd, const void *p, size_t n)
 {
 	const uint8_t *b = p;

@@ -35,6 +35,12 @@
  * descriptor (blocking) or -1. */
 int rc_connect(const char *url, const char *src);
 
+/* rc_connect, then a ping answered within ms: gemmd admitted the
+ * connection (a connect returns once the kernel took it; gemmd counts
+ * it a moment later, or refuses it). The descriptor; -2 when gemmd
+ * refused it (its first frame was an ERROR); -1 otherwise. */
+int rc_admitted(const char *url, const char *src, int ms);
+
 /* Writes all n bytes; 0, or -1 when the peer is gone. */
 int rc_write(int fd, const void *p, size_t n);
 
