@@ -80,16 +80,6 @@ static void on_sched_job(gm_sched_job *j, void *arg)
 	gm_request_job_done(j, arg);
 }
 
-/* Engine thread: hand the job back to the loop. The inbox is open while
- * any job is out. */
-static void on_engine_done(gm_job *job, void *arg)
-{
-	gm_loop *l = arg;
-	gm_sched_job *j = job->user;
-
-	gm_inbox_post(l->done, &j->back);
-}
-
 /* Engine thread: posts the news (started, or back) of job and the n - 1
  * after it through next to the loop, a few dozen a post: jobs that start
  * or end together cost the loop one wake-up, not one each. A job is
@@ -120,9 +110,16 @@ static void on_engine_start(gm_job *job, uint32_t n, void *arg)
 	post_together(arg, job, n, false);
 }
 
+/* Engine thread: the jobs are back. The inbox is open while any job is
+ * out. */
 static void on_engine_done_together(gm_job *job, uint32_t n, void *arg)
 {
 	post_together(arg, job, n, true);
+}
+
+static void on_engine_done(gm_job *job, void *arg)
+{
+	post_together(arg, job, 1, true);
 }
 
 /* Loop thread: news of a job from the engine, in the order it told;

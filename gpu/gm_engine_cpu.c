@@ -215,7 +215,7 @@ static void hand_back(struct cpu_engine *ce, gm_job *job)
 	job->next = NULL;
 	__atomic_add_fetch(&ce->jobs, 1, __ATOMIC_RELAXED);
 	/* Last: once back through the callback the job is not ours. */
-	ce->base.done(job, ce->base.done_arg);
+	gm_engine_back(&ce->base, job, 1);
 }
 
 /* Runs job and hands it back. */
