@@ -3,7 +3,9 @@
  *
  * An engine runs GEMM jobs asynchronously. The loop thread submits a wave
  * of jobs and returns at once; each job comes back exactly once through
- * the done callback, which the engine calls on one of its own threads.
+ * the done callback (or with the jobs that end beside it, when the
+ * caller asked: gm_engine_on_done_together), which the engine calls on
+ * one of its own threads.
  * The callback must only hand the job to the loop (lock, push, wake);
  * it must not call back into the engine. Engines never call exit().
  *
