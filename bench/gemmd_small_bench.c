@@ -31,6 +31,8 @@
 #include <unistd.h>
 
 #include "gm_bench.h"
+#include "gm_proto.h"
+#include "gm_rawrate.h"
 #include "gm_small.h"
 
 #define REPS_DEFAULT 5
@@ -42,7 +44,9 @@
 
 struct opts {
 	const char *gemmd, *self;
-	int reps, threshold_only;
+	int reps, threshold_only, latency_only;
+	char *sets[GM_BENCH_SETS_MAX - 3]; /* --set, for every gemmd */
+	int nsets;
 };
 
 struct spec {
@@ -59,15 +63,29 @@ static const struct spec specs[] = {
 /* ---- gemmd ----------------------------------------------------------------
  */
 
+/* A gemmd for up to jobs jobs of at most hi^3 in one request, with the
+ * setting extra (NULL: none) after --set's. */
+static int start_for(const struct opts *o, uint32_t jobs, uint32_t hi,
+		     char *extra, gm_daemon_proc *p, char *err, size_t errlen)
+{
+	gm_case c = {"small", "", GEMMD_FP32,	      hi, jobs, 1,
+		     0,	      0,  GEMMD_KERNEL_CUBLAS};
+	char *sets[GM_BENCH_SETS_MAX] = {"max_jobs_per_request=65536",
+					 "queue_depth=1048576"};
+	int n = 2;
+
+	for (int i = 0; i < o->nsets; i++)
+		sets[n++] = o->sets[i];
+	if (extra != NULL)
+		sets[n++] = extra;
+	return gm_drive_start(o->gemmd, &c, STREAMS, sets, n, p, err, errlen);
+}
+
 /* A gemmd for batch b: pools for all of it, one request of all jobs. */
 static int start(const struct opts *o, const sb_batch *b, uint32_t hi,
 		 gm_daemon_proc *p, char *err, size_t errlen)
 {
-	gm_case c = {"small", "", GEMMD_FP32,	      hi, b->jobs, 1,
-		     0,	      0,  GEMMD_KERNEL_CUBLAS};
-	char *sets[] = {"max_jobs_per_request=65536", "queue_depth=1048576"};
-
-	return gm_drive_start(o->gemmd, &c, STREAMS, sets, 2, p, err, errlen);
+	return start_for(o, b->jobs, hi, NULL, p, err, errlen);
 }
 
 /* The jobs of b as a client names them: in region r at the layout's
@@ -206,6 +224,15 @@ done:
 	return rv;
 }
 
+/* The engine's line for one job alone (sb_engine_run's latency). */
+static void engine_latency(const char *indent, const sb_engine_result *er)
+{
+	printf("%sone 64^3 job alone, engine in process: p50 %.1f us (%.1f "
+	       "us with spin_us 0); idle engine %.2f%% of a CPU\n",
+	       indent, er->lat_p50 * 1e3, er->lat_p50_nospin * 1e3,
+	       er->idle_cpu * 100);
+}
+
 /* ---- batches --------------------------------------------------------------
  */
 
@@ -250,9 +277,7 @@ static int run_batch(const struct opts *o, const struct spec *s, int first)
 	printf("    (engine: max error %.1e, %d failed)\n", er.error,
 	       er.failed + pj.failed);
 	if (first)
-		printf("    one 64^3 job alone, engine in process: p50 %.1f "
-		       "us; idle engine %.2f%% of a CPU\n",
-		       er.lat_p50 * 1e3, er.idle_cpu * 100);
+		engine_latency("    ", &er);
 	if (o->gemmd != NULL) {
 		if (drive(o, b, s->hi, &dr, err, sizeof(err)) != 0) {
 			printf("    gemmd: %s\n", err);
@@ -366,45 +391,182 @@ static void first_daemon(const struct opts *o)
 /* ---- one job's round trip --------------------------------------------------
  */
 
-/* One 64^3 job through a fresh gemmd, in a region and through the
- * socket: p50 of the client's round trip and of gemmd's own total. Its
- * idle CPU after. The raw nng echo of the same bytes, beside these, is
- * the transport's to add (a third row: the socket path's floor). */
-static void latency_daemon(const struct opts *o)
-{
-	sb_batch *b = sb_batch_make("one", 1, 64, 64, 1);
-	double rt[LAT_REPS], total[LAT_REPS];
-	char err[256] = "", *buf = b ? malloc(b->bytes) : NULL;
-	gemmd_region *r = NULL;
-	gm_daemon_proc p = {0};
-	gemmd_job j;
+/* One 64^3 fp32 job's frames (PROTOCOL.md): a request with one region
+ * descriptor, or with A and B inline; its reply, with the result inline
+ * when the request had its operands inline. */
+#define LAT_MAT (64 * 64 * 4)
+#define LAT_REQ (GM_HDR_SIZE + GM_BATCH_SIZE + GM_JOB_HDR_SIZE)
+#define LAT_REP (GM_HDR_SIZE + GM_REPLY_JOB_SIZE)
 
-	if (buf == NULL || start(o, b, 64, &p, err, sizeof(err)) != 0 ||
-	    gemmd_region_create(p.cl, b->bytes, &r) != GM_OK) {
-		printf("  gemmd: %s\n", err);
+enum { WAY_REGION, WAY_SOCKET, WAY_STAGED, WAYS };
+static const char *const way_names[WAYS] = {"region", "socket", "staged"};
+
+static uint64_t echo_in(int way)
+{
+	return way == WAY_SOCKET ? LAT_REQ + 2 * LAT_MAT : LAT_REQ + 64;
+}
+
+static uint64_t echo_out(int way)
+{
+	return way == WAY_SOCKET ? LAT_REP + LAT_MAT : LAT_REP;
+}
+
+/* The raw nng ipc:// echo of a way's bytes, p50 in us (< 0: failed):
+ * between this process and a child (as between a client and gemmd), or
+ * within this process (*inproc). */
+static double echo_us(const struct opts *o, int way, double *inproc)
+{
+	char url[96], in[24], out[24], msg[160] = "";
+	double ms = -1, until = sb_now_ms() + 5000;
+	pid_t pid;
+	int st;
+
+	snprintf(url, sizeof(url), "ipc:///tmp/gemmd-bench-echo-%d.sock",
+		 (int)getpid());
+	*inproc = gm_rawrate(url, NULL, echo_in(way), echo_out(way), LAT_REPS,
+			     &ms, msg, sizeof(msg)) == 0
+		      ? ms * 1e3
+		      : -1;
+	snprintf(in, sizeof(in), "%llu", (unsigned long long)echo_in(way));
+	snprintf(out, sizeof(out), "%llu", (unsigned long long)echo_out(way));
+	unlink(url + strlen("ipc://"));
+	if ((pid = fork()) == 0) {
+		execl(o->self, o->self, "--echo-server", url, in, out,
+		      (char *)NULL);
+		_exit(127);
+	}
+	if (pid < 0)
+		return -1;
+	while (access(url + strlen("ipc://"), F_OK) != 0 && sb_now_ms() < until)
+		usleep(1000);
+	if (gm_rawecho(url, echo_in(way), echo_out(way), LAT_REPS, &ms, msg,
+		       sizeof(msg)) != 0) {
+		printf("  raw echo: %s\n", msg);
+		ms = -1e-3;
+		kill(pid, SIGKILL);
+	}
+	waitpid(pid, &st, 0);
+	return ms * 1e3;
+}
+
+/* One job, way by way, LAT_REPS times after one untimed: p50s of the
+ * client's round trip and of gemmd's total, in us. */
+static int latency_ways(gm_daemon_proc *p, sb_batch *b, char *buf,
+			double rt[WAYS], double total[WAYS], char *err,
+			size_t errlen)
+{
+	const gemmd_open_opts no_shm = {.flags = GEMMD_OPEN_NO_SHM};
+	double v[LAT_REPS], t[LAT_REPS];
+	gemmd_client *sock = NULL;
+	gemmd_region *r = NULL;
+	gemmd_job j;
+	int rv = -1;
+
+	if (gemmd_region_create(p->cl, b->bytes, &r) != GM_OK ||
+	    gemmd_open(p->url, &no_shm, &sock) != GM_OK) {
+		snprintf(err, errlen, "%s", gemmd_last_error());
 		goto done;
 	}
-	for (int way = 0; way < 2; way++) {
-		sb_batch_fill(b, way ? buf : gemmd_region_ptr(r));
-		client_jobs(b, way ? NULL : r, buf, &j);
-		submit(p.cl, &j, 1, err, sizeof(err));
+	for (int way = 0; way < WAYS; way++) {
+		gemmd_client *cl = way == WAY_SOCKET ? sock : p->cl;
+
+		sb_batch_fill(b, way == WAY_REGION ? gemmd_region_ptr(r) : buf);
+		client_jobs(b, way == WAY_REGION ? r : NULL, buf, &j);
+		if (submit(cl, &j, 1, err, errlen) < 0)
+			goto done;
 		for (int i = 0; i < LAT_REPS; i++) {
-			rt[i] = submit(p.cl, &j, 1, err, sizeof(err)) * 1e3;
-			total[i] = j.t.total_us;
+			v[i] = submit(cl, &j, 1, err, errlen) * 1e3;
+			t[i] = j.t.total_us;
 		}
-		printf("  gemmd, %-6s: round trip p50 %.1f us, gemmd's total "
-		       "p50 %.1f us\n",
-		       way ? "socket" : "region", sb_median(rt, LAT_REPS),
-		       sb_median(total, LAT_REPS));
+		rt[way] = sb_median(v, LAT_REPS);
+		total[way] = sb_median(t, LAT_REPS);
 	}
-	sleep(1);
-	printf("  idle gemmd: %.2f%% of a CPU\n", proc_cpu(p.pid) * 100);
+	rv = 0;
 done:
 	if (r != NULL)
 		gemmd_region_release(r);
-	gm_drive_stop(&p);
+	if (sock != NULL)
+		gemmd_close(sock);
+	return rv;
+}
+
+/*
+ * One 64^3 job through a fresh gemmd, its operands in a region, inline
+ * through the socket (GEMMD_OPEN_NO_SHM) and as plain pointers the
+ * library stages through its region: p50 of the client's round trip and
+ * of gemmd's own total, with spin_us at its default and at 0, beside
+ * the raw nng ipc:// echo of the same bytes (the socket path's floor).
+ * The idle CPU of a gemmd that polls, after.
+ */
+static void latency_daemon(const struct opts *o)
+{
+	static char spin0[] = "spin_us=0";
+	sb_batch *b = sb_batch_make("one", 1, 64, 64, 1);
+	double echo[WAYS], rt[WAYS], total[WAYS], inproc;
+	char err[256] = "", *buf = b ? malloc(b->bytes) : NULL;
+
+	if (buf == NULL) {
+		printf("  out of memory\n");
+		goto done;
+	}
+	for (int way = WAY_REGION; way <= WAY_SOCKET; way++) {
+		echo[way] = echo_us(o, way, &inproc);
+		printf("  raw nng ipc echo, %5llu B in, %5llu B out: p50 %.1f "
+		       "us between two processes (%.1f us within one)\n",
+		       (unsigned long long)echo_in(way),
+		       (unsigned long long)echo_out(way), echo[way], inproc);
+	}
+	echo[WAY_STAGED] = echo[WAY_REGION];
+	for (int spin = 1; spin >= 0; spin--) {
+		gm_daemon_proc p = {0};
+
+		if (start_for(o, 1, 64, spin ? NULL : spin0, &p, err,
+			      sizeof(err)) != 0 ||
+		    latency_ways(&p, b, buf, rt, total, err, sizeof(err)) !=
+			0) {
+			printf("  gemmd: %s\n", err);
+			gm_drive_stop(&p);
+			continue;
+		}
+		for (int way = 0; way < WAYS; way++)
+			printf("  spin_us %-7s %-6s: round trip p50 %6.1f us "
+			       "(echo + %5.1f), gemmd's total p50 %5.1f us\n",
+			       spin ? "default" : "0", way_names[way], rt[way],
+			       rt[way] - echo[way], total[way]);
+		if (spin) {
+			sleep(1);
+			printf("  idle gemmd (spin_us default): %.2f%% of a "
+			       "CPU\n",
+			       proc_cpu(p.pid) * 100);
+		}
+		gm_drive_stop(&p);
+	}
+done:
 	free(buf);
 	sb_batch_free(b);
+}
+
+/* One job's latency alone: in process, and through a gemmd. */
+static int latency(const struct opts *o)
+{
+	sb_batch *b = sb_batch_make("one", 1, 64, 64, 1);
+	sb_engine_result er;
+	char err[256] = "";
+	int rv;
+
+	if (b == NULL)
+		return -1;
+	rv = sb_engine_run(b, 0, 1, 1, &er, err, sizeof(err));
+	if (rv != 0)
+		printf("engine: %s\n", err);
+	else
+		engine_latency("", &er);
+	sb_batch_free(b);
+	if (o->gemmd != NULL) {
+		printf("one 64^3 fp32 job alone:\n");
+		latency_daemon(o);
+	}
+	return rv;
 }
 
 /* ---- main ------------------------------------------------------------------
@@ -425,23 +587,37 @@ static int usage(void)
 {
 	fprintf(stderr,
 		"usage: gemmd_small_bench [--gemmd PATH] [--reps N] "
-		"[--threshold]\n"
+		"[--set KEY=VALUE]... [--threshold | --latency]\n"
 		"  --gemmd PATH  also through a gemmd started from PATH\n"
 		"  --reps N      timed runs after a warm-up (default %d)\n"
-		"  --threshold   only the coalescing threshold table\n",
+		"  --set K=V     a gemmd setting, for every gemmd started\n"
+		"  --threshold   only the coalescing threshold table\n"
+		"  --latency     only one job's latency\n",
 		REPS_DEFAULT);
 	return 2;
 }
 
 int main(int argc, char **argv)
 {
-	struct opts o = {NULL, argv[0], REPS_DEFAULT, 0};
+	struct opts o = {NULL, argv[0], REPS_DEFAULT, 0, 0, {NULL}, 0};
 	char gpu[128], line[256];
 	int failed = 0;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	signal(SIGSEGV, on_crash);
 	signal(SIGABRT, on_crash);
+	if (argc == 5 && strcmp(argv[1], "--echo-server") == 0) {
+		char msg[160];
+
+		alarm(FIRST_S);
+		if (gm_rawecho_serve(argv[2], strtoull(argv[3], NULL, 10),
+				     strtoull(argv[4], NULL, 10), msg,
+				     sizeof(msg)) != 0) {
+			fprintf(stderr, "echo server: %s\n", msg);
+			return 1;
+		}
+		return 0;
+	}
 	if (argc == 3 && strcmp(argv[1], "--first") == 0) {
 		alarm(FIRST_S); /* eager module loading may take long */
 		return sb_engine_first(strcmp(argv[2], "warm") == 0);
@@ -453,6 +629,11 @@ int main(int argc, char **argv)
 			o.reps = atoi(argv[++i]);
 		else if (strcmp(argv[i], "--threshold") == 0)
 			o.threshold_only = 1;
+		else if (strcmp(argv[i], "--latency") == 0)
+			o.latency_only = 1;
+		else if (strcmp(argv[i], "--set") == 0 && i + 1 < argc &&
+			 o.nsets < (int)(sizeof(o.sets) / sizeof(o.sets[0])))
+			o.sets[o.nsets++] = argv[++i];
 		else
 			return usage();
 	}
@@ -467,6 +648,8 @@ int main(int argc, char **argv)
 	       line, STREAMS, o.reps);
 	if (o.threshold_only)
 		return threshold(&o) != 0;
+	if (o.latency_only)
+		return latency(&o) != 0;
 	for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++)
 		failed += run_batch(&o, &specs[i], i == 0) != 0;
 	printf("\n");

@@ -252,6 +252,7 @@ static int open_engine(const bg_case *c, uint64_t line_bytes, gm_engine **e,
 	cfg.issue_order = GM_ISSUE_BREADTH;
 	cfg.kernel = GM_KERNEL_CUBLAS;
 	cfg.ooc_line_bytes = line_bytes;
+	cfg.spin_us = GM_SPIN_US; /* gemmd's default */
 	if ((rv = gm_engine_open(&cfg, on_done, NULL, e, msg, sizeof(msg))) !=
 	    GM_OK) {
 		snprintf(err, errlen, "engine: %s: %s", gm_errname(rv), msg);

@@ -258,6 +258,141 @@ out:
 	return rv;
 }
 
+/* The echo server's one connection: reads in, writes out, again. */
+struct echo {
+	gm_io io;
+	gm_stream *s;
+	uint8_t *buf;
+	uint64_t in, out, done;
+	int sending;
+	sem_t sem; /* the connection ended */
+};
+
+static void echo_next(struct echo *e)
+{
+	uint64_t n = e->sending ? e->out : e->in;
+
+	e->io.iov[0] = (nng_iov){e->buf + e->done, (size_t)(n - e->done)};
+	e->io.niov = 1;
+	if (e->sending)
+		gm_stream_send(e->s, &e->io);
+	else
+		gm_stream_recv(e->s, &e->io);
+}
+
+/* On nng's thread, as an echo server answers: the reply is written from
+ * the callback that completed the request. */
+static void echo_done(gm_io *io, int rv, size_t n)
+{
+	struct echo *e = io->arg;
+
+	if (rv != 0) {
+		sem_post(&e->sem);
+		return;
+	}
+	e->done += n;
+	if (e->done == (e->sending ? e->out : e->in)) {
+		e->done = 0;
+		e->sending = !e->sending;
+	}
+	echo_next(e);
+}
+
+int gm_rawecho_serve(const char *url, uint64_t in_bytes, uint64_t out_bytes,
+		     char *msg, size_t msglen)
+{
+	gm_listener *l = NULL;
+	struct conn_wait a = {0};
+	struct echo e = {0};
+	int rv = -1;
+
+	sem_init(&a.sem, 0, 0);
+	sem_init(&e.sem, 0, 0);
+	e.in = in_bytes;
+	e.out = out_bytes;
+	if ((e.buf = malloc(in_bytes > out_bytes ? in_bytes : out_bytes)) ==
+	    NULL) {
+		snprintf(msg, msglen, "no memory");
+		return -1;
+	}
+	fill_random(e.buf, in_bytes > out_bytes ? in_bytes : out_bytes, 4);
+	if (gm_listener_open(url, NULL, 0600, &l, msg, msglen) != 0)
+		goto out;
+	gm_listener_accept(l, on_accept, &a);
+	sem_wait(&a.sem);
+	if (a.rv != 0) {
+		snprintf(msg, msglen, "%s: accepting: %s", url,
+			 gm_strerror(a.rv));
+		goto out;
+	}
+	e.s = a.s;
+	e.io.done = echo_done;
+	e.io.arg = &e;
+	echo_next(&e);
+	sem_wait(&e.sem); /* until the client closes */
+	rv = 0;
+out:
+	gm_stream_free(a.s);
+	gm_listener_free(l);
+	free(e.buf);
+	return rv;
+}
+
+int gm_rawecho(const char *url, uint64_t in_bytes, uint64_t out_bytes, int reps,
+	       double *ms, char *msg, size_t msglen)
+{
+	gm_dialer *d = NULL;
+	struct conn_wait c = {0};
+	struct xfer cli = {0};
+	uint64_t cap = in_bytes > out_bytes ? in_bytes : out_bytes;
+	double *t = calloc((size_t)reps + 1, sizeof(*t)), t0;
+	int rv = -1;
+
+	sem_init(&c.sem, 0, 0);
+	sem_init(&cli.sem, 0, 0);
+	if (t == NULL || (cli.buf = malloc(cap)) == NULL) {
+		snprintf(msg, msglen, "no memory");
+		goto out;
+	}
+	fill_random(cli.buf, cap, 5);
+	if (gm_dialer_open(url, NULL, &d, msg, msglen) != 0)
+		goto out;
+	gm_dialer_dial(d, on_dial, &c);
+	sem_wait(&c.sem);
+	if (c.rv != 0) {
+		snprintf(msg, msglen, "%s: connecting: %s", url,
+			 gm_strerror(c.rv));
+		goto out;
+	}
+	cli.s = c.s;
+	cli.cap = cap;
+	cli.io.done = xfer_done;
+	cli.io.arg = &cli;
+	for (int i = 0; i <= reps; i++) {
+		t0 = now_ms();
+		xfer_start(&cli, in_bytes, 1);
+		sem_wait(&cli.sem);
+		if (cli.rv == 0) {
+			xfer_start(&cli, out_bytes, 0);
+			sem_wait(&cli.sem);
+		}
+		if (cli.rv != 0) {
+			snprintf(msg, msglen, "%s: %s", url,
+				 gm_stream_error(c.s));
+			goto out;
+		}
+		t[i] = now_ms() - t0;
+	}
+	*ms = median(t + 1, reps); /* the first was the warm-up */
+	rv = 0;
+out:
+	gm_stream_free(c.s);
+	gm_dialer_free(d);
+	free(cli.buf);
+	free(t);
+	return rv;
+}
+
 double gm_memcpy_ms(uint64_t bytes, int reps)
 {
 	uint8_t *src = malloc(bytes), *dst = malloc(bytes);

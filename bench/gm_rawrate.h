@@ -29,6 +29,20 @@ int gm_rawrate(const char *url, const gm_rawrate_tls *tls, uint64_t in_bytes,
 	       uint64_t out_bytes, int reps, double *ms, char *msg,
 	       size_t msglen);
 
+/*
+ * An echo across two processes, as between a client and gemmd: in one,
+ * gm_rawecho_serve listens on url (ipc:// or tcp://), accepts one
+ * connection and, from nng's callbacks, reads in_bytes and writes
+ * out_bytes back until the peer closes. In the other, gm_rawecho dials
+ * it and, reps times after one untimed, writes in_bytes and reads
+ * out_bytes, waiting for each as a client waits for a reply: the median
+ * round trip goes to *ms. Both return 0, or -1 with a line in msg.
+ */
+int gm_rawecho_serve(const char *url, uint64_t in_bytes, uint64_t out_bytes,
+		     char *msg, size_t msglen);
+int gm_rawecho(const char *url, uint64_t in_bytes, uint64_t out_bytes, int reps,
+	       double *ms, char *msg, size_t msglen);
+
 /* Milliseconds one thread takes to memcpy bytes (median of reps, fresh
  * source and destination larger than the caches). */
 double gm_memcpy_ms(uint64_t bytes, int reps);

@@ -72,16 +72,18 @@ int sb_bound_measure(const sb_batch *b, sb_bound *out, char *err,
 /* ---- the engine, in process (gm_small_engine.c) ---- */
 
 typedef struct sb_engine_result {
-	double ms;	 /* submit of the wave to the last job back */
-	double error;	 /* sb_batch_check */
-	int failed;	 /* jobs not GM_OK in the last run */
-	double lat_p50;	 /* one 64^3 job alone, submit to back, ms */
-	double idle_cpu; /* CPU seconds per second with nothing to do */
+	double ms;	       /* submit of the wave to the last job back */
+	double error;	       /* sb_batch_check */
+	int failed;	       /* jobs not GM_OK in the last run */
+	double lat_p50;	       /* one 64^3 job alone, submit to back, ms */
+	double lat_p50_nospin; /* the same with spin_us 0 */
+	double idle_cpu;       /* CPU seconds per second with nothing to do */
 } sb_engine_result;
 
 /* Runs b as one wave on a CUDA engine with small_job_bytes small
  * (0: the engine's default), reps times after a warm-up; with latency,
- * also times single jobs and the idle CPU. */
+ * also times single jobs and the idle CPU, with spin_us at its default
+ * and at 0. */
 int sb_engine_run(const sb_batch *b, uint64_t small, int reps, int latency,
 		  sb_engine_result *out, char *err, size_t errlen);
 

@@ -75,8 +75,9 @@ static double run_wave(gm_engine *e, struct waiter *w, gm_job **jobs,
 	return sb_now_ms() - t0;
 }
 
-static int open_engine(uint64_t pool, uint64_t small, struct waiter *w,
-		       gm_engine **e, char *err, size_t errlen)
+static int open_engine(uint64_t pool, uint64_t small, unsigned spin_us,
+		       struct waiter *w, gm_engine **e, char *err,
+		       size_t errlen)
 {
 	gm_engine_config cfg = {0};
 
@@ -85,6 +86,7 @@ static int open_engine(uint64_t pool, uint64_t small, struct waiter *w,
 	cfg.streams = STREAMS;
 	cfg.kernel = GM_KERNEL_CUBLAS;
 	cfg.small_job_bytes = small;
+	cfg.spin_us = spin_us;
 	pthread_mutex_init(&w->mu, NULL);
 	pthread_cond_init(&w->cv, NULL);
 	return gm_engine_open(&cfg, on_done, w, e, err, errlen) == GM_OK ? 0
@@ -106,12 +108,14 @@ static void sleep_s(double s)
 	nanosleep(&t, NULL);
 }
 
-/* One LATENCY_N^3 job at p, alone, many times: the median. */
+/* One LATENCY_N^3 job at p (random inputs), alone, many times: the
+ * median. */
 static double latency(gm_engine *e, struct waiter *w, char *p)
 {
 	uint64_t mat = (uint64_t)LATENCY_N * LATENCY_N * 4;
 	double v[LATENCY_REPS];
 	gm_job j, *jp = &j;
+	float *in = (float *)p;
 
 	memset(&j, 0, sizeof(j));
 	j.d.dtype = GM_FP32;
@@ -121,7 +125,8 @@ static double latency(gm_engine *e, struct waiter *w, char *p)
 	j.a = p;
 	j.b = p + mat;
 	j.out = p + 2 * mat;
-	memset(p, 0, 3 * mat);
+	for (uint64_t i = 0; i < 2 * mat / 4; i++)
+		in[i] = (float)rand() / RAND_MAX - 0.5f;
 	run_wave(e, w, &jp, 1);
 	for (int i = 0; i < LATENCY_REPS; i++)
 		v[i] = run_wave(e, w, &jp, 1);
@@ -142,7 +147,8 @@ int sb_engine_run(const sb_batch *b, uint64_t small, int reps, int latency_too,
 
 	memset(out, 0, sizeof(*out));
 	if (jobs == NULL || wave == NULL || reps < 1 || reps > 16 ||
-	    open_engine(b->bytes + 64 * MIB, small, &w, &e, err, errlen) != 0)
+	    open_engine(b->bytes + 64 * MIB, small, GM_SPIN_US, &w, &e, err,
+			errlen) != 0)
 		goto done;
 	base = gm_engine_arena(e, &size);
 	for (uint32_t i = 0; i < b->jobs; i++) {
@@ -170,6 +176,14 @@ int sb_engine_run(const sb_batch *b, uint64_t small, int reps, int latency_too,
 		c0 = cpu_s();
 		sleep_s(IDLE_S);
 		out->idle_cpu = (cpu_s() - c0) / IDLE_S;
+		/* The same with the engine's threads sleeping at once. */
+		gm_engine_close(e);
+		e = NULL;
+		if (open_engine(b->bytes + 64 * MIB, small, 0, &w, &e, err,
+				errlen) != 0)
+			goto done;
+		out->lat_p50_nospin =
+		    latency(e, &w, gm_engine_arena(e, &size) + b->bytes);
 	}
 	rv = 0;
 done:
@@ -214,7 +228,8 @@ int sb_engine_first(int warm)
 	uint64_t size;
 	char *p;
 
-	if (open_engine(FIRST_POOL, 0, &w, &e, err, sizeof(err)) != 0) {
+	if (open_engine(FIRST_POOL, 0, GM_SPIN_US, &w, &e, err, sizeof(err)) !=
+	    0) {
 		fprintf(stderr, "open: %s\n", err);
 		return 1;
 	}

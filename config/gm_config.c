@@ -193,6 +193,7 @@ static const gm_config_row keys[] = {
     ROW_ENUM("kernel", engine.kernel, kernels, GM_KERNEL_CUBLAS),
     ROW("mapped_output", bool, engine.mapped_output, 0, 1, 0),
     ROW("cpu_threads", uint, engine.cpu_threads, 0, 1024, 0),
+    ROW("spin_us", uint, engine.spin_us, 0, 100000, GM_SPIN_US),
     ROW("regions", bool, regions, 0, 1, 1),
     ROW("region_socket", string, region_socket, 0, 0, 0),
     ROW_LIVE("region_max_count", uint, region_max_count, 1, 65536, 64),

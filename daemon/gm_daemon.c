@@ -161,6 +161,13 @@ static void after_jobs_back(void *arg)
 		begin_stop(l, EXIT_FAULT);
 	}
 	gm_loop_arm_tick(l);
+	gm_loop_spin(l);
+}
+
+/* Loop thread: after the events handed over at one wake-up. */
+static void after_events(void *arg)
+{
+	gm_loop_spin(arg);
 }
 
 /* Whether the loop has told systemd it is ready. */
@@ -332,7 +339,8 @@ static int open_handles(gm_loop *l)
 				on_job_news, after_jobs_back, l, &l->done, msg,
 				sizeof(msg))) != 0 ||
 	    (rv = gm_inbox_open(&l->uv, offsetof(gm_event, link), on_event,
-				NULL, l, &l->events, msg, sizeof(msg))) != 0) {
+				after_events, l, &l->events, msg,
+				sizeof(msg))) != 0) {
 		GM_LOG(GM_LOG_ERROR, "%s", msg);
 		return rv;
 	}
@@ -341,7 +349,8 @@ static int open_handles(gm_loop *l)
 		GM_LOG(GM_LOG_ERROR, "%s", msg);
 		return rv;
 	}
-	if ((rv = gm_loop_open_tick(l)) != 0)
+	if ((rv = gm_loop_open_tick(l)) != 0 ||
+	    (rv = gm_loop_open_spin(l)) != 0)
 		return rv;
 	l->stop_timer.data = l;
 	if ((rv = uv_timer_init(&l->uv, &l->stop_timer)) != 0) {
@@ -413,6 +422,9 @@ static int open_core(gm_loop *l)
 		       strcmp(gm_engine_name(l->eng), "cuda") == 0
 			   ? "CUDA device found, using cuda"
 			   : "no CUDA device found, using cpu");
+	/* The CPU engine's BLAS threads want every core: no polling. */
+	if (strcmp(gm_engine_name(l->eng), "cuda") == 0)
+		l->spin_us = l->cfg->engine.spin_us;
 	/* Cold libraries load while the rest opens; /readyz says "warming
 	 * up" until it is done. */
 	warming.pending = 1; /* before: the end may come at once */

@@ -1,7 +1,7 @@
 /*
  * gm_loop.c - the tick that fails queued jobs at their deadlines and
- * drops detached results when they come due, and draining; see
- * gm_loop.h.
+ * drops detached results when they come due, the loop's polling after
+ * events, and draining; see gm_loop.h.
  */
 #include "gm_loop.h"
 
@@ -57,6 +57,35 @@ void gm_loop_arm_tick(gm_loop *l)
 	uv_update_time(&l->uv);
 	ms = ceil((due - gm_clock_now_us()) / 1000.0);
 	uv_timer_start(&l->tick, tick_cb, ms > 0 ? (uint64_t)ms : 0, 0);
+}
+
+static void spin_cb(uv_idle_t *h)
+{
+	gm_loop *l = h->data;
+
+	if (gm_clock_now_us() >= l->spin_until)
+		uv_idle_stop(h);
+}
+
+int gm_loop_open_spin(gm_loop *l)
+{
+	int rv;
+
+	l->spin.data = l;
+	if ((rv = uv_idle_init(&l->uv, &l->spin)) != 0) {
+		GM_LOG(GM_LOG_ERROR, "poll handle: %s", uv_strerror(rv));
+		return GM_EINTERNAL;
+	}
+	return GM_OK;
+}
+
+void gm_loop_spin(gm_loop *l)
+{
+	if (l->spin_us == 0 || l->stopping)
+		return;
+	l->spin_until = gm_clock_now_us() + l->spin_us;
+	if (!uv_is_active((uv_handle_t *)&l->spin))
+		uv_idle_start(&l->spin, spin_cb);
 }
 
 void gm_loop_set_draining(gm_loop *l, int on, const char *why)

@@ -81,11 +81,14 @@ struct gm_loop {
 	uint64_t requests;	   /* GEMM request records alive */
 	uint64_t next_seq;	   /* orders requests and frames */
 	uv_timer_t stop_timer;
-	uv_timer_t tick; /* queued deadlines, detached results and waits */
-	double tick_due; /* when tick fires (gm_clock_now_us); 0: stopped */
-	int warm;	 /* the engine's warm-up ended */
-	int draining;	 /* drained: new jobs refused with EDRAINING */
-	int stopping;	 /* a stop began: new jobs refused, then exit */
+	uv_timer_t tick;   /* queued deadlines, detached results and waits */
+	double tick_due;   /* when tick fires (gm_clock_now_us); 0: stopped */
+	uv_idle_t spin;	   /* polls while active (gm_loop_spin) */
+	unsigned spin_us;  /* 0: the loop never polls */
+	double spin_until; /* when it stops polling */
+	int warm;	   /* the engine's warm-up ended */
+	int draining;	   /* drained: new jobs refused with EDRAINING */
+	int stopping;	   /* a stop began: new jobs refused, then exit */
 	int exit_code;
 };
 
@@ -101,6 +104,16 @@ int gm_loop_open_tick(gm_loop *l);
  * detached result or record coming due, a parked wait's timeout. Call
  * after anything that may move one of them. */
 void gm_loop_arm_tick(gm_loop *l);
+
+/* Initializes the polling handle on l->uv, as the tick's. */
+int gm_loop_open_spin(gm_loop *l);
+
+/* Keeps the loop polling instead of sleeping for l->spin_us from now
+ * (the "spin_us" key; set only with the CUDA engine). A wake-up from
+ * epoll costs tens of µs on the path of a small job: the news of its
+ * return, and the next request of a client that sends one at a time.
+ * Called as events arrive, so an idle daemon sleeps. */
+void gm_loop_spin(gm_loop *l);
 
 /* Turns draining on or off, logging why. */
 void gm_loop_set_draining(gm_loop *l, int on, const char *why);

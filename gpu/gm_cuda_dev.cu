@@ -442,8 +442,29 @@ void gm_cuda_dev_queue(struct gm_cuda_dev *d, struct gm_cuda_wave *w,
 		d->waves = w;
 	d->waves_tail = w;
 	d->outstanding += bytes;
+	__atomic_add_fetch(&d->posted, 1, __ATOMIC_RELEASE);
 	pthread_cond_signal(&d->issue_cv);
 	pthread_mutex_unlock(&d->mu);
+}
+
+void gm_cuda_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
+}
+
+int gm_cuda_poll(const unsigned *count, unsigned seen, double since,
+		 unsigned spin_us)
+{
+	double until = since + spin_us;
+
+	while (__atomic_load_n(count, __ATOMIC_ACQUIRE) == seen) {
+		if (gm_engine_now_us() >= until)
+			return 0;
+		gm_cuda_relax();
+	}
+	return 1;
 }
 
 uint64_t gm_cuda_dev_load(struct gm_cuda_dev *d)

@@ -118,6 +118,7 @@ struct gm_cuda_stream {
 	int started;
 	pthread_cond_t cv;		 /* work in the queue, or stop */
 	struct gm_cuda_ctx *head, *tail; /* issued, in stream order; mu */
+	unsigned queued; /* atomic: contexts queued, ever (gm_cuda_poll) */
 };
 
 /* Where the device-timed span of the current busy period stands. */
@@ -144,13 +145,18 @@ struct gm_cuda_dev {
 	cudaEvent_t span_ev; /* start of the busy period's span */
 	pthread_t issue_thread;
 	int issue_started;
-	int spinners; /* atomic: completion threads polling an event */
+	int spinners;	 /* atomic: completion threads polling an event */
+	int idlers;	 /* atomic: completion threads polling their queue */
+	unsigned posted; /* atomic: waves queued, ever (gm_cuda_poll) */
 	struct gm_cuda_ooc *ooc; /* the runner's own */
 	pthread_t ooc_thread;
 	int ooc_started;
 
 	/* The issue thread's own, made at open: */
 	unsigned next_stream;	       /* the ring's position */
+	unsigned last_stream;	       /* the stream given last */
+	int was_idle;		       /* nothing was in flight at the last
+					  grab: the last stream is free */
 	struct gm_cuda_stager *stager; /* its copying helpers */
 	struct gm_cuda_lt *lt;
 	gm_batch_groups *groups;	   /* a wave's small jobs by key */
@@ -291,5 +297,15 @@ void *gm_cuda_issue_main(void *arg);
 void *gm_cuda_done_main(void *arg);
 
 double gm_cuda_now_us(void);
+
+/* Polls *count until it differs from seen or until spin_us after since
+ * (gm_engine_now_us): whether it changed. For a thread about to sleep
+ * on work another posts, counting each post (gm_engine_config.spin_us). */
+int gm_cuda_poll(const unsigned *count, unsigned seen, double since,
+		 unsigned spin_us);
+
+/* One step of a polling loop: tells the core so (pause), leaving more
+ * of it to a hyperthread beside the poller. */
+void gm_cuda_relax(void);
 
 #endif

@@ -6,12 +6,17 @@
  * The thread sleeps on its queue, then waits for the context's end
  * event. Waking from a blocking-sync wait costs about 20 us (55 us
  * against 36 us for a 64^3 job's round trip, DESIGN.md), so one thread
- * per device first polls the event for up to SPIN_US, which a small job
- * finishes within; only then does it sleep in cudaEventSynchronize, a
- * blocking-sync event, until the device interrupts. The polling happens
- * only while work is in flight, so an idle engine burns no CPU, and one
- * thread at a time, so the streams of a busy device do not take a core
- * each. Waiting on the event
+ * per device first polls the event for up to spin_us (gm_engine.h),
+ * which a small job finishes within; only then does it sleep in
+ * cudaEventSynchronize, a blocking-sync event, until the device
+ * interrupts. Likewise, having handed its last context back, one thread
+ * per device polls its queue for spin_us before it sleeps on it: the
+ * issue thread gives a context issued with nothing in flight to the
+ * stream given last (gm_cuda_issue.cu), so the next small job of a
+ * client that sends one at a time finds that thread awake. The polling
+ * happens only for spin_us after work, so an idle engine burns no CPU,
+ * and one thread at a time for each, so the streams of a busy device do
+ * not take a core each. Waiting on the event
  * rather than being called from the stream (cudaLaunchHostFunc) matters
  * when the device faults: host functions queued behind a sticky error
  * never run, while the wait returns the error. Each stream has its own
@@ -29,9 +34,6 @@
 
 #include "gm_cuda_err.h"
 #include "gm_engine_impl.h"
-
-/* How long one thread polls an event before it sleeps on it. */
-#define SPIN_US 100
 
 /* Microseconds between two completed events; unknown when the runtime
  * cannot say. */
@@ -129,20 +131,23 @@ static void copy_out(struct gm_cuda_ctx *c)
 			memcpy(j->copy_out, j->out, sz.out);
 }
 
-/* Polls ev for up to SPIN_US when no other thread of d polls, then
+/* Polls ev for up to spin_us when no other thread of d polls, then
  * sleeps on it. */
 static cudaError_t wait_event(struct gm_cuda_dev *d, cudaEvent_t ev)
 {
 	cudaError_t e = cudaErrorNotReady;
+	unsigned spin_us = d->sh->cfg.spin_us;
 
-	if (__atomic_fetch_add(&d->spinners, 1, __ATOMIC_ACQ_REL) == 0) {
-		double until = gm_engine_now_us() + SPIN_US;
+	if (spin_us > 0 &&
+	    __atomic_fetch_add(&d->spinners, 1, __ATOMIC_ACQ_REL) == 0) {
+		double until = gm_engine_now_us() + spin_us;
 
 		while ((e = cudaEventQuery(ev)) == cudaErrorNotReady &&
 		       gm_engine_now_us() < until)
-			;
+			gm_cuda_relax();
 	}
-	__atomic_fetch_sub(&d->spinners, 1, __ATOMIC_ACQ_REL);
+	if (spin_us > 0)
+		__atomic_fetch_sub(&d->spinners, 1, __ATOMIC_ACQ_REL);
 	return e == cudaErrorNotReady ? cudaEventSynchronize(ev) : e;
 }
 
@@ -200,6 +205,24 @@ static void complete(struct gm_cuda_dev *d, struct gm_cuda_ctx *c)
 	gm_cuda_dev_finish_n(d, j, n);
 }
 
+/* Under mu, with st's queue empty after a completion: polls it for
+ * spin_us when no other thread of d polls its own (see the file
+ * comment). */
+static void poll_queue(struct gm_cuda_dev *d, struct gm_cuda_stream *st)
+{
+	unsigned seen = __atomic_load_n(&st->queued, __ATOMIC_ACQUIRE);
+	unsigned spin_us = d->sh->cfg.spin_us;
+
+	if (spin_us == 0 || st->head != NULL || d->done_stopping)
+		return;
+	pthread_mutex_unlock(&d->mu);
+	if (__atomic_fetch_add(&d->idlers, 1, __ATOMIC_ACQ_REL) == 0)
+		(void)gm_cuda_poll(&st->queued, seen, gm_engine_now_us(),
+				   spin_us);
+	__atomic_fetch_sub(&d->idlers, 1, __ATOMIC_ACQ_REL);
+	pthread_mutex_lock(&d->mu);
+}
+
 void *gm_cuda_done_main(void *arg)
 {
 	struct gm_cuda_stream *st = (struct gm_cuda_stream *)arg;
@@ -218,6 +241,7 @@ void *gm_cuda_done_main(void *arg)
 		pthread_mutex_unlock(&d->mu);
 		complete(d, c);
 		pthread_mutex_lock(&d->mu);
+		poll_queue(d, st);
 	}
 	pthread_mutex_unlock(&d->mu);
 	return NULL;

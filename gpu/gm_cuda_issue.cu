@@ -245,6 +245,7 @@ static int grab(struct gm_cuda_dev *d, uint64_t bytes, void **slab,
 		*ctx = d->free_ctx;
 		d->free_ctx = (*ctx)->next;
 	}
+	d->was_idle = d->inflight == 0;
 	if (d->inflight++ == 0)
 		gm_cuda_dev_busy_begin(d);
 	return GM_OK;
@@ -317,9 +318,15 @@ static int take_ctx(struct gm_cuda_dev *d, gm_job *j, uint64_t bytes,
 	return GM_OK;
 }
 
+/* The ring's next stream; but a context issued with nothing in flight
+ * takes the stream given last, whose completion thread has just handed
+ * its last context back and may still be polling for the next. */
 static struct gm_cuda_stream *next_stream(struct gm_cuda_dev *d)
 {
-	return &d->streams[d->next_stream++ % d->nstreams];
+	if (!d->was_idle)
+		d->last_stream = d->next_stream++ % d->nstreams;
+	d->was_idle = 0;
+	return &d->streams[d->last_stream];
 }
 
 /* Lays out ctx's operands in its slab and gives it the next stream. */
@@ -485,6 +492,7 @@ static void hand_over(struct gm_cuda_dev *d, struct gm_cuda_ctx *ctx)
 	else
 		st->head = ctx;
 	st->tail = ctx;
+	__atomic_add_fetch(&st->queued, 1, __ATOMIC_RELEASE);
 	pthread_cond_signal(&st->cv);
 	pthread_mutex_unlock(&d->mu);
 }
@@ -728,6 +736,20 @@ static void warm_if_asked(struct gm_cuda_dev *d)
 	pthread_mutex_lock(&d->mu);
 }
 
+/* Under mu, with no wave queued: polls for one for spin_us after the
+ * last before the thread sleeps (gm_engine_config.spin_us). */
+static void poll_waves(struct gm_cuda_dev *d)
+{
+	unsigned seen = __atomic_load_n(&d->posted, __ATOMIC_ACQUIRE);
+	unsigned spin_us = d->sh->cfg.spin_us;
+
+	if (spin_us == 0 || d->waves != NULL || d->warm || d->stopping)
+		return;
+	pthread_mutex_unlock(&d->mu);
+	(void)gm_cuda_poll(&d->posted, seen, gm_engine_now_us(), spin_us);
+	pthread_mutex_lock(&d->mu);
+}
+
 void *gm_cuda_issue_main(void *arg)
 {
 	struct gm_cuda_dev *d = (struct gm_cuda_dev *)arg;
@@ -750,6 +772,7 @@ void *gm_cuda_issue_main(void *arg)
 		issue_wave(d, w->head);
 		gm_cuda_dev_wave_free(d, w);
 		pthread_mutex_lock(&d->mu);
+		poll_waves(d);
 	}
 	pthread_mutex_unlock(&d->mu);
 	return NULL;

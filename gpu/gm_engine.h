@@ -82,7 +82,19 @@ typedef struct gm_engine_config {
 	 * the benchmark compares plans with it.
 	 */
 	uint64_t ooc_line_bytes;
+	/*
+	 * CUDA: µs each of a device's threads keeps polling for its next
+	 * piece of work after its last before it sleeps: the issue thread
+	 * for a wave, one completion thread for its event and then for the
+	 * next context on its stream. Waking a sleeping thread costs tens
+	 * of µs on the path of a small job; polling costs CPU only for
+	 * spin_us after work, so an idle engine sleeps. 0: sleep at once.
+	 */
+	unsigned spin_us;
 } gm_engine_config;
+
+/* The "spin_us" key's default (bench/RESULTS.md "Small jobs"). */
+#define GM_SPIN_US 200
 
 /*
  * The default of small_job_bytes, measured (bench/gemmd_small_bench,
