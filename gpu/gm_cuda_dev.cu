@@ -405,6 +405,19 @@ int gm_cuda_dev_take_back(struct gm_cuda_dev *d, gm_job *job)
 
 	pthread_mutex_lock(&d->mu);
 	rv = gm_cuda_ooc_take_back(d, job);
+	if (rv != GM_OK && d->current == job && d->current_waits) {
+		d->current = NULL; /* the issue thread lets it go */
+		pthread_cond_broadcast(&d->issue_cv);
+		rv = GM_OK;
+	}
+	for (at = &d->held; rv != GM_OK && *at != NULL; at = &(*at)->next) {
+		if (*at == job) {
+			*at = job->next;
+			job->next = NULL;
+			rv = GM_OK;
+			break;
+		}
+	}
 	for (w = d->waves; w != NULL && rv != GM_OK; w = w->next) {
 		for (at = &w->head; *at != NULL; at = &(*at)->next) {
 			if (*at != job)

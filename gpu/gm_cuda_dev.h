@@ -175,7 +175,14 @@ struct gm_cuda_dev {
 					pool: start nothing new meanwhile */
 	int ooc_stopping;
 	struct gm_cuda_wave *free_waves; /* wave records to reuse */
-	int warm;			 /* a warm-up is asked for */
+	/* The jobs of the wave being issued that go one context each and
+	 * have none yet, linked by next: the issue thread takes them one
+	 * at a time as current, which may have to wait for memory
+	 * (current_waits while it sleeps). gm_cuda_dev_take_back takes a
+	 * job back from held, or current while it sleeps. */
+	gm_job *held, *current;
+	int current_waits;
+	int warm; /* a warm-up is asked for */
 	struct gm_cuda_ctx *free_ctx;
 	unsigned nctx;	      /* contexts made */
 	unsigned inflight;    /* contexts out of the free list */
@@ -228,8 +235,10 @@ void gm_cuda_dev_warm(struct gm_cuda_dev *d);
  * msg; a sticky error faults d. */
 int gm_cuda_warm_run(struct gm_cuda_dev *d, char *msg, size_t msglen);
 
-/* Takes job back from the waves queued on d that its issue thread has
- * not begun: GM_OK, or GM_ENOTFOUND. Loop thread. */
+/* Takes job back while it is still queued on d: in a wave its issue
+ * thread has not begun, among the wave's jobs of their own that have no
+ * memory yet (held, or current while it waits for memory), or in the
+ * runner's queue. GM_OK, or GM_ENOTFOUND. Loop thread. */
 int gm_cuda_dev_take_back(struct gm_cuda_dev *d, gm_job *job);
 
 /* Under mu: a completion thread saw, at host time seen, the end of a

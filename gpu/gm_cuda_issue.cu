@@ -58,6 +58,7 @@
 #define CHUNK_MAX  256	/* contexts issued breadth-first as one group */
 #define CTX_MAX	   1024 /* contexts in flight per device: bounds events */
 #define WOULD_WAIT (-1) /* take_ctx: full now, and told not to wait */
+#define TAKEN	   (-2) /* take_ctx: the job was taken back while it waited */
 
 #define ALIGN_UP(x) (((x) + GM_POOL_ALIGN - 1) & ~(uint64_t)(GM_POOL_ALIGN - 1))
 
@@ -263,15 +264,48 @@ static void ungrab(struct gm_cuda_dev *d, void *slab)
 	pthread_mutex_unlock(&d->mu);
 }
 
+/* Under mu: sleeps on issue_cv, until j's deadline at most when j is
+ * the current job (j may then be taken back meanwhile). */
+static void wait_memory(struct gm_cuda_dev *d, gm_job *j, int current)
+{
+	struct timespec at;
+	double left;
+
+	if (!current) {
+		pthread_cond_wait(&d->issue_cv, &d->mu);
+		return;
+	}
+	d->current_waits = 1;
+	if (j->deadline_us == 0.0) {
+		pthread_cond_wait(&d->issue_cv, &d->mu);
+	} else {
+		left = j->deadline_us - gm_engine_now_us() + 1;
+		clock_gettime(CLOCK_REALTIME, &at);
+		at.tv_sec += (time_t)(left / 1e6);
+		at.tv_nsec +=
+		    (long)((left - (double)(time_t)(left / 1e6) * 1e6) * 1e3);
+		if (at.tv_nsec >= 1000000000L) {
+			at.tv_sec++;
+			at.tv_nsec -= 1000000000L;
+		}
+		if (left > 0)
+			pthread_cond_timedwait(&d->issue_cv, &d->mu, &at);
+	}
+	d->current_waits = 0;
+}
+
 /*
  * Gets j (a job, or a batch's first) a context with bytes of the device
  * pool. With may_wait, sleeps while the device is full but has work in
  * flight that will free memory; without, returns WOULD_WAIT so the
- * caller can first issue what it holds. Other failures are j's, with
- * the text in j->msg.
+ * caller can first issue what it holds. A job of its own (current, d's
+ * current job) is still queued while it waits for memory: it may be
+ * taken back meanwhile (TAKEN: j is no longer ours, not even to read)
+ * or pass its deadline (GM_ETIMEDOUT). Other failures are j's, with the
+ * text in j->msg.
  */
 static int take_ctx(struct gm_cuda_dev *d, gm_job *j, uint64_t bytes,
-		    int may_wait, struct gm_cuda_ctx **out)
+		    int may_wait, int current, struct gm_cuda_ctx **out)
 {
 	struct gm_cuda_shared *sh = d->sh;
 	struct gm_cuda_ctx *ctx = NULL;
@@ -280,6 +314,14 @@ static int take_ctx(struct gm_cuda_dev *d, gm_job *j, uint64_t bytes,
 
 	pthread_mutex_lock(&d->mu);
 	for (;;) {
+		if (current && d->current != j) {
+			pthread_mutex_unlock(&d->mu);
+			return TAKEN;
+		}
+		if (current && gm_engine_expired(j, gm_engine_now_us())) {
+			rv = GM_ETIMEDOUT;
+			break;
+		}
 		if (__atomic_load_n(&sh->faulted, __ATOMIC_ACQUIRE)) {
 			rv = GM_EGPUFAULT;
 			break;
@@ -294,9 +336,13 @@ static int take_ctx(struct gm_cuda_dev *d, gm_job *j, uint64_t bytes,
 		 * give back its slab. */
 		if (d->inflight == 0 && d->ooc_want == 0)
 			break;
-		pthread_cond_wait(&d->issue_cv, &d->mu);
+		wait_memory(d, j, current);
 	}
+	if (current && rv != WOULD_WAIT)
+		d->current = NULL; /* j goes on, or back, from here */
 	pthread_mutex_unlock(&d->mu);
+	if (rv == GM_ETIMEDOUT)
+		return rv; /* its text is the deadline's */
 	if (rv == GM_EGPUFAULT) {
 		pthread_mutex_lock(&sh->fault_mu);
 		snprintf(j->msg, sizeof(j->msg), "%s", sh->fault_msg);
@@ -588,11 +634,12 @@ static void issue_chunk(struct gm_cuda_dev *d, struct chunk *ch)
 /* A context for j (or the batch it starts) with bytes of the pool;
  * issues what the chunk holds when it must wait for memory. */
 static int obtain(struct gm_cuda_dev *d, struct chunk *ch, gm_job *j,
-		  uint64_t bytes, struct gm_cuda_ctx **ctx)
+		  uint64_t bytes, int current, struct gm_cuda_ctx **ctx)
 {
 	int rv;
 
-	while ((rv = take_ctx(d, j, bytes, ch->n == 0, ctx)) == WOULD_WAIT)
+	while ((rv = take_ctx(d, j, bytes, ch->n == 0, current, ctx)) ==
+	       WOULD_WAIT)
 		issue_chunk(d, ch);
 	return rv;
 }
@@ -611,7 +658,7 @@ static void issue_batch(struct gm_cuda_dev *d, struct chunk *ch, gm_job *j,
 	gm_job *next;
 	int rv;
 
-	if ((rv = obtain(d, ch, j, bytes, &ctx)) == GM_OK) {
+	if ((rv = obtain(d, ch, j, bytes, 0, &ctx)) == GM_OK) {
 		place_batch(d, ctx, j, n);
 		add(d, ch, ctx);
 		return;
@@ -644,15 +691,22 @@ static void issue_batches(struct gm_cuda_dev *d, struct chunk *ch)
 		issue_batch(d, ch, j, n, bytes);
 }
 
+/* j is d's current job: ours until take_ctx gives it up. */
 static void issue_single(struct gm_cuda_dev *d, struct chunk *ch, gm_job *j)
 {
 	struct gm_cuda_ctx t, *ctx = NULL;
 	int rv;
 
 	describe(d, j, &t);
-	if (injected_oom(d, j))
+	if (injected_oom(d, j)) { /* handed back: no longer current */
+		pthread_mutex_lock(&d->mu);
+		d->current = NULL;
+		pthread_mutex_unlock(&d->mu);
 		return;
-	if ((rv = obtain(d, ch, j, device_bytes(d, &t), &ctx)) != GM_OK) {
+	}
+	if ((rv = obtain(d, ch, j, device_bytes(d, &t), 1, &ctx)) != GM_OK) {
+		if (rv == TAKEN)
+			return;
 		j->status = rv;
 		gm_cuda_dev_finish(d, j);
 		return;
@@ -703,10 +757,20 @@ static void issue_wave(struct gm_cuda_dev *d, gm_job *j)
 		big_tail = &j->next;
 	}
 	issue_batches(d, &ch);
-	for (j = big; j != NULL; j = next) {
-		next = j->next;
+	/* The jobs of their own are queued until they have memory. */
+	pthread_mutex_lock(&d->mu);
+	d->held = big;
+	for (;;) {
+		if ((j = d->held) == NULL)
+			break;
+		d->held = j->next;
+		j->next = NULL;
+		d->current = j;
+		pthread_mutex_unlock(&d->mu);
 		issue_single(d, &ch, j);
+		pthread_mutex_lock(&d->mu);
 	}
+	pthread_mutex_unlock(&d->mu);
 	issue_chunk(d, &ch);
 }
 

@@ -219,9 +219,10 @@ void gm_engine_on_done_together(gm_engine *e, gm_engine_jobs_fn fn);
  * caller's again, never to come back through the done callback; else
  * GM_ENOTFOUND (it started, is on its way back, or waits where it cannot
  * be taken from: the CUDA engine takes back jobs of waves its devices
- * have not begun and jobs waiting for a device's out-of-core runner, not
- * those its issue thread holds while they wait for device memory). Loop
- * thread.
+ * have not begun, jobs of their own that wait for device memory, and
+ * jobs waiting for a device's out-of-core runner; not small jobs that
+ * wait for memory in a coalesced batch, which a completion frees in
+ * microseconds). Loop thread.
  */
 int gm_engine_cancel(gm_engine *e, gm_job *job);
 

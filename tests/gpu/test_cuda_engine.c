@@ -127,6 +127,57 @@ static void test_idle_cpu(void **state)
 	bench_close(&gpu, 1);
 }
 
+/*
+ * Jobs of their own that wait for device memory are still queued: two
+ * long jobs fill the pool, the third is taken back while it waits (and
+ * never comes back), the fourth passes its deadline while it waits and
+ * comes back ETIMEDOUT; the first two finish right.
+ */
+static void test_cancel_waiting(void **state)
+{
+	gm_engine_config cfg = cuda_config();
+	struct timespec pause = {0, 2 * 1000 * 1000};
+	gm_job_desc big = {0}, small = {0};
+	struct tjob t[4];
+	gm_job *w[4];
+	double t0;
+	int i;
+
+	/* 384 MiB each: two fit in 800 MiB, a third does not; nor does a
+	 * fourth of 96 MiB beside them. The tiled kernel takes tens of ms
+	 * for 4096^3 in fp64. */
+	cfg.pool_bytes = 2048 * MIB;
+	cfg.device_pool_bytes = 800 * MIB;
+	bench_open(&gpu, &cfg);
+	big.dtype = small.dtype = GM_FP64;
+	big.kernel = small.kernel = GM_KERNEL_TILED;
+	big.m = big.n = big.k = 4096;
+	small.m = small.n = small.k = 2048;
+	big.alpha = small.alpha = 1;
+	for (i = 0; i < 4; i++) {
+		make_job(&gpu, &t[i], i < 3 ? &big : &small, 0);
+		w[i] = &t[i].job;
+	}
+	t0 = seconds(CLOCK_MONOTONIC);
+	t[3].job.deadline_us = t0 * 1e6 + 3000; /* gm_engine_now_us's clock */
+	assert_int_equal(gm_engine_submit(gpu.e, w, 4), GM_OK);
+	nanosleep(&pause, NULL);
+	assert_int_equal(gm_engine_cancel(gpu.e, w[2]), GM_OK);
+	wait_done(&gpu, 3);
+	gpu.jobs += 3; /* handed back: what the devices count */
+	assert_int_equal(t[0].job.status, GM_OK);
+	assert_int_equal(t[1].job.status, GM_OK);
+	assert_int_equal(t[2].returned, 0);
+	assert_int_equal(t[3].returned, 1);
+	assert_int_equal(t[3].job.status, GM_ETIMEDOUT);
+	printf("  the long jobs took %.1f ms, the one past its deadline "
+	       "came back after %.1f ms\n",
+	       (t[1].back - t0) * 1e3, (t[3].back - t0) * 1e3);
+	for (i = 0; i < 4; i++)
+		free_job(&gpu, &t[i]);
+	bench_close(&gpu, 1);
+}
+
 /* Runs one job expected to fail with code before reaching the device. */
 static void expect_refused(struct bench *b, const gm_job_desc *d, int code)
 {
@@ -258,6 +309,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_bf16, close_gpu),
 		cmocka_unit_test_teardown(test_depth_small_pool, close_gpu),
 		cmocka_unit_test_teardown(test_mapped_output, close_gpu),
+		cmocka_unit_test_teardown(test_cancel_waiting, close_gpu),
 		cmocka_unit_test_teardown(test_refused, close_gpu),
 		cmocka_unit_test_teardown(test_idle_cpu, close_gpu),
 #if GEMMD_FAULT_INJECTION
