@@ -221,8 +221,8 @@ void gm_engine_on_done_together(gm_engine *e, gm_engine_jobs_fn fn);
  * be taken from: the CUDA engine takes back jobs of waves its devices
  * have not begun, jobs of their own that wait for device memory, and
  * jobs waiting for a device's out-of-core runner; not small jobs that
- * wait for memory in a coalesced batch, which a completion frees in
- * microseconds). Loop thread.
+ * wait for memory in a coalesced batch: one context holds them all).
+ * Loop thread.
  */
 int gm_engine_cancel(gm_engine *e, gm_job *job);
 
