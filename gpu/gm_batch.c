@@ -272,16 +272,25 @@ void gm_batch_groups_destroy(gm_batch_groups *g)
 	free(g);
 }
 
+/* The table entry of d's key: its group's, or the empty one where it
+ * would go. */
+static uint32_t entry_of(const gm_batch_groups *g, const gm_job_desc *d)
+{
+	uint32_t mask = g->table_size - 1;
+	uint32_t i = (uint32_t)gm_batch_hash(d) & mask;
+
+	for (; g->table[i] != 0; i = (i + 1) & mask)
+		if (gm_batch_same(&g->groups[g->table[i] - 1].key, d))
+			break;
+	return i;
+}
+
 int gm_batch_groups_add(gm_batch_groups *g, gm_job *job, uint64_t bytes,
 			uint64_t slot_bytes)
 {
-	uint32_t mask = g->table_size - 1;
-	uint32_t i = (uint32_t)gm_batch_hash(&job->d) & mask;
+	uint32_t i = entry_of(g, &job->d);
 	struct group *gr;
 
-	for (; g->table[i] != 0; i = (i + 1) & mask)
-		if (gm_batch_same(&g->groups[g->table[i] - 1].key, &job->d))
-			break;
 	if (g->table[i] == 0) {
 		if (g->n == g->max)
 			return GM_ENOMEM;
@@ -301,6 +310,31 @@ int gm_batch_groups_add(gm_batch_groups *g, gm_job *job, uint64_t bytes,
 	gr->count++;
 	gr->bytes += bytes;
 	return GM_OK;
+}
+
+int gm_batch_groups_remove(gm_batch_groups *g, gm_job *job)
+{
+	uint32_t i = entry_of(g, &job->d);
+	struct group *gr;
+	gm_job **at, *prev = NULL;
+
+	if (g->table[i] == 0)
+		return 0;
+	gr = &g->groups[g->table[i] - 1];
+	for (at = &gr->head; *at != NULL; prev = *at, at = &(*at)->next) {
+		if (*at != job)
+			continue;
+		*at = job->next;
+		if (gr->tail == job)
+			gr->tail = prev;
+		job->next = NULL;
+		/* Bytes leave a group in proportion: its jobs are all one
+		 * size. */
+		gr->bytes -= gr->bytes / gr->count;
+		gr->count--;
+		return 1;
+	}
+	return 0;
 }
 
 /* Takes the first n jobs off gr onto the batch being cut. */

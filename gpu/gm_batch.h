@@ -100,6 +100,9 @@ void gm_batch_groups_destroy(gm_batch_groups *g);
 int gm_batch_groups_add(gm_batch_groups *g, gm_job *job, uint64_t bytes,
 			uint64_t slot_bytes);
 
+/* Takes job out of its group: 1, or 0 when no group holds it. */
+int gm_batch_groups_remove(gm_batch_groups *g, gm_job *job);
+
 /*
  * Cuts the next batch, of at most max_bytes host bytes (a single job may
  * be larger) and max_jobs jobs: *head gets its jobs, linked in run order

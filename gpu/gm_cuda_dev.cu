@@ -397,37 +397,45 @@ void gm_cuda_dev_warm(struct gm_cuda_dev *d)
 	pthread_mutex_unlock(&d->mu);
 }
 
+/* Takes job out of the list at *at, of at most max links: 1, or 0 when
+ * it is not there. */
+static int unlink_job(gm_job **at, gm_job *job, uint32_t max)
+{
+	for (uint32_t i = 0; i < max && *at != NULL; i++, at = &(*at)->next) {
+		if (*at == job) {
+			*at = job->next;
+			job->next = NULL;
+			return 1;
+		}
+	}
+	return 0;
+}
+
 int gm_cuda_dev_take_back(struct gm_cuda_dev *d, gm_job *job)
 {
 	struct gm_cuda_wave *w;
-	gm_job **at;
 	int rv;
 
 	pthread_mutex_lock(&d->mu);
 	rv = gm_cuda_ooc_take_back(d, job);
-	if (rv != GM_OK && d->current == job && d->current_waits) {
-		d->current = NULL; /* the issue thread lets it go */
-		pthread_cond_broadcast(&d->issue_cv);
+	/* What the issue thread waits for memory with is the thread's
+	 * again when it wakes: it reads what is left of it then. */
+	if (rv != GM_OK && d->current_waits) {
+		if (unlink_job(&d->current, job, d->current_n)) {
+			d->current_n--;
+			/* to wait on for what is left */
+			pthread_cond_signal(&d->issue_cv);
+			rv = GM_OK;
+		} else if (gm_batch_groups_remove(d->groups, job)) {
+			rv = GM_OK;
+		}
+	}
+	if (rv != GM_OK && unlink_job(&d->held, job, UINT32_MAX))
 		rv = GM_OK;
-	}
-	for (at = &d->held; rv != GM_OK && *at != NULL; at = &(*at)->next) {
-		if (*at == job) {
-			*at = job->next;
-			job->next = NULL;
+	/* An emptied wave issues nothing. */
+	for (w = d->waves; w != NULL && rv != GM_OK; w = w->next)
+		if (unlink_job(&w->head, job, UINT32_MAX))
 			rv = GM_OK;
-			break;
-		}
-	}
-	for (w = d->waves; w != NULL && rv != GM_OK; w = w->next) {
-		for (at = &w->head; *at != NULL; at = &(*at)->next) {
-			if (*at != job)
-				continue;
-			*at = job->next; /* an empty wave issues nothing */
-			job->next = NULL;
-			rv = GM_OK;
-			break;
-		}
-	}
 	if (rv == GM_OK)
 		d->outstanding -= gm_cuda_job_bytes(job);
 	pthread_mutex_unlock(&d->mu);

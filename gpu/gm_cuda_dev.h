@@ -175,12 +175,15 @@ struct gm_cuda_dev {
 					pool: start nothing new meanwhile */
 	int ooc_stopping;
 	struct gm_cuda_wave *free_waves; /* wave records to reuse */
-	/* The jobs of the wave being issued that go one context each and
-	 * have none yet, linked by next: the issue thread takes them one
-	 * at a time as current, which may have to wait for memory
-	 * (current_waits while it sleeps). gm_cuda_dev_take_back takes a
-	 * job back from held, or current while it sleeps. */
+	/* Jobs of the wave being issued that are still queued, linked by
+	 * next: held, those that go one context each and have none yet,
+	 * which the issue thread takes one at a time; current, the job or
+	 * batch (current_n jobs) it is getting memory for, while
+	 * current_waits says it sleeps for it, the small jobs still in
+	 * groups waiting with it. gm_cuda_dev_take_back takes a job from
+	 * held at any time, from current and groups while it sleeps. */
 	gm_job *held, *current;
+	uint32_t current_n;
 	int current_waits;
 	int warm; /* a warm-up is asked for */
 	struct gm_cuda_ctx *free_ctx;
@@ -236,9 +239,9 @@ void gm_cuda_dev_warm(struct gm_cuda_dev *d);
 int gm_cuda_warm_run(struct gm_cuda_dev *d, char *msg, size_t msglen);
 
 /* Takes job back while it is still queued on d: in a wave its issue
- * thread has not begun, among the wave's jobs of their own that have no
- * memory yet (held, or current while it waits for memory), or in the
- * runner's queue. GM_OK, or GM_ENOTFOUND. Loop thread. */
+ * thread has not begun, among the wave's jobs that have no memory yet
+ * (held; current and groups while the issue thread waits for memory),
+ * or in the runner's queue. GM_OK, or GM_ENOTFOUND. Loop thread. */
 int gm_cuda_dev_take_back(struct gm_cuda_dev *d, gm_job *job);
 
 /* Under mu: a completion thread saw, at host time seen, the end of a

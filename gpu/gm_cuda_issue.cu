@@ -17,7 +17,11 @@
  * before any of its work is issued; when the pool is full, what has
  * been gathered so far is issued as a chunk and the thread sleeps until
  * a completion frees memory (or, while the runner waits for its slab,
- * until the runner has it). A batch that cannot get its slab even with
+ * until the runner has it). Jobs that have no memory yet are still
+ * queued: while the thread sleeps, the loop may take back any of them
+ * (the job or batch it waits with, the small jobs still in their
+ * groups, the wave's jobs of their own still held), and one past its
+ * deadline goes back ETIMEDOUT. A batch that cannot get its slab even with
  * nothing in flight falls back to one batch per job, and only a job
  * that still does not fit fails. A chunk's socket payloads are all
  * staged into the arena first (gm_cuda_stage.h), so no host copy sits
@@ -264,22 +268,45 @@ static void ungrab(struct gm_cuda_dev *d, void *slab)
 	pthread_mutex_unlock(&d->mu);
 }
 
-/* Under mu: sleeps on issue_cv, until j's deadline at most when j is
- * the current job (j may then be taken back meanwhile). */
-static void wait_memory(struct gm_cuda_dev *d, gm_job *j, int current)
+/* Under mu: takes the jobs of d's current chain that passed their
+ * deadline out of it (gm_engine_expired gave them their code); returns
+ * them linked, for the caller to hand back without mu. Sets *due to the
+ * earliest deadline of those left (0: none). */
+static gm_job *unlink_expired(struct gm_cuda_dev *d, double *due)
+{
+	gm_job **at = &d->current, *gone = NULL, *j;
+	double now = gm_engine_now_us();
+	uint32_t i, n = d->current_n;
+
+	*due = 0;
+	for (i = 0; i < n && (j = *at) != NULL; i++) {
+		if (!gm_engine_expired(j, now)) {
+			if (j->deadline_us != 0 &&
+			    (*due == 0 || j->deadline_us < *due))
+				*due = j->deadline_us;
+			at = &j->next;
+			continue;
+		}
+		*at = j->next;
+		d->current_n--;
+		j->next = gone;
+		gone = j;
+	}
+	return gone;
+}
+
+/* Under mu: sleeps on issue_cv until memory may have come back, or the
+ * host clock (gm_engine_now_us) reaches due when it is not 0. The
+ * current chain may be taken from meanwhile. */
+static void wait_memory(struct gm_cuda_dev *d, double due)
 {
 	struct timespec at;
-	double left;
+	double left = due - gm_engine_now_us() + 1;
 
-	if (!current) {
-		pthread_cond_wait(&d->issue_cv, &d->mu);
-		return;
-	}
 	d->current_waits = 1;
-	if (j->deadline_us == 0.0) {
+	if (due == 0) {
 		pthread_cond_wait(&d->issue_cv, &d->mu);
-	} else {
-		left = j->deadline_us - gm_engine_now_us() + 1;
+	} else if (left > 0) {
 		clock_gettime(CLOCK_REALTIME, &at);
 		at.tv_sec += (time_t)(left / 1e6);
 		at.tv_nsec +=
@@ -288,38 +315,50 @@ static void wait_memory(struct gm_cuda_dev *d, gm_job *j, int current)
 			at.tv_sec++;
 			at.tv_nsec -= 1000000000L;
 		}
-		if (left > 0)
-			pthread_cond_timedwait(&d->issue_cv, &d->mu, &at);
+		pthread_cond_timedwait(&d->issue_cv, &d->mu, &at);
 	}
 	d->current_waits = 0;
 }
 
+/* Hands back the jobs linked from j, failed. */
+static void finish_list(struct gm_cuda_dev *d, gm_job *j)
+{
+	gm_job *next;
+
+	for (; j != NULL; j = next) {
+		next = j->next;
+		j->next = NULL;
+		gm_cuda_dev_finish(d, j);
+	}
+}
+
 /*
- * Gets j (a job, or a batch's first) a context with bytes of the device
- * pool. With may_wait, sleeps while the device is full but has work in
- * flight that will free memory; without, returns WOULD_WAIT so the
- * caller can first issue what it holds. A job of its own (current, d's
- * current job) is still queued while it waits for memory: it may be
- * taken back meanwhile (TAKEN: j is no longer ours, not even to read)
- * or pass its deadline (GM_ETIMEDOUT). Other failures are j's, with the
- * text in j->msg.
+ * Gets the jobs *j and the *n - 1 linked after it (a job of its own, or
+ * a batch) a context with bytes of the device pool. With may_wait,
+ * sleeps while the device is full but has work in flight that will free
+ * memory; without, returns WOULD_WAIT so the caller can first issue what
+ * it holds. While they wait for memory the jobs are still queued, d's
+ * current chain: a job may be taken back (gm_cuda_dev_take_back), and
+ * one that passes its deadline goes back ETIMEDOUT; *j and *n say what
+ * is left, and TAKEN that nothing is (none of them is ours any more,
+ * not even to read). Other failures are *j's, with the text in its msg.
  */
-static int take_ctx(struct gm_cuda_dev *d, gm_job *j, uint64_t bytes,
-		    int may_wait, int current, struct gm_cuda_ctx **out)
+static int take_ctx(struct gm_cuda_dev *d, gm_job **j, uint32_t *n,
+		    uint64_t bytes, int may_wait, struct gm_cuda_ctx **out)
 {
 	struct gm_cuda_shared *sh = d->sh;
 	struct gm_cuda_ctx *ctx = NULL;
+	gm_job *gone;
 	void *slab = NULL;
+	double due;
 	int rv, fresh = 0;
 
 	pthread_mutex_lock(&d->mu);
+	d->current = *j;
+	d->current_n = *n;
 	for (;;) {
-		if (current && d->current != j) {
-			pthread_mutex_unlock(&d->mu);
-			return TAKEN;
-		}
-		if (current && gm_engine_expired(j, gm_engine_now_us())) {
-			rv = GM_ETIMEDOUT;
+		if (d->current == NULL) {
+			rv = TAKEN;
 			break;
 		}
 		if (__atomic_load_n(&sh->faulted, __ATOMIC_ACQUIRE)) {
@@ -336,26 +375,37 @@ static int take_ctx(struct gm_cuda_dev *d, gm_job *j, uint64_t bytes,
 		 * give back its slab. */
 		if (d->inflight == 0 && d->ooc_want == 0)
 			break;
-		wait_memory(d, j, current);
+		if ((gone = unlink_expired(d, &due)) != NULL) {
+			pthread_mutex_unlock(&d->mu);
+			finish_list(d, gone);
+			pthread_mutex_lock(&d->mu);
+			continue;
+		}
+		wait_memory(d, due);
 	}
-	if (current && rv != WOULD_WAIT)
-		d->current = NULL; /* j goes on, or back, from here */
+	/* What is left goes on, or back, from here. */
+	*j = d->current;
+	*n = d->current_n;
+	d->current = NULL;
+	d->current_n = 0;
 	pthread_mutex_unlock(&d->mu);
-	if (rv == GM_ETIMEDOUT)
-		return rv; /* its text is the deadline's */
+	if (rv == TAKEN)
+		return rv;
 	if (rv == GM_EGPUFAULT) {
 		pthread_mutex_lock(&sh->fault_mu);
-		snprintf(j->msg, sizeof(j->msg), "%s", sh->fault_msg);
+		snprintf((*j)->msg, sizeof((*j)->msg), "%s", sh->fault_msg);
 		pthread_mutex_unlock(&sh->fault_mu);
 	} else if (rv == GM_ENOMEM) {
-		snprintf(j->msg, sizeof(j->msg), "GPU memory pool exhausted");
+		snprintf((*j)->msg, sizeof((*j)->msg),
+			 "GPU memory pool exhausted");
 	} else if (rv != GM_OK && rv != WOULD_WAIT) {
-		snprintf(j->msg, sizeof(j->msg), "GPU memory pool: %s",
+		snprintf((*j)->msg, sizeof((*j)->msg), "GPU memory pool: %s",
 			 gm_strerror(rv));
 	}
 	if (rv != GM_OK)
 		return rv;
-	if (fresh && (rv = new_ctx(&ctx, j->msg, sizeof(j->msg))) != GM_OK) {
+	if (fresh &&
+	    (rv = new_ctx(&ctx, (*j)->msg, sizeof((*j)->msg))) != GM_OK) {
 		ungrab(d, slab);
 		return rv;
 	}
@@ -633,13 +683,12 @@ static void issue_chunk(struct gm_cuda_dev *d, struct chunk *ch)
 
 /* A context for j (or the batch it starts) with bytes of the pool;
  * issues what the chunk holds when it must wait for memory. */
-static int obtain(struct gm_cuda_dev *d, struct chunk *ch, gm_job *j,
-		  uint64_t bytes, int current, struct gm_cuda_ctx **ctx)
+static int obtain(struct gm_cuda_dev *d, struct chunk *ch, gm_job **j,
+		  uint32_t *n, uint64_t bytes, struct gm_cuda_ctx **ctx)
 {
 	int rv;
 
-	while ((rv = take_ctx(d, j, bytes, ch->n == 0, current, ctx)) ==
-	       WOULD_WAIT)
+	while ((rv = take_ctx(d, j, n, bytes, ch->n == 0, ctx)) == WOULD_WAIT)
 		issue_chunk(d, ch);
 	return rv;
 }
@@ -658,11 +707,13 @@ static void issue_batch(struct gm_cuda_dev *d, struct chunk *ch, gm_job *j,
 	gm_job *next;
 	int rv;
 
-	if ((rv = obtain(d, ch, j, bytes, 0, &ctx)) == GM_OK) {
+	if ((rv = obtain(d, ch, &j, &n, bytes, &ctx)) == GM_OK) {
 		place_batch(d, ctx, j, n);
 		add(d, ch, ctx);
 		return;
 	}
+	if (rv == TAKEN)
+		return;
 	if ((rv != GM_ENOMEM && rv != GM_ETOOBIG) || n == 1) {
 		fail_n(d, j, n, rv);
 		return;
@@ -691,20 +742,16 @@ static void issue_batches(struct gm_cuda_dev *d, struct chunk *ch)
 		issue_batch(d, ch, j, n, bytes);
 }
 
-/* j is d's current job: ours until take_ctx gives it up. */
 static void issue_single(struct gm_cuda_dev *d, struct chunk *ch, gm_job *j)
 {
 	struct gm_cuda_ctx t, *ctx = NULL;
+	uint32_t n = 1;
 	int rv;
 
 	describe(d, j, &t);
-	if (injected_oom(d, j)) { /* handed back: no longer current */
-		pthread_mutex_lock(&d->mu);
-		d->current = NULL;
-		pthread_mutex_unlock(&d->mu);
+	if (injected_oom(d, j))
 		return;
-	}
-	if ((rv = obtain(d, ch, j, device_bytes(d, &t), 1, &ctx)) != GM_OK) {
+	if ((rv = obtain(d, ch, &j, &n, device_bytes(d, &t), &ctx)) != GM_OK) {
 		if (rv == TAKEN)
 			return;
 		j->status = rv;
@@ -765,7 +812,6 @@ static void issue_wave(struct gm_cuda_dev *d, gm_job *j)
 			break;
 		d->held = j->next;
 		j->next = NULL;
-		d->current = j;
 		pthread_mutex_unlock(&d->mu);
 		issue_single(d, &ch, j);
 		pthread_mutex_lock(&d->mu);

@@ -217,12 +217,10 @@ void gm_engine_on_done_together(gm_engine *e, gm_engine_jobs_fn fn);
  * Takes job back from e when it has not started (see gm_engine_on_start)
  * and still waits in the engine's queue: GM_OK, and the job is the
  * caller's again, never to come back through the done callback; else
- * GM_ENOTFOUND (it started, is on its way back, or waits where it cannot
- * be taken from: the CUDA engine takes back jobs of waves its devices
- * have not begun, jobs of their own that wait for device memory, and
- * jobs waiting for a device's out-of-core runner; not small jobs that
- * wait for memory in a coalesced batch: one context holds them all).
- * Loop thread.
+ * GM_ENOTFOUND (it started, is on its way back, or the engine is between
+ * two steps of it: the CUDA engine takes back jobs of waves its devices
+ * have not begun, jobs waiting for device memory, alone or in a batch,
+ * and jobs waiting for a device's out-of-core runner). Loop thread.
  */
 int gm_engine_cancel(gm_engine *e, gm_job *job);
 

@@ -128,52 +128,80 @@ static void test_idle_cpu(void **state)
 }
 
 /*
- * Jobs of their own that wait for device memory are still queued: two
- * long jobs fill the pool, the third is taken back while it waits (and
- * never comes back), the fourth passes its deadline while it waits and
- * comes back ETIMEDOUT; the first two finish right.
+ * Jobs that wait for device memory are still queued. Two long jobs
+ * leave 1 MiB of a 769 MiB device pool free. Behind them in their wave,
+ * a third is taken back while it waits and never comes back, and a
+ * fourth passes its 3 ms deadline while it waits and comes back
+ * ETIMEDOUT. The next wave's eight small jobs of one shape (6 MiB) are
+ * cut into two batches of four: the first waits for memory, the second
+ * waits in the groups; one job of each is taken back and never comes
+ * back, the other six come back right.
  */
 static void test_cancel_waiting(void **state)
 {
+	enum { BIG = 4, SMALL = 8, ALL = BIG + SMALL };
 	gm_engine_config cfg = cuda_config();
 	struct timespec pause = {0, 2 * 1000 * 1000};
-	gm_job_desc big = {0}, small = {0};
-	struct tjob t[4];
-	gm_job *w[4];
+	gm_job_desc big = {0}, mid = {0}, small = {0};
+	gm_job *w[ALL], *refs[SMALL];
+	struct tjob t[ALL];
 	double t0;
 	int i;
 
-	/* 384 MiB each: two fit in 800 MiB, a third does not; nor does a
-	 * fourth of 96 MiB beside them. The tiled kernel takes tens of ms
-	 * for 4096^3 in fp64. */
 	cfg.pool_bytes = 2048 * MIB;
-	cfg.device_pool_bytes = 800 * MIB;
+	cfg.device_pool_bytes = 769 * MIB;
 	bench_open(&gpu, &cfg);
-	big.dtype = small.dtype = GM_FP64;
-	big.kernel = small.kernel = GM_KERNEL_TILED;
-	big.m = big.n = big.k = 4096;
-	small.m = small.n = small.k = 2048;
-	big.alpha = small.alpha = 1;
-	for (i = 0; i < 4; i++) {
-		make_job(&gpu, &t[i], i < 3 ? &big : &small, 0);
+	big.dtype = mid.dtype = GM_FP64;
+	big.kernel = mid.kernel = GM_KERNEL_TILED; /* slow: tens of ms */
+	big.m = big.n = big.k = 4096;		   /* 384 MiB */
+	mid.m = mid.n = mid.k = 2048;		   /* 96 MiB */
+	small.dtype = GM_FP32;
+	small.kernel = GM_KERNEL_CUBLAS;
+	small.m = small.n = small.k = 256; /* 768 KiB */
+	big.alpha = mid.alpha = small.alpha = 1;
+	for (i = 0; i < ALL; i++) {
+		make_job(&gpu, &t[i],
+			 i < 3	   ? &big
+			 : i < BIG ? &mid
+				   : &small,
+			 0);
+		make_ref(&t[i]);
 		w[i] = &t[i].job;
 	}
 	t0 = seconds(CLOCK_MONOTONIC);
 	t[3].job.deadline_us = t0 * 1e6 + 3000; /* gm_engine_now_us's clock */
-	assert_int_equal(gm_engine_submit(gpu.e, w, 4), GM_OK);
+	assert_int_equal(gm_engine_submit(gpu.e, w, BIG), GM_OK);
+	assert_int_equal(gm_engine_submit(gpu.e, w + BIG, SMALL), GM_OK);
 	nanosleep(&pause, NULL);
 	assert_int_equal(gm_engine_cancel(gpu.e, w[2]), GM_OK);
-	wait_done(&gpu, 3);
-	gpu.jobs += 3; /* handed back: what the devices count */
+	pause.tv_nsec = 8 * 1000 * 1000; /* the small wave waits by then */
+	nanosleep(&pause, NULL);
+	assert_int_equal(gm_engine_cancel(gpu.e, w[BIG + 1]), GM_OK);
+	assert_int_equal(gm_engine_cancel(gpu.e, w[BIG + 5]), GM_OK);
+	wait_done(&gpu, ALL - 3);
+	gpu.jobs += ALL - 3; /* handed back: what the devices count */
+	printf("  the long jobs took %.1f ms, the one past its deadline "
+	       "came back after %.1f ms, the small ones after %.1f ms\n",
+	       (t[1].back - t0) * 1e3, (t[3].back - t0) * 1e3,
+	       (t[BIG].back - t0) * 1e3);
 	assert_int_equal(t[0].job.status, GM_OK);
 	assert_int_equal(t[1].job.status, GM_OK);
 	assert_int_equal(t[2].returned, 0);
 	assert_int_equal(t[3].returned, 1);
 	assert_int_equal(t[3].job.status, GM_ETIMEDOUT);
-	printf("  the long jobs took %.1f ms, the one past its deadline "
-	       "came back after %.1f ms\n",
-	       (t[1].back - t0) * 1e3, (t[3].back - t0) * 1e3);
-	for (i = 0; i < 4; i++)
+	assert_true(t[3].back < t[0].back);
+	for (i = BIG; i < ALL; i++) {
+		int taken = i == BIG + 1 || i == BIG + 5;
+
+		assert_int_equal(t[i].returned, !taken);
+		assert_int_equal(t[i].job.status, GM_OK);
+		refs[i - BIG] = &t[i].ref;
+	}
+	run_wave(&cpu, refs, SMALL); /* its returns count too */
+	for (i = BIG; i < ALL; i++)
+		if (i != BIG + 1 && i != BIG + 5)
+			check_result(&t[i], 0);
+	for (i = 0; i < ALL; i++)
 		free_job(&gpu, &t[i]);
 	bench_close(&gpu, 1);
 }

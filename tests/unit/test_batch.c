@@ -445,6 +445,46 @@ static void test_groups(void **state)
 	gm_batch_groups_destroy(g);
 }
 
+/* A job taken out of its group is never cut: the head, the tail and a
+ * middle job of one group, and the only job of another, which leaves
+ * that group empty; a job in no group is not found. */
+static void test_groups_remove(void **state)
+{
+	enum { N = 7 };
+	gm_job j[N], *order[N], stranger;
+	uint32_t sizes[N];
+	gm_batch_groups *g;
+	int i;
+
+	assert_int_equal(gm_batch_groups_create(8, &g), GM_OK);
+	for (i = 0; i < N; i++) {
+		memset(&j[i], 0, sizeof(j[i]));
+		j[i].d = desc(GM_FP32, i < 6 ? 4 : 5, 4, 4, 0);
+		assert_int_equal(gm_batch_groups_add(g, &j[i], 100, 768),
+				 GM_OK);
+	}
+	memset(&stranger, 0, sizeof(stranger));
+	stranger.d = desc(GM_FP64, 9, 9, 9, 0);
+	assert_int_equal(gm_batch_groups_remove(g, &stranger), 0);
+	stranger.d = j[0].d; /* its key is there, it is not */
+	assert_int_equal(gm_batch_groups_remove(g, &stranger), 0);
+	assert_int_equal(gm_batch_groups_remove(g, &j[0]), 1);
+	assert_int_equal(gm_batch_groups_remove(g, &j[5]), 1);
+	assert_int_equal(gm_batch_groups_remove(g, &j[3]), 1);
+	assert_int_equal(gm_batch_groups_remove(g, &j[3]), 0);
+	assert_int_equal(gm_batch_groups_remove(g, &j[6]), 1);
+	/* What is left: j1, j2, j4 in order, cut as one batch; then a
+	 * job added to the emptied group still comes after them. */
+	assert_int_equal(gm_batch_groups_add(g, &j[6], 100, 768), GM_OK);
+	assert_int_equal(cut_all(g, 1 << 20, 1024, sizes, order), 1);
+	assert_int_equal(sizes[0], 4);
+	assert_ptr_equal(order[0], &j[1]);
+	assert_ptr_equal(order[1], &j[2]);
+	assert_ptr_equal(order[2], &j[4]);
+	assert_ptr_equal(order[3], &j[6]);
+	gm_batch_groups_destroy(g);
+}
+
 /* A group of half a batch or more gets batches of its own, as even as
  * the bounds allow, by bytes and by jobs; small groups before and after
  * it do not join them. */
@@ -505,6 +545,7 @@ int main(void)
 	    cmocka_unit_test(test_plan_not_strided),
 	    cmocka_unit_test(test_plan_random),
 	    cmocka_unit_test(test_groups),
+	    cmocka_unit_test(test_groups_remove),
 	    cmocka_unit_test(test_groups_large),
 	};
 
