@@ -5,7 +5,8 @@
  * would run instead), all in the same run on the same GPU.
  *
  * Each case is one row-major fp64 job out = A B of n^3 with a device
- * pool of which the job may hold half. Its operands lie in a memfd
+ * pool of which the job may hold its default share (ooc_share_percent,
+ * GM_OOC_SHARE_PCT). Its operands lie in a memfd
  * mapping, as a shared-memory region's do, registered with the engine as
  * the daemon registers a region; the engine runs it in process through
  * gm_engine.h, then again from a copy in pageable memory (as a socket
@@ -81,7 +82,7 @@ static void print_plan(const bg_case *c, uint64_t line_bytes)
 	d.dtype = (uint8_t)c->dtype;
 	d.m = d.n = d.k = c->n;
 	d.alpha = 1;
-	if (gm_ooc_plan_make(&d, gm_ooc_share(c->device_pool), line_bytes,
+	if (gm_ooc_plan_make(&d, gm_ooc_share(c->device_pool, 0), line_bytes,
 			     &p) != GM_OK)
 		return;
 	printf("  plan, %llu bytes a line: %u x %u tiles of %u x %u, %u "
@@ -317,9 +318,9 @@ static int run_case(const struct opts *o, const bg_case *c)
 	int rv;
 
 	printf("%s: %s %u^3, device_pool_bytes %.0f GiB (a tiled job holds "
-	       "half)\n",
+	       "%d%%)\n",
 	       c->name, c->dtype == GEMMD_FP64 ? "fp64" : "fp32", c->n,
-	       c->device_pool / (double)GIB);
+	       c->device_pool / (double)GIB, GM_OOC_SHARE_PCT);
 	print_plan(c, GM_OOC_LINE_BYTES);
 	rv = in_process(o, c, &w);
 	if (o->gemmd != NULL && through_gemmd(o, c, &w) != 0)

@@ -23,6 +23,7 @@
 #include "gm_config_list.h"
 #include "gm_config_row.h"
 #include "gm_config_value.h"
+#include "gm_ooc.h"
 #include "gm_error.h"
 
 /* The C type a row of each kind is stored as. */
@@ -194,6 +195,8 @@ static const gm_config_row keys[] = {
     ROW("mapped_output", bool, engine.mapped_output, 0, 1, 0),
     ROW("cpu_threads", uint, engine.cpu_threads, 0, 1024, 0),
     ROW("spin_us", uint, engine.spin_us, 0, 100000, GM_SPIN_US),
+    ROW("ooc_share_percent", uint, engine.ooc_share_pct, 10, 90,
+	GM_OOC_SHARE_PCT),
     ROW("regions", bool, regions, 0, 1, 1),
     ROW("region_socket", string, region_socket, 0, 0, 0),
     ROW_LIVE("region_max_count", uint, region_max_count, 1, 65536, 64),

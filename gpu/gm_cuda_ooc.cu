@@ -28,7 +28,8 @@ static_assert(GM_CUDA_OOC_STAGE_BYTES >= 8ull * GM_MAX_DIM,
 int gm_cuda_ooc_wanted(struct gm_cuda_dev *d, const gm_job *j, uint64_t bytes)
 {
 	return (j->host_pageable & GM_PAGEABLE_ALL) != 0 ||
-	       bytes > gm_ooc_share(gm_pool_size(d->pool));
+	       bytes > gm_ooc_share(gm_pool_size(d->pool),
+				    d->sh->cfg.ooc_share_pct);
 }
 
 /* ---- host copies ------------------------------------------------------ */
@@ -246,7 +247,8 @@ static void give(struct gm_cuda_dev *d, void *slab, double end_us)
 /* The plan for j in d's share of the pool; GM_OK or a code with text. */
 static int plan_of(struct gm_cuda_dev *d, gm_job *j, gm_ooc_plan *p)
 {
-	uint64_t share = gm_ooc_share(gm_pool_size(d->pool));
+	uint64_t share =
+	    gm_ooc_share(gm_pool_size(d->pool), d->sh->cfg.ooc_share_pct);
 	uint64_t line = d->sh->cfg.ooc_line_bytes;
 	int rv;
 

@@ -23,15 +23,15 @@
  * start, as when a request's jobs sit back to back in one slab) cross
  * the link in one copy per operand for the whole batch.
  *
- * Jobs of any size run. A job that needs more than half of a device's
- * pool (device_pool_bytes), or whose operands lie in pageable memory
- * (gm_job.host_pageable), is run out of core: its C in tiles, the panels
- * of A and B each tile needs streamed through at most half of the pool
- * while other jobs run in the rest (gm_ooc.h, gm_cuda_ooc.h). Such a job
- * fails only as any job does (out of memory, a fault: one error, never
- * a partial result), or with GM_ETOOBIG when half the pool cannot hold
- * even 64 x 64 tiles. The CPU engine runs any job in host memory as it
- * is.
+ * Jobs of any size run. A job that needs more than its share of a
+ * device's pool (ooc_share_pct of device_pool_bytes), or whose operands
+ * lie in pageable memory (gm_job.host_pageable), is run out of core: its
+ * C in tiles, the panels of A and B each tile needs streamed through at
+ * most that share of the pool while other jobs run in the rest
+ * (gm_ooc.h, gm_cuda_ooc.h). Such a job fails only as any job does (out
+ * of memory, a fault: one error, never a partial result), or with
+ * GM_ETOOBIG when the share cannot hold even 64 x 64 tiles. The CPU engine runs
+ * any job in host memory as it is.
  */
 #ifndef GM_ENGINE_H
 #define GM_ENGINE_H
@@ -60,7 +60,8 @@ typedef struct gm_engine_config {
 	int kind;		    /* enum gm_engine_kind */
 	uint64_t pool_bytes;	    /* host arena (pinned on CUDA) */
 	uint64_t device_pool_bytes; /* per device; 0: engine's choice. A
-				       tiled job holds at most half */
+				       tiled job holds at most
+				       ooc_share_pct of it */
 	unsigned streams;	    /* stream ring size per device */
 	int issue_order;	    /* enum gm_issue_order */
 	int kernel;		    /* default kernel (enum gm_kernel) */
@@ -91,6 +92,9 @@ typedef struct gm_engine_config {
 	 * spin_us after work, so an idle engine sleeps. 0: sleep at once.
 	 */
 	unsigned spin_us;
+	/* CUDA: percent of a device's pool that one tiled job may hold;
+	 * a larger job is tiled (gm_ooc.h). 0: GM_OOC_SHARE_PCT. */
+	unsigned ooc_share_pct;
 } gm_engine_config;
 
 /* The "spin_us" key's default (bench/RESULTS.md "Small jobs"). */

@@ -338,9 +338,11 @@ static void consider(const struct search *s, uint64_t rp, uint64_t cp,
 	}
 }
 
-uint64_t gm_ooc_share(uint64_t pool_bytes)
+uint64_t gm_ooc_share(uint64_t pool_bytes, unsigned pct)
 {
-	return pool_bytes / GM_OOC_SHARE_DIV / GM_OOC_ALIGN * GM_OOC_ALIGN;
+	pct = pct != 0 && pct <= 100 ? pct : GM_OOC_SHARE_PCT;
+	/* pool_bytes is at most 1 TiB (device_pool_bytes): no overflow */
+	return pool_bytes * pct / 100 / GM_OOC_ALIGN * GM_OOC_ALIGN;
 }
 
 static void fill(gm_ooc_plan *p, const struct search *s, const struct cand *x)

@@ -50,9 +50,15 @@
 extern "C" {
 #endif
 
-/* A tiled job holds at most 1 / GM_OOC_SHARE_DIV of its device's pool,
- * so that other jobs keep running beside it in the rest. */
-#define GM_OOC_SHARE_DIV 2
+/*
+ * A tiled job holds at most this percent of its device's pool by
+ * default (gm_engine_config.ooc_share_pct), so that other jobs keep
+ * running beside it in the rest. Measured on an H100 (bench/RESULTS.md
+ * "Out of core"): 32768^3 fp64 through half of a 4 GiB pool crossed 60
+ * GB in panels of 17 KiB lines, copy-bound at 0.91x the resident rate;
+ * through three quarters, 51.5 GB in panels of 20 KiB lines, 0.98x.
+ */
+#define GM_OOC_SHARE_PCT 75
 /* Panels are at least this many bytes deep (kb >= this / esize). */
 #define GM_OOC_KB_BYTES 2048
 /* Device buffers start on this. */
@@ -99,8 +105,9 @@ typedef struct gm_ooc_plan {
 int gm_ooc_plan_make(const gm_job_desc *d, uint64_t budget, uint64_t line_bytes,
 		     gm_ooc_plan *p);
 
-/* The share of a device pool of pool_bytes one tiled job may hold. */
-uint64_t gm_ooc_share(uint64_t pool_bytes);
+/* The share of a device pool of pool_bytes one tiled job may hold: pct
+ * percent of it (0: GM_OOC_SHARE_PCT). */
+uint64_t gm_ooc_share(uint64_t pool_bytes, unsigned pct);
 
 /* Byte offset of buffer slot of operand in a plan's device memory. */
 uint64_t gm_ooc_slot_offset(const gm_ooc_plan *p, int operand, unsigned slot);

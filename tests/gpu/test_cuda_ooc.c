@@ -34,6 +34,7 @@
 
 #define KIB	   1024ull
 #define SMALL_POOL (1 * MIB)
+#define SHARE_PCT  50 /* ooc_share_percent: a tiled job holds half */
 
 static const struct shape tall = {1000, 900, 1100};
 
@@ -42,6 +43,7 @@ static gm_engine_config ooc_config(uint64_t device_pool)
 	gm_engine_config c = cuda_config();
 
 	c.device_pool_bytes = device_pool;
+	c.ooc_share_pct = SHARE_PCT;
 	return c;
 }
 
@@ -50,9 +52,9 @@ static uint32_t show_plan(const gm_job_desc *d, uint64_t pool)
 {
 	gm_ooc_plan p;
 
-	assert_int_equal(
-	    gm_ooc_plan_make(d, gm_ooc_share(pool), GM_OOC_LINE_BYTES, &p),
-	    GM_OK);
+	assert_int_equal(gm_ooc_plan_make(d, gm_ooc_share(pool, SHARE_PCT),
+					  GM_OOC_LINE_BYTES, &p),
+			 GM_OK);
 	printf("  %s %ux%ux%u, %llu KiB pool: %u x %u tiles of %u x %u, %u "
 	       "panels of %u, %.1f MB in\n",
 	       gm_dtype_name(d->dtype), d->m, d->n, d->k,

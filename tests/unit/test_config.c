@@ -21,6 +21,7 @@
 #include <cjson/cJSON.h>
 
 #include "gm_config.h"
+#include "gm_ooc.h"
 #include "gm_error.h"
 
 #define GIB (UINT64_C(1) << 30)
@@ -82,6 +83,7 @@ static void assert_config_equal(const gm_config *a, const gm_config *b)
 	assert_int_equal(a->engine.mapped_output, b->engine.mapped_output);
 	assert_int_equal(a->engine.cpu_threads, b->engine.cpu_threads);
 	assert_int_equal(a->engine.spin_us, b->engine.spin_us);
+	assert_int_equal(a->engine.ooc_share_pct, b->engine.ooc_share_pct);
 	assert_int_equal(a->regions, b->regions);
 	assert_same_string(a->region_socket, b->region_socket);
 	assert_int_equal(a->region_max_count, b->region_max_count);
@@ -117,6 +119,7 @@ static const char *const all_changed =
     " \"device_pool_bytes\": \"2G\", \"streams\": 16,"
     " \"issue_order\": \"depth\", \"kernel\": \"tiled\","
     " \"mapped_output\": true, \"cpu_threads\": 12, \"spin_us\": 50,"
+    " \"ooc_share_percent\": 60,"
     " \"regions\": false, \"region_socket\": \"/run/r.sock\","
     " \"region_max_count\": 3, \"region_max_bytes\": \"2G\","
     " \"admin_uids\": [1000], \"admin_subjects\": [\"CN=ops,O=lab\"],"
@@ -166,6 +169,7 @@ static void assert_all_changed(const gm_config *c)
 	assert_int_equal(c->engine.mapped_output, 1);
 	assert_int_equal(c->engine.cpu_threads, 12);
 	assert_int_equal(c->engine.spin_us, 50);
+	assert_int_equal(c->engine.ooc_share_pct, 60);
 	assert_int_equal(c->regions, 0);
 	assert_string_equal(c->region_socket, "/run/r.sock");
 	assert_int_equal(c->region_max_count, 3);
@@ -221,6 +225,7 @@ static void test_defaults(void **state)
 	assert_int_equal(c.engine.mapped_output, 0);
 	assert_int_equal(c.engine.cpu_threads, 0);
 	assert_int_equal(c.engine.spin_us, GM_SPIN_US);
+	assert_int_equal(c.engine.ooc_share_pct, GM_OOC_SHARE_PCT);
 	assert_int_equal(c.regions, 1);
 	assert_null(c.region_socket);
 	assert_int_equal(c.region_max_count, 64);
@@ -307,6 +312,7 @@ static void test_set_every_key(void **state)
 	    {"mapped_output", "true"},
 	    {"cpu_threads", "12"},
 	    {"spin_us", "50"},
+	    {"ooc_share_percent", "60"},
 	    {"metrics_listen", "127.0.0.1:9464"},
 	    {"metrics_cache_ms", "0"},
 	    {"http_max_connections", "5"},
@@ -371,6 +377,8 @@ static void test_bounds_and_sizes(void **state)
 	    {"cpu_threads", "1024", 1024},
 	    {"spin_us", "0", 0},
 	    {"spin_us", "100000", 100000},
+	    {"ooc_share_percent", "10", 10},
+	    {"ooc_share_percent", "90", 90},
 	    {"max_message_bytes", "4096", 4096},
 	    {"max_message_bytes", "4K", 4096},
 	    {"max_message_bytes", "16G", UINT64_C(1) << 34},

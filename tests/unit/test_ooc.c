@@ -87,7 +87,7 @@ static void check_plan(const gm_ooc_plan *p, uint64_t budget)
 static void test_plan_large(void **state)
 {
 	gm_job_desc d = desc(GM_FP64, 32768, 32768, 32768);
-	uint64_t share = gm_ooc_share(4 * GIB);
+	uint64_t share = gm_ooc_share(4 * GIB, 50);
 	gm_ooc_plan p;
 
 	assert_int_equal(share, 2 * GIB);
@@ -119,6 +119,28 @@ static void test_plan_large(void **state)
 	check_plan(&p, share);
 	assert_true(p.tm * p.tn <= 8);
 	assert_true(p.kb >= 1024);
+}
+
+/* The same job through the default share, three quarters of the pool:
+ * tiles of 8192 x 16384 with panels 2560 deep copy 6 K per element of C
+ * (51.5 GB) in 1.1 million lines, B's 20 KiB long. */
+static void test_plan_large_default(void **state)
+{
+	gm_job_desc d = desc(GM_FP64, 32768, 32768, 32768);
+	uint64_t share = gm_ooc_share(4 * GIB, 0);
+	gm_ooc_plan p;
+
+	assert_int_equal(share, 3 * GIB);
+	assert_int_equal(gm_ooc_share(4 * GIB, GM_OOC_SHARE_PCT), share);
+	assert_int_equal(gm_ooc_plan_make(&d, share, GM_OOC_LINE_BYTES, &p),
+			 GM_OK);
+	check_plan(&p, share);
+	assert_int_equal(p.mt, 8192);
+	assert_int_equal(p.nt, 16384);
+	assert_int_equal(p.kb, 2560);
+	assert_int_equal(p.nk, 13);
+	assert_int_equal(p.h2d_lines, 1114112);
+	assert_int_equal(p.h2d_bytes, 8ull * 32768 * 32768 * 6);
 }
 
 /* A job that fits is one tile, one panel, one buffer of each. */
@@ -177,7 +199,7 @@ static void test_plan_panels(void **state)
 static void test_plan_small_budget(void **state)
 {
 	gm_job_desc d = desc(GM_FP64, 1000, 900, 1100);
-	uint64_t share = gm_ooc_share(1ull << 20);
+	uint64_t share = gm_ooc_share(1ull << 20, 50);
 	gm_ooc_plan p;
 
 	assert_int_equal(gm_ooc_plan_make(&d, share, GM_OOC_LINE_BYTES, &p),
@@ -589,6 +611,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_plan_large),
+	    cmocka_unit_test(test_plan_large_default),
 	    cmocka_unit_test(test_plan_whole),
 	    cmocka_unit_test(test_plan_panels),
 	    cmocka_unit_test(test_plan_small_budget),
