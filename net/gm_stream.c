@@ -32,6 +32,9 @@
 /* Ciphertext buffered each way. A TLS record is at most 16 KiB + 256:
  * a buffer takes many, so one socket operation moves many. */
 #define TLS_BUF (1u << 20)
+/* What a plain stream accepted by a listener reads ahead (see below):
+ * a frame header and a small request. */
+#define AHEAD_BYTES 256
 
 struct gm_stream {
 	nng_stream *ns;
@@ -56,6 +59,19 @@ struct gm_stream {
 	bool dispatching, again;
 	size_t wtaken; /* plaintext of wio encrypted so far */
 	int err;       /* sticky: why the stream failed */
+
+	/* Plain streams accepted by a listener: the read ahead, under mu
+	 * once started. */
+	bool ahead;	 /* this stream reads ahead */
+	bool ahead_busy; /* the read ahead is in flight */
+	bool ahead_done; /* it ended: [ahead_off, ahead_len) unread, or
+			    ahead_nrv */
+	bool handing;	 /* raio completes the hand-over of hand_n
+			    bytes (or hand_nrv) to rio */
+	int ahead_nrv;	 /* nng's code: how it ended */
+	int hand_nrv;	 /* what the hand-over completes with */
+	size_t ahead_off, ahead_len, hand_n;
+	uint8_t ahead_buf[AHEAD_BYTES];
 };
 
 static void set_err_text(gm_stream *s, const char *what, int nng_rv)
@@ -84,10 +100,103 @@ static void plain_done(gm_stream *s, nng_aio *aio, gm_io **slot)
 	io->done(io, gm_net_err(nrv), nrv ? 0 : nng_aio_count(aio));
 }
 
+/*
+ * The read ahead. nng 1.5.2 adds an accepted connection's descriptor to
+ * its epoll set with no events asked for, which still reports a hang-up
+ * (EPOLLHUP, and a UNIX-domain socket's peer closing is one), over and
+ * over until the first read arms the descriptor one-shot: nng's poller
+ * thread spins on it until then. A connection accepted by gemmd reached
+ * its first read only after a hand-off to the loop, so an ipc:// storm
+ * of connections closed at once kept the poller busy and everyone's I/O
+ * waited behind it. So an accepted plain stream starts reading at once,
+ * on the thread that accepted it, into ahead_buf; the first receive
+ * takes what that brought, through raio as any receive completes (its
+ * callback, never inside gm_stream_recv), and one that ended the
+ * connection closes it there and then (the descriptor leaves the set).
+ */
+static void read_ahead(gm_stream *s)
+{
+	nng_iov iov = {s->ahead_buf, AHEAD_BYTES};
+
+	pthread_mutex_lock(&s->mu);
+	s->ahead = true;
+	s->ahead_busy = true;
+	nng_aio_set_iov(s->raio, 1, &iov);
+	nng_stream_recv(s->ns, s->raio);
+	pthread_mutex_unlock(&s->mu);
+}
+
+/* Completes rio with what the read ahead holds, as raio's completion.
+ * mu held; dropped. */
+static void hand_over(gm_stream *s)
+{
+	gm_io *io = s->rio;
+	size_t n = 0;
+
+	for (unsigned i = 0; i < io->niov && s->ahead_off < s->ahead_len; i++) {
+		size_t k = s->ahead_len - s->ahead_off;
+
+		if (k > io->iov[i].iov_len)
+			k = io->iov[i].iov_len;
+		memcpy(io->iov[i].iov_buf, s->ahead_buf + s->ahead_off, k);
+		s->ahead_off += k;
+		n += k;
+	}
+	s->hand_n = n;
+	s->hand_nrv = n > 0 ? 0 : s->ahead_nrv;
+	s->handing = true;
+	pthread_mutex_unlock(&s->mu);
+	if (nng_aio_begin(s->raio))
+		nng_aio_finish(s->raio, 0);
+}
+
+/* Whether the read ahead has something for the next receive: bytes, or
+ * the end. Under mu. */
+static bool ahead_pending(const gm_stream *s)
+{
+	return s->ahead_done &&
+	       (s->ahead_off < s->ahead_len || s->ahead_nrv != 0);
+}
+
 static void plain_raio_cb(void *arg)
 {
 	gm_stream *s = arg;
+	int nrv = nng_aio_result(s->raio);
+	gm_io *io;
 
+	if (!s->ahead) {
+		plain_done(s, s->raio, &s->rio);
+		return;
+	}
+	pthread_mutex_lock(&s->mu);
+	if (s->ahead_busy) {
+		s->ahead_busy = false;
+		s->ahead_done = true;
+		s->ahead_nrv = nrv;
+		s->ahead_len = nrv == 0 ? nng_aio_count(s->raio) : 0;
+		if (nrv != 0) { /* gm_stream_close's, but under mu */
+			set_err_text(s, "connection", nrv);
+			s->closed = true;
+			nng_stream_close(s->ns);
+		}
+		if (s->rio != NULL) /* a receive waited for it */
+			hand_over(s);
+		else
+			pthread_mutex_unlock(&s->mu);
+		return;
+	}
+	if (s->handing) {
+		size_t n = s->hand_n;
+
+		s->handing = false;
+		io = s->rio;
+		s->rio = NULL;
+		nrv = s->hand_nrv;
+		pthread_mutex_unlock(&s->mu);
+		io->done(io, gm_net_err(nrv), nrv != 0 ? 0 : n);
+		return;
+	}
+	pthread_mutex_unlock(&s->mu);
 	plain_done(s, s->raio, &s->rio);
 }
 
@@ -548,6 +657,19 @@ static void plain_start(gm_stream *s, nng_aio *aio, gm_io *io,
 
 void gm_stream_recv(gm_stream *s, gm_io *io)
 {
+	if (s->kind != GM_URL_TLS && s->ahead) {
+		pthread_mutex_lock(&s->mu);
+		s->rio = io;
+		if (s->ahead_busy) { /* completed when it ends */
+			pthread_mutex_unlock(&s->mu);
+			return;
+		}
+		if (ahead_pending(s)) {
+			hand_over(s);
+			return;
+		}
+		pthread_mutex_unlock(&s->mu);
+	}
 	if (s->kind != GM_URL_TLS) {
 		s->rio = io;
 		plain_start(s, s->raio, io, nng_stream_recv);
@@ -627,6 +749,8 @@ static void accept_cb(void *arg)
 		return;
 	}
 	rv = stream_new(nng_aio_get_output(l->aio, 0), l->kind, l->tls, &s);
+	if (rv == GM_OK && l->kind != GM_URL_TLS)
+		read_ahead(s);
 	l->fn(l->arg, rv, 0, s);
 }
 

@@ -85,7 +85,9 @@ int gm_listener_open(const char *url, const gm_tls_ctx *tls, int ipc_mode,
 		     gm_listener **out, char *msg, size_t msglen);
 
 /* Accepts one connection and calls fn with it (or the failure) on an nng
- * thread. One accept at a time; the callback may start the next. */
+ * thread. One accept at a time; the callback may start the next. A
+ * plain stream so accepted has begun reading already: its first
+ * receives take what that brings (gm_stream.c says why). */
 void gm_listener_accept(gm_listener *l, gm_accept_fn fn, void *arg);
 
 /* The TCP port a tcp:// or tls+tcp:// listener is bound to (useful with

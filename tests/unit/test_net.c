@@ -4,7 +4,8 @@
  * scattered buffers; who the peer is; gemmd's TLS refusing the wrong
  * certificates with a reason, delivering a run of small reads from
  * records decrypted ahead without recursing, and its contexts naming
- * broken files; closing and peers that go away.
+ * broken files; an accepted plain stream's read ahead; closing and peers
+ * that go away.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -573,6 +574,80 @@ static void test_close_and_peer_gone(void **state)
 	sem_destroy(&w.sem);
 }
 
+/*
+ * A plain stream accepted by a listener reads ahead before its first
+ * receive is started (gm_stream.c): what came first reaches the first
+ * receives, in any sizes, delivered without recursing; a receive started
+ * before anything came gets it; a peer that is gone before the first
+ * receive fails it, and a send after that too, rather than hang.
+ */
+static void test_read_ahead(void **state)
+{
+	static const char *const urls[] = {"ipc:///tmp/gemmd-test-net-ahead",
+					   "tcp://127.0.0.1:0"};
+	struct chain c = {.len = 1000, .step = 7};
+	struct wait w = {0};
+	gm_io io = {.niov = 1, .done = on_io, .arg = &w};
+	uint8_t a[1000], b[64];
+	struct pair p;
+	size_t n;
+
+	(void)state;
+	c.buf = malloc(c.len);
+	sem_init(&c.sem, 0, 0);
+	sem_init(&w.sem, 0, 0);
+	for (int u = 0; u < 2; u++) {
+		/* Sent before the first receive: more than is read ahead,
+		 * taken 7 bytes at a time. */
+		pair_open(&p, urls[u], NULL, NULL);
+		fill(a, sizeof(a), 11);
+		assert_int_equal(move_all(p.cli, 1, a, sizeof(a)), GM_OK);
+		usleep(20000);
+		memset(c.buf, 0, c.len);
+		c.got = 0;
+		c.max_depth = 0;
+		c.s = p.srv;
+		c.io = (gm_io){.done = chain_done, .arg = &c};
+		chain_next(&c);
+		sem_wait(&c.sem);
+		assert_int_equal(c.rv, GM_OK);
+		assert_memory_equal(a, c.buf, c.len);
+		assert_true(c.max_depth <= 2);
+		/* A receive that waits for what comes next. */
+		io.iov[0] = (nng_iov){b, sizeof(b)};
+		gm_stream_recv(p.srv, &io);
+		assert_int_equal(move_all(p.cli, 1, a, 10), GM_OK);
+		sem_wait(&w.sem);
+		assert_int_equal(w.rv, GM_OK);
+		assert_true(w.n >= 1 && w.n <= 10);
+		assert_memory_equal(b, a, w.n);
+		pair_close(&p);
+		/* A receive started before anything came gets the first
+		 * bytes. */
+		pair_open(&p, urls[u], NULL, NULL);
+		gm_stream_recv(p.srv, &io);
+		usleep(20000);
+		assert_int_equal(move_all(p.cli, 1, a, 5), GM_OK);
+		sem_wait(&w.sem);
+		assert_int_equal(w.rv, GM_OK);
+		assert_true(w.n >= 1 && w.n <= 5);
+		assert_memory_equal(b, a, w.n);
+		pair_close(&p);
+		/* A peer gone before the first receive. */
+		pair_open(&p, urls[u], NULL, NULL);
+		gm_stream_free(p.cli);
+		p.cli = NULL;
+		usleep(20000);
+		assert_int_equal(op(p.srv, 0, b, sizeof(b), &n), GM_ETRANSPORT);
+		assert_int_not_equal(gm_stream_error(p.srv)[0], '\0');
+		assert_int_not_equal(op(p.srv, 1, b, sizeof(b), &n), GM_OK);
+		pair_close(&p);
+	}
+	sem_destroy(&w.sem);
+	sem_destroy(&c.sem);
+	free(c.buf);
+}
+
 /* An operation started after the close (a callback continuing a short
  * read or write while another thread closes the stream) ends too: with
  * GM_ECANCELED, not never. */
@@ -664,6 +739,7 @@ int main(void)
 	    cmocka_unit_test(test_tcp),
 	    cmocka_unit_test(test_tls),
 	    cmocka_unit_test(test_large_scattered),
+	    cmocka_unit_test(test_read_ahead),
 	    cmocka_unit_test(test_tls_small_reads),
 	    cmocka_unit_test(test_tls_refusals),
 	    cmocka_unit_test(test_tls_files),
