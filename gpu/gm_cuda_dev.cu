@@ -213,6 +213,7 @@ static int alloc_dev(struct gm_cuda_shared *sh, int index,
 		     struct gm_cuda_dev **out)
 {
 	struct gm_cuda_dev *d;
+	pthread_condattr_t ca;
 	unsigned i;
 
 	if ((d = (struct gm_cuda_dev *)calloc(1, sizeof(*d))) == NULL)
@@ -228,7 +229,12 @@ static int alloc_dev(struct gm_cuda_shared *sh, int index,
 	d->index = index;
 	show_from(d, gm_engine_now_us());
 	pthread_mutex_init(&d->mu, NULL);
-	pthread_cond_init(&d->issue_cv, NULL);
+	/* On the clock of the jobs' deadlines (gm_cuda_issue.cu waits for
+	 * memory until one). */
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&d->issue_cv, &ca);
+	pthread_condattr_destroy(&ca);
 	pthread_cond_init(&d->ooc_cv, NULL);
 	for (i = 0; i < d->nstreams; i++) {
 		d->streams[i].dev = d;

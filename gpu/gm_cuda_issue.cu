@@ -295,28 +295,21 @@ static gm_job *unlink_expired(struct gm_cuda_dev *d, double *due)
 	return gone;
 }
 
-/* Under mu: sleeps on issue_cv until memory may have come back, or the
- * host clock (gm_engine_now_us) reaches due when it is not 0. The
- * current chain may be taken from meanwhile. */
+/* Under mu: sleeps on issue_cv until memory may have come back, or
+ * just past due (gm_engine_now_us's monotonic clock, issue_cv's too)
+ * when it is not 0. The current chain may be taken from meanwhile. */
 static void wait_memory(struct gm_cuda_dev *d, double due)
 {
-	struct timespec at;
-	double left = due - gm_engine_now_us() + 1;
+	double us = due + 1; /* expired is later than the deadline */
+	struct timespec at = {
+	    (time_t)(us / 1e6),
+	    (long)((us - (double)(time_t)(us / 1e6) * 1e6) * 1e3)};
 
 	d->current_waits = 1;
-	if (due == 0) {
+	if (due == 0)
 		pthread_cond_wait(&d->issue_cv, &d->mu);
-	} else if (left > 0) {
-		clock_gettime(CLOCK_REALTIME, &at);
-		at.tv_sec += (time_t)(left / 1e6);
-		at.tv_nsec +=
-		    (long)((left - (double)(time_t)(left / 1e6) * 1e6) * 1e3);
-		if (at.tv_nsec >= 1000000000L) {
-			at.tv_sec++;
-			at.tv_nsec -= 1000000000L;
-		}
+	else
 		pthread_cond_timedwait(&d->issue_cv, &d->mu, &at);
-	}
 	d->current_waits = 0;
 }
 

@@ -62,7 +62,7 @@ struct gm_stream {
 
 	/* Plain streams accepted by a listener: the read ahead, under mu
 	 * once started. */
-	bool ahead;	 /* this stream reads ahead */
+	bool ahead;	 /* reading ahead, till all it read is handed over */
 	bool ahead_busy; /* the read ahead is in flight */
 	bool ahead_done; /* it ended: [ahead_off, ahead_len) unread, or
 			    ahead_nrv */
@@ -668,6 +668,9 @@ void gm_stream_recv(gm_stream *s, gm_io *io)
 			hand_over(s);
 			return;
 		}
+		/* All handed over: the stream reads as any other from
+		 * here, without taking mu on each receive. */
+		s->ahead = false;
 		pthread_mutex_unlock(&s->mu);
 	}
 	if (s->kind != GM_URL_TLS) {

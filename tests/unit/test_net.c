@@ -581,13 +581,31 @@ static void test_close_and_peer_gone(void **state)
  * before anything came gets it; a peer that is gone before the first
  * receive fails it, and a send after that too, rather than hang.
  */
+/* Starts a receive on p's server end, then sends len bytes of a from the
+ * client: the receive gets some of them, the first. */
+static void recv_waiting(struct pair *p, const uint8_t *a, size_t len)
+{
+	struct wait w = {0};
+	gm_io io = {.niov = 1, .done = on_io, .arg = &w};
+	uint8_t b[64];
+
+	sem_init(&w.sem, 0, 0);
+	io.iov[0] = (nng_iov){b, sizeof(b)};
+	gm_stream_recv(p->srv, &io);
+	usleep(20000);
+	assert_int_equal(move_all(p->cli, 1, (uint8_t *)a, len), GM_OK);
+	sem_wait(&w.sem);
+	assert_int_equal(w.rv, GM_OK);
+	assert_true(w.n >= 1 && w.n <= len);
+	assert_memory_equal(b, a, w.n);
+	sem_destroy(&w.sem);
+}
+
 static void test_read_ahead(void **state)
 {
 	static const char *const urls[] = {"ipc:///tmp/gemmd-test-net-ahead",
 					   "tcp://127.0.0.1:0"};
 	struct chain c = {.len = 1000, .step = 7};
-	struct wait w = {0};
-	gm_io io = {.niov = 1, .done = on_io, .arg = &w};
 	uint8_t a[1000], b[64];
 	struct pair p;
 	size_t n;
@@ -595,7 +613,6 @@ static void test_read_ahead(void **state)
 	(void)state;
 	c.buf = malloc(c.len);
 	sem_init(&c.sem, 0, 0);
-	sem_init(&w.sem, 0, 0);
 	for (int u = 0; u < 2; u++) {
 		/* Sent before the first receive: more than is read ahead,
 		 * taken 7 bytes at a time. */
@@ -614,24 +631,12 @@ static void test_read_ahead(void **state)
 		assert_memory_equal(a, c.buf, c.len);
 		assert_true(c.max_depth <= 2);
 		/* A receive that waits for what comes next. */
-		io.iov[0] = (nng_iov){b, sizeof(b)};
-		gm_stream_recv(p.srv, &io);
-		assert_int_equal(move_all(p.cli, 1, a, 10), GM_OK);
-		sem_wait(&w.sem);
-		assert_int_equal(w.rv, GM_OK);
-		assert_true(w.n >= 1 && w.n <= 10);
-		assert_memory_equal(b, a, w.n);
+		recv_waiting(&p, a, 10);
 		pair_close(&p);
 		/* A receive started before anything came gets the first
 		 * bytes. */
 		pair_open(&p, urls[u], NULL, NULL);
-		gm_stream_recv(p.srv, &io);
-		usleep(20000);
-		assert_int_equal(move_all(p.cli, 1, a, 5), GM_OK);
-		sem_wait(&w.sem);
-		assert_int_equal(w.rv, GM_OK);
-		assert_true(w.n >= 1 && w.n <= 5);
-		assert_memory_equal(b, a, w.n);
+		recv_waiting(&p, a, 5);
 		pair_close(&p);
 		/* A peer gone before the first receive. */
 		pair_open(&p, urls[u], NULL, NULL);
@@ -643,7 +648,6 @@ static void test_read_ahead(void **state)
 		assert_int_not_equal(op(p.srv, 1, b, sizeof(b), &n), GM_OK);
 		pair_close(&p);
 	}
-	sem_destroy(&w.sem);
 	sem_destroy(&c.sem);
 	free(c.buf);
 }
