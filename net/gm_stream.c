@@ -60,16 +60,14 @@ struct gm_stream {
 	size_t wtaken; /* plaintext of wio encrypted so far */
 	int err;       /* sticky: why the stream failed */
 
-	/* Plain streams accepted by a listener: the read ahead, under mu
-	 * once started. */
-	bool ahead;	 /* reading ahead, till all it read is handed over */
-	bool ahead_busy; /* the read ahead is in flight */
-	bool ahead_done; /* it ended: [ahead_off, ahead_len) unread, or
-			    ahead_nrv */
-	bool handing;	 /* raio completes the hand-over of hand_n
-			    bytes (or hand_nrv) to rio */
-	int ahead_nrv;	 /* nng's code: how it ended */
-	int hand_nrv;	 /* what the hand-over completes with */
+	/* Plain streams accepted by a listener: what the read ahead
+	 * brought, under mu. */
+	bool ahead;    /* [ahead_off, ahead_len) or ahead_nrv not yet handed
+			  over */
+	bool handing;  /* raio completes the hand-over of hand_n bytes (or
+			  hand_nrv) to rio */
+	int ahead_nrv; /* nng's code: how the read ahead ended */
+	int hand_nrv;  /* what the hand-over completes with */
 	size_t ahead_off, ahead_len, hand_n;
 	uint8_t ahead_buf[AHEAD_BYTES];
 };
@@ -105,25 +103,47 @@ static void plain_done(gm_stream *s, nng_aio *aio, gm_io **slot)
  * its epoll set with no events asked for, which still reports a hang-up
  * (EPOLLHUP, and a UNIX-domain socket's peer closing is one), over and
  * over until the first read arms the descriptor one-shot: nng's poller
- * thread spins on it until then. A connection accepted by gemmd reached
- * its first read only after a hand-off to the loop, so an ipc:// storm
- * of connections closed at once kept the poller busy and everyone's I/O
- * waited behind it. So an accepted plain stream starts reading at once,
- * on the thread that accepted it, into ahead_buf; the first receive
- * takes what that brought, through raio as any receive completes (its
- * callback, never inside gm_stream_recv), and one that ended the
- * connection closes it there and then (the descriptor leaves the set).
+ * thread spins on it until then. So a plain stream accepted by a
+ * listener tries one read at once, on the thread that accepted it, with
+ * an aio of the listener's that has no callback: nng completes such an
+ * aio on the thread that finishes it. A read that finds nothing is taken
+ * back at once, and leaves the descriptor armed one-shot, which stops
+ * the spin; one that brought bytes leaves them in ahead_buf for the
+ * first receive; one that found the peer gone closes the stream there
+ * and then, so its descriptor leaves the set without waiting for another
+ * thread. The first receive takes what the read ahead brought through
+ * raio, as any receive completes (its callback, never inside
+ * gm_stream_recv).
  */
-static void read_ahead(gm_stream *s)
+static void read_ahead(gm_stream *s, nng_aio *aio)
 {
-	nng_iov iov = {s->ahead_buf, AHEAD_BYTES};
+	int nrv = 0;
 
-	pthread_mutex_lock(&s->mu);
-	s->ahead = true;
-	s->ahead_busy = true;
-	nng_aio_set_iov(s->raio, 1, &iov);
-	nng_stream_recv(s->ns, s->raio);
-	pthread_mutex_unlock(&s->mu);
+	while (nrv == 0 && s->ahead_len < AHEAD_BYTES) {
+		nng_iov iov = {s->ahead_buf + s->ahead_len,
+			       AHEAD_BYTES - s->ahead_len};
+
+		nng_aio_set_iov(aio, 1, &iov);
+		nng_stream_recv(s->ns, aio);
+		nng_aio_cancel(aio);
+		nng_aio_wait(aio);
+		if ((nrv = nng_aio_result(aio)) == 0)
+			s->ahead_len += nng_aio_count(aio);
+	}
+	if (nrv == NNG_ECANCELED)
+		nrv = 0;
+	s->ahead = s->ahead_len > 0 || nrv != 0;
+	s->ahead_nrv = nrv;
+	if (nrv != 0) {
+		set_err_text(s, "connection", nrv);
+		s->closed = true;
+		nng_stream_close(s->ns);
+	}
+}
+
+bool gm_stream_gone(gm_stream *s)
+{
+	return s->kind != GM_URL_TLS && s->ahead && s->ahead_nrv != 0;
 }
 
 /* Completes rio with what the read ahead holds, as raio's completion.
@@ -150,53 +170,27 @@ static void hand_over(gm_stream *s)
 		nng_aio_finish(s->raio, 0);
 }
 
-/* Whether the read ahead has something for the next receive: bytes, or
- * the end. Under mu. */
-static bool ahead_pending(const gm_stream *s)
-{
-	return s->ahead_done &&
-	       (s->ahead_off < s->ahead_len || s->ahead_nrv != 0);
-}
-
 static void plain_raio_cb(void *arg)
 {
 	gm_stream *s = arg;
-	int nrv = nng_aio_result(s->raio);
 	gm_io *io;
+	size_t n;
+	int nrv;
 
-	if (!s->ahead) {
-		plain_done(s, s->raio, &s->rio);
-		return;
-	}
-	pthread_mutex_lock(&s->mu);
-	if (s->ahead_busy) {
-		s->ahead_busy = false;
-		s->ahead_done = true;
-		s->ahead_nrv = nrv;
-		s->ahead_len = nrv == 0 ? nng_aio_count(s->raio) : 0;
-		if (nrv != 0) { /* gm_stream_close's, but under mu */
-			set_err_text(s, "connection", nrv);
-			s->closed = true;
-			nng_stream_close(s->ns);
-		}
-		if (s->rio != NULL) /* a receive waited for it */
-			hand_over(s);
-		else
+	if (s->ahead) {
+		pthread_mutex_lock(&s->mu);
+		if (s->handing) {
+			s->handing = false;
+			n = s->hand_n;
+			nrv = s->hand_nrv;
+			io = s->rio;
+			s->rio = NULL;
 			pthread_mutex_unlock(&s->mu);
-		return;
-	}
-	if (s->handing) {
-		size_t n = s->hand_n;
-
-		s->handing = false;
-		io = s->rio;
-		s->rio = NULL;
-		nrv = s->hand_nrv;
+			io->done(io, gm_net_err(nrv), nrv != 0 ? 0 : n);
+			return;
+		}
 		pthread_mutex_unlock(&s->mu);
-		io->done(io, gm_net_err(nrv), nrv != 0 ? 0 : n);
-		return;
 	}
-	pthread_mutex_unlock(&s->mu);
 	plain_done(s, s->raio, &s->rio);
 }
 
@@ -659,12 +653,8 @@ void gm_stream_recv(gm_stream *s, gm_io *io)
 {
 	if (s->kind != GM_URL_TLS && s->ahead) {
 		pthread_mutex_lock(&s->mu);
-		s->rio = io;
-		if (s->ahead_busy) { /* completed when it ends */
-			pthread_mutex_unlock(&s->mu);
-			return;
-		}
-		if (ahead_pending(s)) {
+		if (s->ahead_off < s->ahead_len || s->ahead_nrv != 0) {
+			s->rio = io;
 			hand_over(s);
 			return;
 		}
@@ -734,6 +724,7 @@ void gm_stream_free(gm_stream *s)
 struct gm_listener {
 	nng_stream_listener *l;
 	nng_aio *aio;
+	nng_aio *ahead; /* the read ahead's, which has no callback */
 	int kind;
 	const gm_tls_ctx *tls;
 	gm_accept_fn fn;
@@ -753,7 +744,7 @@ static void accept_cb(void *arg)
 	}
 	rv = stream_new(nng_aio_get_output(l->aio, 0), l->kind, l->tls, &s);
 	if (rv == GM_OK && l->kind != GM_URL_TLS)
-		read_ahead(s);
+		read_ahead(s, l->ahead);
 	l->fn(l->arg, rv, 0, s);
 }
 
@@ -776,6 +767,7 @@ int gm_listener_open(const char *url, const gm_tls_ctx *tls, int ipc_mode,
 		return GM_EINVAL;
 	}
 	if ((nrv = nng_aio_alloc(&l->aio, accept_cb, l)) != 0 ||
+	    (nrv = nng_aio_alloc(&l->ahead, NULL, NULL)) != 0 ||
 	    (nrv = nng_stream_listener_alloc(&l->l, turl)) != 0 ||
 	    (l->kind == GM_URL_IPC &&
 	     (nrv = nng_stream_listener_set_int(l->l, NNG_OPT_IPC_PERMISSIONS,
@@ -816,6 +808,7 @@ void gm_listener_free(gm_listener *l)
 	if (l->aio != NULL)
 		nng_aio_stop(l->aio);
 	nng_aio_free(l->aio);
+	nng_aio_free(l->ahead);
 	nng_stream_listener_free(l->l);
 	free(l);
 }

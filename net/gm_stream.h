@@ -57,6 +57,12 @@ void gm_stream_peer(gm_stream *s, gm_peer *p);
  * verify failed"). Valid until gm_stream_free. */
 const char *gm_stream_error(gm_stream *s);
 
+/* Whether s, accepted by a listener, found its peer gone before it was
+ * handed over: its read ahead met the end (gm_listener_accept). Such a
+ * stream is closed already; what it read ahead is still there to read.
+ * On the accept callback's thread, before s is handed on. */
+bool gm_stream_gone(gm_stream *s);
+
 /* Shuts the connection: operations in flight complete with
  * GM_ECANCELED (perhaps before this returns), new ones at once. Any
  * thread, more than once. */
@@ -86,8 +92,10 @@ int gm_listener_open(const char *url, const gm_tls_ctx *tls, int ipc_mode,
 
 /* Accepts one connection and calls fn with it (or the failure) on an nng
  * thread. One accept at a time; the callback may start the next. A
- * plain stream so accepted has begun reading already: its first
- * receives take what that brings (gm_stream.c says why). */
+ * plain stream so accepted has read what had come already, up to a
+ * frame header and a small request: its first receives take that
+ * (gm_stream.c says why), and gm_stream_gone says whether its peer had
+ * gone. */
 void gm_listener_accept(gm_listener *l, gm_accept_fn fn, void *arg);
 
 /* The TCP port a tcp:// or tls+tcp:// listener is bound to (useful with
