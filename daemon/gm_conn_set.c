@@ -180,6 +180,7 @@ int gm_conns_quiet(const gm_loop *l)
 void gm_conns_counts(const gm_loop *l, gm_stats_conns *out)
 {
 	*out = l->conns.n;
+	out->accepted += atomic_load(&l->conns.gone);
 	out->paused = 0;
 	out->unsent_bytes = 0;
 	for (const gm_conn *c = l->conns.head; c != NULL; c = c->next) {

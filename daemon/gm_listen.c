@@ -70,9 +70,13 @@ static void on_accepted(gm_event *ev, gm_loop *l)
 /*
  * nng thread: hands the connection to the loop and accepts the next at
  * once, so that a burst of connections is taken as fast as they come
- * (the loop checks the caps). A failure goes to the loop instead, which
- * accepts again after a pause: out of descriptors, the pending
- * connections wait in the kernel's backlog, and retrying at once would
+ * (the loop checks the caps). One whose peer had gone before it was
+ * accepted (its read ahead met the end) is freed here and only counted:
+ * under a storm of connections opened and closed at once, the loop and
+ * nng's threads would otherwise make, arm and tear down a connection
+ * for each, and the clients that stay wait behind that work. A failure goes to
+ * the loop instead, which accepts again after a pause: out of descriptors, the
+ * pending connections wait in the kernel's backlog, and retrying at once would
  * spin on them.
  */
 static void accept_cb(void *arg, int rv, int nng_rv, gm_stream *s)
@@ -82,6 +86,12 @@ static void accept_cb(void *arg, int rv, int nng_rv, gm_stream *s)
 
 	if (rv == GM_ECANCELED)
 		return;
+	if (rv == GM_OK && gm_stream_gone(s)) {
+		atomic_fetch_add(&ln->l->conns.gone, 1);
+		gm_stream_free(s);
+		accept_next(ln);
+		return;
+	}
 	if (rv == GM_OK && (a = malloc(sizeof(*a))) != NULL) {
 		a->ev.fn = on_accepted;
 		a->s = s;

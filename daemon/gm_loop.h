@@ -13,7 +13,9 @@
 #ifndef GM_LOOP_H
 #define GM_LOOP_H
 
+#include <stdatomic.h>
 #include <stdint.h>
+
 #include <uv.h>
 
 #include "gm_config.h"
@@ -54,6 +56,10 @@ typedef struct gm_conns {
 	uv_prepare_t flusher;	/* sends what the loop's turn queued */
 	double refusal_logged;	/* when a refusal was last logged */
 	gm_stats_conns n;	/* counts for the stats document */
+	/* Connections whose peer had gone before they were accepted: the
+	 * accepting nng thread frees them and counts them here, in
+	 * n.accepted once the counts are read (gm_listen.c says why). */
+	atomic_ulong gone;
 } gm_conns;
 
 struct gm_loop {
