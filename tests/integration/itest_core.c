@@ -370,6 +370,11 @@ int it_fds(pid_t pid)
 	return n;
 }
 
+int it_rss_tells(void)
+{
+	return getenv("ASAN_OPTIONS") == NULL;
+}
+
 long it_rss_kb(pid_t pid)
 {
 	char path[64], line[256];

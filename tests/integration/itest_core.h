@@ -91,6 +91,11 @@ int it_fds(pid_t pid);
 /* Resident memory of pid in KiB (VmRSS of /proc/PID/status), or -1. */
 long it_rss_kb(pid_t pid);
 
+/* Whether a gemmd's resident memory tells what it holds: not under
+ * AddressSanitizer (ASAN_OPTIONS set), whose quarantine keeps what was
+ * freed, up to 256 MiB; its leak check runs at gemmd's exit instead. */
+int it_rss_tells(void);
+
 /* CPU time pid has used, user and system, in ms (/proc/PID/stat). */
 double it_cpu_ms(pid_t pid);
 
