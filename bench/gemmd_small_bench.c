@@ -550,12 +550,20 @@ done:
 static int latency(const struct opts *o)
 {
 	sb_batch *b = sb_batch_make("one", 1, 64, 64, 1);
+	double poll, block;
 	sb_engine_result er;
 	char err[256] = "";
 	int rv;
 
 	if (b == NULL)
 		return -1;
+	if (sb_bound_one(b, &poll, &block, err, sizeof(err)) != 0)
+		printf("bare CUDA calls: %s\n", err);
+	else
+		printf("one 64^3 job alone, bare CUDA calls in process (one "
+		       "copy in, cublasGemmEx, copy out): p50 %.1f us "
+		       "polled, %.1f us on a blocking-sync event\n",
+		       poll * 1e3, block * 1e3);
 	rv = sb_engine_run(b, 0, 1, 1, &er, err, sizeof(err));
 	if (rv != 0)
 		printf("engine: %s\n", err);

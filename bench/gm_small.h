@@ -69,6 +69,14 @@ typedef struct sb_bound {
 int sb_bound_measure(const sb_batch *b, sb_bound *out, char *err,
 		     size_t errlen);
 
+/* One job of b (its first) alone, its bare CUDA calls in this process:
+ * copies in, cublasGemmEx, copy out, then a wait for the stream, by
+ * polling an event (*poll_ms) and by sleeping on a blocking-sync one
+ * (*block_ms); each the median on the host clock, from the first call
+ * to the wait's end. What the engine's latency is compared with. */
+int sb_bound_one(const sb_batch *b, double *poll_ms, double *block_ms,
+		 char *err, size_t errlen);
+
 /* ---- the engine, in process (gm_small_engine.c) ---- */
 
 typedef struct sb_engine_result {

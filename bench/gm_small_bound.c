@@ -2,7 +2,8 @@
  * gm_small_bound.c - the bounds a batch of small jobs is compared with,
  * measured in this process on device 0: how fast its bytes can cross
  * the link, how fast the copies the engine plans for it (gm_batch.h) can
- * run, and how fast its GEMMs run as one batched cuBLAS call.
+ * run, and how fast its GEMMs run as one batched cuBLAS call; and for
+ * one job alone, how long its bare CUDA calls take, end to end.
  *
  * Nothing here can be beaten by the engine doing the same work: the
  * copies move between the same pinned layout and the same device slots,
@@ -21,6 +22,7 @@
 #include "gm_small.h"
 
 #define REPS	  5
+#define ONE_REPS  1000 /* one job alone: many, for a steady median */
 #define WORKSPACE (32u << 20)
 
 #define CUDA_OK(expr) GM_BENCH_CUDA(expr, r->err, r->errlen)
@@ -462,6 +464,94 @@ int sb_bound_measure(const sb_batch *b, sb_bound *out, char *err, size_t errlen)
 		     timed(&r, do_loop, &out->loop_ms) ||
 		     compare(&r, uniform(b) ? do_batched : do_grouped,
 			     &out->differ);
+	close_rig(&r);
+	return rv ? -1 : 0;
+}
+
+/* ---- one job alone --------------------------------------------------------
+ */
+
+/* Job 0's bare CUDA calls on stream 0, as the engine issues them: its
+ * inputs in (one copy where they lie together, as the engine's does),
+ * its GEMM, its result out; then waits for end, polling or blocking. */
+static int one_job(struct rig *r, cudaEvent_t end, int poll)
+{
+	gm_job *j = &r->jobs[0];
+	cudaStream_t st = r->s[0];
+	gm_job_sizes sz;
+	gm_batch_slot s;
+	cudaError_t e;
+
+	gm_job_sizes_of(&j->d, &sz);
+	gm_batch_slot_of(&sz, &s);
+	if ((char *)j->b == (char *)j->a + sz.a && s.b == sz.a) {
+		CUDA_OK(cudaMemcpyAsync(r->dev, j->a, sz.a + sz.b,
+					cudaMemcpyHostToDevice, st));
+	} else {
+		CUDA_OK(cudaMemcpyAsync(r->dev, j->a, sz.a,
+					cudaMemcpyHostToDevice, st));
+		CUDA_OK(cudaMemcpyAsync(r->dev + s.b, j->b, sz.b,
+					cudaMemcpyHostToDevice, st));
+	}
+	if (gemm_one(r, 0) != 0)
+		return -1;
+	CUDA_OK(cudaMemcpyAsync(j->out, r->dev + s.c, sz.out,
+				cudaMemcpyDeviceToHost, st));
+	CUDA_OK(cudaEventRecord(end, st));
+	if (poll) {
+		while ((e = cudaEventQuery(end)) == cudaErrorNotReady)
+			;
+		CUDA_OK(e);
+	} else {
+		CUDA_OK(cudaEventSynchronize(end));
+	}
+	return 0;
+}
+
+/* The median of ONE_REPS runs of one_job after a warm-up, host clock. */
+static int one_timed(struct rig *r, cudaEvent_t end, int poll, double *ms)
+{
+	static double v[ONE_REPS];
+
+	for (int i = -20; i < ONE_REPS; i++) {
+		double t0 = sb_now_ms();
+
+		if (one_job(r, end, poll) != 0)
+			return -1;
+		if (i >= 0)
+			v[i] = sb_now_ms() - t0;
+	}
+	*ms = sb_median(v, ONE_REPS);
+	return 0;
+}
+
+static int blocking_event(struct rig *r, cudaEvent_t *ev)
+{
+	CUDA_OK(cudaEventCreateWithFlags(ev, cudaEventBlockingSync |
+						 cudaEventDisableTiming));
+	return 0;
+}
+
+int sb_bound_one(const sb_batch *b, double *poll_ms, double *block_ms,
+		 char *err, size_t errlen)
+{
+	cudaEvent_t end = NULL;
+	struct rig r;
+	double error;
+	int rv;
+
+	memset(&r, 0, sizeof(r));
+	r.b = b;
+	r.err = err;
+	r.errlen = errlen;
+	rv = open_rig(&r) || blocking_event(&r, &end) ||
+	     one_timed(&r, end, 1, poll_ms) || one_timed(&r, end, 0, block_ms);
+	if (rv == 0 && !((error = sb_batch_check(b, r.hin)) < 1e-5)) {
+		snprintf(err, errlen, "one job alone: error %.2g", error);
+		rv = -1;
+	}
+	if (end != NULL)
+		cudaEventDestroy(end);
 	close_rig(&r);
 	return rv ? -1 : 0;
 }
