@@ -88,8 +88,8 @@ static void accept_cb(void *arg, int rv, int nng_rv, gm_stream *s)
 		return;
 	if (rv == GM_OK && gm_stream_gone(s)) {
 		atomic_fetch_add(&ln->l->conns.gone, 1);
+		accept_next(ln); /* first: the backlog waits for no free */
 		gm_stream_free(s);
-		accept_next(ln);
 		return;
 	}
 	if (rv == GM_OK && (a = malloc(sizeof(*a))) != NULL) {
