@@ -74,10 +74,10 @@ static void on_accepted(gm_event *ev, gm_loop *l)
  * accepted (its read ahead met the end) is freed here and only counted:
  * under a storm of connections opened and closed at once, the loop and
  * nng's threads would otherwise make, arm and tear down a connection
- * for each, and the clients that stay wait behind that work. A failure goes to
- * the loop instead, which accepts again after a pause: out of descriptors, the
- * pending connections wait in the kernel's backlog, and retrying at once would
- * spin on them.
+ * for each, and the clients that stay wait behind that work. A failure
+ * goes to the loop instead, which accepts again after a pause: out of
+ * descriptors, the pending connections wait in the kernel's backlog,
+ * and retrying at once would spin on them.
  */
 static void accept_cb(void *arg, int rv, int nng_rv, gm_stream *s)
 {

@@ -143,7 +143,7 @@ static void read_ahead(gm_stream *s, nng_aio *aio)
 
 bool gm_stream_gone(gm_stream *s)
 {
-	return s->kind != GM_URL_TLS && s->ahead && s->ahead_nrv != 0;
+	return s->ahead && s->ahead_nrv != 0; /* never set on TLS */
 }
 
 /* Completes rio with what the read ahead holds, as raio's completion.

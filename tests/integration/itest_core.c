@@ -11,6 +11,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -345,13 +346,26 @@ double it_rstat(const it_daemon *d, const char *path)
 	return v;
 }
 
-double it_wait_stat(const it_daemon *d, const char *path, double want, int ms)
+static double wait_stat(const it_daemon *d, const char *path, double want,
+			int ms, bool at_least)
 {
 	double end = it_now_us() + ms * 1e3, v;
 
-	while ((v = it_rstat(d, path)) != want && it_now_us() < end)
+	while ((v = it_rstat(d, path)) != want && !(at_least && v > want) &&
+	       it_now_us() < end)
 		usleep(10000);
 	return v;
+}
+
+double it_wait_stat(const it_daemon *d, const char *path, double want, int ms)
+{
+	return wait_stat(d, path, want, ms, false);
+}
+
+double it_wait_stat_min(const it_daemon *d, const char *path, double want,
+			int ms)
+{
+	return wait_stat(d, path, want, ms, true);
 }
 
 int it_fds(pid_t pid)

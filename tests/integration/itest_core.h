@@ -85,6 +85,11 @@ double it_rstat(const it_daemon *d, const char *path);
  * value read. */
 double it_wait_stat(const it_daemon *d, const char *path, double want, int ms);
 
+/* The same until path reads want or more: for counts that anything
+ * else going on (the polls' own connections too) may push past it. */
+double it_wait_stat_min(const it_daemon *d, const char *path, double want,
+			int ms);
+
 /* Descriptors process pid has open (/proc/PID/fd), or -1. */
 int it_fds(pid_t pid);
 

@@ -49,8 +49,8 @@
  * (gm_stream.c), and every such connection was made, armed and torn down
  * on the loop. A stream accepted now reads ahead at once and one whose
  * peer is gone is freed where it was accepted (gm_listen.c), which took
- * the soak from 5-19x, then 5-6x, to 2.3-3.8x (0.4-0.6 ms against
- * 0.11-0.17). */
+ * the soak from 5-19x, then 5-6x, to 1.4-2.5x (0.37-0.54 ms against
+ * 0.19-0.28, unloaded p99 over IDLE_JOBS). */
 
 /* Error codes of PROTOCOL.md 9. */
 enum { W_EMAGIC = 2, W_ETOOMANY = 11, W_ETOOBIG = 13, W_EBUSY = 14 };

@@ -362,13 +362,9 @@ static void test_storms(void **state)
 		 * any server's kernel, so a connect made while the storm
 		 * still queues can wait that second (one run in some
 		 * twenty did). */
-		t0 = it_now_us();
-		while (it_rstat(&d, "connections.accepted") <
-			   accepted + STORM &&
-		       it_now_us() - t0 < WAIT_MS * 1e3)
-			usleep(10000);
-		assert_true(it_rstat(&d, "connections.accepted") >=
-			    accepted + STORM);
+		assert_true(it_wait_stat_min(&d, "connections.accepted",
+					     accepted + STORM,
+					     WAIT_MS) >= accepted + STORM);
 		t0 = it_now_us();
 		one_job(urls[u], 2);
 		fprintf(stderr,
