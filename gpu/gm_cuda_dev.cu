@@ -589,6 +589,11 @@ void gm_cuda_dev_release(struct gm_cuda_dev *d, struct gm_cuda_ctx *ctx)
 
 void gm_cuda_dev_freed(struct gm_cuda_dev *d)
 {
+	/* Only to a thread that waits for memory: one asleep for other
+	 * work would wake for nothing, and take mu from the completion
+	 * that woke it on its way to hand its jobs back. */
+	if (d->mem_waits == 0)
+		return;
 	pthread_cond_signal(&d->issue_cv);
 	pthread_cond_signal(&d->ooc_cv);
 }
@@ -597,16 +602,19 @@ void gm_cuda_dev_freed(struct gm_cuda_dev *d)
  * pending, and only one of them may record it. */
 int gm_cuda_dev_open_span(struct gm_cuda_dev *d, cudaStream_t s)
 {
-	int open;
+	int open = SPAN_ALREADY_OPEN;
 
 	pthread_mutex_lock(&d->mu);
 	if (d->span_state == SPAN_PENDING) {
-		if (cudaEventRecord(d->span_ev, s) == cudaSuccess)
+		if (cudaEventRecord(d->span_ev, s) == cudaSuccess) {
 			d->span_state = SPAN_OPEN;
-		else /* the period counts by the host clock */
+			open = SPAN_OPENED_HERE;
+		} else { /* the period counts by the host clock */
 			(void)cudaGetLastError();
+		}
 	}
-	open = d->span_state == SPAN_OPEN;
+	if (d->span_state != SPAN_OPEN)
+		open = SPAN_NOT_OPEN;
 	pthread_mutex_unlock(&d->mu);
 	return open;
 }

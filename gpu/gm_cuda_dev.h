@@ -102,6 +102,10 @@ struct gm_cuda_ctx {
 	int kernel; /* enum gm_kernel, resolved */
 	int has_c, mapped;
 	int ended; /* EV_END was recorded */
+	/* Its first copy's start: ev[EV_H2D_START], or the device's span_ev
+	 * when the context opened the busy period (one record fewer for a
+	 * job alone; span_ev stays until the context is released). */
+	cudaEvent_t start;
 	/* EV_H2D_START .. EV_END after the busy period's start, µs; < 0
 	 * when unknown. end_us is at[EV_END]. */
 	double at[EV_COUNT];
@@ -185,7 +189,8 @@ struct gm_cuda_dev {
 	gm_job *held, *current;
 	uint32_t current_n;
 	int current_waits;
-	int warm; /* a warm-up is asked for */
+	int mem_waits; /* threads asleep until memory comes back */
+	int warm;      /* a warm-up is asked for */
 	struct gm_cuda_ctx *free_ctx;
 	unsigned nctx;	      /* contexts made */
 	unsigned inflight;    /* contexts out of the free list */
@@ -266,17 +271,20 @@ void gm_cuda_dev_fault(struct gm_cuda_dev *d, const char *msg);
 int gm_cuda_dev_faulted(struct gm_cuda_dev *d);
 
 /* Gives ctx's slab and ctx back, counts its end_us into the busy
- * period, and wakes the issue thread. */
+ * period, and wakes a thread waiting for memory. */
 void gm_cuda_dev_release(struct gm_cuda_dev *d, struct gm_cuda_ctx *ctx);
 
-/* Under mu, after memory went back to the pool: wakes the threads that
- * may be waiting for it (the issue thread, the runner). */
+/* Under mu, after memory went back to the pool: wakes the threads
+ * waiting for it (the issue thread, the runner), if any (mem_waits). */
 void gm_cuda_dev_freed(struct gm_cuda_dev *d);
 
+/* What gm_cuda_dev_open_span finds. */
+enum { SPAN_NOT_OPEN, SPAN_ALREADY_OPEN, SPAN_OPENED_HERE };
+
 /* Opens the busy period's device-timed span on stream s if it is still
- * pending (the first copy of the period is about to be issued there).
- * Returns whether the span is open. Issue thread or runner, with work
- * in flight. */
+ * pending (the first copy of the period is about to be issued there):
+ * SPAN_OPENED_HERE when this call recorded span_ev, else whether the span is
+ * open. Issue thread or runner, with work in flight. */
 int gm_cuda_dev_open_span(struct gm_cuda_dev *d, cudaStream_t s);
 
 /* Under mu, as inflight leaves or reaches 0: a busy period begins or

@@ -64,10 +64,13 @@ static void time_against_span(struct gm_cuda_dev *d, struct gm_cuda_ctx *c)
 	pthread_mutex_lock(&d->mu);
 	state = d->span_state;
 	pthread_mutex_unlock(&d->mu);
-	for (int i = 0; i < EV_COUNT; i++)
+	for (int i = 0; i < EV_COUNT; i++) {
+		cudaEvent_t ev = i == EV_H2D_START ? c->start : c->ev[i];
+
 		c->at[i] = c->ended && state == SPAN_OPEN
-			       ? elapsed_or(d->span_ev, c->ev[i], -1)
+			       ? elapsed_or(d->span_ev, ev, -1)
 			       : -1;
+	}
 	c->end_us = c->at[EV_END];
 }
 
@@ -85,8 +88,7 @@ static double start_of(struct gm_cuda_dev *d, struct gm_cuda_ctx *c,
 		pthread_mutex_unlock(&d->mu);
 		return start;
 	}
-	if (!c->ended ||
-	    (span = elapsed_or(c->ev[EV_H2D_START], c->ev[EV_END], -1)) < 0)
+	if (!c->ended || (span = elapsed_or(c->start, c->ev[EV_END], -1)) < 0)
 		return 0;
 	return seen - span;
 }
@@ -95,7 +97,7 @@ static void read_times(struct gm_cuda_ctx *c)
 {
 	gm_job *j = c->job;
 
-	j->h2d_us = elapsed_us(c->ev[EV_H2D_START], c->ev[EV_H2D_END]);
+	j->h2d_us = elapsed_us(c->start, c->ev[EV_H2D_END]);
 	j->kernel_us = elapsed_us(c->ev[EV_H2D_END], c->ev[EV_KERNEL_END]);
 	/* Mapped output has no copy back: the kernel wrote the result. */
 	j->d2h_us =

@@ -306,10 +306,12 @@ static void wait_memory(struct gm_cuda_dev *d, double due)
 	    (long)((us - (double)(time_t)(us / 1e6) * 1e6) * 1e3)};
 
 	d->current_waits = 1;
+	d->mem_waits++;
 	if (due == 0)
 		pthread_cond_wait(&d->issue_cv, &d->mu);
 	else
 		pthread_cond_timedwait(&d->issue_cv, &d->mu, &at);
+	d->mem_waits--;
 	d->current_waits = 0;
 }
 
@@ -430,6 +432,7 @@ static void place(struct gm_cuda_dev *d, struct gm_cuda_ctx *ctx, gm_job *j,
 	ctx->has_c = t->has_c;
 	ctx->mapped = t->mapped;
 	ctx->ended = 0;
+	ctx->start = ctx->ev[EV_H2D_START];
 	ctx->da = (char *)ctx->slab;
 	ctx->db = ctx->da + ALIGN_UP(t->sz.a);
 	ctx->dc = t->mapped ? t->dc : ctx->db + ALIGN_UP(t->sz.b);
@@ -445,6 +448,7 @@ static void place_batch(struct gm_cuda_dev *d, struct gm_cuda_ctx *ctx,
 	ctx->batch = 1;
 	ctx->mapped = 0;
 	ctx->ended = 0;
+	ctx->start = ctx->ev[EV_H2D_START];
 	ctx->st = next_stream(d);
 }
 
@@ -510,26 +514,18 @@ static int copies_in(struct gm_cuda_ctx *c)
 	cudaStream_t s = c->st->s;
 	int rv;
 
-	gm_cuda_dev_open_span(c->st->dev, s);
-	GM_CUDA_TRY(cudaEventRecord(c->ev[EV_H2D_START], s), j->msg,
-		    sizeof(j->msg));
+	c->start = c->ev[EV_H2D_START];
+	if (gm_cuda_dev_open_span(c->st->dev, s) == SPAN_OPENED_HERE)
+		c->start = c->st->dev->span_ev;
+	else
+		GM_CUDA_TRY(cudaEventRecord(c->start, s), j->msg,
+			    sizeof(j->msg));
 	rv = c->batch ? gm_cuda_batch_h2d(c) : copy_in(c);
 	if (rv != GM_OK)
 		return rv;
 	GM_CUDA_TRY(cudaEventRecord(c->ev[EV_H2D_END], s), j->msg,
 		    sizeof(j->msg));
 	return GM_OK;
-}
-
-/* The copies in first, then the news that the jobs started: the copy
- * engine is busy while it goes. No job
- * can end before its kernel and copy back are issued, after this. */
-static int issue_h2d(struct gm_cuda_ctx *c)
-{
-	int rv = copies_in(c);
-
-	tell_started(c);
-	return rv;
 }
 
 static int issue_kernel(struct gm_cuda_ctx *c)
@@ -664,11 +660,15 @@ static void issue_chunk(struct gm_cuda_dev *d, struct chunk *ch)
 	for (i = 0; i < n; i = end) {
 		end = n - i < round ? n : i + round;
 		for (k = i; k < end; k++)
-			phase(d, c[k], issue_h2d);
+			phase(d, c[k], copies_in);
 		for (k = i; k < end; k++)
 			phase(d, c[k], issue_kernel);
+		/* The news that the jobs started goes once their work is
+		 * queued, the device busy with it, and before any can end:
+		 * their completion thread has them after hand_over. */
 		for (k = i; k < end; k++) {
 			phase(d, c[k], issue_d2h);
+			tell_started(c[k]);
 			hand_over(d, c[k]);
 		}
 	}

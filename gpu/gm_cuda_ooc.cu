@@ -216,7 +216,9 @@ static int take(struct gm_cuda_dev *d, gm_job *j, uint64_t bytes, void **slab)
 		if ((rv = gm_pool_alloc_high(d->pool, bytes, slab)) !=
 		    GM_ENOMEM)
 			break;
+		d->mem_waits++;
 		pthread_cond_wait(&d->ooc_cv, &d->mu);
+		d->mem_waits--;
 	}
 	d->ooc_want = 0;
 	if (rv == GM_OK && d->inflight++ == 0)

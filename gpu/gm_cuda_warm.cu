@@ -122,8 +122,11 @@ static void *take(struct gm_cuda_dev *d, uint64_t bytes)
 	void *p = NULL;
 
 	pthread_mutex_lock(&d->mu);
-	while (gm_pool_alloc(d->pool, bytes, &p) == GM_ENOMEM && d->inflight)
+	while (gm_pool_alloc(d->pool, bytes, &p) == GM_ENOMEM && d->inflight) {
+		d->mem_waits++;
 		pthread_cond_wait(&d->issue_cv, &d->mu);
+		d->mem_waits--;
+	}
 	pthread_mutex_unlock(&d->mu);
 	return p;
 }
