@@ -18,6 +18,8 @@ struct gm_inbox {
 	pthread_mutex_t mu;
 	void *head, *tail; /* under mu */
 	bool closed;	   /* under mu */
+	bool polled;	   /* under mu: posts need not wake the loop */
+	int any;	   /* atomic: head != NULL, read without mu */
 	size_t off;	   /* of the items' link */
 	gm_inbox_fn fn;
 	gm_inbox_drained_fn drained;
@@ -37,6 +39,7 @@ static void *take_all(gm_inbox *b)
 	pthread_mutex_lock(&b->mu);
 	list = b->head;
 	b->head = b->tail = NULL;
+	__atomic_store_n(&b->any, 0, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&b->mu);
 	return list;
 }
@@ -109,8 +112,11 @@ bool gm_inbox_post_all(gm_inbox *b, void *const *items, size_t n)
 			b->head = items[i];
 		b->tail = items[i];
 	}
-	if (posted && n > 0)
-		uv_async_send(&b->async);
+	if (posted && n > 0) {
+		__atomic_store_n(&b->any, 1, __ATOMIC_RELEASE);
+		if (!b->polled)
+			uv_async_send(&b->async);
+	}
 	pthread_mutex_unlock(&b->mu);
 	return posted;
 }
@@ -138,6 +144,19 @@ void *gm_inbox_cancel(gm_inbox *b, bool (*match)(void *item, void *key),
 	}
 	pthread_mutex_unlock(&b->mu);
 	return item;
+}
+
+void gm_inbox_polled(gm_inbox *b, bool on)
+{
+	pthread_mutex_lock(&b->mu);
+	b->polled = on;
+	pthread_mutex_unlock(&b->mu);
+}
+
+void gm_inbox_poll(gm_inbox *b)
+{
+	if (__atomic_load_n(&b->any, __ATOMIC_ACQUIRE))
+		on_async(&b->async);
 }
 
 static void on_closed(uv_handle_t *h)

@@ -13,6 +13,11 @@
  * until the item is handed back; nothing is allocated per item, so a
  * post cannot fail for memory. A post after gm_inbox_close is refused
  * and the poster keeps its item.
+ *
+ * While the loop polls instead of sleeping (gm_loop_spin), it says so
+ * (gm_inbox_polled) and drains the inbox at each turn (gm_inbox_poll):
+ * posts then append without waking it, which saves the poster a write
+ * to the loop's eventfd and the loop a pass through epoll for each.
  */
 #ifndef GM_INBOX_H
 #define GM_INBOX_H
@@ -55,6 +60,15 @@ bool gm_inbox_post_all(gm_inbox *b, void *const *items, size_t n);
  * may have been drained already). Any thread. */
 void *gm_inbox_cancel(gm_inbox *b, bool (*match)(void *item, void *key),
 		      void *key);
+
+/* Loop thread: on, the loop polls b from now on and posts no longer wake
+ * it; off, they wake it again, and what came before is the caller's to
+ * hand over (gm_inbox_poll). */
+void gm_inbox_polled(gm_inbox *b, bool on);
+
+/* Loop thread, while b is polled: hands over what has come, as a
+ * wake-up would. */
+void gm_inbox_poll(gm_inbox *b);
 
 /*
  * Refuses posts from now on and closes the async handle. Items posted

@@ -59,12 +59,38 @@ void gm_loop_arm_tick(gm_loop *l)
 	uv_timer_start(&l->tick, tick_cb, ms > 0 ? (uint64_t)ms : 0, 0);
 }
 
+/* Whether the loop polls its inboxes (see gm_inbox.h). */
+static void set_polled(gm_loop *l, bool on)
+{
+	if (l->done != NULL)
+		gm_inbox_polled(l->done, on);
+	if (l->events != NULL)
+		gm_inbox_polled(l->events, on);
+}
+
+static void poll_inboxes(gm_loop *l)
+{
+	if (l->done != NULL)
+		gm_inbox_poll(l->done);
+	if (l->events != NULL)
+		gm_inbox_poll(l->events);
+}
+
+/* Each turn of a polling loop: what the inboxes hold, then whether to
+ * stop. What came while they were polled is drained after the stop; it
+ * may start the polling again (gm_loop_spin). The inboxes are NULL once
+ * closed, the handle with them. */
 static void spin_cb(uv_idle_t *h)
 {
 	gm_loop *l = h->data;
 
-	if (gm_clock_now_us() >= l->spin_until)
-		uv_idle_stop(h);
+	poll_inboxes(l);
+	if (gm_clock_now_us() < l->spin_until ||
+	    !uv_is_active((uv_handle_t *)h))
+		return;
+	uv_idle_stop(h);
+	set_polled(l, false);
+	poll_inboxes(l);
 }
 
 int gm_loop_open_spin(gm_loop *l)
@@ -84,8 +110,10 @@ void gm_loop_spin(gm_loop *l)
 	if (l->spin_us == 0 || l->stopping)
 		return;
 	l->spin_until = gm_clock_now_us() + l->spin_us;
-	if (!uv_is_active((uv_handle_t *)&l->spin))
-		uv_idle_start(&l->spin, spin_cb);
+	if (uv_is_active((uv_handle_t *)&l->spin))
+		return;
+	uv_idle_start(&l->spin, spin_cb);
+	set_polled(l, true);
 }
 
 void gm_loop_set_draining(gm_loop *l, int on, const char *why)

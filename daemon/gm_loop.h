@@ -118,7 +118,9 @@ int gm_loop_open_spin(gm_loop *l);
  * (the "spin_us" key; set only with the CUDA engine). A wake-up from
  * epoll costs tens of µs on the path of a small job: the news of its
  * return, and the next request of a client that sends one at a time.
- * Called as events arrive, so an idle daemon sleeps. */
+ * Meanwhile the loop drains its inboxes at each turn, so posts to them
+ * do not wake it (gm_inbox_polled). Called as events arrive, so an idle
+ * daemon sleeps. */
 void gm_loop_spin(gm_loop *l);
 
 /* Turns draining on or off, logging why. */

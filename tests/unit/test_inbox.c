@@ -4,7 +4,9 @@
  * together, reach the loop each once and in the order each thread posted
  * them; the drained callback follows each drain; a post after the close
  * is refused and the poster keeps its item; items never drained go to
- * the close's callback; a cancel takes back an item not yet drained.
+ * the close's callback; a cancel takes back an item not yet drained;
+ * while the loop polls the inbox, posts do not wake it, the poll hands
+ * them over, and none is lost as the polling stops and starts.
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -158,11 +160,74 @@ static void test_cancel_close(void **state)
 	assert_int_equal(r.got, 0);
 }
 
+/* A polled inbox: a post does not wake the loop, the poll hands it
+ * over; once polling is off, a post wakes the loop again. */
+static void test_polled_wakes(void **state)
+{
+	struct rig r;
+
+	(void)state;
+	open_rig(&r);
+	gm_inbox_polled(r.b, true);
+	assert_true(gm_inbox_post(r.b, &items[0][0]));
+	uv_run(&r.loop, UV_RUN_NOWAIT);
+	assert_int_equal(r.got, 0);
+	gm_inbox_poll(r.b);
+	assert_int_equal(r.got, 1);
+	assert_int_equal(r.drains, 1);
+	gm_inbox_poll(r.b); /* nothing came: nothing handed over */
+	assert_int_equal(r.drains, 1);
+	gm_inbox_polled(r.b, false);
+	assert_true(gm_inbox_post(r.b, &items[0][1]));
+	uv_run(&r.loop, UV_RUN_NOWAIT);
+	assert_int_equal(r.got, 2);
+	close_rig(&r);
+	assert_int_equal(r.left, 0);
+}
+
+/* Posters race the loop turning polling off and on, as the daemon's
+ * does when a spin ends (gm_loop.c): off, then a poll for what came
+ * meanwhile. Every item arrives once, in order. */
+static void test_polled_toggles(void **state)
+{
+	struct poster p[THREADS];
+	pthread_t th[THREADS];
+	struct rig r;
+	bool on = false;
+
+	(void)state;
+	open_rig(&r);
+	for (int t = 0; t < THREADS; t++) {
+		p[t] = (struct poster){&r, t};
+		assert_int_equal(pthread_create(&th[t], NULL, post, &p[t]), 0);
+	}
+	for (unsigned turn = 0; r.got < THREADS * PER_THREAD; turn++) {
+		if (turn % 64 == 0) {
+			on = !on;
+			gm_inbox_polled(r.b, on);
+			if (!on) /* what came while it was polled */
+				gm_inbox_poll(r.b);
+		}
+		if (on)
+			gm_inbox_poll(r.b);
+		else if (r.got < THREADS * PER_THREAD)
+			uv_run(&r.loop, UV_RUN_ONCE); /* woken by a post */
+	}
+	for (int t = 0; t < THREADS; t++) {
+		assert_int_equal(pthread_join(th[t], NULL), 0);
+		assert_int_equal(r.next[t], PER_THREAD);
+	}
+	close_rig(&r);
+	assert_int_equal(r.left, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_order),
 	    cmocka_unit_test(test_cancel_close),
+	    cmocka_unit_test(test_polled_wakes),
+	    cmocka_unit_test(test_polled_toggles),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
