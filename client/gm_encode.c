@@ -163,6 +163,12 @@ static uint8_t *put_built(struct builder *bd, const void *src, size_t len)
 }
 
 /* Appends an operand: copied when small, else a piece of its own. */
+/* Job j's own pointer to operand op: A, B or C. */
+static const void *operand(const gemmd_job *j, int op)
+{
+	return op == GM_OPND_A ? j->a : op == GM_OPND_B ? j->b : j->c;
+}
+
 static void put_operand(struct builder *bd, const void *src, uint64_t len)
 {
 	if (len < GM_ENCODE_COALESCE) {
@@ -175,18 +181,16 @@ static void put_operand(struct builder *bd, const void *src, uint64_t len)
 	bd->open = false;
 }
 
-/* Where job i's operands are: refs' four when given, else the job's
- * own, filled into own. *di is d with GM_JOB_REGIONS as they say. */
-static const gm_region_ref *job_refs(const gemmd_job *jobs,
-				     const gm_job_desc *d, uint32_t i,
-				     const gm_region_ref *refs,
-				     gm_region_ref own[GM_OPND_COUNT],
-				     gm_job_desc *di, int *regions)
+/* Where job i's operands are (refs, four per job), and *di, d[i] with
+ * GM_JOB_REGIONS as they say. */
+static const gm_region_ref *job_refs(const gm_job_desc *d, uint32_t i,
+				     const gm_region_ref *refs, gm_job_desc *di,
+				     int *regions)
 {
-	const gm_region_ref *ref = refs ? refs + GM_OPND_COUNT * i : own;
+	const gm_region_ref *ref = refs + GM_OPND_COUNT * i;
 
-	*regions = refs ? 0 : gm_encode_refs(&jobs[i], own);
-	for (int op = 0; refs && op < GM_OPND_COUNT; op++)
+	*regions = 0;
+	for (int op = 0; op < GM_OPND_COUNT; op++)
 		*regions |= gm_ref_in_region(ref, op);
 	*di = d[i];
 	di->flags = (uint8_t)((di->flags & ~GM_JOB_REGIONS) |
@@ -199,7 +203,6 @@ static void build_gemm(struct builder *bd, const gemmd_job *jobs,
 		       uint64_t id, const gm_region_ref *refs)
 {
 	uint8_t *p = put_built(bd, NULL, GM_HDR_SIZE + GM_BATCH_SIZE);
-	gm_region_ref own[GM_OPND_COUNT];
 	const gm_region_ref *ref;
 	gm_job_desc di;
 	int regions;
@@ -210,39 +213,36 @@ static void build_gemm(struct builder *bd, const gemmd_job *jobs,
 		gm_proto_put_batch(p + GM_HDR_SIZE, b);
 	}
 	for (uint32_t i = 0; i < n; i++) {
-		ref = job_refs(jobs, d, i, refs, own, &di, &regions);
+		ref = job_refs(d, i, refs, &di, &regions);
 		p = put_built(bd, NULL, GM_JOB_HDR_SIZE);
 		if (p != NULL)
 			gm_proto_put_job_refs(p, &di, regions ? ref : NULL);
 	}
 	/* The descriptors follow every job header, in job order. */
 	for (uint32_t i = 0; i < n; i++) {
-		ref = job_refs(jobs, d, i, refs, own, &di, &regions);
+		ref = job_refs(d, i, refs, &di, &regions);
 		if (regions && (p = put_built(bd, NULL, GM_REGION_DESC_SIZE)))
 			gm_proto_put_refs(p, ref);
 	}
 	for (uint32_t i = 0; i < n; i++) {
-		const void *src[GM_OPND_OUT] = {jobs[i].a, jobs[i].b,
-						jobs[i].c};
 		gm_job_sizes sz;
 
-		ref = job_refs(jobs, d, i, refs, own, &di, &regions);
+		ref = refs + GM_OPND_COUNT * i;
 		gm_job_sizes_of(&d[i], &sz);
 		/* Only what is not in a region travels. */
 		for (int op = GM_OPND_A; op < GM_OPND_OUT; op++)
 			if (gm_operand_bytes(&sz, op) != 0 &&
 			    !gm_ref_in_region(ref, op))
-				put_operand(bd, src[op],
+				put_operand(bd, operand(&jobs[i], op),
 					    gm_operand_bytes(&sz, op));
 	}
 }
 
 /* Bytes of the request for jobs d[0..n-1]: headers, descriptors and
  * whatever of the operands is inline. */
-static int request_size(const gemmd_job *jobs, const gm_job_desc *d, uint32_t n,
+static int request_size(const gm_job_desc *d, uint32_t n,
 			const gm_region_ref *refs, uint64_t *size)
 {
-	gm_region_ref own[GM_OPND_COUNT];
 	const gm_region_ref *ref;
 	uint64_t payload;
 	gm_job_desc di;
@@ -250,7 +250,7 @@ static int request_size(const gemmd_job *jobs, const gm_job_desc *d, uint32_t n,
 
 	*size = GM_HDR_SIZE + GM_BATCH_SIZE;
 	for (uint32_t i = 0; i < n; i++) {
-		ref = job_refs(jobs, d, i, refs, own, &di, &regions);
+		ref = job_refs(d, i, refs, &di, &regions);
 		if (gm_proto_job_payload(&di, ref, &payload) != GM_OK ||
 		    __builtin_add_overflow(*size, GM_JOB_HDR_SIZE, size) ||
 		    __builtin_add_overflow(*size, payload, size) ||
@@ -266,25 +266,44 @@ int gm_encode_gemm(const gemmd_job *jobs, const gm_job_desc *d, uint32_t n,
 		   gm_frame *f)
 {
 	struct builder bd = {.f = f};
+	gm_region_ref *own = NULL;
+	int rv = GM_OK;
 
 	*f = (gm_frame){0};
-	if (request_size(jobs, d, n, refs, &f->bytes) != 0 ||
-	    f->bytes > SIZE_MAX)
-		return gm_client_seterr(GM_EOVERFLOW, "request size overflows");
+	/* The jobs' own refs, read once: every pass below reads them, and
+	 * a gemmd_job is large beside them. */
+	if (refs == NULL) {
+		if ((own = malloc((size_t)n * GM_OPND_COUNT * sizeof(*own))) ==
+		    NULL)
+			return gm_client_seterr(GM_ENOMEM,
+						"no memory for %" PRIu32
+						" jobs' operand places",
+						n);
+		for (uint32_t i = 0; i < n; i++)
+			gm_encode_refs(&jobs[i], own + GM_OPND_COUNT * i);
+		refs = own;
+	}
+	if (request_size(d, n, refs, &f->bytes) != 0 || f->bytes > SIZE_MAX) {
+		rv = gm_client_seterr(GM_EOVERFLOW, "request size overflows");
+		goto done;
+	}
 	/* Counted first, so that each part is allocated once. */
 	build_gemm(&bd, jobs, d, n, b, id, refs);
 	f->segs = calloc(f->nsegs, sizeof(*f->segs));
 	f->built = malloc(bd.built);
 	if (f->segs == NULL || f->built == NULL) {
 		gm_frame_free(f);
-		return gm_client_seterr(
+		rv = gm_client_seterr(
 		    GM_ENOMEM, "no memory for a request of %" PRIu64 " bytes",
 		    f->bytes);
+		goto done;
 	}
 	bd = (struct builder){.f = f, .fill = f->built};
 	f->nsegs = 0;
 	build_gemm(&bd, jobs, d, n, b, id, refs);
-	return GM_OK;
+done:
+	free(own);
+	return rv;
 }
 
 int gm_encode_ctrl(const char *request, uint64_t id, gm_frame *f)
