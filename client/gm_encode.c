@@ -162,13 +162,13 @@ static uint8_t *put_built(struct builder *bd, const void *src, size_t len)
 	return p;
 }
 
-/* Appends an operand: copied when small, else a piece of its own. */
 /* Job j's own pointer to operand op: A, B or C. */
 static const void *operand(const gemmd_job *j, int op)
 {
 	return op == GM_OPND_A ? j->a : op == GM_OPND_B ? j->b : j->c;
 }
 
+/* Appends an operand: copied when small, else a piece of its own. */
 static void put_operand(struct builder *bd, const void *src, uint64_t len)
 {
 	if (len < GM_ENCODE_COALESCE) {
@@ -273,7 +273,7 @@ int gm_encode_gemm(const gemmd_job *jobs, const gm_job_desc *d, uint32_t n,
 	/* The jobs' own refs, read once: every pass below reads them, and
 	 * a gemmd_job is large beside them. */
 	if (refs == NULL) {
-		if ((own = malloc((size_t)n * GM_OPND_COUNT * sizeof(*own))) ==
+		if ((own = calloc(n ? n : 1, GM_OPND_COUNT * sizeof(*own))) ==
 		    NULL)
 			return gm_client_seterr(GM_ENOMEM,
 						"no memory for %" PRIu32
