@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "gm_cuda_direct.h"
 #include "gm_cuda_err.h"
 #include "gm_engine_impl.h"
 
@@ -161,6 +162,11 @@ static int open_issue(struct gm_cuda_dev *d, char *msg, size_t msglen)
 
 	d->small_bytes = cfg->small_job_bytes != 0 ? cfg->small_job_bytes
 						   : GM_SMALL_JOB_BYTES;
+	if (gm_cuda_direct_open(cfg->direct_job_bytes != 0
+				    ? cfg->direct_job_bytes
+				    : GM_DIRECT_JOB_BYTES,
+				&d->direct, msg, msglen) != GM_OK)
+		return GM_ENOMEM;
 	d->batch_bytes = BATCH_BYTES < eighth ? BATCH_BYTES : eighth;
 	d->pieces = (struct gm_cuda_piece *)calloc(GM_CUDA_STAGE_PIECES,
 						   sizeof(*d->pieces));
@@ -345,6 +351,7 @@ void gm_cuda_dev_close(struct gm_cuda_dev *d)
 	gm_cuda_ooc_close(d);
 	free_ctxs(d);
 	free_waves(d);
+	gm_cuda_direct_close(d->direct);
 	gm_cuda_lt_close(d->lt);
 	gm_batch_groups_destroy(d->groups);
 	gm_cuda_copies_close(d->copies);

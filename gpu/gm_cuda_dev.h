@@ -89,9 +89,11 @@ enum {
  * are not created per job.
  */
 struct gm_cuda_ctx {
-	gm_job *job;		  /* the job, or the batch's first */
-	uint32_t njobs;		  /* 1 for a job on its own */
-	int batch;		  /* coalesced: slots and batched calls */
+	gm_job *job;	/* the job, or the batch's first */
+	uint32_t njobs; /* 1 for a job on its own */
+	int batch;	/* coalesced: slots and batched calls */
+	int direct;	/* a batch of one run on its host memory, no copies
+			   (gm_cuda_direct.h) */
 	struct gm_cuda_ctx *next; /* free list or a stream's queue */
 	struct gm_cuda_stream *st;
 	void *slab; /* from the device pool */
@@ -163,6 +165,7 @@ struct gm_cuda_dev {
 					  grab: the last stream is free */
 	struct gm_cuda_stager *stager; /* its copying helpers */
 	struct gm_cuda_lt *lt;
+	struct gm_cuda_direct *direct;	   /* small jobs alone (direct.cu) */
 	gm_batch_groups *groups;	   /* a wave's small jobs by key */
 	struct gm_cuda_copies *copies;	   /* a batch's pieces (batch.cu) */
 	struct gm_cuda_piece *pieces;	   /* staging copies of a chunk */

@@ -97,11 +97,14 @@ static void read_times(struct gm_cuda_ctx *c)
 {
 	gm_job *j = c->job;
 
-	j->h2d_us = elapsed_us(c->start, c->ev[EV_H2D_END]);
+	/* A job run on its host memory has no copies: its kernel read the
+	 * operands and wrote the result across the link. Mapped output has
+	 * no copy back. */
+	j->h2d_us = c->direct ? 0 : elapsed_us(c->start, c->ev[EV_H2D_END]);
 	j->kernel_us = elapsed_us(c->ev[EV_H2D_END], c->ev[EV_KERNEL_END]);
-	/* Mapped output has no copy back: the kernel wrote the result. */
-	j->d2h_us =
-	    c->mapped ? 0 : elapsed_us(c->ev[EV_KERNEL_END], c->ev[EV_END]);
+	j->d2h_us = c->mapped || c->direct
+			? 0
+			: elapsed_us(c->ev[EV_KERNEL_END], c->ev[EV_END]);
 }
 
 /* Gives every job of a batch what its first job holds: the batch's

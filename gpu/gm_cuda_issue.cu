@@ -53,6 +53,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gm_cuda_direct.h"
 #include "gm_cuda_err.h"
 #include "gm_cuda_fault.h"
 #include "gm_cuda_gemm.h"
@@ -427,6 +428,7 @@ static void place(struct gm_cuda_dev *d, struct gm_cuda_ctx *ctx, gm_job *j,
 	ctx->job = j;
 	ctx->njobs = 1;
 	ctx->batch = 0;
+	ctx->direct = 0;
 	ctx->sz = t->sz;
 	ctx->kernel = t->kernel;
 	ctx->has_c = t->has_c;
@@ -439,13 +441,16 @@ static void place(struct gm_cuda_dev *d, struct gm_cuda_ctx *ctx, gm_job *j,
 	ctx->st = next_stream(d);
 }
 
-/* A batch's jobs sit in their slots (gm_cuda_batch.cu). */
+/* A batch's jobs sit in their slots (gm_cuda_batch.cu); a batch of one
+ * that may runs on its host memory instead (gm_cuda_direct.h). */
 static void place_batch(struct gm_cuda_dev *d, struct gm_cuda_ctx *ctx,
 			gm_job *j, uint32_t n)
 {
 	ctx->job = j;
 	ctx->njobs = n;
 	ctx->batch = 1;
+	gm_job_sizes_of(&j->d, &ctx->sz);
+	ctx->direct = n == 1 && gm_cuda_direct_fits(d->direct, j, &ctx->sz);
 	ctx->mapped = 0;
 	ctx->ended = 0;
 	ctx->start = ctx->ev[EV_H2D_START];
@@ -520,7 +525,7 @@ static int copies_in(struct gm_cuda_ctx *c)
 	else
 		GM_CUDA_TRY(cudaEventRecord(c->start, s), j->msg,
 			    sizeof(j->msg));
-	rv = c->batch ? gm_cuda_batch_h2d(c) : copy_in(c);
+	rv = c->direct ? GM_OK : c->batch ? gm_cuda_batch_h2d(c) : copy_in(c);
 	if (rv != GM_OK)
 		return rv;
 	GM_CUDA_TRY(cudaEventRecord(c->ev[EV_H2D_END], s), j->msg,
@@ -534,7 +539,10 @@ static int issue_kernel(struct gm_cuda_ctx *c)
 	cudaStream_t s = c->st->s;
 	int rv;
 
-	if (c->batch)
+	if (c->direct)
+		rv = gm_cuda_direct_run(c->st->dev->direct, c->st, j, j->msg,
+					sizeof(j->msg));
+	else if (c->batch)
 		rv = gm_cuda_batch_kernel(c);
 	else
 		rv = gm_cuda_gemm(c->st->blas, s, &j->d, c->kernel, c->da,
@@ -551,6 +559,8 @@ static int issue_d2h(struct gm_cuda_ctx *c)
 	gm_job *j = c->job;
 	cudaStream_t s = c->st->s;
 
+	if (c->direct)
+		return GM_OK;
 	if (c->batch)
 		return gm_cuda_batch_d2h(c);
 	if (c->mapped)
@@ -608,7 +618,8 @@ static void inject_sticky(struct gm_cuda_dev *d)
 
 /* Every host copy the chunk needs before its DMAs: socket payloads into
  * their slabs, spread over the staging threads, and, for mapped output
- * with C elsewhere, C into the output the kernel updates in place. */
+ * or a job run on its host memory with C elsewhere, C into the output
+ * the kernel updates in place. */
 static void stage(struct gm_cuda_dev *d, struct gm_cuda_ctx **c, size_t n)
 {
 	struct gm_cuda_piece *p = d->pieces;
@@ -633,7 +644,9 @@ static void stage(struct gm_cuda_dev *d, struct gm_cuda_ctx **c, size_t n)
 	for (i = 0; i < n; i++) {
 		gm_job *j = c[i]->job;
 
-		if (c[i]->has_c && c[i]->mapped && j->c != j->out)
+		if (((c[i]->has_c && c[i]->mapped) ||
+		     (c[i]->direct && (j->d.flags & GM_JOB_HAS_C))) &&
+		    j->c != j->out)
 			memcpy(j->out, j->c, c[i]->sz.c);
 	}
 }

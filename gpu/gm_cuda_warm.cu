@@ -11,13 +11,15 @@
  * zeros: batches (cuBLASLt, gm_cuda_lt.h) of the small shapes on every
  * stream, single jobs (cublasGemmEx) of the larger ones on stream 0,
  * and for fp64 and fp32 the tiled kernel in every transpose, alone and
- * batched. The device memory comes from the pool (as much as the largest
- * shape that fits in half of it) and goes back to it.
+ * batched, and one call captured as a CUDA graph (small jobs alone keep
+ * theirs so, gm_cuda_direct.h). The device memory comes from the pool (as much
+ * as the largest shape that fits in half of it) and goes back to it.
  */
 #include "gm_cuda_dev.h"
 
 #include <stdio.h>
 
+#include "gm_cuda_direct.h"
 #include "gm_cuda_err.h"
 #include "gm_cuda_gemm.h"
 
@@ -175,6 +177,8 @@ int gm_cuda_warm_run(struct gm_cuda_dev *d, char *msg, size_t msglen)
 	for (unsigned i = 0; rv == GM_OK && i < d->nstreams; i++)
 		rv = warm_stream(&d->streams[i], mem, bytes, i == 0, msg,
 				 msglen);
+	if (rv == GM_OK)
+		rv = gm_cuda_direct_warm(&d->streams[0], mem, msg, msglen);
 	if (rv == GM_EGPUFAULT)
 		gm_cuda_dev_fault(d, msg);
 	else

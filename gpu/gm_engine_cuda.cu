@@ -222,17 +222,15 @@ static void cuda_device_stats(gm_engine *base, unsigned dev, gm_device_stats *s)
 }
 
 /* A region is pinned once, portable like the arena so that any device
- * may DMA from it, and mapped like the arena when results are written
- * straight into host memory. The caller's thread gets its device back. */
-static int cuda_reg(gm_engine *base, void *p, size_t len, char *msg,
-		    size_t msglen)
+ * may DMA from it, and mapped like the arena so that kernels may read
+ * and write it (small jobs alone, mapped output). The caller's thread
+ * gets its device back. */
+static int cuda_reg(gm_engine *, void *p, size_t len, char *msg, size_t msglen)
 {
-	unsigned flags = cudaHostRegisterPortable;
+	unsigned flags = cudaHostRegisterPortable | cudaHostRegisterMapped;
 	int prev = current_device(), rv = GM_OK;
 	cudaError_t err;
 
-	if (of(base)->sh.cfg.mapped_output)
-		flags |= cudaHostRegisterMapped;
 	if ((err = cudaSetDevice(0)) == cudaSuccess)
 		err = cudaHostRegister(p, len, flags);
 	if (err != cudaSuccess)
@@ -291,15 +289,13 @@ static void fill_defaults(gm_engine_config *c)
 		c->streams = STREAMS_MAX;
 }
 
-/* The pinned arena. Portable: any device may DMA from it. Mapped when
- * results go straight to host memory. Never pageable: without it the
- * engine does not open. */
+/* The pinned arena. Portable: any device may DMA from it. Mapped:
+ * kernels may read and write it (small jobs alone, mapped output). Never
+ * pageable: without it the engine does not open. */
 static int alloc_arena(struct cuda_engine *e, char *msg, size_t msglen)
 {
-	unsigned flags = cudaHostAllocPortable;
+	unsigned flags = cudaHostAllocPortable | cudaHostAllocMapped;
 
-	if (e->sh.cfg.mapped_output)
-		flags |= cudaHostAllocMapped;
 	GM_CUDA_TRY(cudaSetDevice(0), msg, msglen);
 	GM_CUDA_TRY(cudaHostAlloc(&e->arena, e->sh.cfg.pool_bytes, flags), msg,
 		    msglen);

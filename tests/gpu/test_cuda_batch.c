@@ -12,8 +12,9 @@
  * own code) and a job too big for the device pool (tiled beside the
  * others); a device pool so small that batches must split and wait
  * beside a tiled job; an injected out-of-memory
- * that fails exactly one job of a batch (fault-injection builds); and
- * the warm-up. Exits 77 (skipped) without a GPU.
+ * that fails exactly one job of a batch (fault-injection builds); a
+ * small job alone, run on its host memory with no copies, with the
+ * bits it has in a batch; and the warm-up. Exits 77 (skipped) without a GPU.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -425,6 +426,110 @@ static void test_small_pool(void **state)
 	bench_close(&gpu, 1);
 }
 
+/* Runs t alone, its C first put back from c0 when it updates C in
+ * place; whether it ran on its host memory, with no copies. */
+static int run_one(struct tjob *t, const void *c0)
+{
+	gm_job *j = &t->job;
+
+	poison(t);
+	if (j->out == j->c)
+		memcpy(j->c, c0, t->sz.c);
+	run_wave(&gpu, &j, 1);
+	assert_int_equal(j->status, GM_OK);
+	check_result(t, 0);
+	return j->h2d_us == 0 && j->d2h_us == 0;
+}
+
+enum { ALONE = 8, DIRECT_RUNS = 3 };
+
+/* The jobs of test_alone_direct, from seed s each time: fp32 and fp16
+ * 64^3, with C elsewhere, in place (c0 keeps C) and without, one staged
+ * from a payload; their references computed on the CPU. */
+static void make_alone(struct tjob *t, char **c0, gm_job **wave, uint64_t s)
+{
+	gm_job *refs[ALONE];
+	gm_job_desc d;
+
+	seed = s;
+	for (size_t i = 0; i < ALONE; i++) {
+		d = square(i & 1 ? GM_FP16 : GM_FP32, 64, i % 4 != 3);
+		make_job(&gpu, &t[i], &d, i == 5);
+		if (i % 4 == 2)
+			t[i].job.out = t[i].job.c; /* in place */
+		c0[i] = malloc(t[i].sz.c + 1);
+		assert_non_null(c0[i]);
+		if (t[i].sz.c)
+			memcpy(c0[i], t[i].job.c, t[i].sz.c);
+		make_ref(&t[i]);
+		refs[i] = &t[i].ref;
+		wave[i] = &t[i].job;
+	}
+	run_wave(&cpu, refs, ALONE);
+}
+
+static void free_alone(struct tjob *t, char **c0)
+{
+	for (size_t i = 0; i < ALONE; i++) {
+		free_job(&gpu, &t[i]);
+		free(c0[i]);
+	}
+}
+
+/*
+ * A small job alone runs on its mapped host memory, with no copies, and
+ * gives the bits it gets in a batch: the first time it is seen (its
+ * call made as it is), the second (the call captured as a graph) and
+ * after (the graph replayed). With direct_job_bytes 1 the same jobs
+ * alone go by copies, with the same bits.
+ */
+static void test_alone_direct(void **state)
+{
+	static struct tjob t[ALONE];
+	static char *saved[ALONE], *c0[ALONE];
+	gm_job *wave[ALONE];
+	gm_engine_config cfg = cuda_config();
+	uint64_t s = seed;
+	size_t i;
+
+	bench_open(&gpu, &cfg);
+	make_alone(t, c0, wave, s);
+	for (i = 0; i < ALONE; i++)
+		for (int r = 0; r < DIRECT_RUNS; r++) {
+			assert_true(run_one(&t[i], c0[i]));
+			if (r == 0) {
+				saved[i] = malloc(t[i].sz.out);
+				assert_non_null(saved[i]);
+				memcpy(saved[i], result_of(&t[i]), t[i].sz.out);
+			}
+			assert_memory_equal(result_of(&t[i]), saved[i],
+					    t[i].sz.out);
+		}
+	for (i = 0; i < ALONE; i++) {
+		poison(&t[i]);
+		if (t[i].job.out == t[i].job.c)
+			memcpy(t[i].job.c, c0[i], t[i].sz.c);
+	}
+	run_wave(&gpu, wave, ALONE);
+	for (i = 0; i < ALONE; i++) {
+		check_result(&t[i], 0);
+		assert_true(t[i].job.h2d_us > 0); /* coalesced: copied */
+		assert_memory_equal(result_of(&t[i]), saved[i], t[i].sz.out);
+	}
+	free_alone(t, c0);
+	bench_close(&gpu, 1);
+	cfg.direct_job_bytes = 1;
+	bench_open(&gpu, &cfg);
+	make_alone(t, c0, wave, s);
+	for (i = 0; i < ALONE; i++) {
+		assert_false(run_one(&t[i], c0[i]));
+		assert_memory_equal(result_of(&t[i]), saved[i], t[i].sz.out);
+		free(saved[i]);
+	}
+	free_alone(t, c0);
+	bench_close(&gpu, 1);
+}
+
 #if GEMMD_FAULT_INJECTION
 /* An out-of-memory injected into a batch fails one job, the one whose
  * share of the slab it hits; the rest of the batch runs as usual. */
@@ -541,6 +646,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_bits_bf16, close_gpu),
 		cmocka_unit_test_teardown(test_mixed_wave, close_gpu),
 		cmocka_unit_test_teardown(test_small_pool, close_gpu),
+		cmocka_unit_test_teardown(test_alone_direct, close_gpu),
 #if GEMMD_FAULT_INJECTION
 		cmocka_unit_test_teardown(test_fault_oom_batch, close_gpu),
 #endif

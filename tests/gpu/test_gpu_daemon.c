@@ -593,13 +593,17 @@ static void describe(const gemmd_job *j, char *buf, size_t len)
 /* Whether the engine coalesces j (its host bytes at most
  * GM_SMALL_JOB_BYTES): its result then comes back in its batch's copy,
  * mapped output or not. */
-static int coalesced(const gemmd_job *j)
+static uint64_t host_bytes(const gemmd_job *j)
 {
 	uint64_t es = gm_dtype_size(j->dtype);
 	uint64_t mn = (uint64_t)j->m * j->n, k = j->k;
 
-	return es * (j->m * k + k * j->n + mn * (j->c != NULL ? 2 : 1)) <=
-	       GM_SMALL_JOB_BYTES;
+	return es * (j->m * k + k * j->n + mn * (j->c != NULL ? 2 : 1));
+}
+
+static int coalesced(const gemmd_job *j)
+{
+	return host_bytes(j) <= GM_SMALL_JOB_BYTES;
 }
 
 /* Each phase ran (d2h none with mapped output, but for small jobs) and
@@ -611,11 +615,17 @@ static void check_timings(const gemmd_job *j, int mapped, int tiled)
 	const gemmd_timings *t = &j->t;
 	double sum =
 	    t->queue_us + (tiled ? 0 : t->h2d_us + t->kernel_us + t->d2h_us);
-	int ok = t->queue_us >= 0 && t->h2d_us > 0 && t->kernel_us > 0 &&
-		 (mapped && !coalesced(j) ? t->d2h_us == 0 : t->d2h_us > 0) &&
-		 t->queue_us <= t->total_us && t->h2d_us <= t->total_us &&
-		 t->kernel_us <= t->total_us && t->d2h_us <= t->total_us &&
-		 sum <= t->total_us * 1.01 + 10;
+	/* A small job alone may run on its host memory: no copies. */
+	int direct = t->h2d_us == 0 && t->d2h_us == 0 &&
+		     host_bytes(j) <= GM_DIRECT_JOB_BYTES;
+	int ok =
+	    t->queue_us >= 0 && t->kernel_us > 0 &&
+	    (direct ||
+	     (t->h2d_us > 0 &&
+	      (mapped && !coalesced(j) ? t->d2h_us == 0 : t->d2h_us > 0))) &&
+	    t->queue_us <= t->total_us && t->h2d_us <= t->total_us &&
+	    t->kernel_us <= t->total_us && t->d2h_us <= t->total_us &&
+	    sum <= t->total_us * 1.01 + 10;
 	char what[128];
 
 	if (!ok) {
