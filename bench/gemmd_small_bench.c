@@ -228,9 +228,10 @@ done:
 static void engine_latency(const char *indent, const sb_engine_result *er)
 {
 	printf("%sone 64^3 job alone, engine in process: p50 %.1f us (%.1f "
-	       "us with spin_us 0); idle engine %.2f%% of a CPU\n",
-	       indent, er->lat_p50 * 1e3, er->lat_p50_nospin * 1e3,
-	       er->idle_cpu * 100);
+	       "us by copies, %.1f us with spin_us 0); idle engine %.2f%% "
+	       "of a CPU\n",
+	       indent, er->lat_p50 * 1e3, er->lat_p50_copies * 1e3,
+	       er->lat_p50_nospin * 1e3, er->idle_cpu * 100);
 }
 
 /* ---- batches --------------------------------------------------------------

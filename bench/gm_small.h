@@ -85,6 +85,7 @@ typedef struct sb_engine_result {
 	int failed;	       /* jobs not GM_OK in the last run */
 	double lat_p50;	       /* one 64^3 job alone, submit to back, ms */
 	double lat_p50_nospin; /* the same with spin_us 0 */
+	double lat_p50_copies; /* the same by copies (direct_job_bytes 1) */
 	double idle_cpu;       /* CPU seconds per second with nothing to do */
 } sb_engine_result;
 

@@ -76,8 +76,8 @@ static double run_wave(gm_engine *e, struct waiter *w, gm_job **jobs,
 }
 
 static int open_engine(uint64_t pool, uint64_t small, unsigned spin_us,
-		       struct waiter *w, gm_engine **e, char *err,
-		       size_t errlen)
+		       uint64_t direct, struct waiter *w, gm_engine **e,
+		       char *err, size_t errlen)
 {
 	gm_engine_config cfg = {0};
 
@@ -87,6 +87,7 @@ static int open_engine(uint64_t pool, uint64_t small, unsigned spin_us,
 	cfg.kernel = GM_KERNEL_CUBLAS;
 	cfg.small_job_bytes = small;
 	cfg.spin_us = spin_us;
+	cfg.direct_job_bytes = direct;
 	pthread_mutex_init(&w->mu, NULL);
 	pthread_cond_init(&w->cv, NULL);
 	return gm_engine_open(&cfg, on_done, w, e, err, errlen) == GM_OK ? 0
@@ -147,7 +148,7 @@ int sb_engine_run(const sb_batch *b, uint64_t small, int reps, int latency_too,
 
 	memset(out, 0, sizeof(*out));
 	if (jobs == NULL || wave == NULL || reps < 1 || reps > 16 ||
-	    open_engine(b->bytes + 64 * MIB, small, GM_SPIN_US, &w, &e, err,
+	    open_engine(b->bytes + 64 * MIB, small, GM_SPIN_US, 0, &w, &e, err,
 			errlen) != 0)
 		goto done;
 	base = gm_engine_arena(e, &size);
@@ -176,10 +177,18 @@ int sb_engine_run(const sb_batch *b, uint64_t small, int reps, int latency_too,
 		c0 = cpu_s();
 		sleep_s(IDLE_S);
 		out->idle_cpu = (cpu_s() - c0) / IDLE_S;
-		/* The same with the engine's threads sleeping at once. */
+		/* The same by copies, then with the engine's threads
+		 * sleeping at once. */
 		gm_engine_close(e);
 		e = NULL;
-		if (open_engine(b->bytes + 64 * MIB, small, 0, &w, &e, err,
+		if (open_engine(b->bytes + 64 * MIB, small, GM_SPIN_US, 1, &w,
+				&e, err, errlen) != 0)
+			goto done;
+		out->lat_p50_copies =
+		    latency(e, &w, gm_engine_arena(e, &size) + b->bytes);
+		gm_engine_close(e);
+		e = NULL;
+		if (open_engine(b->bytes + 64 * MIB, small, 0, 0, &w, &e, err,
 				errlen) != 0)
 			goto done;
 		out->lat_p50_nospin =
@@ -228,8 +237,8 @@ int sb_engine_first(int warm)
 	uint64_t size;
 	char *p;
 
-	if (open_engine(FIRST_POOL, 0, GM_SPIN_US, &w, &e, err, sizeof(err)) !=
-	    0) {
+	if (open_engine(FIRST_POOL, 0, GM_SPIN_US, 0, &w, &e, err,
+			sizeof(err)) != 0) {
 		fprintf(stderr, "open: %s\n", err);
 		return 1;
 	}
