@@ -18,6 +18,12 @@ struct gm_timer {
 	gm_tev **heap;
 	size_t n, cap;
 	gm_tev *running;
+	/* While the thread sleeps: when it wakes on its own, UINT64_MAX
+	 * when only a signal wakes it; 0 while it is awake, as it looks at
+	 * the heap again before it sleeps. An event armed later than this
+	 * needs no signal: a client whose calls each arm a deadline and
+	 * cancel it wakes the thread once per deadline, not per call. */
+	uint64_t sleep_until;
 	bool stop;
 };
 
@@ -91,7 +97,9 @@ static void *timer_main(void *arg)
 		gm_tev *ev;
 
 		if (t->n == 0) {
+			t->sleep_until = UINT64_MAX;
 			pthread_cond_wait(&t->cv, &t->mu);
+			t->sleep_until = 0;
 			continue;
 		}
 		ev = t->heap[0];
@@ -99,7 +107,9 @@ static void *timer_main(void *arg)
 			struct timespec ts = {(time_t)(ev->when / 1000000000u),
 					      (long)(ev->when % 1000000000u)};
 
+			t->sleep_until = ev->when;
 			pthread_cond_timedwait(&t->cv, &t->mu, &ts);
+			t->sleep_until = 0;
 			continue;
 		}
 		heap_remove(t, ev);
@@ -183,7 +193,7 @@ int gm_timer_arm(gm_timer *t, gm_tev *ev, uint64_t when)
 	ev->armed = true;
 	place(t, t->n++, ev);
 	sift_up(t, t->n - 1);
-	if (t->heap[0] == ev)
+	if (t->heap[0] == ev && ev->when < t->sleep_until)
 		pthread_cond_signal(&t->cv);
 out:
 	pthread_mutex_unlock(&t->mu);

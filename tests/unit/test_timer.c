@@ -2,8 +2,9 @@
  * test_timer.c - unit tests for the client library's timer thread
  * (client/gm_timer.h): events run in the order of their times and not
  * before them, re-arming moves an event, disarming and canceling stop
- * it, a cancel waits for an event that is running, an event may re-arm
- * itself, and freeing drops what is armed.
+ * it, events armed while the thread sleeps run in time whether or not
+ * they wake it, a cancel waits for an event that is running, an event may
+ * re-arm itself, and freeing drops what is armed.
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -96,6 +97,35 @@ static void test_order(void **state)
 	gm_timer_free(t);
 }
 
+/* A call's deadline armed and canceled, then the next call's, later
+ * than the time the thread still sleeps until (it is not woken for it),
+ * and then one earlier than that (it is): each runs, in time order. */
+static void test_armed_while_asleep(void **state)
+{
+	struct rec r = {.mu = PTHREAD_MUTEX_INITIALIZER};
+	struct ev first, later, sooner;
+	gm_timer *t;
+	uint64_t t0 = gm_timer_now();
+
+	(void)state;
+	assert_int_equal(gm_timer_new(&t), GM_OK);
+	setup_ev(&first, &r, t, 1);
+	setup_ev(&later, &r, t, 2);
+	setup_ev(&sooner, &r, t, 3);
+	assert_int_equal(gm_timer_arm(t, &first.tev, t0 + 500 * MS), GM_OK);
+	usleep(10 * 1000); /* the thread sleeps until t0 + 500 ms */
+	gm_timer_cancel(t, &first.tev);
+	assert_int_equal(gm_timer_arm(t, &later.tev, t0 + 600 * MS), GM_OK);
+	assert_int_equal(gm_timer_arm(t, &sooner.tev, t0 + 30 * MS), GM_OK);
+	while (count(&r) < 2)
+		usleep(1000);
+	assert_int_equal(r.order[0], 3);
+	assert_int_equal(r.order[1], 2);
+	assert_true(r.at[0] >= t0 + 30 * MS && r.at[0] < t0 + 500 * MS);
+	assert_true(r.at[1] >= t0 + 600 * MS);
+	gm_timer_free(t);
+}
+
 static void test_cancel_waits(void **state)
 {
 	struct rec r = {.mu = PTHREAD_MUTEX_INITIALIZER};
@@ -144,6 +174,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_order),
+	    cmocka_unit_test(test_armed_while_asleep),
 	    cmocka_unit_test(test_cancel_waits),
 	    cmocka_unit_test(test_rearm_and_free),
 	};
