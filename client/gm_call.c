@@ -5,6 +5,7 @@
 #include "gm_call.h"
 
 #include <inttypes.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -329,7 +330,7 @@ void gm_call_tell(gm_call *k)
 		w->reply = k->reply;
 		k->reply = NULL;
 		memcpy(w->msg, k->msg, sizeof(w->msg));
-		w->done = true;
+		__atomic_store_n(&w->done, true, __ATOMIC_RELEASE);
 		pthread_cond_signal(&w->cv);
 		pthread_mutex_unlock(&w->mu);
 		gm_call_free(k);
@@ -375,6 +376,13 @@ void gm_call_waiter_drop(gm_call_waiter *w)
 
 int gm_call_wait(gm_call_waiter *w)
 {
+	uint64_t until = gm_timer_now() + GM_CALL_SPIN_US * 1000u;
+
+	/* Seen done, the lock is still taken: the teller may hold it, and
+	 * w is not to be dropped before it lets go. */
+	while (!__atomic_load_n(&w->done, __ATOMIC_ACQUIRE) &&
+	       gm_timer_now() < until)
+		sched_yield();
 	pthread_mutex_lock(&w->mu);
 	while (!w->done)
 		pthread_cond_wait(&w->cv, &w->mu);

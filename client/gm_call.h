@@ -37,6 +37,12 @@
  * that connection is closed. */
 #define GM_CALL_GRACE_MS 1000
 
+/* How long a blocking caller polls for its call's end, yielding its CPU
+ * at each turn, before it sleeps: a small job's reply comes within some
+ * 100 us, and waking a sleeping thread took 8 us of that (an H100 host,
+ * bench/RESULTS.md). */
+#define GM_CALL_SPIN_US 100
+
 enum gm_call_kind {
 	GM_CALL_GEMM,	/* jobs, each answered by a GEMM_REPLY */
 	GM_CALL_DETACH, /* jobs answered by one CTRL_REPLY of job ids */
