@@ -5,7 +5,6 @@
 #include "gm_call.h"
 
 #include <inttypes.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -374,6 +373,18 @@ void gm_call_waiter_drop(gm_call_waiter *w)
 	pthread_cond_destroy(&w->cv);
 }
 
+/* One turn of a polling loop: tells the core so (pause), leaving more
+ * of it to a hyperthread beside the poller. A yield instead made the
+ * daemon's own time worse on the same host (bench/RESULTS.md). */
+static void relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
 int gm_call_wait(gm_call_waiter *w)
 {
 	uint64_t until = gm_timer_now() + GM_CALL_SPIN_US * 1000u;
@@ -382,7 +393,7 @@ int gm_call_wait(gm_call_waiter *w)
 	 * w is not to be dropped before it lets go. */
 	while (!__atomic_load_n(&w->done, __ATOMIC_ACQUIRE) &&
 	       gm_timer_now() < until)
-		sched_yield();
+		relax();
 	pthread_mutex_lock(&w->mu);
 	while (!w->done)
 		pthread_cond_wait(&w->cv, &w->mu);

@@ -37,10 +37,9 @@
  * that connection is closed. */
 #define GM_CALL_GRACE_MS 1000
 
-/* How long a blocking caller polls for its call's end, yielding its CPU
- * at each turn, before it sleeps: a small job's reply comes within some
- * 100 us, and waking a sleeping thread took 8 us of that (an H100 host,
- * bench/RESULTS.md). */
+/* How long a blocking caller polls for its call's end before it sleeps:
+ * a small job's reply comes within some 100 us, and waking a sleeping
+ * thread took 8 us of that (an H100 host, bench/RESULTS.md). */
 #define GM_CALL_SPIN_US 100
 
 enum gm_call_kind {
