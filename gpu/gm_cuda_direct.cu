@@ -34,7 +34,8 @@ struct key {
 struct place {
 	struct key key;
 	int used;	      /* a place is in it */
-	cudaGraphExec_t exec; /* NULL: seen once */
+	int uncaptured;	      /* its capture failed: not tried again */
+	cudaGraphExec_t exec; /* NULL: seen once, or uncaptured */
 	uint64_t last;	      /* the use count when last used */
 };
 
@@ -146,7 +147,7 @@ static struct place *find(struct gm_cuda_direct *g, const struct key *k)
 			lru = p;
 	}
 	forget(lru);
-	lru->key = *k;
+	memcpy(&lru->key, k, sizeof(*k));
 	return lru;
 }
 
@@ -205,7 +206,10 @@ int gm_cuda_direct_run(struct gm_cuda_direct *g, struct gm_cuda_stream *st,
 		p->used = 1;
 		return call(st, st->s, j, slot.bytes, msg, msglen);
 	}
-	if (p->exec == NULL && (p->exec = capture(st, j, slot.bytes)) == NULL)
+	if (p->exec == NULL && !p->uncaptured &&
+	    (p->exec = capture(st, j, slot.bytes)) == NULL)
+		p->uncaptured = 1;
+	if (p->exec == NULL)
 		return call(st, st->s, j, slot.bytes, msg, msglen);
 	GM_CUDA_TRY(cudaGraphLaunch(p->exec, st->s), msg, msglen);
 	return GM_OK;
@@ -218,6 +222,7 @@ int gm_cuda_direct_warm(struct gm_cuda_stream *st, char *mem, char *msg,
 	gm_job_sizes sz;
 	gm_batch_slot slot;
 	cudaGraphExec_t exec;
+	cudaError_t e;
 
 	memset(&j, 0, sizeof(j));
 	j.d.dtype = GM_FP32;
@@ -232,8 +237,11 @@ int gm_cuda_direct_warm(struct gm_cuda_stream *st, char *mem, char *msg,
 	/* Where no graph can be made, jobs run uncaptured: no failure. */
 	if ((exec = capture(st, &j, slot.bytes)) == NULL)
 		return GM_OK;
-	GM_CUDA_TRY(cudaGraphLaunch(exec, st->s), msg, msglen);
-	GM_CUDA_TRY(cudaStreamSynchronize(st->s), msg, msglen);
-	GM_CUDA_TRY(cudaGraphExecDestroy(exec), msg, msglen);
+	if ((e = cudaGraphLaunch(exec, st->s)) == cudaSuccess)
+		e = cudaStreamSynchronize(st->s);
+	cudaGraphExecDestroy(exec);
+	if (e != cudaSuccess)
+		return gm_cuda_fail(e, "a CUDA graph of one call", __FILE__,
+				    __LINE__, msg, msglen);
 	return GM_OK;
 }

@@ -40,8 +40,9 @@ void gm_cuda_direct_close(struct gm_cuda_direct *g);
 
 /* Whether j, checked and with its kernel resolved, of sizes sz, may run
  * directly: small enough, every operand in mapped memory that the
- * device addresses as the host does, aligned as a batch's slots are,
- * and a result that overlaps no input but C itself. */
+ * device addresses as the host does, and aligned as a batch's slots
+ * are. (Its result overlaps no input but C itself, as gm_job.h has it
+ * of every job: C goes into it before the call.) */
 int gm_cuda_direct_fits(const struct gm_cuda_direct *g, const gm_job *j,
 			const gm_job_sizes *sz);
 

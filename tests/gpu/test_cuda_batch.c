@@ -16,6 +16,7 @@
  * small job alone, run on its host memory with no copies, with the
  * bits it has in a batch; and the warm-up. Exits 77 (skipped) without a GPU.
  */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -468,6 +469,37 @@ static void make_alone(struct tjob *t, char **c0, gm_job **wave, uint64_t s)
 	run_wave(&cpu, refs, ALONE);
 }
 
+/* New A, B and C for each job of t at the same addresses (in the
+ * payload, for a job staged from one), c0 and the references with
+ * them. */
+static void refill_alone(struct tjob *t, char **c0)
+{
+	gm_job *refs[ALONE];
+
+	for (size_t i = 0; i < ALONE; i++) {
+		struct tjob *x = &t[i];
+		int dt = x->job.d.dtype;
+		size_t es = gm_dtype_size(dt), n = x->sz.c / es;
+		char *a = x->in != NULL ? (char *)x->in : (char *)x->job.a;
+		char *b = x->in != NULL ? a + x->sz.a : (char *)x->job.b;
+		char *c = x->in != NULL ? b + x->sz.b : (char *)x->job.c;
+
+		gm_testref_fill(dt, a, x->sz.a / es, &seed, x->ra);
+		gm_testref_fill(dt, b, x->sz.b / es, &seed, x->rb);
+		x->cnorm = 0;
+		if (n > 0) {
+			gm_testref_fill(dt, c, n, &seed, x->rc);
+			memcpy(c0[i], c, x->sz.c);
+			for (size_t k = 0; k < n; k++)
+				x->cnorm += x->rc[k] * x->rc[k];
+			x->cnorm = sqrt(x->cnorm);
+		}
+		make_ref(x);
+		refs[i] = &x->ref;
+	}
+	run_wave(&cpu, refs, ALONE);
+}
+
 static void free_alone(struct tjob *t, char **c0)
 {
 	for (size_t i = 0; i < ALONE; i++) {
@@ -480,8 +512,10 @@ static void free_alone(struct tjob *t, char **c0)
  * A small job alone runs on its mapped host memory, with no copies, and
  * gives the bits it gets in a batch: the first time it is seen (its
  * call made as it is), the second (the call captured as a graph) and
- * after (the graph replayed). With direct_job_bytes 1 the same jobs
- * alone go by copies, with the same bits.
+ * after (the graph replayed); the graph reads what its operands hold
+ * when it runs (new inputs at the same places, checked against their
+ * own reference). With direct_job_bytes 1 the same jobs alone go by
+ * copies, with the same bits.
  */
 static void test_alone_direct(void **state)
 {
@@ -516,6 +550,9 @@ static void test_alone_direct(void **state)
 		assert_true(t[i].job.h2d_us > 0); /* coalesced: copied */
 		assert_memory_equal(result_of(&t[i]), saved[i], t[i].sz.out);
 	}
+	refill_alone(t, c0);
+	for (i = 0; i < ALONE; i++)
+		assert_true(run_one(&t[i], c0[i]));
 	free_alone(t, c0);
 	bench_close(&gpu, 1);
 	cfg.direct_job_bytes = 1;

@@ -117,8 +117,9 @@ static void test_armed_while_asleep(void **state)
 	gm_timer_cancel(t, &first.tev);
 	assert_int_equal(gm_timer_arm(t, &later.tev, t0 + 600 * MS), GM_OK);
 	assert_int_equal(gm_timer_arm(t, &sooner.tev, t0 + 30 * MS), GM_OK);
-	while (count(&r) < 2)
+	for (int i = 0; i < 5000 && count(&r) < 2; i++)
 		usleep(1000);
+	assert_int_equal(count(&r), 2);
 	assert_int_equal(r.order[0], 3);
 	assert_int_equal(r.order[1], 2);
 	assert_true(r.at[0] >= t0 + 30 * MS && r.at[0] < t0 + 500 * MS);
