@@ -250,7 +250,7 @@ int gm_engine_cancel(gm_engine *e, gm_job *job);
  * Makes the len bytes at p (a shared-memory region the daemon mapped)
  * usable as job operands and results, once, so that jobs pointing into
  * it need no staging: CUDA pins it for DMA from every device
- * (cudaHostRegister, portable; mapped too with mapped_output); the CPU
+ * (cudaHostRegister, portable and mapped: kernels may read it); the CPU
  * engine uses memory as it is. GM_OK, or a code with msg. Blocks
  * (pinning takes about a millisecond per MiB); any thread, concurrently
  * with submits.
