@@ -6,7 +6,8 @@
  * cuBLASLt handle with its algorithms for batches (gm_cuda_lt.h); one
  * device allocation whose slabs a gm_pool hands out; an issue thread
  * that turns queued waves into work on the streams (gm_cuda_issue.cu),
- * small jobs coalesced into batches (gm_cuda_batch.cu), with a few
+ * small jobs coalesced into batches (gm_cuda_batch.cu) or, alone, run on
+ * their host memory (gm_cuda_direct.h), with a few
  * threads that stage socket payloads for it (gm_cuda_stage.h); one
  * completion thread per stream that waits for that stream's work in
  * order and hands it back (gm_cuda_done.cu); and a runner that takes the

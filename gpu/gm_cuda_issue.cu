@@ -11,7 +11,10 @@
  * one set of events and batched copies and calls (gm_cuda_batch.cu).
  * Batches of at most batch_bytes of host memory keep the copies of one
  * batch overlapping the calls and copies back of others, as whole jobs
- * do. The other jobs go one context each, after the batches.
+ * do. A batch of one small enough, with its operands in mapped memory,
+ * runs straight on its host memory instead (gm_cuda_direct.h): no
+ * copies, its call replayed as a graph. The other jobs go one context
+ * each, after the batches.
  *
  * Contexts take streams in rotation. A context gets its device slab
  * before any of its work is issued; when the pool is full, what has
