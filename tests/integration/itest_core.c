@@ -386,7 +386,11 @@ int it_fds(pid_t pid)
 
 int it_rss_tells(void)
 {
+#ifdef __SANITIZE_ADDRESS__
+	return 0; /* gemmd is built as this test is */
+#else
 	return getenv("ASAN_OPTIONS") == NULL;
+#endif
 }
 
 long it_rss_kb(pid_t pid)

@@ -97,8 +97,9 @@ int it_fds(pid_t pid);
 long it_rss_kb(pid_t pid);
 
 /* Whether a gemmd's resident memory tells what it holds: not under
- * AddressSanitizer (ASAN_OPTIONS set), whose quarantine keeps what was
- * freed, up to 256 MiB; its leak check runs at gemmd's exit instead. */
+ * AddressSanitizer (built with it, or ASAN_OPTIONS set), whose
+ * quarantine keeps what was freed, up to 256 MiB; its leak check runs
+ * at gemmd's exit instead. */
 int it_rss_tells(void);
 
 /* CPU time pid has used, user and system, in ms (/proc/PID/stat). */
