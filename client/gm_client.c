@@ -17,13 +17,15 @@ void gm_todo_run(gm_todo *t)
 	gm_conn *c;
 	gm_call *k;
 
+	/* Callers first: a reply's caller is told before its connection
+	 * reads again, which costs a few us (nng arms the socket). */
 	for (;;) {
-		if ((c = t->run) != NULL) {
-			t->run = gm_conn_next_run(c);
-			gm_conn_run(c, t);
-		} else if ((k = t->tell) != NULL) {
+		if ((k = t->tell) != NULL) {
 			t->tell = k->next_tell;
 			gm_call_tell(k);
+		} else if ((c = t->run) != NULL) {
+			t->run = gm_conn_next_run(c);
+			gm_conn_run(c, t);
 		} else {
 			break;
 		}
