@@ -104,7 +104,7 @@ struct gm_cuda_ctx {
 	gm_job_sizes sz;
 	int kernel; /* enum gm_kernel, resolved */
 	int has_c, mapped;
-	int ended; /* EV_END was recorded */
+	int ended; /* EV_END (gm_cuda_ctx_ev) was recorded */
 	/* Its first copy's start: ev[EV_H2D_START], or the device's span_ev
 	 * when the context opened the busy period (one record fewer for a
 	 * job alone; span_ev stays until the context is released). */
@@ -115,6 +115,19 @@ struct gm_cuda_ctx {
 	double end_us;
 	cudaEvent_t ev[EV_COUNT];
 };
+
+/* The event that marks point i of c's work. A job run on its host
+ * memory has no copies: its start stands for EV_H2D_END and its
+ * kernel's end for EV_END, two records fewer on its path (each some
+ * 2 us of the issue thread's). */
+static inline cudaEvent_t gm_cuda_ctx_ev(const struct gm_cuda_ctx *c, int i)
+{
+	if (i == EV_H2D_START || (c->direct && i == EV_H2D_END))
+		return c->start;
+	if (c->direct && i == EV_END)
+		return c->ev[EV_KERNEL_END];
+	return c->ev[i];
+}
 
 struct gm_cuda_stream {
 	struct gm_cuda_dev *dev;

@@ -65,7 +65,7 @@ static void time_against_span(struct gm_cuda_dev *d, struct gm_cuda_ctx *c)
 	state = d->span_state;
 	pthread_mutex_unlock(&d->mu);
 	for (int i = 0; i < EV_COUNT; i++) {
-		cudaEvent_t ev = i == EV_H2D_START ? c->start : c->ev[i];
+		cudaEvent_t ev = gm_cuda_ctx_ev(c, i);
 
 		c->at[i] = c->ended && state == SPAN_OPEN
 			       ? elapsed_or(d->span_ev, ev, -1)
@@ -88,7 +88,8 @@ static double start_of(struct gm_cuda_dev *d, struct gm_cuda_ctx *c,
 		pthread_mutex_unlock(&d->mu);
 		return start;
 	}
-	if (!c->ended || (span = elapsed_or(c->start, c->ev[EV_END], -1)) < 0)
+	if (!c->ended ||
+	    (span = elapsed_or(c->start, gm_cuda_ctx_ev(c, EV_END), -1)) < 0)
 		return 0;
 	return seen - span;
 }
@@ -101,7 +102,8 @@ static void read_times(struct gm_cuda_ctx *c)
 	 * operands and wrote the result across the link. Mapped output has
 	 * no copy back. */
 	j->h2d_us = c->direct ? 0 : elapsed_us(c->start, c->ev[EV_H2D_END]);
-	j->kernel_us = elapsed_us(c->ev[EV_H2D_END], c->ev[EV_KERNEL_END]);
+	j->kernel_us =
+	    elapsed_us(gm_cuda_ctx_ev(c, EV_H2D_END), c->ev[EV_KERNEL_END]);
 	j->d2h_us = c->mapped || c->direct
 			? 0
 			: elapsed_us(c->ev[EV_KERNEL_END], c->ev[EV_END]);
@@ -169,7 +171,7 @@ static void wait_for(struct gm_cuda_dev *d, struct gm_cuda_ctx *c)
 	if (gm_cuda_dev_faulted(d))
 		return;
 	if (c->ended)
-		e = wait_event(d, c->ev[EV_END]);
+		e = wait_event(d, gm_cuda_ctx_ev(c, EV_END));
 	else /* the end event could not be recorded */
 		e = cudaStreamSynchronize(c->st->s);
 	if (e != cudaSuccess) {

@@ -528,7 +528,9 @@ static int copies_in(struct gm_cuda_ctx *c)
 	else
 		GM_CUDA_TRY(cudaEventRecord(c->start, s), j->msg,
 			    sizeof(j->msg));
-	rv = c->direct ? GM_OK : c->batch ? gm_cuda_batch_h2d(c) : copy_in(c);
+	if (c->direct) /* its start is its kernel's (gm_cuda_ctx_ev) */
+		return GM_OK;
+	rv = c->batch ? gm_cuda_batch_h2d(c) : copy_in(c);
 	if (rv != GM_OK)
 		return rv;
 	GM_CUDA_TRY(cudaEventRecord(c->ev[EV_H2D_END], s), j->msg,
@@ -580,8 +582,12 @@ static void hand_over(struct gm_cuda_dev *d, struct gm_cuda_ctx *ctx)
 {
 	struct gm_cuda_stream *st = ctx->st;
 
-	ctx->ended = cudaEventRecord(ctx->ev[EV_END], st->s) == cudaSuccess;
-	if (!ctx->ended)
+	/* A job run on its host memory that got through its kernel has its
+	 * end recorded already (gm_cuda_ctx_ev). */
+	if (ctx->direct && ctx->job->status == GM_OK)
+		ctx->ended = 1;
+	else if (!(ctx->ended = cudaEventRecord(gm_cuda_ctx_ev(ctx, EV_END),
+						st->s) == cudaSuccess))
 		(void)cudaGetLastError();
 	ctx->next = NULL;
 	pthread_mutex_lock(&d->mu);
