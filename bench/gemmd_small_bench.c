@@ -35,12 +35,15 @@
 #include "gm_rawrate.h"
 #include "gm_small.h"
 
-#define REPS_DEFAULT 5
-#define STREAMS	     8 /* gemmd's default */
-#define SUBMIT_MS    120000
-#define LAT_REPS     200
-#define FIRST_S	     60 /* a first-job child, at most */
-#define MIB	     (1024.0 * 1024)
+#include <cjson/cJSON.h>
+
+#define REPS_DEFAULT   5
+#define STREAMS	       8 /* gemmd's default */
+#define SUBMIT_MS      120000
+#define LAT_REPS       200
+#define START_READY_MS 60000 /* a fresh gemmd's warm-up, at most */
+#define FIRST_S	       60    /* a first-job child, at most */
+#define MIB	       (1024.0 * 1024)
 
 struct opts {
 	const char *gemmd, *self;
@@ -361,30 +364,128 @@ static void first_child(const struct opts *o, const char *mode, int eager)
 		printf("    (failed)\n");
 }
 
-/* A fresh gemmd: one 64^3 job as soon as it answers, then again. */
+/* Random operand values in [0.5, 1) of dtype, n of them: never zeros,
+ * and no NaN in the 16-bit types. */
+static void fill_kind(void *p, int dtype, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		unsigned r = (unsigned)rand();
+
+		if (dtype == GEMMD_FP64)
+			((double *)p)[i] = 0.5 + (r % 1024) / 2048.0;
+		else if (dtype == GEMMD_FP16) /* exponent 14, random mantissa */
+			((uint16_t *)p)[i] = (uint16_t)(0x3800 | (r & 0x3ff));
+		else if (dtype == GEMMD_BF16) /* exponent 126 */
+			((uint16_t *)p)[i] = (uint16_t)(0x3f00 | (r & 0x7f));
+		else
+			((float *)p)[i] = 0.5f + (float)(r % 1024) / 2048.0f;
+	}
+}
+
+static size_t esize(int dtype)
+{
+	return dtype == GEMMD_FP64			    ? 8
+	       : dtype == GEMMD_FP16 || dtype == GEMMD_BF16 ? 2
+							    : 4;
+}
+
+/* Polls gemmd's ping until it says ready (its warm-up done): 0, or -1
+ * when it does not within START_READY_MS. */
+static int wait_warm(gemmd_client *cl)
+{
+	double until = sb_now_ms() + START_READY_MS;
+
+	while (sb_now_ms() < until) {
+		char *reply = NULL;
+		cJSON *doc;
+		int ready = 0;
+
+		if (gemmd_ping(cl, &reply, 1000) == GM_OK &&
+		    (doc = cJSON_Parse(reply)) != NULL) {
+			ready = cJSON_IsTrue(
+			    cJSON_GetObjectItemCaseSensitive(doc, "ready"));
+			cJSON_Delete(doc);
+		}
+		free(reply);
+		if (ready)
+			return 0;
+		usleep(1000);
+	}
+	return -1;
+}
+
+/*
+ * A fresh gemmd: when it answers, when it says it is ready, and then one
+ * 64^3 job of each kind (every dtype with cuBLAS, fp32 and fp64 with the
+ * tiled kernel), each the first of its kind, from plain pointers, beside
+ * the same fp32 job once more. The issue's "first job after start" is
+ * the slowest of these.
+ */
 static void first_daemon(const struct opts *o)
 {
-	sb_batch *b = sb_batch_make("one", 1, 64, 64, 1);
-	char err[256] = "", *buf = b ? malloc(b->bytes) : NULL;
-	double t0 = sb_now_ms(), ready, cold, warm;
+	static const struct {
+		int dtype, kernel;
+		const char *name;
+	} kinds[] = {
+	    {GEMMD_FP32, GEMMD_KERNEL_CUBLAS, "fp32"},
+	    {GEMMD_FP64, GEMMD_KERNEL_CUBLAS, "fp64"},
+	    {GEMMD_TF32, GEMMD_KERNEL_CUBLAS, "tf32"},
+	    {GEMMD_FP16, GEMMD_KERNEL_CUBLAS, "fp16"},
+	    {GEMMD_BF16, GEMMD_KERNEL_CUBLAS, "bf16"},
+	    {GEMMD_FP32, GEMMD_KERNEL_TILED, "fp32 tiled"},
+	    {GEMMD_FP64, GEMMD_KERNEL_TILED, "fp64 tiled"},
+	};
+	enum { N = 64, KINDS = sizeof(kinds) / sizeof(kinds[0]) };
+	sb_batch *b = sb_batch_make("one", 1, N, N, 1);
+	char err[256] = "", *buf = malloc(3 * N * N * sizeof(double));
+	double t0 = sb_now_ms(), answered, ready, ms[KINDS], worst = 0, again;
 	gm_daemon_proc p;
 	gemmd_job j;
 
-	if (buf == NULL || start(o, b, 64, &p, err, sizeof(err)) != 0) {
+	if (buf == NULL || b == NULL ||
+	    start(o, b, N, &p, err, sizeof(err)) != 0) {
 		printf("  gemmd: %s\n", err);
-		free(buf);
-		sb_batch_free(b);
-		return;
+		goto done;
+	}
+	answered = sb_now_ms() - t0;
+	if (wait_warm(p.cl) != 0) {
+		printf("  gemmd: not ready %d ms after start\n",
+		       START_READY_MS);
+		gm_drive_stop(&p);
+		goto done;
 	}
 	ready = sb_now_ms() - t0;
-	sb_batch_fill(b, buf);
-	client_jobs(b, NULL, buf, &j);
-	cold = submit(p.cl, &j, 1, err, sizeof(err));
-	warm = submit(p.cl, &j, 1, err, sizeof(err));
-	printf("  gemmd: answers %.0f ms after start; first 64^3 job %.2f "
-	       "ms, the next %.2f ms\n",
-	       ready, cold, warm);
+	for (int i = 0; i <= KINDS; i++) {
+		int k = i < KINDS ? i : 0;
+
+		memset(&j, 0, sizeof(j));
+		j.dtype = kinds[k].dtype;
+		j.kernel = kinds[k].kernel;
+		j.m = j.n = j.k = N;
+		j.alpha = 1;
+		j.a = buf;
+		j.b = buf + N * N * sizeof(double);
+		j.out = buf + 2 * N * N * sizeof(double);
+		/* A and B whole, whatever the element's size. */
+		fill_kind(buf, j.dtype,
+			  2 * N * N * sizeof(double) / esize(j.dtype));
+		if (i < KINDS) {
+			ms[i] = submit(p.cl, &j, 1, err, sizeof(err));
+			worst = ms[i] > worst ? ms[i] : worst;
+		} else {
+			again = submit(p.cl, &j, 1, err, sizeof(err));
+		}
+	}
+	printf("  gemmd: answers %.0f ms after start, ready (warmed up) at "
+	       "%.0f ms; then the first 64^3 job of each kind, ms:\n   ",
+	       answered, ready);
+	for (int i = 0; i < KINDS; i++)
+		printf(" %s %.2f%s", kinds[i].name, ms[i],
+		       i + 1 < KINDS ? "," : "\n");
+	printf("    slowest %.2f ms; fp32 again %.2f ms%s%s\n", worst, again,
+	       err[0] ? "; " : "", err);
 	gm_drive_stop(&p);
+done:
 	free(buf);
 	sb_batch_free(b);
 }
