@@ -18,7 +18,8 @@
  * and without coalescing (--threshold alone runs only this), where
  * GM_SMALL_JOB_BYTES comes from; the first job after start, in fresh
  * processes, cold, after the engine's warm-up, and with
- * CUDA_MODULE_LOADING=EAGER, and through a fresh gemmd; one 64^3 job's
+ * CUDA_MODULE_LOADING=EAGER, and through a fresh gemmd once it says it
+ * is ready, a job of each dtype and kernel; one 64^3 job's
  * round trip; the CPU an idle engine and an idle gemmd use.
  */
 #include <errno.h>
@@ -418,8 +419,8 @@ static int wait_warm(gemmd_client *cl)
  * A fresh gemmd: when it answers, when it says it is ready, and then one
  * 64^3 job of each kind (every dtype with cuBLAS, fp32 and fp64 with the
  * tiled kernel), each the first of its kind, from plain pointers, beside
- * the same fp32 job once more. The issue's "first job after start" is
- * the slowest of these.
+ * the same fp32 job once more. The slowest of these is the first-job
+ * figure (bench/RESULTS.md).
  */
 static void first_daemon(const struct opts *o)
 {
