@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "gm_error.h"
+#include "gm_poller_impl.h"
 #include "gm_tls_impl.h"
 
 /* Ciphertext buffered each way. A TLS record is at most 16 KiB + 256:
@@ -70,6 +71,13 @@ struct gm_stream {
 	int hand_nrv;  /* what the hand-over completes with */
 	size_t ahead_off, ahead_len, hand_n;
 	uint8_t ahead_buf[AHEAD_BYTES];
+
+	/* Plain streams in a poller (gm_poller.h). */
+	gm_poller *poller;
+	gm_poll_node pnode;
+	nng_aio *paio; /* a poll's try, which has no callback */
+	bool rarmed;   /* under mu: raio holds a receive in nng */
+	bool pulling;  /* under mu: it is being taken back for the poller */
 };
 
 static void set_err_text(gm_stream *s, const char *what, int nng_rv)
@@ -87,15 +95,20 @@ const char *gm_stream_error(gm_stream *s)
 
 /* ---- plain streams ---- */
 
-static void plain_done(gm_stream *s, nng_aio *aio, gm_io **slot)
+/* Completes the operation in *slot as nng ended it. */
+static void plain_end(gm_stream *s, gm_io **slot, int nrv, size_t n)
 {
 	gm_io *io = *slot;
-	int nrv = nng_aio_result(aio);
 
 	*slot = NULL;
 	if (nrv != 0)
 		set_err_text(s, "connection", nrv);
-	io->done(io, gm_net_err(nrv), nrv ? 0 : nng_aio_count(aio));
+	io->done(io, gm_net_err(nrv), nrv ? 0 : n);
+}
+
+static void plain_done(gm_stream *s, nng_aio *aio, gm_io **slot)
+{
+	plain_end(s, slot, nng_aio_result(aio), nng_aio_count(aio));
 }
 
 /*
@@ -170,6 +183,28 @@ static void hand_over(gm_stream *s)
 		nng_aio_finish(s->raio, 0);
 }
 
+static void recv_arm(gm_stream *s);
+static bool pollable(const gm_stream *s, const gm_io *io);
+
+/* raio's receive ended: whether it was taken back for the poller with
+ * nothing read, in which case it parks (or goes to nng again when the
+ * poller stopped meanwhile) instead of completing. */
+static bool taken_back(gm_stream *s)
+{
+	bool pulled;
+
+	pthread_mutex_lock(&s->mu);
+	s->rarmed = false;
+	pulled = s->pulling;
+	s->pulling = false;
+	pthread_mutex_unlock(&s->mu);
+	if (!pulled || nng_aio_result(s->raio) != NNG_ECANCELED)
+		return false;
+	if (!gm_poller_park(s->poller, &s->pnode))
+		recv_arm(s);
+	return true;
+}
+
 static void plain_raio_cb(void *arg)
 {
 	gm_stream *s = arg;
@@ -191,6 +226,8 @@ static void plain_raio_cb(void *arg)
 		}
 		pthread_mutex_unlock(&s->mu);
 	}
+	if (s->poller != NULL && taken_back(s))
+		return;
 	plain_done(s, s->raio, &s->rio);
 }
 
@@ -581,6 +618,7 @@ static void stream_free_parts(gm_stream *s)
 {
 	nng_aio_free(s->raio);
 	nng_aio_free(s->waio);
+	nng_aio_free(s->paio);
 	if (s->ns != NULL)
 		nng_stream_free(s->ns);
 	SSL_free(s->ssl);
@@ -642,6 +680,7 @@ static void plain_start(gm_stream *s, nng_aio *aio, gm_io *io,
 
 	pthread_mutex_lock(&s->mu);
 	nng_aio_set_iov(aio, io->niov, io->iov);
+	s->rarmed = s->rarmed || aio == s->raio;
 	op(s->ns, aio);
 	closed = s->closed;
 	pthread_mutex_unlock(&s->mu);
@@ -665,7 +704,8 @@ void gm_stream_recv(gm_stream *s, gm_io *io)
 	}
 	if (s->kind != GM_URL_TLS) {
 		s->rio = io;
-		plain_start(s, s->raio, io, nng_stream_recv);
+		if (!pollable(s, io) || !gm_poller_park(s->poller, &s->pnode))
+			recv_arm(s);
 		return;
 	}
 	pthread_mutex_lock(&s->mu);
@@ -688,6 +728,74 @@ void gm_stream_send(gm_stream *s, gm_io *io)
 	kick(s);
 }
 
+/* ---- polled receives (gm_poller_impl.h) ---- */
+
+/* Whether s's receive io is one for its poller to take. */
+static bool pollable(const gm_stream *s, const gm_io *io)
+{
+	size_t len = 0;
+
+	if (s->poller == NULL)
+		return false;
+	for (unsigned i = 0; i < io->niov; i++)
+		len += io->iov[i].iov_len;
+	return len <= GM_POLLER_MAX_BYTES;
+}
+
+static void recv_arm(gm_stream *s)
+{
+	plain_start(s, s->raio, s->rio, nng_stream_recv);
+}
+
+void gm_stream_set_poller(gm_stream *s, gm_poller *p)
+{
+	if (s->kind == GM_URL_TLS)
+		return;
+	/* Its callback completes in the thread that ends it: the poll's
+	 * own, inside the try. */
+	if (s->paio == NULL && nng_aio_alloc(&s->paio, NULL, NULL) != 0)
+		return; /* not polled: a cost, not a failure */
+	s->poller = p;
+	s->pnode.s = s;
+	gm_poller_join(p, &s->pnode);
+}
+
+/* As the read ahead: started and taken back at once, a receive reads
+ * what has come, on this thread, or nothing. */
+bool gm_stream_try_recv(gm_stream *s, int *nrv, size_t *n)
+{
+	nng_aio_set_iov(s->paio, s->rio->niov, s->rio->iov);
+	nng_stream_recv(s->ns, s->paio);
+	nng_aio_cancel(s->paio);
+	nng_aio_wait(s->paio);
+	*nrv = nng_aio_result(s->paio);
+	*n = nng_aio_count(s->paio);
+	return *nrv != NNG_ECANCELED;
+}
+
+void gm_stream_polled(gm_stream *s, int nrv, size_t n)
+{
+	plain_end(s, &s->rio, nrv, n);
+}
+
+void gm_stream_unpark(gm_stream *s)
+{
+	recv_arm(s);
+}
+
+/* The cancel under mu, as the start: the receive it cancels is the one
+ * marked, not a later one begun after this one ended. nng runs the
+ * callback later, on its own thread. */
+void gm_stream_take_back(gm_stream *s)
+{
+	pthread_mutex_lock(&s->mu);
+	if (s->rarmed && !s->pulling && !s->closed && pollable(s, s->rio)) {
+		s->pulling = true;
+		nng_aio_cancel(s->raio);
+	}
+	pthread_mutex_unlock(&s->mu);
+}
+
 void gm_stream_peer(gm_stream *s, gm_peer *p)
 {
 	if (s->kind == GM_URL_TLS)
@@ -704,6 +812,9 @@ void gm_stream_close(gm_stream *s)
 	if (s->kind == GM_URL_TLS)
 		tls_fail(s, GM_ECANCELED, NULL);
 	pthread_mutex_unlock(&s->mu);
+	/* A parked receive goes to nng, which ends it with the close. */
+	if (s->poller != NULL && gm_poller_close_node(s->poller, &s->pnode))
+		recv_arm(s);
 	nng_stream_close(s->ns);
 	if (s->kind == GM_URL_TLS)
 		kick(s);
@@ -714,6 +825,8 @@ void gm_stream_free(gm_stream *s)
 	if (s == NULL)
 		return;
 	gm_stream_close(s);
+	if (s->poller != NULL)
+		gm_poller_leave(s->poller, &s->pnode);
 	nng_aio_stop(s->raio);
 	nng_aio_stop(s->waio);
 	stream_free_parts(s);

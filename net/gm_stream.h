@@ -9,8 +9,9 @@
  * once, and each completes exactly once, with the bytes it moved (at
  * least one; a receive may fill less than it was given, and so may a
  * send on a plain stream) or an error. Callbacks run on nng's threads,
- * or on the caller's when the data is already at hand (TLS records
- * decrypted ahead); a callback may start the next operation on the same
+ * on the caller's when the data is already at hand (TLS records
+ * decrypted ahead), or on a thread that polls the stream's receives
+ * (gm_poller.h); a callback may start the next operation on the same
  * stream, which then completes after the callback returns, never inside
  * it. Callbacks must not block for long: they hold an nng thread.
  */
