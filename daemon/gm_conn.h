@@ -22,7 +22,8 @@
  * when their last job is back.
  *
  * Threads: the loop owns every connection. Stream callbacks run on
- * nng's threads: a read into a slab or a scratch buffer, or a write,
+ * nng's threads, or on the loop's own when it polls (gm_loop_spin): a
+ * read into a slab or a scratch buffer, or a write,
  * that completed short is resumed right there; only its end is handed
  * to the loop (gm_loop_post). The set caps connections (max_connections,
  * and max_connections_per_peer counted by gm_peers), checks the ipc://

@@ -263,9 +263,12 @@ void gm_conns_accept(gm_loop *l, gm_stream *s)
 {
 	gm_conns *cs = &l->conns;
 	char text[GM_MSG_TEXT + 64];
-	gm_conn *c = gm_conn_new(l, s);
+	gm_conn *c;
 	int rv, reason;
 
+	if (l->spin_us > 0)
+		gm_stream_set_poller(s, l->poller);
+	c = gm_conn_new(l, s);
 	cs->n.accepted++;
 	if (c == NULL) {
 		GM_LOG(GM_LOG_ERROR, "out of memory for a new connection");

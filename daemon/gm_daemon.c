@@ -259,6 +259,7 @@ static void close_all_handles(gm_loop *l)
 	if (l->events != NULL)
 		gm_inbox_close(l->events, NULL, NULL);
 	l->events = NULL;
+	gm_loop_stop_spin(l);
 	uv_walk(&l->uv, close_handle, NULL);
 }
 
@@ -588,6 +589,7 @@ fail:
 	uv_run(&l.uv, UV_RUN_DEFAULT);
 	uv_loop_close(&l.uv);
 	gm_conns_free(&l);
+	gm_loop_free_spin(&l);
 	close_core(&l);
 	return rv != 0 ? EXIT_STARTUP : l.exit_code;
 }

@@ -153,10 +153,12 @@ void gm_inbox_polled(gm_inbox *b, bool on)
 	pthread_mutex_unlock(&b->mu);
 }
 
-void gm_inbox_poll(gm_inbox *b)
+bool gm_inbox_poll(gm_inbox *b)
 {
-	if (__atomic_load_n(&b->any, __ATOMIC_ACQUIRE))
-		on_async(&b->async);
+	if (!__atomic_load_n(&b->any, __ATOMIC_ACQUIRE))
+		return false;
+	on_async(&b->async);
+	return true;
 }
 
 static void on_closed(uv_handle_t *h)

@@ -67,8 +67,8 @@ void *gm_inbox_cancel(gm_inbox *b, bool (*match)(void *item, void *key),
 void gm_inbox_polled(gm_inbox *b, bool on);
 
 /* Loop thread, while b is polled: hands over what has come, as a
- * wake-up would. */
-void gm_inbox_poll(gm_inbox *b);
+ * wake-up would. Returns whether anything had. */
+bool gm_inbox_poll(gm_inbox *b);
 
 /*
  * Refuses posts from now on and closes the async handle. Items posted

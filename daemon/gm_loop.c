@@ -11,6 +11,10 @@
 #include "gm_clock.h"
 #include "gm_log.h"
 
+/* How often a polling loop tries its connections' receives while jobs
+ * run (poll_due). */
+#define POLL_BUSY_US 100.0
+
 static double earliest(double a, double b)
 {
 	return a == 0.0 || (b != 0.0 && b < a) ? b : a;
@@ -68,12 +72,31 @@ static void set_polled(gm_loop *l, bool on)
 		gm_inbox_polled(l->events, on);
 }
 
-static void poll_inboxes(gm_loop *l)
+/* Whether either inbox had anything. */
+static bool poll_inboxes(gm_loop *l)
 {
-	if (l->done != NULL)
-		gm_inbox_poll(l->done);
-	if (l->events != NULL)
-		gm_inbox_poll(l->events);
+	bool any = l->done != NULL && gm_inbox_poll(l->done);
+
+	return (l->events != NULL && gm_inbox_poll(l->events)) || any;
+}
+
+/* Whether this turn tries the connections' receives. Each try is a
+ * system call or two: at every turn that found the inboxes empty while
+ * no job runs (a request then waits for no more than a turn), else at
+ * most every POLL_BUSY_US, so that a loop busy with thousands of jobs
+ * coming back pays little for it. */
+static bool poll_due(gm_loop *l)
+{
+	double now;
+
+	if (l->spin_busy)
+		return false;
+	if (gm_sched_inflight(l->sched) == 0)
+		return true;
+	if ((now = gm_clock_now_us()) < l->poll_next)
+		return false;
+	l->poll_next = now + POLL_BUSY_US;
+	return true;
 }
 
 /* Each turn of a polling loop: what the inboxes hold, then whether to
@@ -84,13 +107,23 @@ static void spin_cb(uv_idle_t *h)
 {
 	gm_loop *l = h->data;
 
-	poll_inboxes(l);
+	if (poll_due(l))
+		gm_poller_poll(l->poller);
+	l->spin_busy = poll_inboxes(l);
 	if (gm_clock_now_us() < l->spin_until ||
 	    !uv_is_active((uv_handle_t *)h))
 		return;
-	uv_idle_stop(h);
-	set_polled(l, false);
+	gm_loop_stop_spin(l);
 	poll_inboxes(l);
+}
+
+void gm_loop_stop_spin(gm_loop *l)
+{
+	if (!uv_is_active((uv_handle_t *)&l->spin))
+		return;
+	uv_idle_stop(&l->spin);
+	set_polled(l, false);
+	gm_poller_stop(l->poller);
 }
 
 int gm_loop_open_spin(gm_loop *l)
@@ -98,11 +131,21 @@ int gm_loop_open_spin(gm_loop *l)
 	int rv;
 
 	l->spin.data = l;
+	if (gm_poller_new(0, &l->poller) != GM_OK) {
+		GM_LOG(GM_LOG_ERROR, "out of memory for the poller");
+		return GM_ENOMEM;
+	}
 	if ((rv = uv_idle_init(&l->uv, &l->spin)) != 0) {
 		GM_LOG(GM_LOG_ERROR, "poll handle: %s", uv_strerror(rv));
 		return GM_EINTERNAL;
 	}
 	return GM_OK;
+}
+
+void gm_loop_free_spin(gm_loop *l)
+{
+	gm_poller_free(l->poller);
+	l->poller = NULL;
 }
 
 void gm_loop_spin(gm_loop *l)
@@ -114,6 +157,7 @@ void gm_loop_spin(gm_loop *l)
 		return;
 	uv_idle_start(&l->spin, spin_cb);
 	set_polled(l, true);
+	gm_poller_start(l->poller);
 }
 
 void gm_loop_set_draining(gm_loop *l, int on, const char *why)

@@ -22,6 +22,7 @@
 #include "gm_detach.h"
 #include "gm_http.h"
 #include "gm_inbox.h"
+#include "gm_poller.h"
 #include "gm_pool.h"
 #include "gm_poolq.h"
 #include "gm_region_srv.h"
@@ -90,6 +91,9 @@ struct gm_loop {
 	uv_timer_t tick;   /* queued deadlines, detached results and waits */
 	double tick_due;   /* when tick fires (gm_clock_now_us); 0: stopped */
 	uv_idle_t spin;	   /* polls while active (gm_loop_spin) */
+	gm_poller *poller; /* connections' receives it takes while it polls */
+	bool spin_busy;	   /* the last turn's inboxes had something */
+	double poll_next;  /* when a turn may try receives again (jobs run) */
 	unsigned spin_us;  /* 0: the loop never polls */
 	double spin_until; /* when it stops polling */
 	int warm;	   /* the engine's warm-up ended */
@@ -111,16 +115,25 @@ int gm_loop_open_tick(gm_loop *l);
  * after anything that may move one of them. */
 void gm_loop_arm_tick(gm_loop *l);
 
-/* Initializes the polling handle on l->uv, as the tick's. */
+/* Initializes the polling handle on l->uv, as the tick's, and the
+ * poller of connections' receives (gm_poller.h). */
 int gm_loop_open_spin(gm_loop *l);
+
+/* Stops the polling, if on: receives parked go to nng. Before the
+ * handles close. */
+void gm_loop_stop_spin(gm_loop *l);
+
+/* Frees the poller, once every connection is freed. */
+void gm_loop_free_spin(gm_loop *l);
 
 /* Keeps the loop polling instead of sleeping for l->spin_us from now
  * (the "spin_us" key; set only with the CUDA engine). A wake-up from
  * epoll costs tens of µs on the path of a small job: the news of its
  * return, and the next request of a client that sends one at a time.
  * Meanwhile the loop drains its inboxes at each turn, so posts to them
- * do not wake it (gm_inbox_polled). Called as events arrive, so an idle
- * daemon sleeps. */
+ * do not wake it (gm_inbox_polled), and takes its connections' receives
+ * itself (gm_poller.h): a request that comes then wakes no thread
+ * either. Called as events arrive, so an idle daemon sleeps. */
 void gm_loop_spin(gm_loop *l);
 
 /* Turns draining on or off, logging why. */
