@@ -195,7 +195,7 @@ static int submit_wait(gemmd_client *c, gemmd_job *jobs, uint32_t n,
 	gm_call_notify nt = {NULL, NULL, &w};
 	int rv;
 
-	if ((rv = gm_call_waiter_init(&w)) != 0)
+	if ((rv = gm_call_waiter_init(&w, c)) != 0)
 		return rv;
 	if ((rv = submit(c, jobs, n, opts, timeout_ms, ids, &nt)) != 0) {
 		gm_call_waiter_drop(&w);
@@ -256,7 +256,7 @@ int gemmd_ctrl(gemmd_client *c, const char *request, char **reply,
 	if (timeout_ms <= 0 && timeout_ms != GEMMD_FOREVER)
 		return gm_client_seterr(GM_EINVAL, "timeout %d ms, must be > 0",
 					timeout_ms);
-	if ((rv = gm_call_waiter_init(&w)) != 0)
+	if ((rv = gm_call_waiter_init(&w, c)) != 0)
 		return rv;
 	if ((rv = ctrl_start(c, request, timeout_ms, &w, NULL)) != 0) {
 		gm_call_waiter_drop(&w);
@@ -312,7 +312,7 @@ int gemmd_wait(gemmd_client *c, uint64_t id, gemmd_job *job, int timeout_ms)
 			      : timeout_ms + WAIT_SLACK_MS;
 	}
 	reset_jobs(job, 1);
-	if ((rv = gm_call_waiter_init(&w)) != 0) {
+	if ((rv = gm_call_waiter_init(&w, c)) != 0) {
 		gm_call_job_status(job, rv, gm_client_lasterr());
 		return rv;
 	}
@@ -369,6 +369,7 @@ static void client_free(gemmd_client *cl)
 		gm_daemon_free(cl->daemons[i]);
 	free(cl->daemons);
 	gm_idmap_free(&cl->parts);
+	gm_poller_free(cl->poller);
 	pthread_cond_destroy(&cl->cv);
 	pthread_mutex_destroy(&cl->mu);
 	free(cl);
@@ -389,7 +390,8 @@ int gemmd_open(const char *url, const gemmd_open_opts *opts, gemmd_client **out)
 		return gm_client_seterr(GM_ENOMEM, "out of memory");
 	pthread_mutex_init(&cl->mu, NULL);
 	pthread_cond_init(&cl->cv, NULL);
-	if (gm_timer_new(&cl->timer) != GM_OK) {
+	if (gm_timer_new(&cl->timer) != GM_OK ||
+	    gm_poller_new(GM_POLLER_TAKE_BACK, &cl->poller) != GM_OK) {
 		client_free(cl);
 		return gm_client_seterr(GM_ENOMEM, "out of memory");
 	}

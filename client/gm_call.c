@@ -304,6 +304,14 @@ static void grace_cb(void *arg)
 	gm_todo_run(&t);
 }
 
+/* Whether this thread polls in gm_call_wait. */
+static __thread bool polling;
+
+static void tell_later(void *arg)
+{
+	gm_call_tell(arg);
+}
+
 void gm_call_tell(gm_call *k)
 {
 	gemmd_client *cl = k->cl;
@@ -312,6 +320,13 @@ void gm_call_tell(gm_call *k)
 
 	gm_timer_cancel(cl->timer, &k->deadline);
 	gm_timer_cancel(cl->timer, &k->grace);
+	/* Another's callback, on a caller's thread: to the timer thread
+	 * (told here only when its heap cannot grow). */
+	if (w == NULL && polling) {
+		gm_tev_init(&k->grace, tell_later, k);
+		if (gm_timer_arm(cl->timer, &k->grace, 0) == GM_OK)
+			return;
+	}
 	pthread_mutex_lock(&cl->mu);
 	for (p = k->parts; p != NULL; p = next) {
 		next = p->next_of_call;
@@ -355,9 +370,10 @@ void gm_call_job_status(gemmd_job *j, int status, const char *msg)
 
 /* ---- waiters ---- */
 
-int gm_call_waiter_init(gm_call_waiter *w)
+int gm_call_waiter_init(gm_call_waiter *w, gemmd_client *cl)
 {
 	memset(w, 0, sizeof(*w));
+	w->poller = cl != NULL ? cl->poller : NULL; /* NULL: refused later */
 	if (pthread_mutex_init(&w->mu, NULL) != 0)
 		return gm_client_seterr(GM_ENOMEM, "out of memory");
 	if (pthread_cond_init(&w->cv, NULL) != 0) {
@@ -391,9 +407,14 @@ int gm_call_wait(gm_call_waiter *w)
 
 	/* Seen done, the lock is still taken: the teller may hold it, and
 	 * w is not to be dropped before it lets go. */
+	gm_poller_start(w->poller);
+	polling = true;
 	while (!__atomic_load_n(&w->done, __ATOMIC_ACQUIRE) &&
 	       gm_timer_now() < until)
-		relax();
+		if (gm_poller_poll(w->poller) == 0)
+			relax();
+	polling = false;
+	gm_poller_stop(w->poller);
 	pthread_mutex_lock(&w->mu);
 	while (!w->done)
 		pthread_cond_wait(&w->cv, &w->mu);

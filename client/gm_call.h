@@ -39,7 +39,9 @@
 
 /* How long a blocking caller polls for its call's end before it sleeps:
  * a small job's reply comes within some 100 us, and waking a sleeping
- * thread took 8 us of that (an H100 host, bench/RESULTS.md). */
+ * thread took 8 us of that (an H100 host, bench/RESULTS.md). Meanwhile
+ * it reads its connections itself (gm_poller.h): the reply then wakes
+ * none of nng's threads either. */
 #define GM_CALL_SPIN_US 100
 
 enum gm_call_kind {
@@ -53,6 +55,7 @@ enum gm_call_kind {
  * after gm_call_wait, reply is a control call's JSON (the caller's to
  * free). */
 typedef struct gm_call_waiter {
+	gm_poller *poller; /* the client's, which the wait polls */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	bool done;
@@ -187,14 +190,17 @@ void gm_call_tell(gm_call *k);
 /* The call's code for its jobs that did not run. */
 void gm_call_job_status(gemmd_job *j, int status, const char *msg);
 
-/* Makes a waiter: GM_OK or GM_ENOMEM. */
-int gm_call_waiter_init(gm_call_waiter *w);
+/* Makes a waiter for a call of cl: GM_OK or GM_ENOMEM. */
+int gm_call_waiter_init(gm_call_waiter *w, gemmd_client *cl);
 
 /* Frees a waiter whose call never started. */
 void gm_call_waiter_drop(gm_call_waiter *w);
 
 /* Blocks until the waiter's call has ended, frees the waiter and returns
- * the call's code, with gemmd_last_error() set when it failed. */
+ * the call's code, with gemmd_last_error() set when it failed. While it
+ * polls, the ends it takes of other calls that have a done callback are
+ * told on the timer thread: a callback never runs inside its caller's
+ * own call on the library. */
 int gm_call_wait(gm_call_waiter *w);
 
 #endif

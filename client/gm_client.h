@@ -28,6 +28,7 @@
 
 #include "gemmd.h"
 #include "gm_idmap.h"
+#include "gm_poller.h"
 #include "gm_timer.h"
 
 /* Longest detail kept for gemmd_last_error(), with its NUL. */
@@ -48,6 +49,7 @@ struct gemmd_client {
 	gm_idmap parts;	      /* request id -> gm_part in flight */
 	uint64_t next_id;     /* atomic */
 	gm_timer *timer;
+	gm_poller *poller;   /* receives a waiting caller takes */
 	gm_workers *workers; /* copy threads; NULL until staging needs them */
 	gm_call *calls;	     /* not ended, through next_call/prev_call */
 	bool closing;	     /* gemmd_close began: no call starts */

@@ -352,6 +352,7 @@ static void dial_cb(void *arg, int rv, gm_stream *s, const char *msg)
 		return;
 	}
 	c->state = GM_CONN_UP;
+	gm_stream_set_poller(s, cl->poller);
 	c->s = s;
 	c->closed = false;
 	c->refused = GM_OK;
