@@ -24,80 +24,13 @@
 #include "gm_error.h"
 #include "gm_net.h"
 #include "gm_stream.h"
+#include "gm_teststream.h"
 #include "gm_testpki.h"
 #include "gm_tls.h"
 
 static gm_testpki pki;
 static int have_pki;
 static char dir[] = "/tmp/gemmd-test-net.XXXXXX";
-
-/* ---- synchronous helpers over the asynchronous API ---- */
-
-struct wait {
-	sem_t sem;
-	int rv;
-	size_t n;
-	gm_stream *s;
-	char msg[256];
-};
-
-static void on_io(gm_io *io, int rv, size_t n)
-{
-	struct wait *w = io->arg;
-
-	w->rv = rv;
-	w->n = n;
-	sem_post(&w->sem);
-}
-
-static void on_accept(void *arg, int rv, int nng_rv, gm_stream *s)
-{
-	struct wait *w = arg;
-
-	(void)nng_rv;
-	w->rv = rv;
-	w->s = s;
-	sem_post(&w->sem);
-}
-
-static void on_dial(void *arg, int rv, gm_stream *s, const char *msg)
-{
-	struct wait *w = arg;
-
-	snprintf(w->msg, sizeof(w->msg), "%s", msg ? msg : "");
-	on_accept(arg, rv, 0, s);
-}
-
-/* One operation of at most len bytes at p; returns rv, *n the bytes. */
-static int op(gm_stream *s, int send, void *p, size_t len, size_t *n)
-{
-	struct wait w = {0};
-	gm_io io = {.niov = 1, .done = on_io, .arg = &w};
-
-	sem_init(&w.sem, 0, 0);
-	io.iov[0] = (nng_iov){p, len};
-	if (send)
-		gm_stream_send(s, &io);
-	else
-		gm_stream_recv(s, &io);
-	sem_wait(&w.sem);
-	sem_destroy(&w.sem);
-	*n = w.n;
-	return w.rv;
-}
-
-static int move_all(gm_stream *s, int send, uint8_t *p, size_t len)
-{
-	size_t done = 0, n;
-	int rv;
-
-	while (done < len)
-		if ((rv = op(s, send, p + done, len - done, &n)) != 0)
-			return rv;
-		else
-			done += n;
-	return GM_OK;
-}
 
 struct pair {
 	gm_listener *l;
@@ -134,13 +67,13 @@ static void pair_listen(struct pair *p, const char *url, gm_tls_ctx *sctx,
 static void pair_open(struct pair *p, const char *url, gm_tls_ctx *sctx,
 		      gm_tls_ctx *cctx)
 {
-	struct wait a = {0}, c = {0};
+	gm_teststream_wait a = {0}, c = {0};
 
 	sem_init(&a.sem, 0, 0);
 	sem_init(&c.sem, 0, 0);
 	pair_listen(p, url, sctx, cctx);
-	gm_listener_accept(p->l, on_accept, &a);
-	gm_dialer_dial(p->d, on_dial, &c);
+	gm_listener_accept(p->l, gm_teststream_on_accept, &a);
+	gm_dialer_dial(p->d, gm_teststream_on_dial, &c);
 	sem_wait(&a.sem);
 	sem_wait(&c.sem);
 	assert_int_equal(a.rv, GM_OK);
@@ -256,8 +189,8 @@ struct sender {
 static void *send_scattered(void *arg)
 {
 	struct sender *x = arg;
-	struct wait w = {0};
-	gm_io io = {.done = on_io, .arg = &w};
+	gm_teststream_wait w = {0};
+	gm_io io = {.done = gm_teststream_on_io, .arg = &w};
 	size_t done = 0;
 
 	sem_init(&w.sem, 0, 0);
@@ -295,8 +228,9 @@ static void round_trip(struct pair *p)
 		memset(b, 0, len);
 		assert_int_equal(pthread_create(&t, NULL, send_scattered, &x),
 				 0);
-		assert_int_equal(move_all(way ? p->cli : p->srv, 0, b, len),
-				 GM_OK);
+		assert_int_equal(
+		    gm_teststream_move_all(way ? p->cli : p->srv, 0, b, len),
+		    GM_OK);
 		pthread_join(t, NULL);
 		assert_int_equal(x.rv, GM_OK);
 		assert_memory_equal(a, b, len);
@@ -312,12 +246,12 @@ static void exchange(struct pair *p, size_t len)
 	assert_non_null(a);
 	assert_non_null(b);
 	fill(a, len, (uint32_t)len);
-	assert_int_equal(move_all(p->cli, 1, a, len), GM_OK);
-	assert_int_equal(move_all(p->srv, 0, b, len), GM_OK);
+	assert_int_equal(gm_teststream_move_all(p->cli, 1, a, len), GM_OK);
+	assert_int_equal(gm_teststream_move_all(p->srv, 0, b, len), GM_OK);
 	assert_memory_equal(a, b, len);
 	memset(b, 0, len);
-	assert_int_equal(move_all(p->srv, 1, a, len), GM_OK);
-	assert_int_equal(move_all(p->cli, 0, b, len), GM_OK);
+	assert_int_equal(gm_teststream_move_all(p->srv, 1, a, len), GM_OK);
+	assert_int_equal(gm_teststream_move_all(p->cli, 0, b, len), GM_OK);
 	assert_memory_equal(a, b, len);
 	free(a);
 	free(b);
@@ -457,7 +391,7 @@ static void test_tls_small_reads(void **state)
 	c.io = (gm_io){.done = chain_done, .arg = &c};
 	sem_init(&c.sem, 0, 0);
 	fill(a, c.len, 3);
-	assert_int_equal(move_all(p.cli, 1, a, c.len), GM_OK);
+	assert_int_equal(gm_teststream_move_all(p.cli, 1, a, c.len), GM_OK);
 	chain_next(&c);
 	sem_wait(&c.sem);
 	assert_int_equal(c.rv, GM_OK);
@@ -481,13 +415,16 @@ static void tls_refused(gm_tls_ctx *cctx, const char *srv_has,
 	size_t n;
 
 	pair_open(&p, "tls+tcp://127.0.0.1:0", server_ctx(), cctx);
-	assert_int_equal(op(p.cli, 1, "hello", 5, &n) == GM_OK ||
-			     op(p.cli, 0, b, sizeof(b), &n) != GM_OK,
+	assert_int_equal(gm_teststream_op(p.cli, 1, "hello", 5, &n) == GM_OK ||
+			     gm_teststream_op(p.cli, 0, b, sizeof(b), &n) !=
+				 GM_OK,
 			 1);
-	assert_int_equal(op(p.srv, 0, b, sizeof(b), &n), GM_ETRANSPORT);
+	assert_int_equal(gm_teststream_op(p.srv, 0, b, sizeof(b), &n),
+			 GM_ETRANSPORT);
 	if (srv_has != NULL)
 		assert_non_null(strstr(gm_stream_error(p.srv), srv_has));
-	assert_int_not_equal(op(p.cli, 0, b, sizeof(b), &n), GM_OK);
+	assert_int_not_equal(gm_teststream_op(p.cli, 0, b, sizeof(b), &n),
+			     GM_OK);
 	if (cli_has != NULL)
 		assert_non_null(strstr(gm_stream_error(p.cli), cli_has));
 	pair_close(&p);
@@ -558,8 +495,8 @@ static void test_tls_files(void **state)
 
 static void test_close_and_peer_gone(void **state)
 {
-	struct wait w = {0};
-	gm_io io = {.niov = 1, .done = on_io, .arg = &w};
+	gm_teststream_wait w = {0};
+	gm_io io = {.niov = 1, .done = gm_teststream_on_io, .arg = &w};
 	uint8_t b[64];
 	struct pair p;
 	size_t n;
@@ -580,7 +517,8 @@ static void test_close_and_peer_gone(void **state)
 		sem_wait(&w.sem);
 		assert_int_equal(w.rv, GM_ECANCELED);
 		/* Then the peer sees the connection go. */
-		assert_int_equal(op(p.cli, 0, b, sizeof(b), &n), GM_ETRANSPORT);
+		assert_int_equal(gm_teststream_op(p.cli, 0, b, sizeof(b), &n),
+				 GM_ETRANSPORT);
 		assert_int_not_equal(gm_stream_error(p.cli)[0], '\0');
 		pair_close(&p);
 	}
@@ -599,15 +537,16 @@ static void test_close_and_peer_gone(void **state)
  * client: the receive gets some of them, the first. */
 static void recv_waiting(struct pair *p, const uint8_t *a, size_t len)
 {
-	struct wait w = {0};
-	gm_io io = {.niov = 1, .done = on_io, .arg = &w};
+	gm_teststream_wait w = {0};
+	gm_io io = {.niov = 1, .done = gm_teststream_on_io, .arg = &w};
 	uint8_t b[64];
 
 	sem_init(&w.sem, 0, 0);
 	io.iov[0] = (nng_iov){b, sizeof(b)};
 	gm_stream_recv(p->srv, &io);
 	usleep(20000);
-	assert_int_equal(move_all(p->cli, 1, (uint8_t *)a, len), GM_OK);
+	assert_int_equal(gm_teststream_move_all(p->cli, 1, (uint8_t *)a, len),
+			 GM_OK);
 	sem_wait(&w.sem);
 	assert_int_equal(w.rv, GM_OK);
 	assert_true(w.n >= 1 && w.n <= len);
@@ -619,11 +558,11 @@ static void recv_waiting(struct pair *p, const uint8_t *a, size_t len)
  * connected and the connection not yet accepted: pair_accept takes it. */
 static void pair_dial_first(struct pair *p, const char *url)
 {
-	struct wait c = {0};
+	gm_teststream_wait c = {0};
 
 	sem_init(&c.sem, 0, 0);
 	pair_listen(p, url, NULL, NULL);
-	gm_dialer_dial(p->d, on_dial, &c);
+	gm_dialer_dial(p->d, gm_teststream_on_dial, &c);
 	sem_wait(&c.sem);
 	assert_int_equal(c.rv, GM_OK);
 	p->cli = c.s;
@@ -632,10 +571,10 @@ static void pair_dial_first(struct pair *p, const char *url)
 
 static void pair_accept(struct pair *p)
 {
-	struct wait a = {0};
+	gm_teststream_wait a = {0};
 
 	sem_init(&a.sem, 0, 0);
-	gm_listener_accept(p->l, on_accept, &a);
+	gm_listener_accept(p->l, gm_teststream_on_accept, &a);
 	sem_wait(&a.sem);
 	assert_int_equal(a.rv, GM_OK);
 	p->srv = a.s;
@@ -659,7 +598,8 @@ static void test_read_ahead(void **state)
 		 * read ahead, taken 7 bytes at a time. */
 		pair_dial_first(&p, urls[u]);
 		fill(a, sizeof(a), 11);
-		assert_int_equal(move_all(p.cli, 1, a, sizeof(a)), GM_OK);
+		assert_int_equal(gm_teststream_move_all(p.cli, 1, a, sizeof(a)),
+				 GM_OK);
 		usleep(20000);
 		pair_accept(&p);
 		memset(c.buf, 0, c.len);
@@ -685,12 +625,13 @@ static void test_read_ahead(void **state)
 		gm_stream_free(p.cli);
 		p.cli = NULL;
 		usleep(20000);
-		assert_int_equal(op(p.srv, 0, b, sizeof(b), &n), GM_ETRANSPORT);
+		assert_int_equal(gm_teststream_op(p.srv, 0, b, sizeof(b), &n),
+				 GM_ETRANSPORT);
 		assert_int_not_equal(gm_stream_error(p.srv)[0], '\0');
 		/* A send after it returns; over ipc:// it fails (TCP
 		 * may still take bytes for a peer that only shut its
 		 * side down). */
-		if (op(p.srv, 1, b, sizeof(b), &n) == GM_OK)
+		if (gm_teststream_op(p.srv, 1, b, sizeof(b), &n) == GM_OK)
 			assert_int_equal(u, 1);
 		pair_close(&p);
 		/* A peer gone before it was accepted: the read ahead finds
@@ -701,9 +642,11 @@ static void test_read_ahead(void **state)
 		p.cli = NULL;
 		usleep(20000);
 		pair_accept(&p);
-		assert_int_equal(op(p.srv, 0, b, sizeof(b), &n), GM_ETRANSPORT);
+		assert_int_equal(gm_teststream_op(p.srv, 0, b, sizeof(b), &n),
+				 GM_ETRANSPORT);
 		assert_string_not_equal(gm_stream_error(p.srv), "");
-		assert_int_not_equal(op(p.srv, 1, b, sizeof(b), &n), GM_OK);
+		assert_int_not_equal(
+		    gm_teststream_op(p.srv, 1, b, sizeof(b), &n), GM_OK);
 		pair_close(&p);
 	}
 	sem_destroy(&c.sem);
@@ -730,15 +673,17 @@ static void test_op_after_close(void **state)
 		else
 			pair_open(&p, urls[u], NULL, NULL);
 		gm_stream_close(p.srv);
-		assert_int_equal(op(p.srv, 0, b, sizeof(b), &n), GM_ECANCELED);
-		assert_int_equal(op(p.srv, 1, b, sizeof(b), &n), GM_ECANCELED);
+		assert_int_equal(gm_teststream_op(p.srv, 0, b, sizeof(b), &n),
+				 GM_ECANCELED);
+		assert_int_equal(gm_teststream_op(p.srv, 1, b, sizeof(b), &n),
+				 GM_ECANCELED);
 		pair_close(&p);
 	}
 }
 
 static void test_dial_refused(void **state)
 {
-	struct wait c = {0};
+	gm_teststream_wait c = {0};
 	gm_dialer *d;
 	gm_listener *l;
 	char msg[256], url[64];
@@ -756,7 +701,7 @@ static void test_dial_refused(void **state)
 	sem_init(&c.sem, 0, 0);
 	assert_int_equal(gm_dialer_open(url, NULL, &d, msg, sizeof(msg)),
 			 GM_OK);
-	gm_dialer_dial(d, on_dial, &c);
+	gm_dialer_dial(d, gm_teststream_on_dial, &c);
 	sem_wait(&c.sem);
 	assert_int_equal(c.rv, GM_ETRANSPORT);
 	assert_null(c.s);

@@ -24,45 +24,11 @@
 #include "gm_error.h"
 #include "gm_poller.h"
 #include "gm_stream.h"
+#include "gm_teststream.h"
 
 static int use_tcp; /* else ipc:// */
 
 /* ---- helpers ---- */
-
-struct wait {
-	sem_t sem;
-	int rv, calls;
-	size_t n;
-	gm_stream *s;
-	pthread_t on; /* the thread the last callback ran on */
-};
-
-static void on_io(gm_io *io, int rv, size_t n)
-{
-	struct wait *w = io->arg;
-
-	w->rv = rv;
-	w->n = n;
-	w->on = pthread_self();
-	__atomic_add_fetch(&w->calls, 1, __ATOMIC_RELEASE);
-	sem_post(&w->sem);
-}
-
-static void on_accept(void *arg, int rv, int nng_rv, gm_stream *s)
-{
-	struct wait *w = arg;
-
-	(void)nng_rv;
-	w->rv = rv;
-	w->s = s;
-	sem_post(&w->sem);
-}
-
-static void on_dial(void *arg, int rv, gm_stream *s, const char *msg)
-{
-	(void)msg;
-	on_accept(arg, rv, 0, s);
-}
 
 struct pair {
 	gm_listener *l;
@@ -73,7 +39,7 @@ struct pair {
 /* A connected pair, on a listener of its own (index i). */
 static void pair_open_at(struct pair *p, int i)
 {
-	struct wait a = {0}, c = {0};
+	gm_teststream_wait a = {0}, c = {0};
 	char url[128], msg[256];
 
 	memset(p, 0, sizeof(*p));
@@ -92,8 +58,8 @@ static void pair_open_at(struct pair *p, int i)
 			 gm_listener_port(p->l));
 	assert_int_equal(gm_dialer_open(url, NULL, &p->d, msg, sizeof(msg)),
 			 GM_OK);
-	gm_listener_accept(p->l, on_accept, &a);
-	gm_dialer_dial(p->d, on_dial, &c);
+	gm_listener_accept(p->l, gm_teststream_on_accept, &a);
+	gm_dialer_dial(p->d, gm_teststream_on_dial, &c);
 	sem_wait(&a.sem);
 	sem_wait(&c.sem);
 	assert_int_equal(a.rv, GM_OK);
@@ -118,19 +84,8 @@ static void pair_close(struct pair *p)
 /* Writes all of buf to s. */
 static void send_all(gm_stream *s, const uint8_t *buf, size_t len)
 {
-	struct wait w = {0};
-	gm_io io = {.niov = 1, .done = on_io, .arg = &w};
-	size_t done = 0;
-
-	sem_init(&w.sem, 0, 0);
-	while (done < len) {
-		io.iov[0] = (nng_iov){(void *)(buf + done), len - done};
-		gm_stream_send(s, &io);
-		sem_wait(&w.sem);
-		assert_int_equal(w.rv, GM_OK);
-		done += w.n;
-	}
-	sem_destroy(&w.sem);
+	assert_int_equal(gm_teststream_move_all(s, 1, (uint8_t *)buf, len),
+			 GM_OK);
 }
 
 static double now_s(void)
@@ -142,7 +97,7 @@ static double now_s(void)
 }
 
 /* Polls p until w's callback ran (10 s at most). */
-static void poll_until_called(gm_poller *p, struct wait *w)
+static void poll_until_called(gm_poller *p, gm_teststream_wait *w)
 {
 	double until = now_s() + 10;
 
@@ -164,7 +119,7 @@ static void wait_parked(gm_poller *p, unsigned n)
 /* One pair whose client end is in a poller, with a receive ready. */
 struct rig {
 	struct pair pr;
-	struct wait w;
+	gm_teststream_wait w;
 	gm_io io;
 	gm_poller *p;
 	uint8_t in[100];
@@ -177,7 +132,7 @@ static void rig_open(struct rig *r, unsigned flags)
 	pair_open(&r->pr);
 	assert_int_equal(gm_poller_new(flags, &r->p), GM_OK);
 	gm_stream_set_poller(r->pr.cli, r->p);
-	r->io = (gm_io){.niov = 1, .done = on_io, .arg = &r->w};
+	r->io = (gm_io){.niov = 1, .done = gm_teststream_on_io, .arg = &r->w};
 	r->io.iov[0] = (nng_iov){r->in, sizeof(r->in)};
 }
 
@@ -323,7 +278,7 @@ static void test_cap(void **state)
 {
 	enum { N = GM_POLLER_MAX_PARKED + 1 };
 	struct pair pr[N];
-	struct wait w[N];
+	gm_teststream_wait w[N];
 	gm_io io[N];
 	uint8_t in[N][4], out[4] = "cap";
 	gm_poller *p;
@@ -334,7 +289,8 @@ static void test_cap(void **state)
 	for (int i = 0; i < N; i++) {
 		memset(&w[i], 0, sizeof(w[i]));
 		sem_init(&w[i].sem, 0, 0);
-		io[i] = (gm_io){.niov = 1, .done = on_io, .arg = &w[i]};
+		io[i] = (gm_io){
+		    .niov = 1, .done = gm_teststream_on_io, .arg = &w[i]};
 		io[i].iov[0] = (nng_iov){in[i], sizeof(in[i])};
 		pair_open_at(&pr[i], i);
 		gm_stream_set_poller(pr[i].cli, p);
