@@ -328,7 +328,7 @@ struct reader {
 	int rv;
 	sem_t end;
 	gm_poller *p;
-	volatile int stop;
+	int stop;	 /* atomic */
 	unsigned polled; /* receives ended by a poll */
 };
 
@@ -362,7 +362,7 @@ static void *poll_thread(void *arg)
 {
 	struct reader *r = arg;
 
-	while (!r->stop)
+	while (!__atomic_load_n(&r->stop, __ATOMIC_RELAXED))
 		__atomic_add_fetch(&r->polled, (unsigned)gm_poller_poll(r->p),
 				   __ATOMIC_RELAXED);
 	return NULL;
@@ -372,7 +372,7 @@ static void *toggle_thread(void *arg)
 {
 	struct reader *r = arg;
 
-	while (!r->stop) {
+	while (!__atomic_load_n(&r->stop, __ATOMIC_RELAXED)) {
 		gm_poller_start(r->p);
 		usleep(200);
 		gm_poller_stop(r->p);
@@ -429,7 +429,7 @@ static void test_every_byte_in_order(void **state)
 			 0);
 	sem_wait(&r->end);
 	pthread_join(writer, NULL);
-	r->stop = 1;
+	__atomic_store_n(&r->stop, 1, __ATOMIC_RELAXED);
 	pthread_join(toggler, NULL);
 	for (int i = 0; i < 2; i++)
 		pthread_join(pollers[i], NULL);
