@@ -44,8 +44,8 @@ int gm_poller_new(unsigned flags, gm_poller **out)
 
 void gm_poller_free(gm_poller *p)
 {
-	if (p == NULL)
-		return;
+	if (p == NULL || p->nodes != NULL)
+		return; /* streams still in it: left for the process's exit */
 	pthread_cond_destroy(&p->cv);
 	pthread_mutex_destroy(&p->mu);
 	free(p);

@@ -52,7 +52,10 @@ enum {
 /* A poller; flags from the enum above. GM_OK or GM_ENOMEM. */
 int gm_poller_new(unsigned flags, gm_poller **out);
 
-/* Frees p, whose streams must all be freed. NULL is fine. */
+/* Frees p once its streams are all freed. With streams still in it (a
+ * daemon that exits with connections it could not free) p stays, as
+ * they do, for the process's exit: one of nng's threads may still
+ * start a receive on them. NULL is fine. */
 void gm_poller_free(gm_poller *p);
 
 /* Puts s, a stream just made, in p: before its first receive, from the

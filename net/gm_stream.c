@@ -191,16 +191,21 @@ static bool pollable(const gm_stream *s, const gm_io *io);
  * poller stopped meanwhile) instead of completing. */
 static bool taken_back(gm_stream *s)
 {
-	bool pulled;
+	bool pulled, closed;
 
 	pthread_mutex_lock(&s->mu);
 	s->rarmed = false;
 	pulled = s->pulling;
 	s->pulling = false;
+	closed = s->closed;
 	pthread_mutex_unlock(&s->mu);
 	if (!pulled || nng_aio_result(s->raio) != NNG_ECANCELED)
 		return false;
-	if (!gm_poller_park(s->poller, &s->pnode))
+	/* Closed meanwhile: it ends here, as the close would have ended
+	 * it; raio may be stopped already (gm_stream_free). */
+	if (closed)
+		plain_end(s, &s->rio, NNG_ECLOSED, 0);
+	else if (!gm_poller_park(s->poller, &s->pnode))
 		recv_arm(s);
 	return true;
 }
