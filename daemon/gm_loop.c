@@ -81,17 +81,16 @@ static bool poll_inboxes(gm_loop *l)
 }
 
 /* Whether this turn tries the connections' receives. Each try is a
- * system call or two: at every turn that found the inboxes empty while
- * no job runs (a request then waits for no more than a turn), else at
- * most every POLL_BUSY_US, so that a loop busy with thousands of jobs
- * coming back pays little for it. */
+ * system call or two: after every turn that found the inboxes empty
+ * while no job runs (a request then waits for no more than a turn),
+ * else every POLL_BUSY_US, so that a loop busy with thousands of jobs
+ * coming back pays little for it and a parked receive still waits no
+ * longer than that however busy the loop stays. */
 static bool poll_due(gm_loop *l)
 {
 	double now;
 
-	if (l->spin_busy)
-		return false;
-	if (gm_sched_inflight(l->sched) == 0)
+	if (!l->spin_busy && gm_sched_inflight(l->sched) == 0)
 		return true;
 	if ((now = gm_clock_now_us()) < l->poll_next)
 		return false;
