@@ -307,9 +307,35 @@ static void grace_cb(void *arg)
 /* Whether this thread polls in gm_call_wait. */
 static __thread bool polling;
 
+/* Timer thread: a tell a polling caller handed over (gm_call_tell).
+ * gemmd_close waits for the count to fall to zero. */
 static void tell_later(void *arg)
 {
-	gm_call_tell(arg);
+	gm_call *k = arg;
+	gemmd_client *cl = k->cl;
+
+	gm_call_tell(k);
+	pthread_mutex_lock(&cl->mu);
+	if (--cl->deferred == 0)
+		pthread_cond_broadcast(&cl->cv);
+	pthread_mutex_unlock(&cl->mu);
+}
+
+/* Hands k's tell to the timer thread: false when its heap cannot grow. */
+static bool defer_tell(gm_call *k)
+{
+	gemmd_client *cl = k->cl;
+
+	pthread_mutex_lock(&cl->mu);
+	cl->deferred++;
+	pthread_mutex_unlock(&cl->mu);
+	gm_tev_init(&k->grace, tell_later, k);
+	if (gm_timer_arm(cl->timer, &k->grace, 0) == GM_OK)
+		return true;
+	pthread_mutex_lock(&cl->mu);
+	cl->deferred--;
+	pthread_mutex_unlock(&cl->mu);
+	return false;
 }
 
 void gm_call_tell(gm_call *k)
@@ -322,11 +348,8 @@ void gm_call_tell(gm_call *k)
 	gm_timer_cancel(cl->timer, &k->grace);
 	/* Another's callback, on a caller's thread: to the timer thread
 	 * (told here only when its heap cannot grow). */
-	if (w == NULL && polling) {
-		gm_tev_init(&k->grace, tell_later, k);
-		if (gm_timer_arm(cl->timer, &k->grace, 0) == GM_OK)
-			return;
-	}
+	if (w == NULL && polling && defer_tell(k))
+		return;
 	pthread_mutex_lock(&cl->mu);
 	for (p = k->parts; p != NULL; p = next) {
 		next = p->next_of_call;

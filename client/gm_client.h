@@ -53,6 +53,7 @@ struct gemmd_client {
 	gm_workers *workers; /* copy threads; NULL until staging needs them */
 	gm_call *calls;	     /* not ended, through next_call/prev_call */
 	bool closing;	     /* gemmd_close began: no call starts */
+	unsigned deferred;   /* tells handed to the timer thread, under mu */
 };
 
 /* What a thread holding the lock leaves for after it: calls whose end
