@@ -433,8 +433,8 @@ void gemmd_close(gemmd_client *cl)
 	gm_todo_run(&t);
 	for (unsigned i = 0; i < cl->ndaemons; i++)
 		gm_daemon_shutdown(cl->daemons[i]);
-	/* Ends a polling caller handed to the timer thread are told before
-	 * it stops. */
+	/* The tells that polling callers handed to the timer thread run
+	 * before it stops. */
 	pthread_mutex_lock(&cl->mu);
 	while (cl->deferred > 0)
 		pthread_cond_wait(&cl->cv, &cl->mu);

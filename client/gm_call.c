@@ -428,10 +428,10 @@ int gm_call_wait(gm_call_waiter *w)
 {
 	uint64_t until = gm_timer_now() + GM_CALL_SPIN_US * 1000u;
 
-	/* Seen done, the lock is still taken: the teller may hold it, and
-	 * w is not to be dropped before it lets go. */
 	gm_poller_start(w->poller);
 	polling = true;
+	/* Seen done, the lock is still taken: the teller may hold it, and
+	 * w is not to be dropped before it lets go. */
 	while (!__atomic_load_n(&w->done, __ATOMIC_ACQUIRE) &&
 	       gm_timer_now() < until)
 		if (gm_poller_poll(w->poller) == 0)
