@@ -37,6 +37,24 @@ void gm_teststream_on_dial(void *arg, int rv, gm_stream *s, const char *msg)
 	gm_teststream_on_accept(arg, rv, 0, s);
 }
 
+int gm_teststream_connect(gm_listener *l, gm_dialer *d, gm_stream **srv,
+			  gm_stream **cli)
+{
+	gm_teststream_wait a = {0}, c = {0};
+
+	sem_init(&a.sem, 0, 0);
+	sem_init(&c.sem, 0, 0);
+	gm_listener_accept(l, gm_teststream_on_accept, &a);
+	gm_dialer_dial(d, gm_teststream_on_dial, &c);
+	sem_wait(&a.sem);
+	sem_wait(&c.sem);
+	sem_destroy(&a.sem);
+	sem_destroy(&c.sem);
+	*srv = a.s;
+	*cli = c.s;
+	return a.rv != GM_OK ? a.rv : c.rv;
+}
+
 int gm_teststream_op(gm_stream *s, int send, void *p, size_t len, size_t *n)
 {
 	gm_teststream_wait w = {0};

@@ -33,6 +33,11 @@ void gm_teststream_on_io(gm_io *io, int rv, size_t n);
 void gm_teststream_on_accept(void *arg, int rv, int nng_rv, gm_stream *s);
 void gm_teststream_on_dial(void *arg, int rv, gm_stream *s, const char *msg);
 
+/* Accepts one connection on l while d dials it, and waits for both
+ * ends: GM_OK with *srv and *cli, or the first failure. */
+int gm_teststream_connect(gm_listener *l, gm_dialer *d, gm_stream **srv,
+			  gm_stream **cli);
+
 /* One operation of at most len bytes at p, waited for: its rv, *n the
  * bytes it moved. */
 int gm_teststream_op(gm_stream *s, int send, void *p, size_t len, size_t *n);

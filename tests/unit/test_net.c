@@ -41,8 +41,7 @@ struct pair {
 	int srv_rv, cli_rv;
 };
 
-/* Listens on url (port 0 for TCP), dials it, and waits for both ends. */
-/* Opens a listener on url and a dialer for it. */
+/* Opens a listener on url (port 0 for TCP) and a dialer for it. */
 static void pair_listen(struct pair *p, const char *url, gm_tls_ctx *sctx,
 			gm_tls_ctx *cctx)
 {
@@ -67,19 +66,9 @@ static void pair_listen(struct pair *p, const char *url, gm_tls_ctx *sctx,
 static void pair_open(struct pair *p, const char *url, gm_tls_ctx *sctx,
 		      gm_tls_ctx *cctx)
 {
-	gm_teststream_wait a = {0}, c = {0};
-
-	sem_init(&a.sem, 0, 0);
-	sem_init(&c.sem, 0, 0);
 	pair_listen(p, url, sctx, cctx);
-	gm_listener_accept(p->l, gm_teststream_on_accept, &a);
-	gm_dialer_dial(p->d, gm_teststream_on_dial, &c);
-	sem_wait(&a.sem);
-	sem_wait(&c.sem);
-	assert_int_equal(a.rv, GM_OK);
-	assert_int_equal(c.rv, GM_OK);
-	p->srv = a.s;
-	p->cli = c.s;
+	assert_int_equal(gm_teststream_connect(p->l, p->d, &p->srv, &p->cli),
+			 GM_OK);
 }
 
 static void pair_close(struct pair *p)

@@ -39,12 +39,9 @@ struct pair {
 /* A connected pair, on a listener of its own (index i). */
 static void pair_open_at(struct pair *p, int i)
 {
-	gm_teststream_wait a = {0}, c = {0};
 	char url[128], msg[256];
 
 	memset(p, 0, sizeof(*p));
-	sem_init(&a.sem, 0, 0);
-	sem_init(&c.sem, 0, 0);
 	if (use_tcp)
 		snprintf(url, sizeof(url), "tcp://127.0.0.1:0");
 	else
@@ -58,14 +55,8 @@ static void pair_open_at(struct pair *p, int i)
 			 gm_listener_port(p->l));
 	assert_int_equal(gm_dialer_open(url, NULL, &p->d, msg, sizeof(msg)),
 			 GM_OK);
-	gm_listener_accept(p->l, gm_teststream_on_accept, &a);
-	gm_dialer_dial(p->d, gm_teststream_on_dial, &c);
-	sem_wait(&a.sem);
-	sem_wait(&c.sem);
-	assert_int_equal(a.rv, GM_OK);
-	assert_int_equal(c.rv, GM_OK);
-	p->srv = a.s;
-	p->cli = c.s;
+	assert_int_equal(gm_teststream_connect(p->l, p->d, &p->srv, &p->cli),
+			 GM_OK);
 }
 
 static void pair_open(struct pair *p)
