@@ -16,9 +16,12 @@ libcjson-dev libopenblas-dev scdoc"
 # examples; python3-setuptools, python3-pip: `pip install ./python`;
 # python3-yaml: the test of contrib/'s alert rules reads them.
 # man-db: man(1), which the test of the manual pages renders them with.
+# procps: kill(1), which the systemd unit's test copies into its root.
+# debootstrap: CI's check of the Quick start on a fresh Debian root
+# (scripts/ci-fresh.sh).
 test="libcmocka-dev clang libclang-rt-14-dev libsystemd-dev systemd openssl
 python3-numpy python3-cffi python3-pytest python3-setuptools python3-pip
-python3-yaml man-db"
+python3-yaml man-db procps debootstrap"
 # prometheus: promtool checks /metrics, and the tests run a Prometheus
 # of their own that scrapes gemmd. Without the node exporter it
 # recommends, which the tests do not need.
