@@ -4,10 +4,11 @@
  *
  * Two passes. The first validates the whole body as JSON (RFC 8259, with
  * the stricter rules of the header: valid UTF-8, no NUL in strings, no
- * member twice in the top object) and notes the top object's members;
- * only then does the second look at what they say, so that a body that
- * is not JSON is always EJSON, whatever its members. Integers are
- * accumulated in 64 bits as their digits are read.
+ * member twice and at most MEMBERS_MAX in any object, however deep) and
+ * notes the top object's members; only then does the second look at
+ * what they say, so that a body that is not JSON is always EJSON,
+ * whatever its members. Integers are accumulated in 64 bits as their
+ * digits are read.
  */
 #include "gm_ctrlreq.h"
 
@@ -16,6 +17,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "gm_error.h"
 
@@ -50,7 +52,7 @@ int gm_ctrlreq_op_admin(int op)
 	return ops[op].admin;
 }
 
-#define MEMBERS_MAX 256 /* in the top object: a request has three */
+#define MEMBERS_MAX 256 /* in any object: a request has three */
 #define NAME_MAX_                                          \
 	32 /* a member name or op longer than this is none \
 	      of ours */
@@ -68,13 +70,58 @@ struct member {
 	bool long_s;
 };
 
+/* A member name of an object still open: a hash of its decoded text,
+ * so that names are compared in full only when their hashes match, and
+ * where its opening quote is in the body. */
+struct seen {
+	uint32_t hash;
+	size_t at;
+};
+
+/* Objects open at once, at most GM_CTRLREQ_DEPTH_MAX, each with at most
+ * MEMBERS_MAX names. */
+#define SEEN_MAX (GM_CTRLREQ_DEPTH_MAX * MEMBERS_MAX)
+/* The names in seen[] are found through an open-addressed table of
+ * their indexes, twice as large so that probes stay short: a name is
+ * checked against the few its hash leads to, not against every name of
+ * its object (256 of them, in objects that fill a body, would take the
+ * parse from linear to 256 comparisons a name). */
+#define SLOTS 8192
+
 struct reader {
 	const uint8_t *start, *p, *end;
 	char *msg;
 	size_t msglen;
 	int depth;
-	struct member *top; /* the member being read at depth 1, or NULL */
+	uint32_t seed;	   /* of the hash: see hash_seed */
+	uint32_t hash;	   /* of the last string read, decoded */
+	struct seen *seen; /* names of the open objects, innermost last */
+	unsigned nseen;
+	uint16_t *slot; /* SLOTS: 0, or an index into seen + 1 */
 };
+
+/* Drawn once per process, so that no body can be written whose names
+ * all lead to one slot. Any value works: a race between two first
+ * callers only picks one of theirs. */
+static uint32_t hash_seed(void)
+{
+	static uint32_t seed;
+	uint32_t v = __atomic_load_n(&seed, __ATOMIC_RELAXED);
+
+	if (v == 0) {
+		if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != sizeof(v))
+			v = (uint32_t)(uintptr_t)&seed;
+		v |= 1;
+		__atomic_store_n(&seed, v, __ATOMIC_RELAXED);
+	}
+	return v;
+}
+
+/* The slot a hash starts from: its high bits, mixed. */
+static unsigned home(uint32_t hash)
+{
+	return (hash * 2654435769u) >> 19; /* 13 bits: SLOTS */
+}
 
 __attribute__((format(printf, 4, 5))) static int
 fail(char *msg, size_t msglen, int code, const char *fmt, ...)
@@ -102,13 +149,13 @@ static int bad(struct reader *r, const char *what)
 /* ---- UTF-8, checked over the whole body first ---- */
 
 /* Length of the valid UTF-8 sequence at p, or 0: no overlong forms, no
- * surrogates, nothing past U+10FFFF. */
-static size_t utf8_len(const uint8_t *p, const uint8_t *end)
+ * surrogates, nothing past U+10FFFF. Its code point goes to *cp. */
+static size_t utf8_cp(const uint8_t *p, const uint8_t *end, uint32_t *cp)
 {
 	uint32_t c = p[0], min;
 	size_t n, i;
 
-	if (c < 0x80)
+	if ((*cp = c) < 0x80)
 		return 1;
 	if ((c & 0xE0) == 0xC0)
 		n = 2, c &= 0x1F, min = 0x80;
@@ -127,7 +174,15 @@ static size_t utf8_len(const uint8_t *p, const uint8_t *end)
 	}
 	if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
 		return 0;
+	*cp = c;
 	return n;
+}
+
+static size_t utf8_len(const uint8_t *p, const uint8_t *end)
+{
+	uint32_t cp;
+
+	return utf8_cp(p, end, &cp);
 }
 
 static int check_utf8(struct reader *r)
@@ -171,9 +226,21 @@ static int hex4(struct reader *r, uint32_t *v)
 	return GM_OK;
 }
 
-/* Appends code point c to out (room bytes, NUL kept), UTF-8 encoded;
- * *len counts what it would take, so that a long string is known. */
-static void put_cp(char *out, size_t room, size_t *len, uint32_t c)
+/* Appends byte b of a string's decoded text to out (room bytes, NUL
+ * kept) and to r->hash; *len counts what the text would take, so that a
+ * long string is known. */
+static void put_byte(struct reader *r, char *out, size_t room, size_t *len,
+		     uint8_t b)
+{
+	r->hash = (r->hash ^ b) * 16777619u; /* FNV-1a */
+	if (out != NULL && *len < room)
+		out[*len] = (char)b;
+	(*len)++;
+}
+
+/* Appends code point c, UTF-8 encoded, as put_byte does. */
+static void put_cp(struct reader *r, char *out, size_t room, size_t *len,
+		   uint32_t c)
 {
 	uint8_t b[4];
 	size_t n;
@@ -192,9 +259,8 @@ static void put_cp(char *out, size_t room, size_t *len, uint32_t c)
 		b[1] = (uint8_t)(0x80 | (c >> 12 & 0x3F)),
 		b[2] = (uint8_t)(0x80 | (c >> 6 & 0x3F)),
 		b[3] = (uint8_t)(0x80 | (c & 0x3F)), n = 4;
-	for (size_t i = 0; i < n; i++, (*len)++)
-		if (out != NULL && *len < room)
-			out[*len] = (char)b[i];
+	for (size_t i = 0; i < n; i++)
+		put_byte(r, out, room, len, b[i]);
 }
 
 static int escape(struct reader *r, uint32_t *c)
@@ -249,10 +315,12 @@ static void trim_utf8(char *s)
 }
 
 /* A string at r->p; its decoded text into out (room bytes, truncated,
- * NUL-terminated) and its decoded length into *len. */
+ * NUL-terminated), its decoded length into *len and its hash into
+ * r->hash. */
 static int string(struct reader *r, char *out, size_t room, size_t *len)
 {
 	*len = 0;
+	r->hash = 2166136261u ^ r->seed;
 	r->p++; /* the opening quote */
 	for (;;) {
 		uint32_t c;
@@ -270,12 +338,10 @@ static int string(struct reader *r, char *out, size_t room, size_t *len)
 		if (c == '\\') {
 			if ((rv = escape(r, &c)) != 0)
 				return rv;
-			put_cp(out, room, len, c);
+			put_cp(r, out, room, len, c);
 		} else {
 			/* Raw bytes are valid UTF-8: copied as they are. */
-			if (out != NULL && *len < room)
-				out[*len] = (char)c;
-			(*len)++;
+			put_byte(r, out, room, len, (uint8_t)c);
 		}
 	}
 	r->p++;
@@ -339,44 +405,107 @@ static int literal(struct reader *r, const char *word)
 
 static int value(struct reader *r, struct member *m);
 
-/* Members of an object; the top one (depth 1) notes them in top[]. */
+/* The next code point of a string that the first pass has read whole,
+ * with t->p inside it; UINT32_MAX at its closing quote. */
+static uint32_t next_cp(struct reader *t)
+{
+	uint32_t c = *t->p;
+
+	if (c == '"')
+		return UINT32_MAX;
+	if (c == '\\') {
+		t->p++;
+		(void)escape(t, &c); /* valid: read once already */
+		return c;
+	}
+	t->p += utf8_cp(t->p, t->end, &c);
+	return c;
+}
+
+/* Whether the strings whose opening quotes are at byte offsets a and b
+ * decode to the same text ("a" and "\u0061" do). */
+static bool same_name(const struct reader *r, size_t a, size_t b)
+{
+	struct reader x = {.start = r->start,
+			   .p = r->start + a + 1,
+			   .end = r->end},
+		      y = {.start = r->start,
+			   .p = r->start + b + 1,
+			   .end = r->end};
+	uint32_t c;
+
+	while ((c = next_cp(&x)) == next_cp(&y))
+		if (c == UINT32_MAX)
+			return true;
+	return false;
+}
+
+/* Notes the name just read, m's, whose quote is at byte at, among the
+ * names of its object (those from first on); EJSON when it is one of
+ * them already. */
+static int note_name(struct reader *r, unsigned first, size_t at,
+		     const struct member *m)
+{
+	unsigned s = home(r->hash), i;
+
+	/* Names before first are of the objects around this one. */
+	for (; (i = r->slot[s]) != 0; s = (s + 1) % SLOTS)
+		if (i - 1 >= first && r->seen[i - 1].hash == r->hash &&
+		    same_name(r, r->seen[i - 1].at, at))
+			return fail(r->msg, r->msglen, GM_EJSON,
+				    "JSON: member \"%s%s\" twice (byte %zu)",
+				    m->name, m->long_name ? "..." : "", at);
+	r->slot[s] = (uint16_t)(r->nseen + 1);
+	r->seen[r->nseen++] = (struct seen){r->hash, at};
+	return GM_OK;
+}
+
+/* Forgets the names of the object that closes, those from first on.
+ * Taken out of the table in the reverse order they went in, they leave
+ * it as it was before them: every probe that passed over one of their
+ * slots was a later name's, gone already. */
+static void forget_names(struct reader *r, unsigned first)
+{
+	while (r->nseen > first) {
+		unsigned i = --r->nseen, s = home(r->seen[i].hash);
+
+		while (r->slot[s] != i + 1)
+			s = (s + 1) % SLOTS;
+		r->slot[s] = 0;
+	}
+}
+
+/* Members of an object; the top one (depth 1) notes them in top[]. Its
+ * names are noted in r->seen while it is open, and forgotten when it
+ * closes: siblings may share names, an object and one inside it too. */
 static int object(struct reader *r, struct member *top, unsigned *ntop)
 {
-	bool first = true;
+	unsigned first = r->nseen, count = 0;
 	int rv;
 
 	r->p++;
 	for (;;) {
 		struct member scratch, *m = &scratch;
-		size_t len;
+		size_t len, at;
 
 		skip_ws(r);
-		if (r->p < r->end && *r->p == '}' && first) {
-			r->p++;
-			return GM_OK;
-		}
+		if (r->p < r->end && *r->p == '}' && count == 0)
+			break;
 		if (r->p >= r->end || *r->p != '"')
 			return bad(r, "expected a member name");
-		if (top != NULL) {
-			if (*ntop == MEMBERS_MAX)
-				return bad(r, "more than 256 members");
-			m = &top[*ntop];
-			memset(m, 0, sizeof(*m));
-		}
+		if (count++ == MEMBERS_MAX)
+			return bad(r, "more than 256 members in an object");
+		if (top != NULL)
+			m = &top[(*ntop)++];
+		memset(m, 0, sizeof(*m));
+		at = (size_t)(r->p - r->start);
 		if ((rv = string(r, m->name, sizeof(m->name), &len)) != 0)
 			return rv;
 		m->long_name = len > NAME_MAX_;
 		if (m->long_name)
 			trim_utf8(m->name);
-		if (top != NULL) {
-			for (unsigned i = 0; i < *ntop; i++)
-				if (!m->long_name && !top[i].long_name &&
-				    strcmp(top[i].name, m->name) == 0)
-					return fail(r->msg, r->msglen, GM_EJSON,
-						    "JSON: member \"%s\" twice",
-						    m->name);
-			(*ntop)++;
-		}
+		if ((rv = note_name(r, first, at, m)) != 0)
+			return rv;
 		skip_ws(r);
 		if (r->p >= r->end || *r->p != ':')
 			return bad(r, "expected ':'");
@@ -384,15 +513,15 @@ static int object(struct reader *r, struct member *top, unsigned *ntop)
 		if ((rv = value(r, top != NULL ? m : NULL)) != 0)
 			return rv;
 		skip_ws(r);
-		if (r->p < r->end && *r->p == '}') {
-			r->p++;
-			return GM_OK;
-		}
+		if (r->p < r->end && *r->p == '}')
+			break;
 		if (r->p >= r->end || *r->p != ',')
 			return bad(r, "expected ',' or '}'");
 		r->p++;
-		first = false;
 	}
+	r->p++;
+	forget_names(r, first);
+	return GM_OK;
 }
 
 static int array(struct reader *r)
@@ -533,10 +662,14 @@ int gm_ctrlreq_parse(const uint8_t *body, size_t len, gm_ctrlreq *q, char *msg,
 		     size_t msglen)
 {
 	struct member top[MEMBERS_MAX];
-	struct reader r = {body, body, body + len, msg, msglen, 1, NULL};
+	struct seen seen[SEEN_MAX];
+	uint16_t slot[SLOTS];
+	struct reader r = {body,	body, body + len, msg, msglen, 1,
+			   hash_seed(), 0,    seen,	  0,   slot};
 	unsigned n = 0;
 	int rv;
 
+	memset(slot, 0, sizeof(slot));
 	memset(q, 0, sizeof(*q));
 	if ((rv = check_utf8(&r)) != 0)
 		return rv;
