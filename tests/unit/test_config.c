@@ -904,6 +904,28 @@ static const struct bad_doc {
      "or tls+tcp://"},
     {"{\"listen\": [\"tcp://\"]}", GM_ECONFIG,
      "config key \"listen\": \"tcp://\" has no address"},
+    /* A TCP URL's port is 1..65535, in decimal digits, and there. */
+    {"{\"listen\": [\"tcp://127.0.0.1:99999\"]}", GM_ECONFIG,
+     "config key \"listen\": \"tcp://127.0.0.1:99999\" is not "
+     "tcp://HOST:PORT with a port of 1..65535"},
+    {"{\"listen\": [\"ipc:///s\", \"tcp://127.0.0.1:-1\"]}", GM_ECONFIG,
+     "config key \"listen\": \"tcp://127.0.0.1:-1\" is not "
+     "tcp://HOST:PORT with a port of 1..65535"},
+    {"{\"listen\": [\"tcp://127.0.0.1\"]}", GM_ECONFIG,
+     "config key \"listen\": \"tcp://127.0.0.1\" is not tcp://HOST:PORT "
+     "with a port of 1..65535"},
+    {"{\"listen\": [\"tls+tcp://[::1]\"]}", GM_ECONFIG,
+     "config key \"listen\": \"tls+tcp://[::1]\" is not "
+     "tls+tcp://HOST:PORT with a port of 1..65535"},
+    {"{\"listen\": [\"tcp://h:0\"]}", GM_ECONFIG,
+     "config key \"listen\": \"tcp://h:0\" is not tcp://HOST:PORT with a "
+     "port of 1..65535"},
+    {"{\"listen\": [\"tcp://:5555\"]}", GM_ECONFIG,
+     "config key \"listen\": \"tcp://:5555\" is not tcp://HOST:PORT with "
+     "a port of 1..65535"},
+    {"{\"listen\": [\"tcp://h:5555/x\"]}", GM_ECONFIG,
+     "config key \"listen\": \"tcp://h:5555/x\" is not tcp://HOST:PORT "
+     "with a port of 1..65535"},
     {"{\"listen\": [\"tcp://h:1\", \"ipc:///s\", \"tcp://h:1\"]}", GM_ECONFIG,
      "config key \"listen\": \"tcp://h:1\" is listed twice"},
     {"{\"listen\": [\"tcp://h:1\", \"tcp://h:2\", \"tcp://h:3\", "
@@ -1010,6 +1032,15 @@ static const struct bad_set {
     {"listen", "udp://h:1",
      "config key \"listen\": \"udp://h:1\" must start with ipc://, tcp:// or "
      "tls+tcp://"},
+    {"listen", "tcp://127.0.0.1:99999",
+     "config key \"listen\": \"tcp://127.0.0.1:99999\" is not "
+     "tcp://HOST:PORT with a port of 1..65535"},
+    {"listen", "tcp://127.0.0.1:+80",
+     "config key \"listen\": \"tcp://127.0.0.1:+80\" is not "
+     "tcp://HOST:PORT with a port of 1..65535"},
+    {"listen", "tcp://127.0.0.1:",
+     "config key \"listen\": \"tcp://127.0.0.1:\" is not tcp://HOST:PORT "
+     "with a port of 1..65535"},
 };
 
 /* What gm_config_reload saw: "key taken was now" lines. */
