@@ -73,8 +73,9 @@ static int check_url(const gm_config_row *r, const char *url,
 		    msg, len, GM_ECONFIG,
 		    "config key \"%s\": \"%s\" has no address", r->name,
 		    schemes[i]);
-	/* A port the kernel cannot bind (99999, -1, none) is refused here,
-	 * where the message can name the key, not when binding fails. */
+	/* A port no client could reach (99999, -1, 0: one the kernel
+	 * picks, none) is refused here, where the message can name the
+	 * key, not when binding fails or, for 0, never. */
 	if (strcmp(schemes[i], "ipc://") != 0 &&
 	    !gm_config_value_host_port(url + strlen(schemes[i])))
 		return gm_config_value_fail(
