@@ -480,21 +480,11 @@ char *gm_config_to_json(const gm_config *c)
 
 /* ---- rules that span keys ---- */
 
-/* HOST:PORT with a port of 1..65535; HOST is for the resolver to judge
- * when the daemon binds. */
+/* HOST:PORT with a port of 1..65535, or null. */
 static int check_host_port(const char *key, const char *v, char *msg,
 			   size_t len)
 {
-	const char *colon = v ? strrchr(v, ':') : NULL;
-	unsigned long port = 0;
-	char *end = NULL;
-
-	if (v == NULL)
-		return 0;
-	if (colon != NULL && colon != v && strchr(v, '/') == NULL &&
-	    colon[1] >= '0' && colon[1] <= '9')
-		port = strtoul(colon + 1, &end, 10);
-	if (port >= 1 && port <= 65535 && *end == '\0')
+	if (v == NULL || gm_config_value_host_port(v))
 		return 0;
 	return fail(msg, len, GM_ECONFIG,
 		    "config key \"%s\": \"%.200s\" is not HOST:PORT, e.g. "

@@ -73,6 +73,16 @@ static int check_url(const gm_config_row *r, const char *url,
 		    msg, len, GM_ECONFIG,
 		    "config key \"%s\": \"%s\" has no address", r->name,
 		    schemes[i]);
+	/* A port no client could reach (99999, -1, 0: one the kernel
+	 * picks, none) is refused here, where the message can name the
+	 * key, not when binding fails or, for 0, never. */
+	if (strcmp(schemes[i], "ipc://") != 0 &&
+	    !gm_config_value_host_port(url + strlen(schemes[i])))
+		return gm_config_value_fail(
+		    msg, len, GM_ECONFIG,
+		    "config key \"%s\": \"%.200s\" is not %sHOST:PORT with "
+		    "a port of 1..65535",
+		    r->name, url, schemes[i]);
 	for (i = 0; i < n; i++)
 		if (strcmp(list[i], url) == 0)
 			return gm_config_value_fail(

@@ -137,3 +137,16 @@ cJSON *gm_config_value_numbers(const uint32_t *v, unsigned n)
 	}
 	return a;
 }
+
+bool gm_config_value_host_port(const char *s)
+{
+	const char *colon = strrchr(s, ':');
+	unsigned long port;
+	char *end;
+
+	if (colon == NULL || colon == s || strchr(s, '/') != NULL ||
+	    colon[1] < '0' || colon[1] > '9')
+		return false;
+	port = strtoul(colon + 1, &end, 10);
+	return *end == '\0' && port >= 1 && port <= 65535;
+}

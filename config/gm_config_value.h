@@ -7,6 +7,7 @@
 #ifndef GM_CONFIG_VALUE_H
 #define GM_CONFIG_VALUE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -36,6 +37,11 @@ int gm_config_value_range_error(const gm_config_row *r, const gm_config_src *v,
  * 1024). Returns 0, -1 when v is not such a number, or 1 when it is one
  * no uint64_t holds (negative or too large): out of range. */
 int gm_config_value_uint(const gm_config_src *v, int sized, uint64_t *out);
+
+/* Whether s is HOST:PORT: a host that is not empty (the resolver judges
+ * it when the daemon binds), a colon and a port of 1..65535 in decimal
+ * digits, nothing after it, no '/' anywhere. */
+bool gm_config_value_host_port(const char *s);
 
 /* n numbers as a JSON array, or NULL when out of memory. */
 cJSON *gm_config_value_numbers(const uint32_t *v, unsigned n);

@@ -165,6 +165,7 @@ static bool step_hdr(gm_conn *c)
 	gm_loop *l = c->l;
 	char text[GM_MSG_TEXT + 1];
 	const uint8_t *p = c->rbuf + c->roff;
+	size_t have;
 	bool fatal;
 	int rv;
 
@@ -181,14 +182,17 @@ static bool step_hdr(gm_conn *c)
 			return false;
 		}
 	}
-	if (avail(c) < GM_HDR_SIZE) {
+	/* A header is refused as soon as the part that came shows it bad
+	 * (a wrong magic from its first byte), not only once it is whole. */
+	have = avail(c) < GM_HDR_SIZE ? avail(c) : GM_HDR_SIZE;
+	rv = gm_proto_get_hdr(p, have, &c->h, text, sizeof(text));
+	if (rv == GM_ETRUNC) {
 		recv_more(c);
 		return false;
 	}
 	if (!c->got_hdr && !identify(c))
 		return false;
-	rv = gm_proto_get_hdr(p, GM_HDR_SIZE, &c->h, text, sizeof(text));
-	c->roff += GM_HDR_SIZE;
+	c->roff += have;
 	c->got_hdr = true;
 	/* Past a bad header (steps 2-5), a frame that is no request (6) or
 	 * a length over the limit (7) the next frame cannot be found

@@ -2,22 +2,19 @@
  * gm_ctrlreq.c - strict reading of a CTRL request's JSON; see
  * gm_ctrlreq.h.
  *
- * Two passes. The first validates the whole body as JSON (RFC 8259, with
- * the stricter rules of the header: valid UTF-8, no NUL in strings, no
- * member twice in the top object) and notes the top object's members;
- * only then does the second look at what they say, so that a body that
- * is not JSON is always EJSON, whatever its members. Integers are
- * accumulated in 64 bits as their digits are read.
+ * Two passes. The first (gm_ctrlreq_json.c) validates the whole body as
+ * JSON and notes the top object's members; only then does the second,
+ * here, look at what they say, so that a body that is not JSON is
+ * always EJSON, whatever its members.
  */
 #include "gm_ctrlreq.h"
 
 #include <inttypes.h>
-#include <stdarg.h>
-#include <stdbool.h>
-#include <stdio.h>
 #include <string.h>
 
+#include "gm_ctrlreq_json.h"
 #include "gm_error.h"
+#include "gm_proto_wire.h"
 
 static const struct {
 	const char *name;
@@ -50,421 +47,9 @@ int gm_ctrlreq_op_admin(int op)
 	return ops[op].admin;
 }
 
-#define MEMBERS_MAX 256 /* in the top object: a request has three */
-#define NAME_MAX_                                          \
-	32 /* a member name or op longer than this is none \
-	      of ours */
-
-enum vtype { V_NONE, V_STRING, V_INT, V_OTHER };
-
-/* What the first pass notes about a member of the top object. */
-struct member {
-	char name[NAME_MAX_ + 1];
-	bool long_name;	       /* longer than NAME_MAX_: not one of ours */
-	int type;	       /* enum vtype */
-	bool overflow;	       /* an integer over 2^64 - 1, or negative */
-	uint64_t u;	       /* an integer's value */
-	char s[NAME_MAX_ + 1]; /* a string's value, when short */
-	bool long_s;
-};
-
-struct reader {
-	const uint8_t *start, *p, *end;
-	char *msg;
-	size_t msglen;
-	int depth;
-	struct member *top; /* the member being read at depth 1, or NULL */
-};
-
-__attribute__((format(printf, 4, 5))) static int
-fail(char *msg, size_t msglen, int code, const char *fmt, ...)
+static int find_op(const gm_ctrlreq_member *m)
 {
-	va_list ap;
-
-	if (msg != NULL && msglen != 0) {
-		va_start(ap, fmt);
-		vsnprintf(msg, msglen, fmt, ap);
-		va_end(ap);
-	}
-	return code;
-}
-
-static int bad(struct reader *r, const char *what)
-{
-	if (r->p >= r->end)
-		return fail(r->msg, r->msglen, GM_EJSON,
-			    "JSON: %s, found the end at byte %td", what,
-			    r->p - r->start);
-	return fail(r->msg, r->msglen, GM_EJSON, "JSON: %s at byte %td", what,
-		    r->p - r->start);
-}
-
-/* ---- UTF-8, checked over the whole body first ---- */
-
-/* Length of the valid UTF-8 sequence at p, or 0: no overlong forms, no
- * surrogates, nothing past U+10FFFF. */
-static size_t utf8_len(const uint8_t *p, const uint8_t *end)
-{
-	uint32_t c = p[0], min;
-	size_t n, i;
-
-	if (c < 0x80)
-		return 1;
-	if ((c & 0xE0) == 0xC0)
-		n = 2, c &= 0x1F, min = 0x80;
-	else if ((c & 0xF0) == 0xE0)
-		n = 3, c &= 0x0F, min = 0x800;
-	else if ((c & 0xF8) == 0xF0)
-		n = 4, c &= 0x07, min = 0x10000;
-	else
-		return 0;
-	if ((size_t)(end - p) < n)
-		return 0;
-	for (i = 1; i < n; i++) {
-		if ((p[i] & 0xC0) != 0x80)
-			return 0;
-		c = c << 6 | (p[i] & 0x3F);
-	}
-	if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
-		return 0;
-	return n;
-}
-
-static int check_utf8(struct reader *r)
-{
-	const uint8_t *p = r->start;
-
-	while (p < r->end) {
-		size_t n = utf8_len(p, r->end);
-
-		if (n == 0)
-			return fail(r->msg, r->msglen, GM_EJSON,
-				    "body is not valid UTF-8 (byte %td)",
-				    p - r->start);
-		p += n;
-	}
-	return GM_OK;
-}
-
-/* ---- the first pass: JSON ---- */
-
-static void skip_ws(struct reader *r)
-{
-	while (r->p < r->end && (*r->p == ' ' || *r->p == '\t' ||
-				 *r->p == '\n' || *r->p == '\r'))
-		r->p++;
-}
-
-static int hex4(struct reader *r, uint32_t *v)
-{
-	*v = 0;
-	for (int i = 0; i < 4; i++, r->p++) {
-		uint8_t c = r->p < r->end ? *r->p : 0;
-
-		if (c >= '0' && c <= '9')
-			*v = *v << 4 | (uint32_t)(c - '0');
-		else if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f')
-			*v = *v << 4 | (uint32_t)((c | 0x20) - 'a' + 10);
-		else
-			return bad(r, "expected 4 hex digits after \\u");
-	}
-	return GM_OK;
-}
-
-/* Appends code point c to out (room bytes, NUL kept), UTF-8 encoded;
- * *len counts what it would take, so that a long string is known. */
-static void put_cp(char *out, size_t room, size_t *len, uint32_t c)
-{
-	uint8_t b[4];
-	size_t n;
-
-	if (c < 0x80)
-		b[0] = (uint8_t)c, n = 1;
-	else if (c < 0x800)
-		b[0] = (uint8_t)(0xC0 | c >> 6),
-		b[1] = (uint8_t)(0x80 | (c & 0x3F)), n = 2;
-	else if (c < 0x10000)
-		b[0] = (uint8_t)(0xE0 | c >> 12),
-		b[1] = (uint8_t)(0x80 | (c >> 6 & 0x3F)),
-		b[2] = (uint8_t)(0x80 | (c & 0x3F)), n = 3;
-	else
-		b[0] = (uint8_t)(0xF0 | c >> 18),
-		b[1] = (uint8_t)(0x80 | (c >> 12 & 0x3F)),
-		b[2] = (uint8_t)(0x80 | (c >> 6 & 0x3F)),
-		b[3] = (uint8_t)(0x80 | (c & 0x3F)), n = 4;
-	for (size_t i = 0; i < n; i++, (*len)++)
-		if (out != NULL && *len < room)
-			out[*len] = (char)b[i];
-}
-
-static int escape(struct reader *r, uint32_t *c)
-{
-	static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
-	const char *e;
-	uint32_t lo;
-	int rv;
-
-	if (r->p >= r->end)
-		return bad(r, "string not closed");
-	if (*r->p != 'u') {
-		if (*r->p == '\0' || (e = strchr(from, *r->p)) == NULL)
-			return bad(r, "unknown escape in a string");
-		*c = (uint8_t)to[e - from];
-		r->p++;
-		return GM_OK;
-	}
-	r->p++;
-	if ((rv = hex4(r, c)) != 0)
-		return rv;
-	if (*c >= 0xDC00 && *c <= 0xDFFF)
-		return bad(r, "a low surrogate escape without its high half");
-	if (*c >= 0xD800 && *c <= 0xDBFF) {
-		if (r->end - r->p < 2 || r->p[0] != '\\' || r->p[1] != 'u')
-			return bad(r, "a high surrogate escape without its "
-				      "low half");
-		r->p += 2;
-		if ((rv = hex4(r, &lo)) != 0)
-			return rv;
-		if (lo < 0xDC00 || lo > 0xDFFF)
-			return bad(r, "a high surrogate escape without its "
-				      "low half");
-		*c = 0x10000 + ((*c - 0xD800) << 10) + (lo - 0xDC00);
-	}
-	if (*c == 0)
-		return bad(r, "\\u0000 (NUL) in a string");
-	return GM_OK;
-}
-
-/* Cuts a UTF-8 sequence that truncation left incomplete at the end of
- * s, so that a message quoting s stays valid UTF-8. */
-static void trim_utf8(char *s)
-{
-	size_t n = strlen(s), i = n;
-
-	while (i > 0 && ((uint8_t)s[i - 1] & 0xC0) == 0x80)
-		i--;
-	if (i > 0 && (uint8_t)s[i - 1] >= 0xC0 &&
-	    utf8_len((const uint8_t *)s + i - 1, (const uint8_t *)s + n) == 0)
-		s[i - 1] = '\0';
-}
-
-/* A string at r->p; its decoded text into out (room bytes, truncated,
- * NUL-terminated) and its decoded length into *len. */
-static int string(struct reader *r, char *out, size_t room, size_t *len)
-{
-	*len = 0;
-	r->p++; /* the opening quote */
-	for (;;) {
-		uint32_t c;
-		int rv;
-
-		if (r->p >= r->end)
-			return bad(r, "string not closed");
-		c = *r->p;
-		if (c == '"')
-			break;
-		if (c < 0x20)
-			return bad(r, c == 0 ? "NUL byte in a string"
-					     : "control character in a string");
-		r->p++;
-		if (c == '\\') {
-			if ((rv = escape(r, &c)) != 0)
-				return rv;
-			put_cp(out, room, len, c);
-		} else {
-			/* Raw bytes are valid UTF-8: copied as they are. */
-			if (out != NULL && *len < room)
-				out[*len] = (char)c;
-			(*len)++;
-		}
-	}
-	r->p++;
-	if (out != NULL)
-		out[*len < room ? *len : room - 1] = '\0';
-	return GM_OK;
-}
-
-static int number(struct reader *r, struct member *m)
-{
-	bool neg = false, is_int = true, over = false;
-	uint64_t u = 0;
-
-	if (*r->p == '-')
-		neg = true, r->p++;
-	if (r->p >= r->end || *r->p < '0' || *r->p > '9')
-		return bad(r, "expected a digit");
-	if (*r->p == '0' && r->end - r->p > 1 && r->p[1] >= '0' &&
-	    r->p[1] <= '9')
-		return bad(r, "a number with a leading zero");
-	while (r->p < r->end && *r->p >= '0' && *r->p <= '9') {
-		over = over || __builtin_mul_overflow(u, 10, &u) ||
-		       __builtin_add_overflow(u, (uint64_t)(*r->p - '0'), &u);
-		r->p++;
-	}
-	if (r->p < r->end && *r->p == '.') {
-		is_int = false;
-		r->p++;
-		if (r->p >= r->end || *r->p < '0' || *r->p > '9')
-			return bad(r, "expected a digit after '.'");
-		while (r->p < r->end && *r->p >= '0' && *r->p <= '9')
-			r->p++;
-	}
-	if (r->p < r->end && (*r->p | 0x20) == 'e') {
-		is_int = false;
-		r->p++;
-		if (r->p < r->end && (*r->p == '+' || *r->p == '-'))
-			r->p++;
-		if (r->p >= r->end || *r->p < '0' || *r->p > '9')
-			return bad(r, "expected a digit in an exponent");
-		while (r->p < r->end && *r->p >= '0' && *r->p <= '9')
-			r->p++;
-	}
-	if (m != NULL) {
-		m->type = is_int ? V_INT : V_OTHER;
-		m->u = u;
-		m->overflow = over || (neg && u != 0);
-	}
-	return GM_OK;
-}
-
-static int literal(struct reader *r, const char *word)
-{
-	size_t n = strlen(word);
-
-	if ((size_t)(r->end - r->p) < n || memcmp(r->p, word, n) != 0)
-		return bad(r, "expected a value");
-	r->p += n;
-	return GM_OK;
-}
-
-static int value(struct reader *r, struct member *m);
-
-/* Members of an object; the top one (depth 1) notes them in top[]. */
-static int object(struct reader *r, struct member *top, unsigned *ntop)
-{
-	bool first = true;
-	int rv;
-
-	r->p++;
-	for (;;) {
-		struct member scratch, *m = &scratch;
-		size_t len;
-
-		skip_ws(r);
-		if (r->p < r->end && *r->p == '}' && first) {
-			r->p++;
-			return GM_OK;
-		}
-		if (r->p >= r->end || *r->p != '"')
-			return bad(r, "expected a member name");
-		if (top != NULL) {
-			if (*ntop == MEMBERS_MAX)
-				return bad(r, "more than 256 members");
-			m = &top[*ntop];
-			memset(m, 0, sizeof(*m));
-		}
-		if ((rv = string(r, m->name, sizeof(m->name), &len)) != 0)
-			return rv;
-		m->long_name = len > NAME_MAX_;
-		if (m->long_name)
-			trim_utf8(m->name);
-		if (top != NULL) {
-			for (unsigned i = 0; i < *ntop; i++)
-				if (!m->long_name && !top[i].long_name &&
-				    strcmp(top[i].name, m->name) == 0)
-					return fail(r->msg, r->msglen, GM_EJSON,
-						    "JSON: member \"%s\" twice",
-						    m->name);
-			(*ntop)++;
-		}
-		skip_ws(r);
-		if (r->p >= r->end || *r->p != ':')
-			return bad(r, "expected ':'");
-		r->p++;
-		if ((rv = value(r, top != NULL ? m : NULL)) != 0)
-			return rv;
-		skip_ws(r);
-		if (r->p < r->end && *r->p == '}') {
-			r->p++;
-			return GM_OK;
-		}
-		if (r->p >= r->end || *r->p != ',')
-			return bad(r, "expected ',' or '}'");
-		r->p++;
-		first = false;
-	}
-}
-
-static int array(struct reader *r)
-{
-	bool first = true;
-	int rv;
-
-	r->p++;
-	for (;;) {
-		skip_ws(r);
-		if (r->p < r->end && *r->p == ']' && first) {
-			r->p++;
-			return GM_OK;
-		}
-		if ((rv = value(r, NULL)) != 0)
-			return rv;
-		skip_ws(r);
-		if (r->p < r->end && *r->p == ']') {
-			r->p++;
-			return GM_OK;
-		}
-		if (r->p >= r->end || *r->p != ',')
-			return bad(r, "expected ',' or ']'");
-		r->p++;
-		first = false;
-	}
-}
-
-/* A value; m (a member of the top object, or NULL) notes its type. */
-static int value(struct reader *r, struct member *m)
-{
-	size_t len;
-	int rv;
-
-	skip_ws(r);
-	if (r->p >= r->end)
-		return bad(r, "expected a value");
-	if (m != NULL)
-		m->type = V_OTHER;
-	switch (*r->p) {
-	case '{':
-	case '[':
-		if (++r->depth > GM_CTRLREQ_DEPTH_MAX)
-			return bad(r, "nested more than 16 deep");
-		rv = *r->p == '{' ? object(r, NULL, NULL) : array(r);
-		r->depth--;
-		return rv;
-	case '"':
-		if (m == NULL)
-			return string(r, NULL, 0, &len);
-		rv = string(r, m->s, sizeof(m->s), &len);
-		m->type = V_STRING;
-		m->long_s = len > NAME_MAX_;
-		return rv;
-	case 't':
-		return literal(r, "true");
-	case 'f':
-		return literal(r, "false");
-	case 'n':
-		return literal(r, "null");
-	default:
-		if (*r->p != '-' && (*r->p < '0' || *r->p > '9'))
-			return bad(r, "expected a value");
-		return number(r, m);
-	}
-}
-
-/* ---- the second pass: what the members say ---- */
-
-static int find_op(const struct member *m)
-{
-	if (m->type != V_STRING || m->long_s)
+	if (m->type != GM_CTRLREQ_V_STRING || m->long_s)
 		return GM_CTRLREQ_NONE;
 	for (int op = 1; op < GM_CTRLREQ_OP_COUNT; op++)
 		if (strcmp(ops[op].name, m->s) == 0)
@@ -472,35 +57,36 @@ static int find_op(const struct member *m)
 	return GM_CTRLREQ_NONE;
 }
 
-static int take_int(const struct member *m, uint64_t min, uint64_t max,
+static int take_int(const gm_ctrlreq_member *m, uint64_t min, uint64_t max,
 		    uint64_t *out, char *msg, size_t msglen)
 {
-	if (m->type != V_INT || m->overflow || m->u < min || m->u > max)
-		return fail(msg, msglen, GM_EINVAL,
-			    "\"%s\" must be an integer from %" PRIu64
-			    " to %" PRIu64,
-			    m->name, min, max);
+	if (m->type != GM_CTRLREQ_V_INT || m->overflow || m->u < min ||
+	    m->u > max)
+		return gm_proto_fail(GM_EINVAL, msg, msglen,
+				     "\"%s\" must be an integer from %" PRIu64
+				     " to %" PRIu64,
+				     m->name, min, max);
 	*out = m->u;
 	return GM_OK;
 }
 
-static int members(const struct member *top, unsigned n, gm_ctrlreq *q,
+static int members(const gm_ctrlreq_member *top, unsigned n, gm_ctrlreq *q,
 		   char *msg, size_t msglen)
 {
-	const struct member *op = NULL;
+	const gm_ctrlreq_member *op = NULL;
 	int rv;
 
 	for (unsigned i = 0; i < n; i++)
 		if (!top[i].long_name && strcmp(top[i].name, "op") == 0)
 			op = &top[i];
-	if (op == NULL || op->type != V_STRING)
-		return fail(msg, msglen, GM_EINVAL,
-			    "missing string member \"op\"");
+	if (op == NULL || op->type != GM_CTRLREQ_V_STRING)
+		return gm_proto_fail(GM_EINVAL, msg, msglen,
+				     "missing string member \"op\"");
 	if ((q->op = find_op(op)) == GM_CTRLREQ_NONE)
-		return fail(msg, msglen, GM_EINVAL, "unknown op; known: %s",
-			    gm_ctrlreq_ops);
+		return gm_proto_fail(GM_EINVAL, msg, msglen,
+				     "unknown op; known: %s", gm_ctrlreq_ops);
 	for (unsigned i = 0; i < n; i++) {
-		const struct member *m = &top[i];
+		const gm_ctrlreq_member *m = &top[i];
 		unsigned bit = 0;
 
 		if (m == op)
@@ -510,10 +96,11 @@ static int members(const struct member *top, unsigned n, gm_ctrlreq *q,
 		else if (!m->long_name && strcmp(m->name, "timeout_ms") == 0)
 			bit = GM_CTRLREQ_M_TIMEOUT;
 		if (bit == 0 || !(ops[q->op].members & bit))
-			return fail(msg, msglen, GM_EFIELD,
-				    "op \"%s\" takes no member \"%s%s\"",
-				    ops[q->op].name, m->name,
-				    m->long_name ? "..." : "");
+			return gm_proto_fail(
+			    GM_EFIELD, msg, msglen,
+			    "op \"%s\" takes no member \"%s%s\"",
+			    ops[q->op].name, m->name,
+			    m->long_name ? "..." : "");
 		rv = bit == GM_CTRLREQ_M_JOB
 			 ? take_int(m, 1, UINT64_MAX, &q->job, msg, msglen)
 			 : take_int(m, 0, GM_CTRLREQ_TIMEOUT_MAX,
@@ -524,29 +111,21 @@ static int members(const struct member *top, unsigned n, gm_ctrlreq *q,
 	}
 	if ((ops[q->op].members & GM_CTRLREQ_M_JOB) &&
 	    !(q->members & GM_CTRLREQ_M_JOB))
-		return fail(msg, msglen, GM_EINVAL,
-			    "op \"%s\" needs member \"job\"", ops[q->op].name);
+		return gm_proto_fail(GM_EINVAL, msg, msglen,
+				     "op \"%s\" needs member \"job\"",
+				     ops[q->op].name);
 	return GM_OK;
 }
 
 int gm_ctrlreq_parse(const uint8_t *body, size_t len, gm_ctrlreq *q, char *msg,
 		     size_t msglen)
 {
-	struct member top[MEMBERS_MAX];
-	struct reader r = {body, body, body + len, msg, msglen, 1, NULL};
-	unsigned n = 0;
+	gm_ctrlreq_member top[GM_CTRLREQ_MEMBERS_MAX];
+	unsigned n;
 	int rv;
 
 	memset(q, 0, sizeof(*q));
-	if ((rv = check_utf8(&r)) != 0)
+	if ((rv = gm_ctrlreq_read_json(body, len, top, &n, msg, msglen)) != 0)
 		return rv;
-	skip_ws(&r);
-	if (r.p >= r.end || *r.p != '{')
-		return bad(&r, "the body must be one object");
-	if ((rv = object(&r, top, &n)) != 0)
-		return rv;
-	skip_ws(&r);
-	if (r.p != r.end)
-		return bad(&r, "bytes after the object");
 	return members(top, n, q, msg, msglen);
 }

@@ -226,41 +226,51 @@ void gm_proto_put_hdr(uint8_t *p, uint16_t type, uint64_t id, uint32_t count,
 }
 
 /* The id is filled first so that a refusal can echo it. */
+/* The magic's bytes in the order they come on the wire. */
+static const uint8_t magic_bytes[4] = {0x47, 0x45, 0x4D, 0x4D};
+
 int gm_proto_get_hdr(const void *buf, size_t len, gm_hdr *h, char *msg,
 		     size_t msglen)
 {
 	const uint8_t *p = buf;
-	uint32_t magic;
 
 	memset(h, 0, sizeof(*h));
+	if (len >= 8)
+		h->version = get_u16(p + 4), h->type = get_u16(p + 6);
 	if (len >= 16)
 		h->id = get_u64(p + 8);
+	if (len >= 24)
+		h->count = get_u32(p + 16), h->flags = get_u32(p + 20);
+	if (len >= GM_HDR_SIZE)
+		h->length = get_u64(p + 24);
+	/* Each field is judged as soon as its bytes are in, the magic from
+	 * its first byte on: a peer that sends anything else learns it at
+	 * once, not when 32 bytes have come. */
+	if (memcmp(p, magic_bytes, len < 4 ? len : 4) != 0)
+		return len >= 4 ? gm_proto_fail(GM_EMAGIC, msg, msglen,
+						"magic=0x%08" PRIx32
+						", must be 0x%08x (\"GEMM\")",
+						get_u32(p), GM_PROTO_MAGIC)
+				: gm_proto_fail(GM_EMAGIC, msg, msglen,
+						"the magic's first %zu "
+						"byte(s) are not those of "
+						"0x%08x (\"GEMM\")",
+						len, GM_PROTO_MAGIC);
+	if (len >= 6 && get_u16(p + 4) != GM_PROTO_VERSION)
+		return gm_proto_fail(GM_EVERSION, msg, msglen,
+				     "version=%u, this side speaks %d",
+				     get_u16(p + 4), GM_PROTO_VERSION);
+	if (len >= 8 && (h->type < GM_MSG_GEMM || h->type > GM_MSG_ERROR))
+		return gm_proto_fail(GM_EMSGTYPE, msg, msglen,
+				     "type=%u, must be 1..5", h->type);
+	if (len >= 24 && h->flags != 0)
+		return gm_proto_fail(GM_EFIELD, msg, msglen,
+				     "header flags=0x%" PRIx32 ", must be 0",
+				     h->flags);
 	if (len < GM_HDR_SIZE)
 		return gm_proto_fail(GM_ETRUNC, msg, msglen,
 				     "%zu bytes, a header needs %d", len,
 				     GM_HDR_SIZE);
-	magic = get_u32(p);
-	h->version = get_u16(p + 4);
-	h->type = get_u16(p + 6);
-	h->count = get_u32(p + 16);
-	h->flags = get_u32(p + 20);
-	h->length = get_u64(p + 24);
-	if (magic != GM_PROTO_MAGIC)
-		return gm_proto_fail(GM_EMAGIC, msg, msglen,
-				     "magic=0x%08" PRIx32
-				     ", must be 0x%08x (\"GEMM\")",
-				     magic, GM_PROTO_MAGIC);
-	if (h->version != GM_PROTO_VERSION)
-		return gm_proto_fail(GM_EVERSION, msg, msglen,
-				     "version=%u, this side speaks %d",
-				     h->version, GM_PROTO_VERSION);
-	if (h->type < GM_MSG_GEMM || h->type > GM_MSG_ERROR)
-		return gm_proto_fail(GM_EMSGTYPE, msg, msglen,
-				     "type=%u, must be 1..5", h->type);
-	if (h->flags != 0)
-		return gm_proto_fail(GM_EFIELD, msg, msglen,
-				     "header flags=0x%" PRIx32 ", must be 0",
-				     h->flags);
 	return GM_OK;
 }
 

@@ -171,11 +171,14 @@ void gm_proto_put_hdr(uint8_t *p, uint16_t type, uint64_t id, uint32_t count,
 		      uint64_t length);
 
 /*
- * Decodes and validates the frame header at buf (len >= GM_HDR_SIZE
- * bytes, else GM_ETRUNC): magic (GM_EMAGIC), version (GM_EVERSION),
- * known type (GM_EMSGTYPE), zero flags (GM_EFIELD). Whatever could be
- * read is in h even on failure, the id included, so that a refusal can
- * echo it.
+ * Decodes and validates the frame header at buf: magic (GM_EMAGIC),
+ * version (GM_EVERSION), known type (GM_EMSGTYPE), zero flags
+ * (GM_EFIELD), each judged as soon as len covers its bytes (the magic
+ * from its first byte), then GM_ETRUNC when len < GM_HDR_SIZE. So a
+ * reader may call it on the part of a header that has come, and refuse
+ * the frame as soon as its code is not GM_ETRUNC. Whatever could be read
+ * is in h even on failure, the id included (from 16 bytes), so that a
+ * refusal can echo it.
  */
 int gm_proto_get_hdr(const void *buf, size_t len, gm_hdr *h, char *msg,
 		     size_t msglen);

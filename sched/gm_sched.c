@@ -165,8 +165,11 @@ static void finish_job(gm_sched *s, gm_sched_job *j)
 	}
 }
 
+/* A job that never started: it waited until now (PROTOCOL.md 11), in
+ * the queue or in the engine's. */
 static void fail_job(gm_sched *s, gm_sched_job *j, int code, const char *msg)
 {
+	j->t.queue_us = fmax(gm_clock_now_us() - j->req->recv_us, 0.0);
 	j->state = GM_SCHED_JOB_DONE;
 	j->job.status = code;
 	snprintf(j->job.msg, sizeof(j->job.msg), "%s", msg);

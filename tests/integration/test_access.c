@@ -169,17 +169,19 @@ static void test_allow_list_config_errors(void **state)
  * allow_plain_tcp false refuses to start with one, naming it. */
 static void test_plain_tcp_warning(void **state)
 {
-	const char *args[] = {"--listen", "tcp://0.0.0.0:0", NULL};
+	char url[64], off[160], loopback[160], err[2048];
+	const char *args[] = {"--listen", url, NULL};
 	const char *forbid[] = {"--listen", "tcp://127.0.0.1:1", "--set",
 				"allow_plain_tcp=false", NULL};
-	char loopback[160], err[2048];
 	it_daemon d;
 
+	snprintf(url, sizeof(url), "tcp://0.0.0.0:%d", it_free_port());
+	snprintf(off, sizeof(off),
+		 "%s is plain TCP off the loopback: unauthenticated", url);
 	assert_int_equal(it_setup(&d), 0);
 	assert_int_equal(it_start(&d, args), 0);
 	assert_int_equal(it_stop(&d), 0);
-	assert_true(it_file_has(d.log, "tcp://0.0.0.0:0 is plain TCP off the "
-				       "loopback: unauthenticated"));
+	assert_true(it_file_has(d.log, off));
 	it_cleanup(&d);
 	assert_int_equal(it_setup(&d), 0);
 	assert_int_equal(it_start(&d, NULL), 0);

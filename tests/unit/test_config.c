@@ -623,6 +623,56 @@ static void test_check(void **state)
 	gm_config_free(&c);
 }
 
+/* Who may connect on ipc:// (PROTOCOL.md 2.1): everyone while both
+ * lists are empty; else a peer whose uid is in allow_uids or whose gid
+ * is in allow_gids, either one enough. */
+static void test_allows(void **state)
+{
+	static const struct {
+		const char *uids, *gids; /* --set values; "" for none */
+		uint64_t uid, gid;
+		bool in;
+	} rows[] = {
+	    {"", "", 1000, 1000, true},
+	    {"", "", 0, 0, true},
+	    {"1000", "", 1000, 5, true},
+	    {"1000", "", 1001, 1000, false},
+	    {"", "50", 7, 50, true},
+	    {"", "50", 50, 7, false},
+	    {"1000", "50", 1000, 7, true},
+	    {"1000", "50", 7, 50, true},
+	    {"1000", "50", 1000, 50, true},
+	    {"1000", "50", 7, 7, false},
+	    {"1,2,3", "", 3, 9, true},
+	    {"", "8,9", 1, 9, true},
+	    {"4294967294", "", 4294967294u, 0, true},
+	    {"", "", 4294967295u, 4294967295u, true},
+	    {"0", "", 4294967295u, 0, false},
+	};
+	char msg[256];
+	gm_config c;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		gm_config_defaults(&c);
+		assert_int_equal(gm_config_set(&c, "allow_uids", rows[i].uids,
+					       msg, sizeof(msg)),
+				 GM_OK);
+		assert_int_equal(gm_config_set(&c, "allow_gids", rows[i].gids,
+					       msg, sizeof(msg)),
+				 GM_OK);
+		if (gm_config_allows(&c, rows[i].uid, rows[i].gid) !=
+		    rows[i].in)
+			fail_msg("allow_uids [%s] allow_gids [%s], uid %llu "
+				 "gid %llu: want %s",
+				 rows[i].uids, rows[i].gids,
+				 (unsigned long long)rows[i].uid,
+				 (unsigned long long)rows[i].gid,
+				 rows[i].in ? "in" : "out");
+		gm_config_free(&c);
+	}
+}
+
 /* metrics_listen is HOST:PORT with a port of 1..65535, or null. */
 static void test_metrics_listen(void **state)
 {
@@ -904,6 +954,28 @@ static const struct bad_doc {
      "or tls+tcp://"},
     {"{\"listen\": [\"tcp://\"]}", GM_ECONFIG,
      "config key \"listen\": \"tcp://\" has no address"},
+    /* A TCP URL's port is 1..65535, in decimal digits, and there. */
+    {"{\"listen\": [\"tcp://127.0.0.1:99999\"]}", GM_ECONFIG,
+     "config key \"listen\": \"tcp://127.0.0.1:99999\" is not "
+     "tcp://HOST:PORT with a port of 1..65535"},
+    {"{\"listen\": [\"ipc:///s\", \"tcp://127.0.0.1:-1\"]}", GM_ECONFIG,
+     "config key \"listen\": \"tcp://127.0.0.1:-1\" is not "
+     "tcp://HOST:PORT with a port of 1..65535"},
+    {"{\"listen\": [\"tcp://127.0.0.1\"]}", GM_ECONFIG,
+     "config key \"listen\": \"tcp://127.0.0.1\" is not tcp://HOST:PORT "
+     "with a port of 1..65535"},
+    {"{\"listen\": [\"tls+tcp://[::1]\"]}", GM_ECONFIG,
+     "config key \"listen\": \"tls+tcp://[::1]\" is not "
+     "tls+tcp://HOST:PORT with a port of 1..65535"},
+    {"{\"listen\": [\"tcp://h:0\"]}", GM_ECONFIG,
+     "config key \"listen\": \"tcp://h:0\" is not tcp://HOST:PORT with a "
+     "port of 1..65535"},
+    {"{\"listen\": [\"tcp://:5555\"]}", GM_ECONFIG,
+     "config key \"listen\": \"tcp://:5555\" is not tcp://HOST:PORT with "
+     "a port of 1..65535"},
+    {"{\"listen\": [\"tcp://h:5555/x\"]}", GM_ECONFIG,
+     "config key \"listen\": \"tcp://h:5555/x\" is not tcp://HOST:PORT "
+     "with a port of 1..65535"},
     {"{\"listen\": [\"tcp://h:1\", \"ipc:///s\", \"tcp://h:1\"]}", GM_ECONFIG,
      "config key \"listen\": \"tcp://h:1\" is listed twice"},
     {"{\"listen\": [\"tcp://h:1\", \"tcp://h:2\", \"tcp://h:3\", "
@@ -1010,6 +1082,15 @@ static const struct bad_set {
     {"listen", "udp://h:1",
      "config key \"listen\": \"udp://h:1\" must start with ipc://, tcp:// or "
      "tls+tcp://"},
+    {"listen", "tcp://127.0.0.1:99999",
+     "config key \"listen\": \"tcp://127.0.0.1:99999\" is not "
+     "tcp://HOST:PORT with a port of 1..65535"},
+    {"listen", "tcp://127.0.0.1:+80",
+     "config key \"listen\": \"tcp://127.0.0.1:+80\" is not "
+     "tcp://HOST:PORT with a port of 1..65535"},
+    {"listen", "tcp://127.0.0.1:",
+     "config key \"listen\": \"tcp://127.0.0.1:\" is not tcp://HOST:PORT "
+     "with a port of 1..65535"},
 };
 
 /* What gm_config_reload saw: "key taken was now" lines. */
@@ -1171,6 +1252,7 @@ int main(void)
 	    cmocka_unit_test(test_listen),
 	    cmocka_unit_test(test_check),
 	    cmocka_unit_test(test_metrics_listen),
+	    cmocka_unit_test(test_allows),
 	    cmocka_unit_test(test_to_json),
 	    cmocka_unit_test(test_free_leaves_defaults),
 	    cmocka_unit_test(test_files),

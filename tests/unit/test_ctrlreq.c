@@ -139,32 +139,47 @@ static void test_long_name_cut(void **state)
  * take under a millisecond, so that a control request never holds the
  * daemon's loop for longer. Each is read whole, then refused for its
  * member (EFIELD). */
+/* Writes the members "m0":0 .. "m<n-1>":<n-1>, comma-separated, at b;
+ * returns their length. */
+static int put_members(char *b, int n)
+{
+	int at = 0;
+
+	for (int i = 0; i < n; i++)
+		at += sprintf(b + at, "%s\"m%d\":%d", i ? "," : "", i, i);
+	return at;
+}
+
 static void test_time_at_cap(void **state)
 {
 	static const char *const names[] = {"3-byte UTF-8", "\\u escapes",
-					    "numbers"};
-	static const char *const units[] = {"\xe6\x97\xa5", "\\u00e9",
-					    "123456789,"};
+					    "numbers", "256-member objects"};
+	static char object[4096];
+	const char *const units[] = {"\xe6\x97\xa5", "\\u00e9", "123456789,",
+				     object};
 	static const size_t caps[] = {64u << 10, 256u << 10};
 	char msg[160];
 	gm_ctrlreq q;
 
 	(void)state;
+	/* Each of its names is checked against those before it. */
+	object[0] = '{';
+	strcpy(object + 1 + put_members(object + 1, 256), "},");
 	for (size_t c = 0; c < 2; c++)
-		for (int k = 0; k < 3; k++) {
+		for (int k = 0; k < 4; k++) {
 			size_t cap = caps[c], n, u = strlen(units[k]);
 			char *b = malloc(cap);
 			double best = 1e9;
 
 			assert_non_null(b);
 			n = (size_t)sprintf(b, "{\"op\":\"ping\",\"x\":%s",
-					    k == 2 ? "[" : "\"");
+					    k >= 2 ? "[" : "\"");
 			while (n + u + 3 <= cap) {
 				memcpy(b + n, units[k], u);
 				n += u;
 			}
 			n += (size_t)sprintf(b + n, "%s",
-					     k == 2 ? "1]}" : "\"}");
+					     k >= 2 ? "1]}" : "\"}");
 			for (int r = 0; r < 20; r++) {
 				struct timespec t0, t1;
 				double us;
@@ -226,42 +241,79 @@ static void test_binary(void **state)
 	}
 }
 
+/* Nesting is counted in levels: the top object is level 1, each object
+ * or array inside one level more; 16 levels pass the JSON checks (and
+ * fail as an unknown member), 17 are not accepted as JSON. */
 static void test_deep(void **state)
 {
-	char body[256];
+	static const struct {
+		const char *open, *close;
+	} kinds[] = {{"[", "]"}, {"{\"a\":", "}"}, {"[{\"a\":", "}]"}};
+	char body[512];
 	gm_ctrlreq q;
 	char msg[160];
-	int n;
 
 	(void)state;
-	/* 16 levels in all (the top object counts) pass the JSON checks
-	 * and fail as an unknown member; 17 are not accepted as JSON. */
-	for (int depth = 15; depth <= 16; depth++) {
-		n = snprintf(body, sizeof(body), "{\"op\":\"ping\",\"x\":");
-		for (int i = 0; i < depth; i++)
-			n += snprintf(body + n, sizeof(body) - (size_t)n, "[");
-		for (int i = 0; i < depth; i++)
-			n += snprintf(body + n, sizeof(body) - (size_t)n, "]");
-		snprintf(body + n, sizeof(body) - (size_t)n, "}");
-		assert_int_equal(parse(body, &q, msg, sizeof(msg)),
-				 depth == 15 ? GM_EFIELD : GM_EJSON);
-	}
+	for (size_t k = 0; k < sizeof(kinds) / sizeof(*kinds); k++)
+		for (int levels = 16; levels <= 17; levels++) {
+			/* levels - 1 inside the top object, which the
+			 * last kind's pairs reach two at a time. */
+			int inside = levels - 1, each = k == 2 ? 2 : 1, n, rv;
+
+			n = snprintf(body, sizeof(body),
+				     "{\"op\":\"ping\",\"x\":%s",
+				     inside % each ? "[" : "");
+			for (int i = 0; i < inside / each; i++)
+				n +=
+				    snprintf(body + n, sizeof(body) - (size_t)n,
+					     "%s", kinds[k].open);
+			n += snprintf(body + n, sizeof(body) - (size_t)n, "1");
+			for (int i = 0; i < inside / each; i++)
+				n +=
+				    snprintf(body + n, sizeof(body) - (size_t)n,
+					     "%s", kinds[k].close);
+			snprintf(body + n, sizeof(body) - (size_t)n, "%s}",
+				 inside % each ? "]" : "");
+			rv = parse(body, &q, msg, sizeof(msg));
+			if (rv != (levels == 16 ? GM_EFIELD : GM_EJSON))
+				fail_msg("%d levels of %s: got %s (%s)", levels,
+					 kinds[k].open, gm_errname(rv), msg);
+		}
 }
 
+/* At most 256 members in any object: the top one ("op" counts) or one
+ * inside it, as deep as it is. */
 static void test_many_members(void **state)
 {
-	char *body = malloc(8192);
+	static const struct {
+		const char *before, *after; /* around the object of n */
+		int n, code;
+	} rows[] = {
+	    {"{\"op\":\"ping\",", "}", 255, GM_EFIELD},
+	    {"{\"op\":\"ping\",", "}", 256, GM_EJSON},
+	    {"{\"op\":\"ping\",\"x\":{", "}}", 256, GM_EFIELD},
+	    {"{\"op\":\"ping\",\"x\":{", "}}", 257, GM_EJSON},
+	    {"{\"op\":\"ping\",\"x\":[[[{", "}]]]}", 256, GM_EFIELD},
+	    {"{\"op\":\"ping\",\"x\":[[[{", "}]]]}", 257, GM_EJSON},
+	};
+	char *body = malloc(16384);
 	gm_ctrlreq q;
 	char msg[160];
-	int n;
 
 	(void)state;
-	n = snprintf(body, 8192, "{\"op\":\"ping\"");
-	for (int i = 0; i < 256; i++)
-		n += snprintf(body + n, 8192 - (size_t)n, ",\"m%d\":%d", i, i);
-	snprintf(body + n, 8192 - (size_t)n, "}");
-	assert_int_equal(parse(body, &q, msg, sizeof(msg)), GM_EJSON);
-	assert_non_null(strstr(msg, "256"));
+	assert_non_null(body);
+	for (size_t i = 0; i < sizeof(rows) / sizeof(*rows); i++) {
+		int n = sprintf(body, "%s", rows[i].before), rv;
+
+		n += put_members(body + n, rows[i].n);
+		sprintf(body + n, "%s", rows[i].after);
+		msg[0] = '\0';
+		rv = parse(body, &q, msg, sizeof(msg));
+		if (rv != rows[i].code ||
+		    (rv == GM_EJSON && strstr(msg, "256") == NULL))
+			fail_msg("row %zu: got %s (%s), want %s", i,
+				 gm_errname(rv), msg, gm_errname(rows[i].code));
+	}
 	free(body);
 }
 
@@ -298,6 +350,25 @@ static void test_refused(void **state)
 	    {"{\"op\":\"wait\",\"job\":tru}", GM_EJSON, "value"},
 	    {"{\"op\":\"ping\",\"x\":{\"a\":1,}}", GM_EJSON, "member name"},
 	    {"{\"op\":\"ping\",\"x\":[1,]}", GM_EJSON, "value"},
+	    /* No member twice in any object, however deep; names compare
+	     * decoded and whole, however long. */
+	    {"{\"op\":\"ping\",\"x\":{\"a\":1,\"a\":2}}", GM_EJSON,
+	     "\"a\" twice"},
+	    {"{\"op\":\"ping\",\"x\":[{\"b\":{\"a\":1,\"\\u0061\":2}}]}",
+	     GM_EJSON, "\"a\" twice (byte 30)"},
+	    {"{\"op\":\"stats\",\"a_member_name_longer_than_thirty_two\":0,"
+	     "\"a_member_name_longer_than_thirty_two\":1}",
+	     GM_EJSON, "...\" twice"},
+	    /* Siblings, and an object and one inside it, may share names;
+	     * so may names alike in their first 32 bytes. */
+	    {"{\"op\":\"ping\",\"x\":[{\"a\":1},{\"a\":2}]}", GM_EFIELD,
+	     "\"x\""},
+	    {"{\"op\":\"ping\",\"x\":{\"a\":{\"a\":1},\"b\":{\"a\":2}}}",
+	     GM_EFIELD, "\"x\""},
+	    {"{\"op\":\"ping\",\"x\":{\"op\":\"drain\"}}", GM_EFIELD, "\"x\""},
+	    {"{\"op\":\"stats\",\"a_member_name_longer_than_thirty_two_1\":0,"
+	     "\"a_member_name_longer_than_thirty_two_2\":1}",
+	     GM_EFIELD, "..."},
 	    /* What the members say. */
 	    {"{}", GM_EINVAL, "\"op\""},
 	    {"{\"op\":1}", GM_EINVAL, "\"op\""},

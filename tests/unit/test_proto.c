@@ -863,6 +863,54 @@ static void test_id_echo(void **state)
 	assert_int_equal(h.id, 0xfeedfacecafebeefu);
 }
 
+/* A header is judged on the part of it that came: each field as soon as
+ * its bytes are in, the magic from its first byte; only a part that
+ * shows nothing wrong is GM_ETRUNC (PROTOCOL.md 2.1). */
+static void test_hdr_prefix(void **state)
+{
+	static const struct {
+		const char *name;
+		size_t len;
+		size_t at; /* a byte set to val; at >= len: none */
+		uint8_t val;
+		int code;
+	} rows[] = {
+	    {"nothing yet", 0, 99, 0, GM_ETRUNC},
+	    {"a first byte that is no magic's", 1, 0, 'X', GM_EMAGIC},
+	    {"the magic's first byte", 1, 99, 0, GM_ETRUNC},
+	    {"3 bytes of the magic", 3, 99, 0, GM_ETRUNC},
+	    {"a third byte that is no magic's", 3, 2, 'X', GM_EMAGIC},
+	    {"the magic big-endian, its first byte", 1, 0, 'M', GM_EMAGIC},
+	    {"the magic, a version byte", 5, 4, 9, GM_ETRUNC},
+	    {"version 9", 6, 4, 9, GM_EVERSION},
+	    {"version 2, type 9", 8, 6, 9, GM_EMSGTYPE},
+	    {"flags", 24, 20, 1, GM_EFIELD},
+	    {"flags, one byte short", 23, 20, 1, GM_ETRUNC},
+	    {"all but the length's last byte", 31, 99, 0, GM_ETRUNC},
+	    {"whole", 32, 99, 0, GM_OK},
+	    {"a wrong magic beats a wrong version", 6, 1, 'X', GM_EMAGIC},
+	};
+	char msg[MSG_LEN];
+	gm_hdr h;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(*rows); i++) {
+		uint8_t b[GM_HDR_SIZE];
+		int rv;
+
+		gm_proto_put_hdr(b, GM_MSG_CTRL, 42, 0, 13);
+		if (rows[i].at < GM_HDR_SIZE)
+			b[rows[i].at] = rows[i].val;
+		if (rows[i].at == 1) /* the last row: version too */
+			b[4] = 9;
+		rv = gm_proto_get_hdr(b, rows[i].len, &h, msg, sizeof(msg));
+		if (rv != rows[i].code)
+			fail_msg("%s: got %s (%s), want %s", rows[i].name,
+				 gm_errname(rv), msg, gm_errname(rows[i].code));
+		assert_int_equal(h.id, rows[i].len >= 16 ? 42 : 0);
+	}
+}
+
 /* ---- PROTOCOL.md's examples, byte for byte ---- */
 
 /* clang-format off */
@@ -1903,6 +1951,7 @@ int main(void)
 	    cmocka_unit_test(test_ctrl_round_trip),
 	    cmocka_unit_test(test_message_text_cut),
 	    cmocka_unit_test(test_id_echo),
+	    cmocka_unit_test(test_hdr_prefix),
 	    cmocka_unit_test(test_example_request),
 	    cmocka_unit_test(test_example_reply),
 	    cmocka_unit_test(test_example_error),

@@ -837,6 +837,12 @@ static void test_deadline(void **state)
 	assert_int_equal(late->r->jobs[0].job.status, GM_ETIMEDOUT);
 	assert_string_equal(late->r->jobs[0].job.msg,
 			    "deadline passed before the job started");
+	/* It waited in the queue until it failed, past its deadline: its
+	 * queue_us says so (PROTOCOL.md 11), the phases it never reached
+	 * are 0. */
+	assert_true(late->r->jobs[0].t.queue_us >= 1000.0);
+	assert_true(late->r->jobs[0].t.queue_us <= late->r->jobs[0].t.total_us);
+	assert_true(late->r->jobs[0].t.kernel_us == 0.0);
 	drain();
 	assert_int_equal(blocker->r->jobs[0].job.status, GM_OK);
 	check_all_ok(none);
