@@ -399,6 +399,22 @@ static void open_pageable(gm_loop *l)
 		       cap < want ? ", cut to half the host's memory" : "");
 }
 
+/* Which engine --engine auto took: with the CUDA engine's plugin, and
+ * with the CPU engine what the CUDA engine lacked (the library the
+ * loader could not find, a driver, a device), in one line. */
+static void log_auto(const gm_engine *eng)
+{
+	char why[768];
+	int n = gm_engine_cuda_probe(why, sizeof(why));
+
+	if (strcmp(gm_engine_name(eng), "cuda") == 0)
+		GM_LOG(GM_LOG_INFO,
+		       "engine auto: %d CUDA device(s), using cuda (%s)", n,
+		       why);
+	else
+		GM_LOG(GM_LOG_INFO, "engine auto: using cpu: %s", why);
+}
+
 /* The engine (its warm-up started), its host pool and the queue for
  * it, the scheduler, the detached-job table and the region table; on
  * failure what was made is closed again. */
@@ -419,10 +435,7 @@ static int open_core(gm_loop *l)
 	gm_engine_on_start(l->eng, on_engine_start);
 	gm_engine_on_done_together(l->eng, on_engine_done_together);
 	if (l->cfg->engine.kind == GM_ENGINE_AUTO)
-		GM_LOG(GM_LOG_INFO, "engine auto: %s",
-		       strcmp(gm_engine_name(l->eng), "cuda") == 0
-			   ? "CUDA device found, using cuda"
-			   : "no CUDA device found, using cpu");
+		log_auto(l->eng);
 	/* The CPU engine's BLAS threads want every core: no polling. */
 	if (strcmp(gm_engine_name(l->eng), "cuda") == 0)
 		l->spin_us = l->cfg->engine.spin_us;
