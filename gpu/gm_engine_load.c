@@ -67,22 +67,29 @@ static void find_path(void)
 }
 
 /* A plugin built from other sources than this gemmd may lay out the
- * structures both share differently: refused before any call. */
+ * structures both share differently: refused before any call. Past a
+ * different interface number nothing else in the table can be read. */
 static int check(const struct gm_engine_plugin *p)
 {
 	if (p == NULL) {
 		snprintf(why, sizeof(why), "%s: no entry table", path);
 		return 0;
 	}
-	if (p->abi != GM_ENGINE_PLUGIN_ABI ||
-	    p->layout != GM_ENGINE_PLUGIN_LAYOUT ||
+	if (p->abi != GM_ENGINE_PLUGIN_ABI) {
+		snprintf(why, sizeof(why),
+			 "%s: a stale plugin (interface %u; this gemmd's is "
+			 "%u)",
+			 path, (unsigned)p->abi, GM_ENGINE_PLUGIN_ABI);
+		return 0;
+	}
+	if (p->layout != GM_ENGINE_PLUGIN_LAYOUT ||
 	    strcmp(p->version, GM_ENGINE_VERSION) != 0) {
 		snprintf(why, sizeof(why),
-			 "%s: a stale plugin (interface %u, gemmd %s), this "
-			 "gemmd is %s (interface %u)",
-			 path, (unsigned)p->abi,
-			 p->abi == GM_ENGINE_PLUGIN_ABI ? p->version : "?",
-			 GM_ENGINE_VERSION, GM_ENGINE_PLUGIN_ABI);
+			 "%s: a stale plugin (gemmd %s, layout %#llx; this "
+			 "gemmd is %s, layout %#llx)",
+			 path, p->version, (unsigned long long)p->layout,
+			 GM_ENGINE_VERSION,
+			 (unsigned long long)GM_ENGINE_PLUGIN_LAYOUT);
 		return 0;
 	}
 	return 1;
