@@ -64,6 +64,9 @@ static void find_path(void)
 	}
 	*slash = '\0';
 	snprintf(path, sizeof(path), "%s/%s", exe, GM_CUDA_PLUGIN_INSTALLED);
+	/* Said in messages: LIBDIR/gemmd/gemmd-cuda.so, not SBINDIR/../. */
+	if (realpath(path, exe) != NULL)
+		snprintf(path, sizeof(path), "%s", exe);
 }
 
 /* A plugin built from other sources than this gemmd may lay out the
