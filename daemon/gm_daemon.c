@@ -399,29 +399,13 @@ static void open_pageable(gm_loop *l)
 		       cap < want ? ", cut to half the host's memory" : "");
 }
 
-/* Which engine --engine auto took: with the CUDA engine's plugin, and
- * with the CPU engine what the CUDA engine lacked (the library the
- * loader could not find, a driver, a device), in one line. */
-static void log_auto(const gm_engine *eng)
-{
-	char why[768];
-	int n = gm_engine_cuda_probe(why, sizeof(why));
-
-	if (strcmp(gm_engine_name(eng), "cuda") == 0)
-		GM_LOG(GM_LOG_INFO,
-		       "engine auto: %d CUDA device(s), using cuda (%s)", n,
-		       why);
-	else
-		GM_LOG(GM_LOG_INFO, "engine auto: using cpu: %s", why);
-}
-
 /* The engine (its warm-up started), its host pool and the queue for
  * it, the scheduler, the detached-job table and the region table; on
  * failure what was made is closed again. */
 static int open_core(gm_loop *l)
 {
 	gm_sched_budget budget;
-	char msg[256];
+	char msg[1024]; /* a plugin's path and the loader's text */
 	uint64_t size;
 	void *arena;
 	int rv;
@@ -434,8 +418,12 @@ static int open_core(gm_loop *l)
 	}
 	gm_engine_on_start(l->eng, on_engine_start);
 	gm_engine_on_done_together(l->eng, on_engine_done_together);
-	if (l->cfg->engine.kind == GM_ENGINE_AUTO)
-		log_auto(l->eng);
+	if (l->cfg->engine.kind == GM_ENGINE_AUTO) { /* and what CUDA lacked */
+		int ndev = gm_engine_cuda_probe(msg, sizeof(msg));
+		GM_LOG(GM_LOG_INFO,
+		       "engine auto: using %s (%d CUDA device(s): %s)",
+		       gm_engine_name(l->eng), ndev, msg);
+	}
 	/* The CPU engine's BLAS threads want every core: no polling. */
 	if (strcmp(gm_engine_name(l->eng), "cuda") == 0)
 		l->spin_us = l->cfg->engine.spin_us;

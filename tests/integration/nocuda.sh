@@ -49,7 +49,7 @@ cudart=$(resolved libcudart.so)
 [ -n "$cudart" ] || fail "no rpath: $(ldd "$CUDA_PLUGIN")"
 echo "without a loader entry: $cudart"
 served rpath.log
-grep -q "engine auto: .*$CUDA_PLUGIN" "$work/rpath.log" &&
+grep -q "engine auto: using .* CUDA device(s): .*$CUDA_PLUGIN" "$work/rpath.log" &&
 	! grep -q "cannot load the CUDA engine" "$work/rpath.log" ||
 	fail "the plugin did not load: $(grep 'engine auto' "$work/rpath.log")"
 umount /etc/ld.so.cache
@@ -70,7 +70,7 @@ ldd "$CUDA_PLUGIN" | grep -q 'libcudart\.so.* => not found' ||
 "$GEMMD" --help >/dev/null || fail "gemmd --help does not start"
 served hidden.log
 grep 'engine auto' "$work/hidden.log"
-grep -q "engine auto: using cpu: cannot load the CUDA engine: libcudart\.so\.[0-9]*: cannot open shared object file" \
+grep -q "engine auto: using cpu (0 CUDA device(s): cannot load the CUDA engine: libcudart\.so\.[0-9]*: cannot open shared object file" \
 	"$work/hidden.log" || fail "no log line names libcudart"
 expect_exit 1 "$GEMMD" --engine cuda --listen "ipc://$work/cuda.sock"
 grep -q "cannot load the CUDA engine: libcudart" "$work/err" ||
