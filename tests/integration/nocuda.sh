@@ -44,7 +44,7 @@ served() {
 
 # 1. No loader entry: the rpath finds the toolkit.
 : >"$work/empty-cache"
-mount --bind "$work/empty-cache" /etc/ld.so.cache
+[ ! -e /etc/ld.so.cache ] || mount --bind "$work/empty-cache" /etc/ld.so.cache
 cudart=$(resolved libcudart.so)
 [ -n "$cudart" ] || fail "no rpath: $(ldd "$CUDA_PLUGIN")"
 echo "without a loader entry: $cudart"
@@ -52,7 +52,7 @@ served rpath.log
 grep -q "engine auto: using .* CUDA device(s): .*$CUDA_PLUGIN" "$work/rpath.log" &&
 	! grep -q "cannot load the CUDA engine" "$work/rpath.log" ||
 	fail "the plugin did not load: $(grep 'engine auto' "$work/rpath.log")"
-umount /etc/ld.so.cache
+! mountpoint -q /etc/ld.so.cache || umount /etc/ld.so.cache
 
 # 2. No CUDA libraries at all: every directory the loader finds one in
 # (the toolkit's, the loader cache's, a copy elsewhere) goes under tmpfs.
@@ -61,6 +61,10 @@ for lib in libcudart.so libcublas.so libcublasLt.so; do
 		path=$(resolved $lib)
 		[ -n "$path" ] || break
 		for dir in "$(dirname "$path")" "$(dirname "$(readlink -f "$path")")"; do
+			case $dir in
+			/lib | /lib/* | /usr/lib | /usr/lib/* | /lib64 | /usr/lib64)
+				fail "$path is in a system directory, which cannot be hidden" ;;
+			esac
 			mountpoint -q "$dir" || mount -t tmpfs none "$dir"
 		done
 	done
