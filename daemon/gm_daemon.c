@@ -405,7 +405,7 @@ static void open_pageable(gm_loop *l)
 static int open_core(gm_loop *l)
 {
 	gm_sched_budget budget;
-	char msg[256];
+	char msg[1024]; /* a plugin's path and the loader's text */
 	uint64_t size;
 	void *arena;
 	int rv;
@@ -418,11 +418,12 @@ static int open_core(gm_loop *l)
 	}
 	gm_engine_on_start(l->eng, on_engine_start);
 	gm_engine_on_done_together(l->eng, on_engine_done_together);
-	if (l->cfg->engine.kind == GM_ENGINE_AUTO)
-		GM_LOG(GM_LOG_INFO, "engine auto: %s",
-		       strcmp(gm_engine_name(l->eng), "cuda") == 0
-			   ? "CUDA device found, using cuda"
-			   : "no CUDA device found, using cpu");
+	if (l->cfg->engine.kind == GM_ENGINE_AUTO) { /* and what CUDA lacked */
+		int ndev = gm_engine_cuda_probe(msg, sizeof(msg));
+		GM_LOG(GM_LOG_INFO,
+		       "engine auto: using %s (%d CUDA device(s): %s)",
+		       gm_engine_name(l->eng), ndev, msg);
+	}
 	/* The CPU engine's BLAS threads want every core: no polling. */
 	if (strcmp(gm_engine_name(l->eng), "cuda") == 0)
 		l->spin_us = l->cfg->engine.spin_us;

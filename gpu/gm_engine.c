@@ -1,39 +1,14 @@
 /*
  * gm_engine.c - picks an engine at open and forwards the public calls of
  * gm_engine.h to the engine's table of operations (gm_engine_impl.h).
- * When gemmd is built without CUDA it also stands in for the CUDA engine's
- * constructors, so that callers need no #ifdef of their own.
+ * The CUDA engine's constructors are its plugin's (gm_engine_load.c).
  */
 #include "gm_engine_impl.h"
 
 #include <stdio.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "gm_error.h"
-
-double gm_engine_now_us(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
-}
-
-#if !GEMMD_HAVE_CUDA
-int gm_engine_cuda_count(void)
-{
-	return 0;
-}
-
-int gm_engine_cuda_open(const gm_engine_config *cfg, gm_engine_done_fn done,
-			void *arg, gm_engine **out, char *msg, size_t msglen)
-{
-	*out = NULL;
-	snprintf(msg, msglen, "this gemmd was built without CUDA");
-	return GM_ENODEV;
-}
-#endif
 
 /* What memory the process may have: the host's, or its cgroup's limit
  * when that is lower (cgroup v2's memory.max); 0 when unknown. */
@@ -133,38 +108,6 @@ void gm_engine_on_done_together(gm_engine *e, gm_engine_jobs_fn fn)
 	e->done_together = fn;
 }
 
-void gm_engine_back(gm_engine *e, gm_job *job, uint32_t n)
-{
-	gm_job *next;
-
-	if (e->done_together != NULL) {
-		e->done_together(job, n, e->done_arg);
-		return;
-	}
-	/* Once back through the callback a job is not ours: read on
-	 * first. */
-	for (; n > 0; n--, job = next) {
-		next = job->next;
-		e->done(job, e->done_arg);
-	}
-}
-
-void gm_engine_started(gm_engine *e, gm_job *job, uint32_t n)
-{
-	if (e->start != NULL)
-		e->start(job, n, e->done_arg);
-}
-
-int gm_engine_expired(gm_job *job, double now)
-{
-	if (job->deadline_us == 0.0 || now <= job->deadline_us)
-		return 0;
-	job->status = GM_ETIMEDOUT;
-	snprintf(job->msg, sizeof(job->msg), "%s", GM_EXPIRED_MSG);
-	job->h2d_us = job->kernel_us = job->d2h_us = job->start_us = 0.0;
-	return 1;
-}
-
 int gm_engine_cancel(gm_engine *e, gm_job *job)
 {
 	if (e->ops->cancel == NULL)
@@ -199,19 +142,6 @@ int gm_engine_warmup(gm_engine *e, gm_engine_warm_fn fn, void *arg)
 	if ((rv = e->ops->warmup(e)) != GM_OK)
 		__atomic_store_n(&e->warming, 0, __ATOMIC_RELEASE);
 	return rv;
-}
-
-void gm_engine_warmed(gm_engine *e, int status, const char *msg)
-{
-	/* Read before warming drops: a new warm-up may start after. */
-	gm_engine_warm_fn fn = e->warm_fn;
-	void *arg = e->warm_arg;
-	double ms = (gm_engine_now_us() - e->warm_t0) / 1e3;
-
-	__atomic_store(&e->warm_ms, &ms, __ATOMIC_RELAXED);
-	__atomic_store_n(&e->warming, 0, __ATOMIC_RELEASE);
-	if (fn != NULL)
-		fn(arg, status, ms, status == GM_OK ? NULL : msg);
 }
 
 int gm_engine_ready(const gm_engine *e, double *ms)

@@ -10,7 +10,8 @@
  * it must not call back into the engine. Engines never call exit().
  *
  * Implementations: gm_engine_cpu.c (OpenBLAS, always built) and
- * gm_engine_cuda.cu (cuBLAS and the tiled kernel, built when CUDA is).
+ * gm_engine_cuda.cu (cuBLAS and the tiled kernel, built when CUDA is,
+ * into a plugin gemmd opens when it is asked for: see the constructors).
  *
  * Small jobs are coalesced: the jobs of one wave that share dtype,
  * transposes, layout, m, n, k, alpha, beta, C-ness and kernel run as one
@@ -291,13 +292,37 @@ int gm_engine_faulted(const gm_engine *e);
 unsigned gm_engine_devices(const gm_engine *e);
 void gm_engine_device_stats(gm_engine *e, unsigned dev, gm_device_stats *s);
 
-/* Engine constructors, used by gm_engine_open. */
+/*
+ * Engine constructors, used by gm_engine_open. The CUDA engine is a
+ * plugin (gemmd-cuda.so, gm_engine_plugin.h) that the first of the
+ * gm_engine_cuda_* calls opens, once per process: $GEMMD_CUDA_PLUGIN
+ * when set, else the build tree's for a program run from the build
+ * tree, else the one installed beside gemmd (LIBDIR/gemmd/, found from
+ * the program's own directory). When it cannot be loaded (a CUDA library
+ * missing, a stale plugin) gm_engine_cuda_open fails GM_ENODEV with the
+ * loader's text.
+ */
 int gm_engine_cpu_open(const gm_engine_config *cfg, gm_engine_done_fn done,
 		       void *arg, gm_engine **out, char *msg, size_t msglen);
 int gm_engine_cuda_open(const gm_engine_config *cfg, gm_engine_done_fn done,
 			void *arg, gm_engine **out, char *msg, size_t msglen);
-/* Number of CUDA devices usable, 0 when none or CUDA is not built in. */
+
+/* Number of CUDA devices usable, 0 when none, when CUDA is not built in
+ * or when its plugin cannot be loaded. Any thread. */
 int gm_engine_cuda_count(void);
+
+/* gm_engine_cuda_count, and when it is 0 why in msg (msglen may be 0):
+ * "built without CUDA", the plugin's path and the loader's text (the
+ * missing library named), or CUDA's own ("no CUDA-capable device is
+ * detected"). When it is not 0, msg gets the plugin's path. Any
+ * thread. */
+int gm_engine_cuda_probe(char *msg, size_t msglen);
+
+/* Free and total memory of CUDA device dev (cudaMemGetInfo), for tests
+ * that check an engine gave back what it took: GM_OK, or GM_ENODEV when
+ * there is no such device or no CUDA. Sets the caller's thread's
+ * current device to dev. */
+int gm_engine_cuda_memory(int dev, size_t *free_bytes, size_t *total_bytes);
 
 #ifdef __cplusplus
 }

@@ -20,7 +20,7 @@
 #include "gm_cuda_err.h"
 #include "gm_cuda_fault.h"
 #include "gm_cuda_gemm.h"
-#include "gm_engine_impl.h"
+#include "gm_engine_plugin.h"
 
 #define POOL_BYTES_DEFAULT (1ull << 30)
 #define STREAMS_DEFAULT	   4
@@ -48,7 +48,7 @@ static struct cuda_engine *of(const gm_engine *e)
  * a small job's among them. With 32 (the most) the ring's streams and
  * the runner's each have a queue of their own. CUDA reads the variable
  * when a device's context is made, so it is set before the engine first
- * touches a device (gm_engine_cuda_open counts them first), unless the
+ * touches a device (cuda_open counts them first), unless the
  * environment sets it.
  */
 static void own_queues(void)
@@ -56,15 +56,21 @@ static void own_queues(void)
 	setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
 }
 
-extern "C" int gm_engine_cuda_count(void)
+/* The plugin's probe (gm_engine_plugin.h): CUDA's text says what is
+ * missing, a driver or a device. */
+static int cuda_probe(char *msg, size_t msglen)
 {
+	cudaError_t err;
 	int n = 0;
 
 	own_queues();
-	if (cudaGetDeviceCount(&n) != cudaSuccess) {
+	if ((err = cudaGetDeviceCount(&n)) != cudaSuccess) {
+		snprintf(msg, msglen, "%s", cudaGetErrorString(err));
 		(void)cudaGetLastError();
 		return 0;
 	}
+	if (n == 0)
+		snprintf(msg, msglen, "no CUDA device found");
 	return n;
 }
 
@@ -322,19 +328,16 @@ static int open_devices(struct cuda_engine *e, unsigned ndev, char *msg,
 	return GM_OK;
 }
 
-extern "C" int gm_engine_cuda_open(const gm_engine_config *cfg,
-				   gm_engine_done_fn done, void *arg,
-				   gm_engine **out, char *msg, size_t msglen)
+static int cuda_open(const gm_engine_config *cfg, gm_engine_done_fn done,
+		     void *arg, gm_engine **out, char *msg, size_t msglen)
 {
-	int ndev = gm_engine_cuda_count();
+	int ndev = cuda_probe(msg, msglen);
 	struct cuda_engine *e;
 	int rv, prev;
 
 	*out = NULL;
-	if (ndev <= 0) {
-		snprintf(msg, msglen, "no CUDA device found");
+	if (ndev <= 0)
 		return GM_ENODEV;
-	}
 	if ((e = (struct cuda_engine *)calloc(1, sizeof(*e))) == NULL) {
 		snprintf(msg, msglen, "out of host memory");
 		return GM_ENOMEM;
@@ -356,4 +359,32 @@ extern "C" int gm_engine_cuda_open(const gm_engine_config *cfg,
 	cudaSetDevice(prev);
 	*out = &e->base;
 	return GM_OK;
+}
+
+static int cuda_memory(int dev, size_t *free_bytes, size_t *total_bytes)
+{
+	int n = 0;
+
+	if (cudaGetDeviceCount(&n) != cudaSuccess || dev < 0 || dev >= n ||
+	    cudaSetDevice(dev) != cudaSuccess ||
+	    cudaMemGetInfo(free_bytes, total_bytes) != cudaSuccess) {
+		(void)cudaGetLastError();
+		return GM_ENODEV;
+	}
+	return GM_OK;
+}
+
+/* What gemmd's loader checks and calls (gm_engine_plugin.h). */
+static const struct gm_engine_plugin plugin = {
+    GM_ENGINE_PLUGIN_ABI,
+    GM_ENGINE_PLUGIN_LAYOUT,
+    GM_ENGINE_VERSION,
+    cuda_probe,
+    cuda_open,
+    cuda_memory,
+};
+
+extern "C" const struct gm_engine_plugin *gm_engine_plugin_entry(void)
+{
+	return &plugin;
 }

@@ -12,7 +12,6 @@
 #include <string.h>
 
 #include <cmocka.h>
-#include <cuda_runtime_api.h>
 
 #include "gm_testref.h"
 
@@ -93,8 +92,7 @@ static int free_memory(size_t *out)
 	int i, n = gm_engine_cuda_count();
 
 	for (i = 0; i < n && i < DEV_MAX; i++)
-		if (cudaSetDevice(i) != cudaSuccess ||
-		    cudaMemGetInfo(&out[i], &total) != cudaSuccess)
+		if (gm_engine_cuda_memory(i, &out[i], &total) != GM_OK)
 			return -1;
 	return 0;
 }

@@ -27,7 +27,6 @@
 #include <time.h>
 
 #include <cmocka.h>
-#include <cuda_runtime_api.h>
 
 #include "gm_build.h"
 #include "gputest.h"
