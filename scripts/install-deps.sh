@@ -17,11 +17,13 @@ libcjson-dev libopenblas-dev scdoc"
 # python3-yaml: the test of contrib/'s alert rules reads them.
 # man-db: man(1), which the test of the manual pages renders them with.
 # procps: kill(1), which the systemd unit's test copies into its root.
+# mount, util-linux: mount(8) and unshare(1), with which the nocuda test
+# hides the CUDA libraries from a gemmd.
 # debootstrap: CI's check of the Quick start on a fresh Debian root
 # (scripts/ci-fresh.sh).
 test="libcmocka-dev clang libclang-rt-14-dev libsystemd-dev systemd openssl
 python3-numpy python3-cffi python3-pytest python3-setuptools python3-pip
-python3-yaml man-db procps debootstrap"
+python3-yaml man-db procps debootstrap mount util-linux"
 # prometheus: promtool checks /metrics, and the tests run a Prometheus
 # of their own that scrapes gemmd. Without the node exporter it
 # recommends, which the tests do not need.
