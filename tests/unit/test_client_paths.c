@@ -44,7 +44,7 @@ static void handoff(struct fixture *fx)
 	char path[160];
 
 	fx_peer(fx);
-	snprintf(path, sizeof(path), "%s/%s", fx->dir, GM_HANDOFF_SOCKET_NAME);
+	snprintf(path, sizeof(path), "%s/gemmd-regions.sock", fx->dir);
 	assert_int_equal(gm_testpeer_handoff(fx->peer, path), GM_OK);
 }
 
