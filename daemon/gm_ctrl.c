@@ -76,26 +76,70 @@ static int is_ready(void *arg, const char **why)
 const gm_http_ops gm_ctrl_http_ops = {.metrics = metrics_text,
 				      .ready = is_ready};
 
+/* One word for what the daemon does now, as ping's "state" (PROTOCOL.md
+ * 7): the first that holds of faulted, draining (a drain, or a stop
+ * signal: either way queued jobs finish and new ones are refused),
+ * warming, ready. */
+static const char *state_word(const gm_loop *l)
+{
+	if (gm_engine_faulted(l->eng))
+		return "faulted";
+	if (l->draining || l->stopping)
+		return "draining";
+	return l->warm ? "ready" : "warming";
+}
+
+/* The dtypes the engine runs with the daemon's default kernel, asked of
+ * the engine itself, so that a client can refuse the others before it
+ * sends a byte, with the engine's own error. */
+static void add_dtypes(const gm_loop *l, cJSON *doc)
+{
+	cJSON *list = cJSON_AddArrayToObject(doc, "dtypes");
+	gm_job_desc d = {.m = 1, .n = 1, .k = 1, .kernel = GM_KERNEL_DEFAULT};
+	char msg[GM_MSG_TEXT + 1];
+	const char *name;
+
+	for (int t = 1; (name = gm_dtype_name(t)) != NULL; t++) {
+		d.dtype = (uint8_t)t;
+		if (gm_engine_supports(l->eng, &d, msg, sizeof(msg)) == GM_OK)
+			cJSON_AddItemToArray(list, cJSON_CreateString(name));
+	}
+}
+
+/* ping's answer (malloc'd), or NULL when out of memory. */
+static char *ping_answer(gm_loop *l)
+{
+	cJSON *doc = cJSON_CreateObject();
+	const char *why;
+	char *out;
+
+	cJSON_AddTrueToObject(doc, "ok");
+	cJSON_AddStringToObject(doc, "version", GEMMD_VERSION);
+	cJSON_AddStringToObject(doc, "engine", gm_engine_name(l->eng));
+	cJSON_AddNumberToObject(doc, "devices", gm_engine_devices(l->eng));
+	/* Whole milliseconds, so that the number prints short. */
+	cJSON_AddNumberToObject(
+	    doc, "uptime_s",
+	    (double)(uint64_t)((gm_clock_now_us() - l->stats.start_us) / 1e3) /
+		1e3);
+	cJSON_AddBoolToObject(doc, "draining", l->draining || l->stopping);
+	cJSON_AddBoolToObject(doc, "stopping", l->stopping);
+	cJSON_AddBoolToObject(doc, "ready", is_ready(l, &why));
+	cJSON_AddStringToObject(doc, "state", state_word(l));
+	add_dtypes(l, doc);
+	out = cJSON_PrintUnformatted(doc);
+	cJSON_Delete(doc);
+	return out;
+}
+
 /* ping and stats: the answer (malloc'd), or NULL when out of memory. */
 static char *ctrl_answer(gm_loop *l, int op)
 {
-	char head[256];
 	gm_stats_live live;
-	const char *why;
 	char *doc, *out;
 
-	if (op == GM_CTRLREQ_PING) {
-		snprintf(head, sizeof(head),
-			 "{\"ok\":true,\"version\":\"%s\",\"engine\":\"%s\","
-			 "\"devices\":%u,\"uptime_s\":%.3f,\"draining\":%s,"
-			 "\"ready\":%s}",
-			 GEMMD_VERSION, gm_engine_name(l->eng),
-			 gm_engine_devices(l->eng),
-			 (gm_clock_now_us() - l->stats.start_us) / 1e6,
-			 l->draining || l->stopping ? "true" : "false",
-			 is_ready(l, &why) ? "true" : "false");
-		return strdup(head);
-	}
+	if (op == GM_CTRLREQ_PING)
+		return ping_answer(l);
 	live_stats(l, &live);
 	if ((doc = gm_stats_render(&l->stats, &live)) == NULL)
 		return NULL;
