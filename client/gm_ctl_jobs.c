@@ -215,11 +215,12 @@ int gm_ctl_wait(int argc, char **argv)
 	if (rv != GM_OK) {
 		rc = job_failed("wait", a.id, rv, j.message);
 	} else if (gm_ctl_json) {
-		rc = gm_ctl_write_result(a.out_path, &j);
-		doc = gm_ctl_job_json(&j);
-		cJSON_ReplaceItemInObject(doc, "ok", cJSON_CreateBool(rc == 0));
-		gm_ctl_json_id(doc, "id", a.id);
-		gm_ctl_put_json(doc);
+		/* A result that cannot be written is the one document. */
+		if ((rc = gm_ctl_write_result(a.out_path, &j)) == 0) {
+			doc = gm_ctl_job_json(&j);
+			gm_ctl_json_id(doc, "id", a.id);
+			gm_ctl_put_json(doc);
+		}
 	} else {
 		gm_ctl_print_timings(&j);
 		fflush(gm_ctl_out);
@@ -295,13 +296,13 @@ static int wait_idle(gemmd_client *cl, int timeout_ms)
 	double until = gm_ctl_now_ms() + timeout_ms, left;
 
 	while ((left = jobs_left(cl, timeout_ms)) != 0) {
-		if (left < 0 || gm_ctl_now_ms() > until) {
-			gm_ctl_err("drain --wait: %s",
-				   left < 0 ? "cannot read the daemon's stats"
-					    : "jobs still queued or running at "
-					      "--timeout");
-			return EXIT_DAEMON;
-		}
+		if (left < 0 || gm_ctl_now_ms() > until)
+			return gm_ctl_fail(
+			    "drain", left < 0 ? GM_EIO : GM_ETIMEDOUT,
+			    EXIT_DAEMON, "drain --wait: %s",
+			    left < 0 ? "cannot read the daemon's stats"
+				     : "jobs still queued or running at "
+				       "--timeout");
 		usleep(DRAIN_POLL_US);
 	}
 	say_drain("drained: no job queued or running", true, true);

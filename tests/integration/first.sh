@@ -1,0 +1,146 @@
+#!/bin/sh
+# What a new user meets first, run as they would: gemmctl's version; a
+# daemon that is not running, named as such; --json failures found
+# before any daemon is asked, each one document; ping's state while
+# drained and while stopping; a dtype the engine does not run refused
+# before it is sent; two daemons on two sockets of one directory, each
+# with its own region socket, and a clash that names its key.
+set -eu
+. "$(dirname "$0")/lib.sh"
+
+ctl() { "$GEMMCTL" "$@"; }
+# one_doc: stdout of the last expect_exit is exactly one JSON document;
+# prints KEY's value (lib.sh's json).
+one_doc() {
+	[ "$(wc -l <"$work/out")" -eq 1 ] || fail "not one line: $(cat "$work/out")"
+	json "$1" <"$work/out"
+}
+requests() { ctl stats --json --url "$ipc" | json stats.requests.total; }
+
+# ---- version, with no daemon ----
+v=$(ctl -V)
+echo "$v" | grep -Eq '^gemmctl [0-9]+\.[0-9]+\.[0-9]+$' || fail "-V: $v"
+[ "$(ctl --version)" = "$v" ] || fail "--version: $(ctl --version)"
+expect_exit 0 ctl version --url "$ipc"
+[ "$(head -1 "$work/out")" = "$v" ] || fail "version: $(cat "$work/out")"
+grep -q "^gemmd: no answer (no gemmd listening at $work/gemmd.sock (is it running?))$" \
+	"$work/out" || fail "version, no daemon: $(cat "$work/out")"
+
+# ---- no daemon at the socket ----
+expect_exit 3 ctl ping --url "$ipc"
+grep -q "cannot reach the daemon: no gemmd listening at $work/gemmd.sock (is it running?)$" \
+	"$work/err" || fail "ping, no daemon: $(cat "$work/err")"
+grep -q "Connection refused" "$work/err" && fail "ping, no daemon: $(cat "$work/err")"
+expect_exit 3 ctl stats --json --url "$ipc"
+[ "$(one_doc error)" = ETRANSPORT ] &&
+	[ "$(one_doc detail)" = "no gemmd listening at $work/gemmd.sock (is it running?)" ] ||
+	fail "stats --json, no daemon: $(cat "$work/out")"
+
+# ---- --json: local failures are one document each (no daemon needed) ----
+ctl rand 5x4 -o "$work/A.npy"
+ctl rand 4x3 -o "$work/B.npy"
+ctl rand 2x2 -o "$work/C.npy"
+python3 -c 'import sys
+h = b"{\x27descr\x27: \x27<i8\x27, \x27fortran_order\x27: False, \x27shape\x27: (2, 2), }"
+h += b" " * (63 - 10 - len(h)) + b"\n"
+open(sys.argv[1], "wb").write(b"\x93NUMPY\x01\x00" + bytes([len(h), 0]) + h + bytes(32))' \
+	"$work/I.npy"
+python3 -c 'import sys
+h = b"{\x27descr\x27: \x27<f8\x27, \x27fortran_order\x27: False, \x27shape\x27: (0, 4), }"
+h += b" " * (63 - 10 - len(h)) + b"\n"
+open(sys.argv[1], "wb").write(b"\x93NUMPY\x01\x00" + bytes([len(h), 0]) + h)' \
+	"$work/E.npy"
+# exit, error, detail (a prefix), then the command's arguments.
+while IFS='|' read -r code err detail args; do
+	# shellcheck disable=SC2086 # args are words
+	expect_exit "$code" ctl submit $args -o "$work/O.npy" --json --url "$ipc"
+	[ "$(one_doc ok)" = false ] && [ "$(one_doc error)" = "$err" ] &&
+		one_doc detail | grep -q "^$detail" ||
+		fail "submit $args --json: $(cat "$work/out")"
+	grep -q "^gemmctl: $detail" "$work/err" || fail "submit $args: $(cat "$work/err")"
+done <<EOF
+4|EIO|$work/missing.npy: No such file or directory|$work/missing.npy $work/B.npy
+4|ENPY|$work/I.npy: dtype '<i8' unsupported|$work/I.npy $work/B.npy
+2|EDIM|M = 0: must be 1..|$work/E.npy $work/B.npy
+2|EINVAL|inner dimensions differ|$work/A.npy $work/A.npy
+2|EINVAL|C is 2x2, op(A)\*op(B) is 5x3|$work/A.npy $work/B.npy --c $work/C.npy
+EOF
+expect_exit 2 ctl submit "$work/A.npy" --json
+[ "$(one_doc error)" = EINVAL ] && [ "$(one_doc call)" = usage ] ||
+	fail "usage error, --json: $(cat "$work/out")"
+
+# ---- a daemon: version, ping's state and dtypes ----
+start_gemmd --engine cpu --set cpu_threads=1
+expect_exit 0 ctl version --url "$ipc"
+grep -q "^gemmd [0-9.]* (cpu engine) at $ipc$" "$work/out" ||
+	fail "version: $(cat "$work/out")"
+expect_exit 0 ctl version --json --url "$ipc"
+[ "$(one_doc client)" = "${v#gemmctl }" ] && [ "$(one_doc engine)" = cpu ] ||
+	fail "version --json: $(cat "$work/out")"
+expect_exit 0 ctl ping --json --url "$ipc"
+[ "$(one_doc state)" = ready ] && [ "$(one_doc dtypes)" = '["fp64", "fp32"]' ] ||
+	fail "ping --json: $(cat "$work/out")"
+
+# ---- a dtype the engine does not run: refused before it is sent ----
+before=$(requests)
+for mode in "-o $work/O.npy" --detach; do
+	# shellcheck disable=SC2086
+	expect_exit 1 ctl submit "$work/A.npy" "$work/B.npy" --dtype fp16 $mode --url "$ipc"
+	grep -q "job failed: unsupported by this engine (EUNSUPPORTED): dtype fp16 is unsupported by the cpu engine" \
+		"$work/err" || fail "fp16 $mode: $(cat "$work/err")"
+	# shellcheck disable=SC2086
+	expect_exit 1 ctl submit "$work/A.npy" "$work/B.npy" --dtype bf16 $mode --json --url "$ipc"
+	[ "$(one_doc error)" = EUNSUPPORTED ] || fail "bf16 $mode --json: $(cat "$work/out")"
+done
+[ "$(requests)" = "$before" ] || fail "an unsupported job reached the daemon"
+ctl submit "$work/A.npy" "$work/B.npy" --dtype fp32 -o "$work/O.npy" --url "$ipc" >/dev/null
+[ "$(requests)" = $((before + 1)) ] || fail "the fp32 job was not counted"
+
+# ---- ping while drained, then while stopping with jobs in flight ----
+ctl drain --url "$ipc" >/dev/null
+expect_exit 0 ctl ping --url "$ipc"
+grep -q "  state draining  " "$work/out" || fail "ping while drained: $(cat "$work/out")"
+ctl resume --url "$ipc" >/dev/null
+expect_exit 0 ctl ping --url "$ipc"
+grep -q "  state ready  " "$work/out" || fail "ping after resume: $(cat "$work/out")"
+ctl rand 1500x1500 -o "$work/L.npy"
+for _ in 1 2 3; do
+	ctl submit "$work/L.npy" "$work/L.npy" --detach --url "$ipc" >/dev/null
+done
+kill -TERM "$pid"
+expect_exit 0 ctl ping --url "$ipc"
+grep -q "  state draining (stopping: gemmd exits once its jobs are done)" \
+	"$work/out" || fail "ping while stopping: $(cat "$work/out")"
+expect_exit 0 ctl ping --json --url "$ipc"
+[ "$(one_doc state)" = draining ] && [ "$(one_doc stopping)" = true ] ||
+	fail "ping --json while stopping: $(cat "$work/out")"
+wait "$pid" || fail "gemmd exited $? after SIGTERM"
+pid=
+
+# ---- two daemons, two sockets, one directory ----
+start_gemmd --engine cpu
+"$GEMMD" --engine cpu --listen "ipc://$work/b.sock" 2>"$work/b.log" &
+pid_b=$!
+trap 'kill -KILL "$pid_b" 2>/dev/null || true; cleanup' EXIT
+for _ in $(seq 100); do
+	ctl ping --url "ipc://$work/b.sock" --timeout 300 >/dev/null 2>&1 && break
+	kill -0 "$pid_b" 2>/dev/null || fail "the second gemmd exited: $(cat "$work/b.log")"
+	sleep 0.1
+done
+[ -S "$work/gemmd-regions.sock" ] && [ -S "$work/b-regions.sock" ] ||
+	fail "region sockets: $(ls "$work")"
+for url in "$ipc" "ipc://$work/b.sock"; do
+	ctl bench --regions -n 2 -s 16x16x16 --url "$url" >/dev/null ||
+		fail "bench --regions at $url"
+	[ "$(ctl stats --json --url "$url" | json stats.regions.created)" -ge 1 ] ||
+		fail "no region made at $url"
+done
+# A region socket that another daemon serves: its key is named.
+expect_exit 1 "$GEMMD" --engine cpu --listen "ipc://$work/c.sock" \
+	--set "region_socket=$work/b-regions.sock"
+grep -q "region socket $work/b-regions.sock: another process serves on it; set region_socket" \
+	"$work/err" || fail "clash: $(cat "$work/err")"
+kill -TERM "$pid_b"
+wait "$pid_b" || fail "the second gemmd exited $?"
+stop_gemmd
+echo "first: ok"
