@@ -185,6 +185,7 @@ class Client:
         self._closed = False
         self._memories: "weakref.WeakSet[_Memory]" = weakref.WeakSet()
         self._memories_lock = threading.Lock()
+        self._engine: Optional[dict] = None  # its ping, once asked
 
     # ---- lifetime ----
 
@@ -261,6 +262,7 @@ class Client:
         or the request fails.
         """
         p = plan(a, b, c, alpha, beta, trans_a, trans_b, dtype, out, kernel)
+        self._check_engine([p], timeout)
         return self._run([p], priority, deadline,
                          timeout)[0].raise_for_status()
 
@@ -273,6 +275,7 @@ class Client:
         fields, or a tuple ``(a, b, ...)`` in Job's order. Raises
         :class:`Error` only when the whole request fails."""
         plans = [plan(**vars(_as_job(j))) for j in jobs]
+        self._check_engine(plans, timeout)
         return self._run(plans, priority, deadline, timeout)
 
     def submit(self, a, b, c=None, alpha: float = 1.0, beta: float = 0.0,
@@ -287,10 +290,11 @@ class Client:
         Future run on a thread of the library: keep them short. The
         arrays must not be changed until the Future is done."""
         p = plan(a, b, c, alpha, beta, trans_a, trans_b, dtype, out, kernel)
+        self._check_engine([p], timeout)
         fut: Future = Future()
         fut.set_running_or_notify_cancel()
-        if p.empty:
-            fut.set_result(finish(p))
+        if p.refused is not None:
+            fut.set_exception(p.refused)
             return fut
         call = _Call(self, [p], priority, deadline)
         call.future = fut
@@ -303,6 +307,27 @@ class Client:
             _inflight.discard(call)
             raise last_error(rv)
         return fut
+
+    def _check_engine(self, plans: list[Plan], timeout) -> None:
+        """Marks refused the plans whose dtype the daemon's engine does
+        not run, with the error the daemon would give (EUNSUPPORTED), so
+        that they are not sent: the engine's dtypes come from its ping
+        (PROTOCOL.md 7), asked once per client. A ping that fails, or a
+        daemon that lists no dtypes, leaves the daemon to decide."""
+        if self._engine is None:
+            try:
+                self._engine = self.ping(timeout=timeout)
+            except Error:
+                return
+        dtypes = self._engine.get("dtypes")
+        if not isinstance(dtypes, list):
+            return
+        for p in plans:
+            if p.dtype not in dtypes:
+                p.refused = Error(
+                    codes["EUNSUPPORTED"],
+                    f"dtype {p.dtype} is unsupported by the "
+                    f"{self._engine.get('engine', 'daemon')} engine")
 
     def _run(self, plans: list[Plan], priority, deadline, timeout):
         call = _Call(self, plans, priority, deadline)
@@ -327,8 +352,9 @@ class Client:
         of the same user (or TLS certificate), for its ``detach_keep_s``;
         to anyone else the id is unknown."""
         p = plan(a, b, c, alpha, beta, trans_a, trans_b, dtype, None, kernel)
-        if p.empty:
-            raise ValueError("a detached job needs m, n and k > 0")
+        self._check_engine([p], timeout)
+        if p.refused is not None:
+            raise p.refused
         call = _Call(self, [p], priority, deadline, result=False)
         ids = ffi.new("uint64_t[1]")
         rv = self._call(lib.gemmd_submit_detached, call.jobs, 1, call.opts,
@@ -464,7 +490,7 @@ class _Call:
         self.client = client
         self.plans = plans
         self.future: Optional[Future] = None
-        self.sent = [p for p in plans if not p.empty]
+        self.sent = [p for p in plans if p.refused is None]
         self.jobs = ffi.new("gemmd_job[]", max(len(self.sent), 1))
         self.opts = ffi.new("gemmd_submit_opts *")
         self.opts.priority = PRIORITY_DEFAULT if priority is None \
@@ -530,8 +556,8 @@ class _Call:
     def results(self) -> list[Result]:
         out, sent = [], iter(self.jobs)
         for p in self.plans:
-            if p.empty:
-                out.append(Result(finish(p), 0, ""))
+            if p.refused is not None:
+                out.append(Result(None, p.refused.code, p.refused.message))
                 continue
             j = next(sent)
             out.append(Result(finish(p) if j.status == 0 else None,
