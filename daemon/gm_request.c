@@ -139,6 +139,10 @@ gm_request *gm_request_new(gm_loop *l, gm_conn *c, const gm_hdr *h,
 	rq->seq = l->next_seq++;
 	rq->reserved = true;
 	l->requests++;
+	rq->live_next = l->live;
+	if (l->live != NULL)
+		l->live->live_prev = rq;
+	l->live = rq;
 	gm_conn_hold(c);
 	return rq;
 }
@@ -196,6 +200,12 @@ static void free_request(gm_request *rq)
 	gm_regions_holds_drop(l->regions, rq->holds);
 	free_sched(rq);
 	free(rq->detach_ids);
+	if (rq->live_prev != NULL)
+		rq->live_prev->live_next = rq->live_next;
+	else
+		l->live = rq->live_next;
+	if (rq->live_next != NULL)
+		rq->live_next->live_prev = rq->live_prev;
 	free(rq);
 	l->requests--;
 	gm_conn_release(c);

@@ -53,6 +53,9 @@ typedef struct gm_request {
 				   not the pool's (gm_pageable.h) */
 	bool submitted;		/* its jobs went to the scheduler */
 	bool reserved;		/* holds queue room and frame room */
+	/* On the loop's list of live records (gm_loop.live), which
+	 * gm_ctrl_jobs reads. */
+	struct gm_request *live_next, *live_prev;
 } gm_request;
 
 /*
