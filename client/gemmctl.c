@@ -3,7 +3,8 @@
  *
  * Subcommands: submit (one job from .npy files, with an optional check
  * of the result against a reference computed here, or detached), ping,
- * stats, status, wait and cancel of detached jobs, drain and resume,
+ * stats, status, wait and cancel of detached jobs, jobs (the caller's
+ * jobs listed), drain and resume,
  * rand (random .npy matrices, since a fresh host may have no NumPy),
  * bench (a load generator) and version.
  * Each subcommand parses its own options with getopt_long and has its
@@ -29,6 +30,8 @@ static const char main_help[] =
     "  status ID                      show a detached job's state\n"
     "  wait ID -o OUT.npy             wait for a detached job's result\n"
     "  cancel ID                      cancel a detached job\n"
+    "  jobs                           list your queued, running and\n"
+    "                                 detached jobs\n"
     "  drain                          refuse new jobs, finish the queued\n"
     "  resume                         accept jobs again after a drain\n"
     "  rand ROWSxCOLS -o FILE.npy     write a random matrix\n"
@@ -63,7 +66,7 @@ static const struct {
     {"wait", gm_ctl_wait},	 {"cancel", gm_ctl_cancel},
     {"drain", gm_ctl_drain},	 {"resume", gm_ctl_resume},
     {"rand", gm_ctl_rand},	 {"bench", gm_ctl_bench},
-    {"version", gm_ctl_version},
+    {"version", gm_ctl_version}, {"jobs", gm_ctl_jobs},
 };
 
 int main(int argc, char **argv)

@@ -194,6 +194,7 @@ int gm_ctl_version(int argc, char **argv);
 int gm_ctl_status(int argc, char **argv); /* gm_ctl_jobs.c */
 int gm_ctl_wait(int argc, char **argv);
 int gm_ctl_cancel(int argc, char **argv);
+int gm_ctl_jobs(int argc, char **argv);
 int gm_ctl_drain(int argc, char **argv);
 int gm_ctl_resume(int argc, char **argv);
 int gm_ctl_rand(int argc, char **argv);	 /* gm_ctl_rand.c */

@@ -3,7 +3,7 @@
 # daemon that is not running, named as such; --json failures found
 # before any daemon is asked, each one document; ping's state while
 # drained and while stopping; a dtype the engine does not run refused
-# before it is sent; two daemons on two sockets of one directory, each
+# before it is sent; jobs, the caller's own; two daemons on two sockets of one directory, each
 # with its own region socket, and a clash that names its key.
 set -eu
 . "$(dirname "$0")/lib.sh"
@@ -116,6 +116,46 @@ expect_exit 0 ctl ping --json --url "$ipc"
 	fail "ping --json while stopping: $(cat "$work/out")"
 wait "$pid" || fail "gemmd exited $? after SIGTERM"
 pid=
+
+# ---- jobs: the caller's own, an admin's everyone's ----
+start_gemmd --engine cpu --set cpu_threads=1
+expect_exit 0 ctl jobs --url "$tcp"
+[ "$(cat "$work/out")" = "no jobs of yours" ] || fail "jobs, none: $(cat "$work/out")"
+mine=$(ctl submit "$work/A.npy" "$work/B.npy" --detach --url "$tcp")
+root=$(ctl submit "$work/A.npy" "$work/B.npy" --detach --url "$ipc")
+# Plain tcp:// is anonymous, no admin: its own job alone.
+expect_exit 0 ctl jobs --json --url "$tcp"
+[ "$(one_doc all)" = false ] &&
+	[ "$(json jobs <"$work/out" | python3 -c 'import json, sys
+print(" ".join(str(j["job"]) for j in json.load(sys.stdin)))')" = "$mine" ] ||
+	fail "jobs over tcp://: $(cat "$work/out")"
+expect_exit 0 ctl jobs --url "$tcp"
+grep -Eq "^$mine +(queued|running|done) +5x3x4 fp64  priority 1  detached" "$work/out" &&
+	! grep -q "$root" "$work/out" || fail "jobs over tcp://, text: $(cat "$work/out")"
+# uid 0 over ipc:// is an admin: everyone's, with owners.
+expect_exit 0 ctl jobs --url "$ipc"
+grep -q "^$mine .*  owner anonymous$" "$work/out" &&
+	grep -q "^$root .*  owner uid 0$" "$work/out" ||
+	fail "jobs over ipc://: $(cat "$work/out")"
+# A job that is not detached, while it waits or runs: by its request.
+ctl rand 2000x2000 -o "$work/L.npy"
+ctl submit "$work/L.npy" "$work/L.npy" --detach --url "$tcp" >/dev/null
+"$GEMMCTL" submit "$work/L.npy" "$work/L.npy" -o "$work/LL.npy" --url "$tcp" \
+	>/dev/null 2>&1 &
+sub=$!
+seen=
+for _ in $(seq 200); do
+	ctl jobs --url "$tcp" >"$work/jobs"
+	if grep -Eq "^request [0-9]+\.0 +(queued|running) +2000x2000x2000 fp64" \
+		"$work/jobs"; then
+		seen=1
+		break
+	fi
+	sleep 0.05
+done
+[ -n "$seen" ] || fail "jobs never listed the job in flight: $(cat "$work/jobs")"
+wait "$sub" || fail "the job in flight failed"
+stop_gemmd
 
 # ---- two daemons, two sockets, one directory ----
 start_gemmd --engine cpu
