@@ -25,7 +25,10 @@ def test_codes_and_names():
 def test_no_daemon_is_a_transport_error(tmp_path):
     with pytest.raises(gemmd.TransportError) as e:
         gemmd.Client(f"ipc://{tmp_path}/none.sock")
-    assert e.value.name == "ETRANSPORT" and "none.sock" in e.value.message
+    assert e.value.name == "ETRANSPORT"
+    # The library's words, the same for every client of it.
+    assert e.value.message == \
+        f"no gemmd listening at {tmp_path}/none.sock (is it running?)"
 
 
 def test_no_connection_in_time_is_a_timeout(tmp_path, rng):
