@@ -205,15 +205,24 @@ static bool engine_runs(const cJSON *doc, const char *dtype)
 	return false;
 }
 
-int gm_ctl_check_dtype(gemmd_client *cl, int dtype, int timeout_ms)
+int gm_ctl_check_dtype(gemmd_client *cl, int dtype, int *timeout_ms)
 {
 	const char *name = gm_dtype_name(dtype), *engine;
 	char *reply = NULL, msg[128];
+	double t0 = gm_ctl_now_ms(), left;
 	cJSON *doc;
-	int rc = 0;
+	int rc = 0, rv;
 
-	if (name == NULL || gemmd_ping(cl, &reply, timeout_ms) != GM_OK)
+	if (name == NULL)
 		return 0; /* the daemon's own checks then answer */
+	rv = gemmd_ping(cl, &reply, *timeout_ms);
+	/* The job would meet the same silence, within what is left. */
+	if (rv == GM_ETIMEDOUT || rv == GM_ETRANSPORT)
+		return gm_ctl_failed("job", 0, rv, NULL);
+	if (rv != GM_OK)
+		return 0;
+	left = *timeout_ms - (gm_ctl_now_ms() - t0);
+	*timeout_ms = left < 1 ? 1 : (int)left;
 	doc = cJSON_Parse(reply);
 	free(reply);
 	if (!engine_runs(doc, name)) {

@@ -118,11 +118,13 @@ int gm_ctl_daemon_status(int rv);
 int gm_ctl_connect(const struct gm_ctl_conn *c, gemmd_client **cl);
 
 /* Before a job of dtype is sent on cl: whether the daemon's engine runs
- * it, from the "dtypes" its ping lists (PROTOCOL.md 7). 0, or EXIT_JOB
- * after reporting EUNSUPPORTED as the daemon would have. A ping that
- * fails, or lists no dtypes, passes: the daemon then decides. Blocks
- * for one round trip. */
-int gm_ctl_check_dtype(gemmd_client *cl, int dtype, int timeout_ms);
+ * it, from the "dtypes" its ping lists (PROTOCOL.md 7). 0, with what
+ * the ping left of *timeout_ms there for the job; or the exit status
+ * after reporting EUNSUPPORTED as the daemon would have, or the ping's
+ * ETIMEDOUT or ETRANSPORT, which the job would meet too. A ping refused
+ * otherwise, or one that lists no dtypes, passes: the daemon then
+ * decides. Blocks for one round trip. */
+int gm_ctl_check_dtype(gemmd_client *cl, int dtype, int *timeout_ms);
 
 /* Reports a failed call, what, about job id (0: none), with detail, or
  * the library's last error when detail is NULL or empty, on stderr and

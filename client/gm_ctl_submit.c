@@ -317,16 +317,16 @@ static int load_operands(const struct submit_args *s, struct operands *o,
 
 static int run_job(const struct submit_args *s, gemmd_job *j)
 {
+	int rc, rv, timeout_ms = s->conn.timeout_ms;
 	gemmd_client *cl;
-	int rc, rv;
 
 	if ((rc = gm_ctl_connect(&s->conn, &cl)) != 0)
 		return rc;
-	if ((rc = gm_ctl_check_dtype(cl, j->dtype, s->conn.timeout_ms)) != 0) {
+	if ((rc = gm_ctl_check_dtype(cl, j->dtype, &timeout_ms)) != 0) {
 		gemmd_close(cl);
 		return rc;
 	}
-	rv = gemmd_submit(cl, j, 1, &s->opts, s->conn.timeout_ms);
+	rv = gemmd_submit(cl, j, 1, &s->opts, timeout_ms);
 	gemmd_close(cl);
 	if (rv == GM_OK && j->status == GM_OK)
 		return 0;
@@ -338,17 +338,17 @@ static int run_job(const struct submit_args *s, gemmd_job *j)
 /* Queues j detached and prints its id. */
 static int run_detached(const struct submit_args *s, gemmd_job *j)
 {
+	int rc, rv, timeout_ms = s->conn.timeout_ms;
 	gemmd_client *cl;
 	uint64_t id;
-	int rc, rv;
 
 	if ((rc = gm_ctl_connect(&s->conn, &cl)) != 0)
 		return rc;
-	if ((rc = gm_ctl_check_dtype(cl, j->dtype, s->conn.timeout_ms)) != 0) {
+	if ((rc = gm_ctl_check_dtype(cl, j->dtype, &timeout_ms)) != 0) {
 		gemmd_close(cl);
 		return rc;
 	}
-	rv = gemmd_submit_detached(cl, j, 1, &s->opts, &id, s->conn.timeout_ms);
+	rv = gemmd_submit_detached(cl, j, 1, &s->opts, &id, timeout_ms);
 	gemmd_close(cl);
 	if (rv != GM_OK)
 		return gm_ctl_failed("submit", 0, rv, j->message);

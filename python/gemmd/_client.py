@@ -7,6 +7,7 @@ import contextlib
 import json
 import math
 import threading
+import time
 import weakref
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -14,7 +15,8 @@ from typing import Any, Iterable, Optional, Union
 
 import numpy as np
 
-from ._errors import Error, codes, errname, error, last_error
+from ._errors import (Error, TimeoutError, TransportError, codes, errname,
+                      error, last_error)
 from ._ffi import (DTYPES, FOREVER, OPEN_LAZY, OPEN_NO_SHM, PRIORITY_DEFAULT,
                    ffi, lib, libc, text)
 from . import _handle
@@ -262,7 +264,7 @@ class Client:
         or the request fails.
         """
         p = plan(a, b, c, alpha, beta, trans_a, trans_b, dtype, out, kernel)
-        self._check_engine([p], timeout)
+        timeout = self._check_engine([p], timeout)
         return self._run([p], priority, deadline,
                          timeout)[0].raise_for_status()
 
@@ -275,7 +277,7 @@ class Client:
         fields, or a tuple ``(a, b, ...)`` in Job's order. Raises
         :class:`Error` only when the whole request fails."""
         plans = [plan(**vars(_as_job(j))) for j in jobs]
-        self._check_engine(plans, timeout)
+        timeout = self._check_engine(plans, timeout)
         return self._run(plans, priority, deadline, timeout)
 
     def submit(self, a, b, c=None, alpha: float = 1.0, beta: float = 0.0,
@@ -290,7 +292,7 @@ class Client:
         Future run on a thread of the library: keep them short. The
         arrays must not be changed until the Future is done."""
         p = plan(a, b, c, alpha, beta, trans_a, trans_b, dtype, out, kernel)
-        self._check_engine([p], timeout)
+        timeout = self._check_engine([p], timeout)
         fut: Future = Future()
         fut.set_running_or_notify_cancel()
         if p.refused is not None:
@@ -308,26 +310,36 @@ class Client:
             raise last_error(rv)
         return fut
 
-    def _check_engine(self, plans: list[Plan], timeout) -> None:
+    def _check_engine(self, plans: list[Plan], timeout):
         """Marks refused the plans whose dtype the daemon's engine does
         not run, with the error the daemon would give (EUNSUPPORTED), so
         that they are not sent: the engine's dtypes come from its ping
-        (PROTOCOL.md 7), asked once per client. A ping that fails, or a
-        daemon that lists no dtypes, leaves the daemon to decide."""
+        (PROTOCOL.md 7), asked once per client. Returns what is left of
+        the call's timeout: the ping counts against it, and one that
+        times out or finds no daemon raises as the call would have.
+        Another refusal of the ping, or a daemon that lists no dtypes,
+        leaves the daemon to decide."""
+        timeout = self.timeout if timeout is _UNSET else timeout
         if self._engine is None:
+            start = time.monotonic()
             try:
                 self._engine = self.ping(timeout=timeout)
+            except (TimeoutError, TransportError):
+                raise
             except Error:
-                return
+                return timeout
+            if timeout is not None:
+                timeout = max(timeout - (time.monotonic() - start), 0.001)
         dtypes = self._engine.get("dtypes")
         if not isinstance(dtypes, list):
-            return
+            return timeout
         for p in plans:
             if p.dtype not in dtypes:
                 p.refused = Error(
                     codes["EUNSUPPORTED"],
                     f"dtype {p.dtype} is unsupported by the "
                     f"{self._engine.get('engine', 'daemon')} engine")
+        return timeout
 
     def _run(self, plans: list[Plan], priority, deadline, timeout):
         call = _Call(self, plans, priority, deadline)
@@ -352,7 +364,7 @@ class Client:
         of the same user (or TLS certificate), for its ``detach_keep_s``;
         to anyone else the id is unknown."""
         p = plan(a, b, c, alpha, beta, trans_a, trans_b, dtype, None, kernel)
-        self._check_engine([p], timeout)
+        timeout = self._check_engine([p], timeout)
         if p.refused is not None:
             raise p.refused
         call = _Call(self, [p], priority, deadline, result=False)

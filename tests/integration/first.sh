@@ -96,6 +96,18 @@ done
 ctl submit "$work/A.npy" "$work/B.npy" --dtype fp32 -o "$work/O.npy" --url "$ipc" >/dev/null
 [ "$(requests)" = $((before + 1)) ] || fail "the fp32 job was not counted"
 
+# The check before sending counts against --timeout: a stopped daemon
+# costs one --timeout, not one for the check and one for the job.
+ms() { date +%s%3N; }
+kill -STOP "$pid"
+t0=$(ms)
+expect_exit 3 ctl submit "$work/A.npy" "$work/B.npy" -o "$work/O.npy" \
+	--timeout 1000 --url "$ipc"
+t1=$(ms)
+kill -CONT "$pid"
+grep -q "ETIMEDOUT" "$work/err" || fail "submit, stopped daemon: $(cat "$work/err")"
+[ $((t1 - t0)) -lt 1800 ] || fail "submit, stopped daemon: took $((t1 - t0)) ms of a 1000 ms --timeout"
+
 # ---- ping while drained, then while stopping with jobs in flight ----
 ctl drain --url "$ipc" >/dev/null
 expect_exit 0 ctl ping --url "$ipc"
