@@ -95,18 +95,20 @@ static const char *state_word(const gm_loop *l)
 	return l->warm ? "ready" : "warming";
 }
 
-/* The dtypes the engine runs with the daemon's default kernel, asked of
- * the engine itself, so that a client can refuse the others before it
- * sends a byte, with the engine's own error. */
+/* The dtypes the engine runs with the daemon's default kernel (as a job
+ * that names no kernel gets it), asked of the engine itself, so that a
+ * client can refuse the others before it sends a byte, with the
+ * engine's own error. */
 static void add_dtypes(const gm_loop *l, cJSON *doc)
 {
 	cJSON *list = cJSON_AddArrayToObject(doc, "dtypes");
-	gm_job_desc d = {.m = 1, .n = 1, .k = 1, .kernel = GM_KERNEL_DEFAULT};
+	gm_job_desc d = {.m = 1, .n = 1, .k = 1};
 	char msg[GM_MSG_TEXT + 1];
 	const char *name;
 
 	for (int t = 1; (name = gm_dtype_name(t)) != NULL; t++) {
 		d.dtype = (uint8_t)t;
+		d.kernel = gm_request_default_kernel(l, t);
 		if (gm_engine_supports(l->eng, &d, msg, sizeof(msg)) == GM_OK)
 			cJSON_AddItemToArray(list, cJSON_CreateString(name));
 	}

@@ -81,9 +81,7 @@ static void free_sched(gm_request *rq)
 		gm_sched_free_request(rq->sr);
 }
 
-/* The configured kernel, unless it cannot run dtype: the tiled kernel
- * is fp64/fp32 only, so other dtypes fall back to cuBLAS. */
-static uint8_t default_kernel(const gm_loop *l, int dtype)
+uint8_t gm_request_default_kernel(const gm_loop *l, int dtype)
 {
 	int k = l->cfg->engine.kernel;
 
@@ -123,7 +121,7 @@ gm_request *gm_request_new(gm_loop *l, gm_conn *c, const gm_hdr *h,
 
 		j->job.d = d;
 		if (d.kernel == GM_KERNEL_DEFAULT)
-			j->job.d.kernel = default_kernel(l, d.dtype);
+			j->job.d.kernel = gm_request_default_kernel(l, d.dtype);
 		if (d.flags & GM_JOB_REGIONS)
 			gm_regions_bind(l->regions, &ops, &j->job, rq->holds);
 	}
