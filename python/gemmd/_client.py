@@ -450,6 +450,14 @@ class Client:
         """The daemon's answer to a ping: its version, engine, uptime."""
         return self.ctrl({"op": "ping"}, timeout=timeout)
 
+    def jobs(self, *, timeout: Optional[float] = _UNSET) -> list[dict]:
+        """The jobs of this client's user (or certificate) the daemon
+        holds: queued and running ones, and detached ones in any state,
+        each a dict (PROTOCOL.md 7.4: "detached", "job" or "request" and
+        "index", "state", "owner", "dtype", "m", "n", "k", ...); an
+        admin's list is everyone's."""
+        return self.ctrl({"op": "jobs"}, timeout=timeout)["jobs"]
+
     def stats(self, *, timeout: Optional[float] = _UNSET) -> dict:
         """The daemon's statistics (README.md, "Stats", lists the keys)."""
         return self.ctrl({"op": "stats"}, timeout=timeout)["stats"]
