@@ -3,9 +3,10 @@
  *
  * Subcommands: submit (one job from .npy files, with an optional check
  * of the result against a reference computed here, or detached), ping,
- * stats, status, wait and cancel of detached jobs, drain and resume,
- * rand (random .npy matrices, since a fresh host may have no NumPy) and
- * bench (a load generator).
+ * stats, status, wait and cancel of detached jobs, jobs (the caller's
+ * jobs listed), drain and resume,
+ * rand (random .npy matrices, since a fresh host may have no NumPy),
+ * bench (a load generator) and version.
  * Each subcommand parses its own options with getopt_long and has its
  * own --help. Errors go to stderr as "gemmctl: ..."; the exit status says
  * which kind of failure it was (see main_help). This file holds main,
@@ -29,12 +30,17 @@ static const char main_help[] =
     "  status ID                      show a detached job's state\n"
     "  wait ID -o OUT.npy             wait for a detached job's result\n"
     "  cancel ID                      cancel a detached job\n"
+    "  jobs                           list your queued, running and\n"
+    "                                 detached jobs\n"
     "  drain                          refuse new jobs, finish the queued\n"
     "  resume                         accept jobs again after a drain\n"
     "  rand ROWSxCOLS -o FILE.npy     write a random matrix\n"
     "  bench                          load the daemon, report throughput\n"
     "                                 and latency\n"
-    "'gemmctl COMMAND --help' describes each one.\n"
+    "  version                        this client's version, and the\n"
+    "                                 daemon's when it answers\n"
+    "'gemmctl COMMAND --help' describes each one; 'gemmctl -V' (or\n"
+    "--version) prints the client's version alone.\n"
     "\n"
     "The daemon is at --url, else $GEMMD_URL, else\n" GEMMD_DEFAULT_URL ".\n"
     "A .npy argument of '-' is stdin (an input) or stdout (-o -); every\n"
@@ -55,11 +61,12 @@ static const struct {
 	const char *name;
 	int (*fn)(int argc, char **argv);
 } commands[] = {
-    {"submit", gm_ctl_submit}, {"ping", gm_ctl_ping},
-    {"stats", gm_ctl_stats},   {"status", gm_ctl_status},
-    {"wait", gm_ctl_wait},     {"cancel", gm_ctl_cancel},
-    {"drain", gm_ctl_drain},   {"resume", gm_ctl_resume},
-    {"rand", gm_ctl_rand},     {"bench", gm_ctl_bench},
+    {"submit", gm_ctl_submit},	 {"ping", gm_ctl_ping},
+    {"stats", gm_ctl_stats},	 {"status", gm_ctl_status},
+    {"wait", gm_ctl_wait},	 {"cancel", gm_ctl_cancel},
+    {"drain", gm_ctl_drain},	 {"resume", gm_ctl_resume},
+    {"rand", gm_ctl_rand},	 {"bench", gm_ctl_bench},
+    {"version", gm_ctl_version}, {"jobs", gm_ctl_jobs},
 };
 
 int main(int argc, char **argv)
@@ -76,7 +83,7 @@ int main(int argc, char **argv)
 		fputs(main_help, stdout);
 		return 0;
 	}
-	if (strcmp(argv[1], "--version") == 0) {
+	if (strcmp(argv[1], "-V") == 0 || strcmp(argv[1], "--version") == 0) {
 		puts("gemmctl " GEMMD_VERSION);
 		return 0;
 	}

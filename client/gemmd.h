@@ -299,7 +299,10 @@ int gemmd_ctrl(gemmd_client *c, const char *request, char **reply,
 	       int timeout_ms);
 
 /* gemmd_ctrl with {"op":"ping"}; reply may be NULL when only liveness
- * matters. */
+ * matters. The reply's "state" says whether the daemon is ready or
+ * draining, and its "dtypes" which dtypes its engine runs: a job of
+ * another fails EUNSUPPORTED, which a caller may say without sending
+ * it, as gemmctl and the Python package do (PROTOCOL.md 7). */
 int gemmd_ping(gemmd_client *c, char **reply, int timeout_ms);
 
 /* gemmd_ctrl with {"op":"stats"}: the daemon's statistics document. */

@@ -23,6 +23,7 @@
 const char *gm_ctl_cmd = "gemmctl"; /* "gemmctl submit" once known */
 bool gm_ctl_json;
 FILE *gm_ctl_out;
+static bool failure_put; /* put_failure printed the one document */
 
 void gm_ctl_err(const char *fmt, ...)
 {
@@ -41,16 +42,35 @@ int gm_ctl_try_help(void)
 	return EXIT_USAGE;
 }
 
+static void put_failure(const char *what, uint64_t id, int rv,
+			const char *detail);
+
 int gm_ctl_usage_error(const char *fmt, ...)
 {
+	char msg[512];
 	va_list ap;
 
-	fprintf(stderr, "%s: ", gm_ctl_cmd);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	fprintf(stderr, "%s: %s\n", gm_ctl_cmd, msg);
+	if (gm_ctl_json)
+		put_failure("usage", 0, GM_EINVAL, msg);
 	return gm_ctl_try_help();
+}
+
+int gm_ctl_fail(const char *what, int rv, int status, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	gm_ctl_err("%s", msg);
+	if (gm_ctl_json)
+		put_failure(what, 0, rv, msg);
+	return status;
 }
 
 bool gm_ctl_parse_long(const char *s, long min, long max, long *out)
@@ -124,6 +144,7 @@ static void put_failure(const char *what, uint64_t id, int rv,
 {
 	cJSON *doc = cJSON_CreateObject();
 
+	failure_put = true;
 	cJSON_AddFalseToObject(doc, "ok");
 	cJSON_AddStringToObject(doc, "error", gm_errname(rv));
 	cJSON_AddNumberToObject(doc, "code", rv);
@@ -133,6 +154,11 @@ static void put_failure(const char *what, uint64_t id, int rv,
 	if (id != 0)
 		gm_ctl_json_id(doc, "id", id);
 	gm_ctl_put_json(doc);
+}
+
+bool gm_ctl_failure_put(void)
+{
+	return failure_put;
 }
 
 void gm_ctl_json_id(cJSON *doc, const char *key, uint64_t id)
@@ -159,6 +185,58 @@ int gm_ctl_connect(const struct gm_ctl_conn *c, gemmd_client **cl)
 	if (gm_ctl_json)
 		put_failure("connect", 0, rv, why);
 	return rv == GM_EINVAL ? EXIT_USAGE : EXIT_DAEMON;
+}
+
+/* Whether the ping document doc lists dtype among its "dtypes"; true
+ * when it has no such list (a daemon from before it): that daemon then
+ * decides. */
+static bool engine_runs(const cJSON *doc, const char *dtype)
+{
+	const cJSON *list = cJSON_GetObjectItemCaseSensitive(doc, "dtypes");
+	const cJSON *t;
+
+	if (!cJSON_IsArray(list))
+		return true;
+	cJSON_ArrayForEach(t, list)
+	{
+		if (cJSON_IsString(t) && strcmp(t->valuestring, dtype) == 0)
+			return true;
+	}
+	return false;
+}
+
+int gm_ctl_check_dtype(gemmd_client *cl, int dtype, int *timeout_ms)
+{
+	const char *name = gm_dtype_name(dtype), *engine;
+	char *reply = NULL, msg[128];
+	double t0 = gm_ctl_now_ms(), left;
+	cJSON *doc;
+	int rc = 0, rv;
+
+	if (name == NULL)
+		return 0; /* the daemon's own checks then answer */
+	rv = gemmd_ping(cl, &reply, *timeout_ms);
+	/* The job would meet the same silence, within what is left. */
+	if (rv == GM_ETIMEDOUT || rv == GM_ETRANSPORT)
+		return gm_ctl_failed("job", 0, rv, NULL);
+	if (rv != GM_OK)
+		return 0;
+	left = *timeout_ms - (gm_ctl_now_ms() - t0);
+	*timeout_ms = left < 1 ? 1 : (int)left;
+	doc = cJSON_Parse(reply);
+	free(reply);
+	if (!engine_runs(doc, name)) {
+		engine = cJSON_GetStringValue(
+		    cJSON_GetObjectItemCaseSensitive(doc, "engine"));
+		/* Reported as the daemon's refusal is, in the engine's
+		 * words. */
+		snprintf(msg, sizeof(msg),
+			 "dtype %s is unsupported by the %s engine", name,
+			 engine ? engine : "daemon's");
+		rc = gm_ctl_failed("job", 0, GM_EUNSUPPORTED, msg);
+	}
+	cJSON_Delete(doc);
+	return rc;
 }
 
 int gm_ctl_failed(const char *what, uint64_t id, int rv, const char *detail)
@@ -275,8 +353,8 @@ int gm_ctl_read_npy(const char *path, gm_npy *m)
 			    : gm_npy_read(path, m, msg, sizeof(msg));
 	if (rv == 0)
 		return 0;
-	gm_ctl_err("%s", msg);
-	return rv == GM_ENOMEM ? EXIT_JOB : EXIT_FILE;
+	return gm_ctl_fail("read", rv, rv == GM_ENOMEM ? EXIT_JOB : EXIT_FILE,
+			   "%s", msg);
 }
 
 int gm_ctl_write_npy(const char *path, const gm_npy *m)
@@ -289,8 +367,7 @@ int gm_ctl_write_npy(const char *path, const gm_npy *m)
 		 : gm_npy_write(path, m, msg, sizeof(msg));
 	if (rv == 0)
 		return 0;
-	gm_ctl_err("%s", msg);
-	return EXIT_FILE;
+	return gm_ctl_fail("write", rv, EXIT_FILE, "%s", msg);
 }
 
 int gm_ctl_check_output(const char *path)
@@ -318,8 +395,8 @@ int gm_ctl_check_output(const char *path)
 	}
 	if (errno == ENXIO) /* a FIFO whose reader comes later */
 		return 0;
-	gm_ctl_err("%s: cannot be written: %s", path, strerror(errno));
-	return EXIT_FILE;
+	return gm_ctl_fail("write", GM_EIO, EXIT_FILE,
+			   "%s: cannot be written: %s", path, strerror(errno));
 }
 
 int gm_ctl_write_result(const char *path, const gemmd_job *j)
@@ -329,10 +406,9 @@ int gm_ctl_write_result(const char *path, const gemmd_job *j)
 
 	rv = gm_npy_unpack(j->out, j->dtype, j->m, j->n,
 			   j->layout == GEMMD_COL_MAJOR, &r);
-	if (rv != 0) {
-		gm_ctl_err("%s: %s", path, gemmd_strerror(rv));
-		return EXIT_JOB;
-	}
+	if (rv != 0)
+		return gm_ctl_fail("write", rv, EXIT_JOB, "%s: %s", path,
+				   gemmd_strerror(rv));
 	rv = gm_ctl_write_npy(path, &r);
 	gm_npy_free(&r);
 	return rv;

@@ -36,7 +36,8 @@ enum {
 extern const char *gm_ctl_cmd;
 
 /* --json was given: what the command prints is one JSON document, and a
- * failed call to the daemon prints one too ({"ok":false,...}). */
+ * failure prints one too ({"ok":false,...}), whether the daemon's or
+ * found here (gm_ctl_fail). */
 extern bool gm_ctl_json;
 
 /* Where a command's report (text or JSON) goes: stdout, or stderr while
@@ -50,9 +51,17 @@ void gm_ctl_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * returns EXIT_USAGE. */
 int gm_ctl_try_help(void);
 
-/* Prints the message under gm_ctl_cmd, then as gm_ctl_try_help. */
+/* Prints the message under gm_ctl_cmd (with --json also as a failure
+ * document, EINVAL), then as gm_ctl_try_help. */
 int gm_ctl_usage_error(const char *fmt, ...)
     __attribute__((format(printf, 1, 2)));
+
+/* A failure found here, before or after the daemon's part (a file, a
+ * shape): prints the message as gm_ctl_err does and, with --json, as
+ * {"ok":false,"error":NAME,"code":rv,...,"call":what}, so that a script
+ * reads one document whatever failed. Returns status. */
+int gm_ctl_fail(const char *what, int rv, int status, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 /* Whether s is all a decimal integer in min..max; the value in *out. */
 bool gm_ctl_parse_long(const char *s, long min, long max, long *out);
@@ -108,6 +117,15 @@ int gm_ctl_daemon_status(int rv);
  * status after saying why not. Blocks while it dials. */
 int gm_ctl_connect(const struct gm_ctl_conn *c, gemmd_client **cl);
 
+/* Before a job of dtype is sent on cl: whether the daemon's engine runs
+ * it, from the "dtypes" its ping lists (PROTOCOL.md 7). 0, with what
+ * the ping left of *timeout_ms there for the job; or the exit status
+ * after reporting EUNSUPPORTED as the daemon would have, or the ping's
+ * ETIMEDOUT or ETRANSPORT, which the job would meet too. A ping refused
+ * otherwise, or one that lists no dtypes, passes: the daemon then
+ * decides. Blocks for one round trip. */
+int gm_ctl_check_dtype(gemmd_client *cl, int dtype, int *timeout_ms);
+
 /* Reports a failed call, what, about job id (0: none), with detail, or
  * the library's last error when detail is NULL or empty, on stderr and
  * with --json as {"ok":false,"error":NAME,...}; returns the exit status
@@ -147,6 +165,10 @@ int gm_ctl_check_output(const char *path);
  * or the exit status after saying why not. */
 int gm_ctl_write_result(const char *path, const gemmd_job *j);
 
+/* Whether a failure document was printed (--json): a command that
+ * meant to print its own report then prints nothing more. */
+bool gm_ctl_failure_put(void);
+
 /* Prints doc as one line on gm_ctl_out and frees it. */
 void gm_ctl_put_json(cJSON *doc);
 
@@ -170,9 +192,11 @@ void gm_ctl_fill_random(gm_npy *m, uint64_t seed);
 int gm_ctl_submit(int argc, char **argv); /* gm_ctl_submit.c */
 int gm_ctl_ping(int argc, char **argv);	  /* gm_ctl_info.c */
 int gm_ctl_stats(int argc, char **argv);
+int gm_ctl_version(int argc, char **argv);
 int gm_ctl_status(int argc, char **argv); /* gm_ctl_jobs.c */
 int gm_ctl_wait(int argc, char **argv);
 int gm_ctl_cancel(int argc, char **argv);
+int gm_ctl_jobs(int argc, char **argv);
 int gm_ctl_drain(int argc, char **argv);
 int gm_ctl_resume(int argc, char **argv);
 int gm_ctl_rand(int argc, char **argv);	 /* gm_ctl_rand.c */

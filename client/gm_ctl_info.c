@@ -1,8 +1,9 @@
 /*
  * gm_ctl_info.c - what the daemon says about itself: gemmctl ping (the
- * round trip, its version and engine) and gemmctl stats (its statistics
- * as a table by gm_statview, or raw JSON, once or refreshed with
- * --watch).
+ * round trip, its version, engine and state), gemmctl version (the
+ * client's, and the daemon's when it answers) and gemmctl stats (its
+ * statistics as a table by gm_statview, or raw JSON, once or refreshed
+ * with --watch).
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -14,15 +15,17 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "gm_build.h"
 #include "gm_ctl.h"
 #include "gm_proto.h"
 #include "gm_statview.h"
 
 static const char ping_help[] =
     "Usage: gemmctl ping [options]\n"
-    "Send the daemon a ping; print the round-trip time and the version\n"
-    "and engine it reports (--json: the daemon's document, with the URL\n"
-    "and rtt_ms added).\n"
+    "Send the daemon a ping; print the round-trip time and the version,\n"
+    "engine, state (ready, warming, draining or faulted) and\n"
+    "dtypes it reports (--json: the daemon's document, with the URL and\n"
+    "rtt_ms added).\n"
     "\n" CONN_HELP;
 
 static const char stats_help[] =
@@ -162,9 +165,102 @@ int gm_ctl_ping(int argc, char **argv)
 	printf("pong from %s: %.3f ms", gm_ctl_conn_url(&c), ms);
 	print_field(doc, "version");
 	print_field(doc, "engine");
-	if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(doc, "ready")))
+	print_field(doc, "state");
+	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(doc, "stopping")))
+		printf(" (stopping: gemmd exits once its jobs are done)");
+	/* A daemon from before "state" says only that it is not ready. */
+	if (!cJSON_HasObjectItem(doc, "state") &&
+	    cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(doc, "ready")))
 		printf("  not ready (warming up, draining or faulted)");
+	print_field(doc, "dtypes");
 	putchar('\n');
+	cJSON_Delete(doc);
+	return 0;
+}
+
+/* ---- version ---- */
+
+static const char version_help[] =
+    "Usage: gemmctl version [--json] [options]\n"
+    "Print this client's version and, when the daemon answers a ping\n"
+    "within --timeout (here 2000 ms unless given), the daemon's version\n"
+    "and engine. Exit 0 either way: the client's version is always known;\n"
+    "'gemmctl ping' is the check that the daemon answers.\n"
+    "\n" CONN_HELP;
+
+#define VERSION_TIMEOUT_MS 2000
+
+/* The daemon's ping document, or NULL with why in msg; quiet, since a
+ * daemon that does not answer is no failure of this command. */
+static cJSON *daemon_ping(const struct gm_ctl_conn *c, char *msg, size_t len)
+{
+	gemmd_client *cl;
+	char *reply = NULL;
+	cJSON *doc = NULL;
+	int rv;
+
+	if ((rv = gemmd_open(c->url, &c->tls, &cl)) == GM_OK) {
+		rv = gemmd_ping(cl, &reply, c->timeout_ms);
+		if (rv != GM_OK)
+			snprintf(msg, len, "%s", gemmd_last_error());
+		gemmd_close(cl);
+	} else {
+		snprintf(msg, len, "%s", gemmd_last_error());
+	}
+	if (rv == GM_OK && !cJSON_IsObject(doc = cJSON_Parse(reply))) {
+		snprintf(msg, len, "its ping answer is not a JSON object");
+		cJSON_Delete(doc);
+		doc = NULL;
+	}
+	free(reply);
+	return doc;
+}
+
+/* A string member of doc, or "?". */
+static const char *str_of(const cJSON *doc, const char *key)
+{
+	const char *v =
+	    cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(doc, key));
+
+	return v != NULL ? v : "?";
+}
+
+int gm_ctl_version(int argc, char **argv)
+{
+	struct gm_ctl_conn c = {.timeout_ms = 0};
+	char why[512] = "";
+	cJSON *doc, *out;
+	int rc;
+
+	if ((rc = conn_parse(argc, argv, &c, NULL, version_help)) != 0)
+		return rc < 0 ? 0 : rc;
+	if (c.timeout_ms == 0)
+		c.timeout_ms = VERSION_TIMEOUT_MS;
+	doc = daemon_ping(&c, why, sizeof(why));
+	if (gm_ctl_json) {
+		out = cJSON_CreateObject();
+		cJSON_AddTrueToObject(out, "ok");
+		cJSON_AddStringToObject(out, "client", GEMMD_VERSION);
+		cJSON_AddStringToObject(out, "url", gm_ctl_conn_url(&c));
+		if (doc != NULL) {
+			cJSON_AddStringToObject(out, "daemon",
+						str_of(doc, "version"));
+			cJSON_AddStringToObject(out, "engine",
+						str_of(doc, "engine"));
+		} else {
+			cJSON_AddNullToObject(out, "daemon");
+			cJSON_AddStringToObject(out, "daemon_error", why);
+		}
+		gm_ctl_put_json(out);
+	} else {
+		puts("gemmctl " GEMMD_VERSION);
+		if (doc != NULL)
+			printf("gemmd %s (%s engine) at %s\n",
+			       str_of(doc, "version"), str_of(doc, "engine"),
+			       gm_ctl_conn_url(&c));
+		else
+			printf("gemmd: no answer (%s)\n", why);
+	}
 	cJSON_Delete(doc);
 	return 0;
 }

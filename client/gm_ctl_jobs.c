@@ -1,8 +1,9 @@
 /*
  * gm_ctl_jobs.c - gemmctl's commands on detached jobs and on the queue:
- * status, wait and cancel of a job by its id, drain (optionally waiting
- * until nothing is queued or running) and resume. They share one
- * option parser, job_parse, told which options each takes.
+ * status, wait and cancel of a job by its id, jobs (the caller's jobs
+ * listed), drain (optionally waiting until nothing is queued or running)
+ * and resume. They share one option parser, job_parse, told which
+ * options each takes.
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -57,6 +58,18 @@ static const char cancel_help[] =
     "to its end but its result is dropped; a result waiting for 'gemmctl\n"
     "wait' is dropped. Prints the job's state after. Exit 1 for a job\n"
     "the daemon does not know.\n"
+    "\n" CONN_HELP;
+
+static const char jobs_help[] =
+    "Usage: gemmctl jobs [--json] [options]\n"
+    "List your jobs the daemon holds: those queued or running, by their\n"
+    "request id and index, and your detached jobs by their id, whatever\n"
+    "their state (queued, running, done, failed, canceled, expired), as\n"
+    "long as the daemon keeps them. Yours are those of your user (on\n"
+    "ipc://), your certificate (tls+tcp://) or of anyone on plain tcp://;\n"
+    "an admin sees everyone's, each with its owner. At most 1000 are\n"
+    "listed; a last line says how many more there are. --json: the\n"
+    "daemon's document.\n"
     "\n" CONN_HELP;
 
 static const char drain_help[] =
@@ -215,11 +228,12 @@ int gm_ctl_wait(int argc, char **argv)
 	if (rv != GM_OK) {
 		rc = job_failed("wait", a.id, rv, j.message);
 	} else if (gm_ctl_json) {
-		rc = gm_ctl_write_result(a.out_path, &j);
-		doc = gm_ctl_job_json(&j);
-		cJSON_ReplaceItemInObject(doc, "ok", cJSON_CreateBool(rc == 0));
-		gm_ctl_json_id(doc, "id", a.id);
-		gm_ctl_put_json(doc);
+		/* A result that cannot be written is the one document. */
+		if ((rc = gm_ctl_write_result(a.out_path, &j)) == 0) {
+			doc = gm_ctl_job_json(&j);
+			gm_ctl_json_id(doc, "id", a.id);
+			gm_ctl_put_json(doc);
+		}
 	} else {
 		gm_ctl_print_timings(&j);
 		fflush(gm_ctl_out);
@@ -252,6 +266,92 @@ int gm_ctl_cancel(int argc, char **argv)
 			   ? ": it runs to its end, its result is dropped"
 			   : "");
 	return 0;
+}
+
+/* A string member of o, or "?". */
+static const char *str_of(const cJSON *o, const char *key)
+{
+	const char *v =
+	    cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, key));
+
+	return v != NULL ? v : "?";
+}
+
+static double num_of(const cJSON *o, const char *key)
+{
+	return cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, key));
+}
+
+/* One line of jobs: what names the job (a detached job's id, else its
+ * request's id and index), its state, shape and priority; the owner
+ * when the list is everyone's. */
+static void print_job(const cJSON *j, bool all)
+{
+	const cJSON *id = cJSON_GetObjectItemCaseSensitive(j, "job");
+	bool detached =
+	    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "detached"));
+	char name[48];
+
+	if (detached && cJSON_IsNumber(id))
+		snprintf(name, sizeof(name), "%.0f", id->valuedouble);
+	else
+		snprintf(name, sizeof(name), "request %.0f.%.0f",
+			 num_of(j, "request"), num_of(j, "index"));
+	printf("%-20s  %-8s  %.0fx%.0fx%.0f %s  priority %.0f%s", name,
+	       str_of(j, "state"), num_of(j, "m"), num_of(j, "n"),
+	       num_of(j, "k"), str_of(j, "dtype"), num_of(j, "priority"),
+	       detached ? "  detached" : "");
+	if (detached &&
+	    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "result")))
+		fputs("  result waiting", stdout);
+	if (all)
+		printf("  owner %s", str_of(j, "owner"));
+	putchar('\n');
+}
+
+static void print_jobs(const cJSON *doc)
+{
+	const cJSON *list = cJSON_GetObjectItemCaseSensitive(doc, "jobs"), *j;
+	bool all = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(doc, "all"));
+	double left_out = num_of(doc, "left_out");
+
+	if (cJSON_GetArraySize(list) == 0)
+		puts(all ? "no jobs" : "no jobs of yours");
+	cJSON_ArrayForEach(j, list)
+	{
+		print_job(j, all);
+	}
+	if (left_out > 0)
+		printf("(%.0f more not listed)\n", left_out);
+}
+
+int gm_ctl_jobs(int argc, char **argv)
+{
+	struct job_args a = {.conn = {.timeout_ms = DEFAULT_TIMEOUT_MS}};
+	gemmd_client *cl;
+	char *reply = NULL;
+	cJSON *doc;
+	int rc, rv;
+
+	if ((rc = job_parse(argc, argv, &a, 0, jobs_help)) != 0)
+		return rc < 0 ? 0 : rc;
+	if ((rc = gm_ctl_connect(&a.conn, &cl)) != 0)
+		return rc;
+	rv = gemmd_ctrl(cl, "{\"op\":\"jobs\"}", &reply, a.conn.timeout_ms);
+	gemmd_close(cl);
+	if (rv != GM_OK)
+		return job_failed("jobs", 0, rv, NULL);
+	if (gm_ctl_json) {
+		puts(reply);
+	} else if (cJSON_IsObject(doc = cJSON_Parse(reply))) {
+		print_jobs(doc);
+		cJSON_Delete(doc);
+	} else {
+		rc = gm_ctl_fail("jobs", GM_EJSON, EXIT_DAEMON,
+				 "jobs: the daemon's answer is not JSON");
+	}
+	free(reply);
+	return rc;
 }
 
 /* Jobs queued and running, from the stats; -1 when they cannot be read. */
@@ -295,13 +395,13 @@ static int wait_idle(gemmd_client *cl, int timeout_ms)
 	double until = gm_ctl_now_ms() + timeout_ms, left;
 
 	while ((left = jobs_left(cl, timeout_ms)) != 0) {
-		if (left < 0 || gm_ctl_now_ms() > until) {
-			gm_ctl_err("drain --wait: %s",
-				   left < 0 ? "cannot read the daemon's stats"
-					    : "jobs still queued or running at "
-					      "--timeout");
-			return EXIT_DAEMON;
-		}
+		if (left < 0 || gm_ctl_now_ms() > until)
+			return gm_ctl_fail(
+			    "drain", left < 0 ? GM_EIO : GM_ETIMEDOUT,
+			    EXIT_DAEMON, "drain --wait: %s",
+			    left < 0 ? "cannot read the daemon's stats"
+				     : "jobs still queued or running at "
+				       "--timeout");
 		usleep(DRAIN_POLL_US);
 	}
 	say_drain("drained: no job queued or running", true, true);

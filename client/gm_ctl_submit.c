@@ -2,8 +2,10 @@
  * gm_ctl_submit.c - gemmctl submit: one job from .npy files (or stdin).
  * Checks that the result can be written, reads A, B and C, takes M, N
  * and K from their shapes, converts them to A's order and the job's
- * dtype, runs the job (through a shared-memory region over ipc:// when
- * it can) or queues it detached, prints its timings (text or JSON),
+ * dtype, asks the daemon whether its engine runs that dtype (refused
+ * here, as the daemon would, before the operands are sent), runs the job
+ * (through a shared-memory region over ipc:// when it can) or queues it
+ * detached, prints its timings (text or JSON),
  * writes the result and, with --verify, checks it (gm_verify.h).
  */
 #include <getopt.h>
@@ -228,9 +230,9 @@ static void operands_free(struct operands *o)
 static int check_dim(const char *what, uint64_t v, uint32_t *out)
 {
 	if (v == 0 || v > GEMMD_MAX_DIM) {
-		gm_ctl_err("%s = %" PRIu64 ": must be 1..%u", what, v,
-			   GEMMD_MAX_DIM);
-		return EXIT_USAGE;
+		return gm_ctl_fail("shape", GM_EDIM, EXIT_USAGE,
+				   "%s = %" PRIu64 ": must be 1..%u", what, v,
+				   GEMMD_MAX_DIM);
 	}
 	*out = (uint32_t)v;
 	return 0;
@@ -245,19 +247,17 @@ static int job_shape(const struct operands *o, gemmd_job *j)
 	uint64_t n = j->trans_b ? o->b.rows : o->b.cols;
 	int rc;
 
-	if (k != kb) {
-		gm_ctl_err("inner dimensions differ: op(A) is %" PRIu64
-			   "x%" PRIu64 ", op(B) is %" PRIu64 "x%" PRIu64
-			   " (K %" PRIu64 " vs %" PRIu64 ")",
-			   m, k, kb, n, k, kb);
-		return EXIT_USAGE;
-	}
-	if (o->c.data != NULL && (o->c.rows != m || o->c.cols != n)) {
-		gm_ctl_err("C is %" PRIu64 "x%" PRIu64
-			   ", op(A)*op(B) is %" PRIu64 "x%" PRIu64,
-			   o->c.rows, o->c.cols, m, n);
-		return EXIT_USAGE;
-	}
+	if (k != kb)
+		return gm_ctl_fail("shape", GM_EINVAL, EXIT_USAGE,
+				   "inner dimensions differ: op(A) is %" PRIu64
+				   "x%" PRIu64 ", op(B) is %" PRIu64 "x%" PRIu64
+				   " (K %" PRIu64 " vs %" PRIu64 ")",
+				   m, k, kb, n, k, kb);
+	if (o->c.data != NULL && (o->c.rows != m || o->c.cols != n))
+		return gm_ctl_fail("shape", GM_EINVAL, EXIT_USAGE,
+				   "C is %" PRIu64 "x%" PRIu64
+				   ", op(A)*op(B) is %" PRIu64 "x%" PRIu64,
+				   o->c.rows, o->c.cols, m, n);
 	if ((rc = check_dim("M", m, &j->m)) ||
 	    (rc = check_dim("N", n, &j->n)) || (rc = check_dim("K", k, &j->k)))
 		return rc;
@@ -293,10 +293,9 @@ static int pack_operands(struct operands *o, gemmd_job *j)
 	    as_sent(&o->a, j->dtype, &o->pa, &j->a) != 0 ||
 	    as_sent(&o->b, j->dtype, &o->pb, &j->b) != 0 ||
 	    (has_c && as_sent(&o->c, j->dtype, &o->pc, &j->c) != 0) ||
-	    (j->out = o->out = malloc(out_bytes)) == NULL) {
-		gm_ctl_err("out of memory");
-		return EXIT_JOB;
-	}
+	    (j->out = o->out = malloc(out_bytes)) == NULL)
+		return gm_ctl_fail("pack", GM_ENOMEM, EXIT_JOB,
+				   "out of memory");
 	return 0;
 }
 
@@ -318,12 +317,16 @@ static int load_operands(const struct submit_args *s, struct operands *o,
 
 static int run_job(const struct submit_args *s, gemmd_job *j)
 {
+	int rc, rv, timeout_ms = s->conn.timeout_ms;
 	gemmd_client *cl;
-	int rc, rv;
 
 	if ((rc = gm_ctl_connect(&s->conn, &cl)) != 0)
 		return rc;
-	rv = gemmd_submit(cl, j, 1, &s->opts, s->conn.timeout_ms);
+	if ((rc = gm_ctl_check_dtype(cl, j->dtype, &timeout_ms)) != 0) {
+		gemmd_close(cl);
+		return rc;
+	}
+	rv = gemmd_submit(cl, j, 1, &s->opts, timeout_ms);
 	gemmd_close(cl);
 	if (rv == GM_OK && j->status == GM_OK)
 		return 0;
@@ -335,13 +338,17 @@ static int run_job(const struct submit_args *s, gemmd_job *j)
 /* Queues j detached and prints its id. */
 static int run_detached(const struct submit_args *s, gemmd_job *j)
 {
+	int rc, rv, timeout_ms = s->conn.timeout_ms;
 	gemmd_client *cl;
 	uint64_t id;
-	int rc, rv;
 
 	if ((rc = gm_ctl_connect(&s->conn, &cl)) != 0)
 		return rc;
-	rv = gemmd_submit_detached(cl, j, 1, &s->opts, &id, s->conn.timeout_ms);
+	if ((rc = gm_ctl_check_dtype(cl, j->dtype, &timeout_ms)) != 0) {
+		gemmd_close(cl);
+		return rc;
+	}
+	rv = gemmd_submit_detached(cl, j, 1, &s->opts, &id, timeout_ms);
 	gemmd_close(cl);
 	if (rv != GM_OK)
 		return gm_ctl_failed("submit", 0, rv, j->message);
@@ -359,10 +366,9 @@ static int verify(const gemmd_job *j, cJSON *doc)
 	bool ok;
 	cJSON *v;
 
-	if (gm_verify_job(j, &rel, &tol) != GM_OK) {
-		gm_ctl_err("verify: out of memory");
-		return EXIT_VERIFY;
-	}
+	if (gm_verify_job(j, &rel, &tol) != GM_OK)
+		return gm_ctl_fail("verify", GM_ENOMEM, EXIT_VERIFY,
+				   "verify: out of memory");
 	ok = rel <= tol; /* written so that NaN fails */
 	if (doc != NULL) {
 		v = cJSON_AddObjectToObject(doc, "verify");
@@ -388,7 +394,9 @@ static int finish(const struct submit_args *s, const gemmd_job *j)
 	}
 	if ((rc = gm_ctl_write_result(s->out_path, j)) == 0 && s->verify)
 		rc = verify(j, doc);
-	if (doc != NULL) {
+	if (doc != NULL && gm_ctl_failure_put()) {
+		cJSON_Delete(doc);
+	} else if (doc != NULL) {
 		cJSON_ReplaceItemInObject(doc, "ok", cJSON_CreateBool(rc == 0));
 		gm_ctl_put_json(doc);
 	}

@@ -28,7 +28,6 @@ struct gm_shm {
 int gm_shm_new(const char *url, const char *socket, gm_shm **out)
 {
 	gm_shm *g = calloc(1, sizeof(*g));
-	const char *slash;
 
 	*out = NULL;
 	if (g == NULL)
@@ -41,14 +40,7 @@ int gm_shm_new(const char *url, const char *socket, gm_shm **out)
 	if (socket != NULL) {
 		snprintf(g->path, sizeof(g->path), "%s", socket);
 	} else if (strncmp(url, "ipc://", 6) == 0) {
-		url += 6;
-		if ((slash = strrchr(url, '/')) == NULL)
-			snprintf(g->path, sizeof(g->path), "%s",
-				 GM_HANDOFF_SOCKET_NAME);
-		else
-			snprintf(g->path, sizeof(g->path), "%.*s/%s",
-				 (int)(slash - url), url,
-				 GM_HANDOFF_SOCKET_NAME);
+		gm_handoff_path(url + 6, g->path, sizeof(g->path));
 	}
 	*out = g;
 	return GM_OK;

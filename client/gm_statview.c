@@ -185,7 +185,12 @@ static void print_header(FILE *out, const cJSON *s)
 		cJSON_IsTrue(dr)    ? "draining"
 		: cJSON_IsFalse(dr) ? "ready"
 				    : "-");
-	fprintf(out, "requests %s (refused %s, ctrl %s)  contexts %s/%s busy\n",
+	/* contexts.busy of contexts.total: requests in the daemon now, of
+	 * what all connections may have in flight (the keys are nng's
+	 * word, kept; the label says what they count). */
+	fprintf(out,
+		"requests %s (refused %s, ctrl %s)  in flight %s (room for "
+		"%s)\n",
 		count(num(s, "requests.total")),
 		count(num(s, "requests.refused")),
 		count(num(s, "requests.ctrl")), count(num(s, "contexts.busy")),

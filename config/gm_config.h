@@ -93,7 +93,8 @@ typedef struct gm_config {
 	gm_engine_config engine;    /* "engine", "pool_bytes", "streams", ... */
 	int regions;		    /* "regions": take shared-memory regions */
 	char *region_socket;	    /* "region_socket": hand-off socket path;
-				       NULL: beside the first ipc:// one */
+				       NULL: named after the first ipc://
+				       one (gm_handoff_path) */
 	unsigned region_max_count;  /* "region_max_count": per uid */
 	uint64_t region_max_bytes;  /* "region_max_bytes": per uid */
 

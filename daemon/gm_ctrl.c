@@ -1,6 +1,7 @@
 /*
  * gm_ctrl.c - control requests on the loop thread: ping and stats, the
- * status, wait and cancel of a detached job, drain and resume, each
+ * status, wait and cancel of a detached job, the caller's jobs listed,
+ * drain and resume, each
  * answered with a small JSON document; and the same live view of the
  * daemon for the HTTP endpoints (metrics, readiness). A body is read
  * whole by the strict parser (gm_ctrlreq.h) before anything else is
@@ -20,6 +21,11 @@
 #include "gm_log.h"
 #include "gm_metrics.h"
 #include "gm_reply.h"
+#include "gm_request.h"
+
+/* The most jobs one "jobs" answer lists (PROTOCOL.md 7.4): a reply of a
+ * few hundred KiB at most, however many a principal has. */
+#define JOBS_LIST_MAX 1000
 
 static void live_stats(gm_loop *l, gm_stats_live *live)
 {
@@ -76,26 +82,72 @@ static int is_ready(void *arg, const char **why)
 const gm_http_ops gm_ctrl_http_ops = {.metrics = metrics_text,
 				      .ready = is_ready};
 
+/* One word for what the daemon does now, as ping's "state" (PROTOCOL.md
+ * 7): the first that holds of faulted, draining (a drain, or a stop
+ * signal: either way queued jobs finish and new ones are refused),
+ * warming, ready. */
+static const char *state_word(const gm_loop *l)
+{
+	if (gm_engine_faulted(l->eng))
+		return "faulted";
+	if (l->draining || l->stopping)
+		return "draining";
+	return l->warm ? "ready" : "warming";
+}
+
+/* The dtypes the engine runs with the daemon's default kernel (as a job
+ * that names no kernel gets it), asked of the engine itself, so that a
+ * client can refuse the others before it sends a byte, with the
+ * engine's own error. */
+static void add_dtypes(const gm_loop *l, cJSON *doc)
+{
+	cJSON *list = cJSON_AddArrayToObject(doc, "dtypes");
+	gm_job_desc d = {.m = 1, .n = 1, .k = 1};
+	char msg[GM_MSG_TEXT + 1];
+	const char *name;
+
+	for (int t = 1; (name = gm_dtype_name(t)) != NULL; t++) {
+		d.dtype = (uint8_t)t;
+		d.kernel = gm_request_default_kernel(l, t);
+		if (gm_engine_supports(l->eng, &d, msg, sizeof(msg)) == GM_OK)
+			cJSON_AddItemToArray(list, cJSON_CreateString(name));
+	}
+}
+
+/* ping's answer (malloc'd), or NULL when out of memory. */
+static char *ping_answer(gm_loop *l)
+{
+	cJSON *doc = cJSON_CreateObject();
+	const char *why;
+	char *out;
+
+	cJSON_AddTrueToObject(doc, "ok");
+	cJSON_AddStringToObject(doc, "version", GEMMD_VERSION);
+	cJSON_AddStringToObject(doc, "engine", gm_engine_name(l->eng));
+	cJSON_AddNumberToObject(doc, "devices", gm_engine_devices(l->eng));
+	/* Whole milliseconds, so that the number prints short. */
+	cJSON_AddNumberToObject(
+	    doc, "uptime_s",
+	    (double)(uint64_t)((gm_clock_now_us() - l->stats.start_us) / 1e3) /
+		1e3);
+	cJSON_AddBoolToObject(doc, "draining", l->draining || l->stopping);
+	cJSON_AddBoolToObject(doc, "stopping", l->stopping);
+	cJSON_AddBoolToObject(doc, "ready", is_ready(l, &why));
+	cJSON_AddStringToObject(doc, "state", state_word(l));
+	add_dtypes(l, doc);
+	out = cJSON_PrintUnformatted(doc);
+	cJSON_Delete(doc);
+	return out;
+}
+
 /* ping and stats: the answer (malloc'd), or NULL when out of memory. */
 static char *ctrl_answer(gm_loop *l, int op)
 {
-	char head[256];
 	gm_stats_live live;
-	const char *why;
 	char *doc, *out;
 
-	if (op == GM_CTRLREQ_PING) {
-		snprintf(head, sizeof(head),
-			 "{\"ok\":true,\"version\":\"%s\",\"engine\":\"%s\","
-			 "\"devices\":%u,\"uptime_s\":%.3f,\"draining\":%s,"
-			 "\"ready\":%s}",
-			 GEMMD_VERSION, gm_engine_name(l->eng),
-			 gm_engine_devices(l->eng),
-			 (gm_clock_now_us() - l->stats.start_us) / 1e6,
-			 l->draining || l->stopping ? "true" : "false",
-			 is_ready(l, &why) ? "true" : "false");
-		return strdup(head);
-	}
+	if (op == GM_CTRLREQ_PING)
+		return ping_answer(l);
 	live_stats(l, &live);
 	if ((doc = gm_stats_render(&l->stats, &live)) == NULL)
 		return NULL;
@@ -158,6 +210,82 @@ static void job_op(gm_loop *l, gm_conn *c, uint64_t id, const gm_ctrlreq *q)
 		gm_reply_json(c, id, ans);
 	free(ans);
 	gm_loop_arm_tick(l);
+}
+
+/* A job of a request that is not detached, while not done. */
+static cJSON *live_item(const gm_request *rq, uint32_t i, const gm_sched_job *j)
+{
+	cJSON *o = cJSON_CreateObject();
+	char num[24];
+
+	snprintf(num, sizeof(num), "%" PRIu64, rq->h.id);
+	cJSON_AddRawToObject(o, "request", num);
+	cJSON_AddNumberToObject(o, "index", i);
+	cJSON_AddFalseToObject(o, "detached");
+	/* Handed to the engine but not started there is still queued. */
+	cJSON_AddStringToObject(o, "state",
+				j->state == GM_SCHED_JOB_RUNNING ? "running"
+								 : "queued");
+	cJSON_AddStringToObject(o, "owner",
+				gm_principal_name(gm_conn_principal(rq->conn)));
+	cJSON_AddStringToObject(o, "dtype", gm_dtype_name(j->job.d.dtype));
+	cJSON_AddNumberToObject(o, "m", j->job.d.m);
+	cJSON_AddNumberToObject(o, "n", j->job.d.n);
+	cJSON_AddNumberToObject(o, "k", j->job.d.k);
+	cJSON_AddNumberToObject(o, "priority", rq->b.priority);
+	return o;
+}
+
+/* Adds the queued and running jobs of the live requests that are not
+ * detached (those are the detached table's) and who sent (NULL: all);
+ * returns how many it left out for want of room. */
+static uint64_t list_live(gm_loop *l, const gm_principal *who, cJSON *list,
+			  uint64_t *room)
+{
+	uint64_t left_out = 0;
+
+	for (const gm_request *rq = l->live; rq != NULL; rq = rq->live_next) {
+		if ((rq->b.flags & GM_BATCH_DETACH) ||
+		    (who != NULL &&
+		     !gm_principal_same(gm_conn_principal(rq->conn), who)))
+			continue;
+		for (uint32_t i = 0; i < rq->sr->njobs; i++) {
+			const gm_sched_job *j = &rq->sr->jobs[i];
+
+			if (j->state == GM_SCHED_JOB_DONE)
+				continue;
+			if (*room == 0) {
+				left_out++;
+				continue;
+			}
+			cJSON_AddItemToArray(list, live_item(rq, i, j));
+			(*room)--;
+		}
+	}
+	return left_out;
+}
+
+/* "jobs": the caller's queued, running and detached jobs; an admin's
+ * answer lists everyone's. The answer (malloc'd), or NULL when out of
+ * memory. */
+static char *jobs_answer(gm_loop *l, gm_conn *c)
+{
+	const gm_principal *who = gm_conn_principal(c);
+	char why[GM_PRINCIPAL_NAME_MAX + 160];
+	cJSON *doc = cJSON_CreateObject(), *list;
+	uint64_t room = JOBS_LIST_MAX, left_out;
+	bool all = gm_principal_is_admin(who, l->cfg, why, sizeof(why));
+	char *out;
+
+	cJSON_AddTrueToObject(doc, "ok");
+	cJSON_AddBoolToObject(doc, "all", all);
+	list = cJSON_AddArrayToObject(doc, "jobs");
+	left_out = list_live(l, all ? NULL : who, list, &room);
+	left_out += gm_detach_list(l->detach, all ? NULL : who, list, &room);
+	cJSON_AddNumberToObject(doc, "left_out", (double)left_out);
+	out = cJSON_PrintUnformatted(doc);
+	cJSON_Delete(doc);
+	return out;
 }
 
 /* drain and resume; answers on c. */
@@ -235,8 +363,10 @@ void gm_ctrl_handle(gm_loop *l, gm_conn *c, const gm_hdr *h,
 	case GM_CTRLREQ_RESUME:
 		drain_op(l, c, h->id, q.op == GM_CTRLREQ_DRAIN);
 		return;
-	default: /* ping, stats */
-		if ((ans = ctrl_answer(l, q.op)) != NULL)
+	default: /* ping, stats, jobs */
+		ans = q.op == GM_CTRLREQ_JOBS ? jobs_answer(l, c)
+					      : ctrl_answer(l, q.op);
+		if (ans != NULL)
 			gm_reply_json(c, h->id, ans);
 		else
 			gm_reply_refusal(c, h->id, GM_ENOMEM,

@@ -30,6 +30,7 @@
 #ifndef GM_DETACH_H
 #define GM_DETACH_H
 
+#include <cjson/cJSON.h>
 #include <stdint.h>
 
 #include "gm_jobstate.h"
@@ -111,6 +112,15 @@ int gm_detach_wait(gm_detach *t, const gm_principal *who, uint64_t id,
  * until it ends). GM_ENOTFOUND, also for another principal's job. */
 int gm_detach_cancel(gm_detach *t, const gm_principal *who, uint64_t id,
 		     int *state);
+
+/* Adds to into (a cJSON array) one object per job of the table that who
+ * owns (NULL: every job), {"job":ID,"detached":true,"state":...,
+ * "owner":...,"dtype":...,"m":...,"n":...,"k":...,"priority":...,
+ * "status":...,"error":...,"result":...}, as long as *room is not 0;
+ * lowers *room by what it added and returns how many it left out for
+ * want of room. */
+uint64_t gm_detach_list(const gm_detach *t, const gm_principal *who,
+			cJSON *into, uint64_t *room);
 
 /* Drops results and records whose time is up, and answers the waits
  * whose timeout passed. */

@@ -1,7 +1,7 @@
 /*
  * gm_detach_view.c - what clients and the stats read of the detached-job
- * table: a job's state and status document, the table's counts, and
- * when its sweep is next due; see gm_detach.h.
+ * table: a job's state and status document, a principal's jobs listed,
+ * the table's counts, and when its sweep is next due; see gm_detach.h.
  */
 #include "gm_detach.h"
 #include "gm_detach_impl.h"
@@ -63,6 +63,49 @@ int gm_detach_status(gm_detach *t, const gm_principal *who, uint64_t id,
 	*json = cJSON_PrintUnformatted(o);
 	cJSON_Delete(o);
 	return GM_OK;
+}
+
+/* One job of a listing. */
+static cJSON *list_item(const entry *e)
+{
+	cJSON *o = cJSON_CreateObject();
+	char num[24];
+
+	snprintf(num, sizeof(num), "%" PRIu64, e->id);
+	cJSON_AddRawToObject(o, "job", num);
+	cJSON_AddTrueToObject(o, "detached");
+	cJSON_AddStringToObject(o, "state",
+				gm_jobstate_name(gm_detach_state_of(e)));
+	cJSON_AddStringToObject(o, "owner", gm_principal_name(e->owner));
+	cJSON_AddStringToObject(o, "dtype", gm_dtype_name(e->d.dtype));
+	cJSON_AddNumberToObject(o, "m", e->d.m);
+	cJSON_AddNumberToObject(o, "n", e->d.n);
+	cJSON_AddNumberToObject(o, "k", e->d.k);
+	cJSON_AddNumberToObject(o, "priority", e->priority);
+	cJSON_AddNumberToObject(o, "status", e->status);
+	cJSON_AddStringToObject(o, "error", gm_errname(e->status));
+	cJSON_AddBoolToObject(o, "result", e->result != NULL);
+	return o;
+}
+
+uint64_t gm_detach_list(const gm_detach *t, const gm_principal *who,
+			cJSON *into, uint64_t *room)
+{
+	uint64_t left_out = 0;
+
+	for (uint64_t b = 0; b < t->nbuckets; b++)
+		for (const entry *e = t->buckets[b]; e != NULL; e = e->hnext) {
+			if (e->spare ||
+			    (who != NULL && !gm_principal_same(e->owner, who)))
+				continue;
+			if (*room == 0) {
+				left_out++;
+				continue;
+			}
+			cJSON_AddItemToArray(into, list_item(e));
+			(*room)--;
+		}
+	return left_out;
 }
 
 static double earliest(double a, double b)

@@ -86,6 +86,7 @@ struct gm_loop {
 	gm_regions *regions;	   /* shared-memory regions mapped */
 	gm_region_srv *region_srv; /* their hand-off socket; NULL when off */
 	uint64_t requests;	   /* GEMM request records alive */
+	struct gm_request *live;   /* ... the records, newest first */
 	uint64_t next_seq;	   /* orders requests and frames */
 	uv_timer_t stop_timer;
 	uv_timer_t tick;   /* queued deadlines, detached results and waits */

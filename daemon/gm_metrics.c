@@ -129,11 +129,13 @@ static void put_requests(FILE *f, const gm_stats *s, const gm_stats_live *l)
 	fprintf(f, "gemmd_message_bytes_total{direction=\"out\"} %" PRIu64 "\n",
 		s->bytes_out);
 	single(f, "gemmd_contexts", "gauge",
-	       "Requests all connections may have in flight at once "
-	       "(max_connections x conn_max_inflight).",
+	       "Room for requests in flight: what all connections may have "
+	       "in the daemon at once (max_connections x "
+	       "conn_max_inflight).",
 	       (double)l->contexts);
 	single(f, "gemmd_contexts_busy", "gauge",
-	       "Requests in the daemon: read, not yet fully answered.",
+	       "Requests in flight: in the daemon, read and not yet fully "
+	       "answered (of gemmd_contexts).",
 	       (double)l->requests_inflight);
 	single(f, "gemmd_connections_open", "gauge", "Connections open now.",
 	       (double)l->conns.open);

@@ -27,7 +27,7 @@
 int gm_region_fd_path(const gm_config *cfg, char path[GM_REGION_PATH_MAX],
 		      char *msg, size_t msglen)
 {
-	const char *url = NULL, *slash;
+	const char *url = NULL;
 	int n;
 
 	if (!cfg->regions)
@@ -40,12 +40,8 @@ int gm_region_fd_path(const gm_config *cfg, char path[GM_REGION_PATH_MAX],
 			     cfg->region_socket);
 	else if (url == NULL)
 		return 0;
-	else if ((slash = strrchr(url, '/')) == NULL)
-		n = snprintf(path, GM_REGION_PATH_MAX, "%s",
-			     GM_HANDOFF_SOCKET_NAME);
 	else
-		n = snprintf(path, GM_REGION_PATH_MAX, "%.*s/%s",
-			     (int)(slash - url), url, GM_HANDOFF_SOCKET_NAME);
+		n = gm_handoff_path(url, path, GM_REGION_PATH_MAX);
 	if (n < 0 || n >= GM_REGION_PATH_MAX || path[0] == '\0') {
 		snprintf(msg, msglen,
 			 "region socket path \"%s%s\" is empty or longer "
@@ -68,18 +64,26 @@ static int addr_of(const char *path, struct sockaddr_un *sa)
 	return 0;
 }
 
-/* Whether some process accepts connections on path. */
-static int in_use(const char *path)
+/* Whether some process accepts connections of type on path. */
+static int accepts(const char *path, int type)
 {
 	struct sockaddr_un sa;
 	int fd, rv;
 
 	if (addr_of(path, &sa) != 0 ||
-	    (fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0)) < 0)
+	    (fd = socket(AF_UNIX, type | SOCK_CLOEXEC, 0)) < 0)
 		return 0;
 	rv = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
 	close(fd);
 	return rv;
+}
+
+/* Whether path is served: another gemmd's hand-off socket, or any
+ * stream socket (another daemon's ipc:// one), which the rename below
+ * would otherwise take from it. */
+static int in_use(const char *path)
+{
+	return accepts(path, SOCK_SEQPACKET) || accepts(path, SOCK_STREAM);
 }
 
 int gm_region_fd_listen(const char *path, char *msg, size_t msglen)
@@ -90,7 +94,8 @@ int gm_region_fd_listen(const char *path, char *msg, size_t msglen)
 
 	if (in_use(path)) {
 		snprintf(msg, msglen,
-			 "region socket %s: another process serves on it",
+			 "region socket %s: another process serves on it; set "
+			 "region_socket to a path of this daemon's own",
 			 path);
 		return -1;
 	}

@@ -30,8 +30,8 @@
 typedef struct gm_region_srv gm_region_srv;
 
 /*
- * Opens the hand-off socket that cfg names (region_socket, else
- * gemmd-regions.sock beside the first ipc:// socket), mode 0660, and
+ * Opens the hand-off socket that cfg names (region_socket, else the
+ * one named after the first ipc:// socket: gm_handoff_path), mode 0660, and
  * hooks the asynchronous retiring of rs's regions onto loop. Sets *out
  * to NULL and returns GM_OK when cfg asks for no socket ("regions"
  * false, or no ipc:// URL and no region_socket). A stale socket file is

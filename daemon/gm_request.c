@@ -81,9 +81,7 @@ static void free_sched(gm_request *rq)
 		gm_sched_free_request(rq->sr);
 }
 
-/* The configured kernel, unless it cannot run dtype: the tiled kernel
- * is fp64/fp32 only, so other dtypes fall back to cuBLAS. */
-static uint8_t default_kernel(const gm_loop *l, int dtype)
+uint8_t gm_request_default_kernel(const gm_loop *l, int dtype)
 {
 	int k = l->cfg->engine.kernel;
 
@@ -123,7 +121,7 @@ gm_request *gm_request_new(gm_loop *l, gm_conn *c, const gm_hdr *h,
 
 		j->job.d = d;
 		if (d.kernel == GM_KERNEL_DEFAULT)
-			j->job.d.kernel = default_kernel(l, d.dtype);
+			j->job.d.kernel = gm_request_default_kernel(l, d.dtype);
 		if (d.flags & GM_JOB_REGIONS)
 			gm_regions_bind(l->regions, &ops, &j->job, rq->holds);
 	}
@@ -139,6 +137,10 @@ gm_request *gm_request_new(gm_loop *l, gm_conn *c, const gm_hdr *h,
 	rq->seq = l->next_seq++;
 	rq->reserved = true;
 	l->requests++;
+	rq->live_next = l->live;
+	if (l->live != NULL)
+		l->live->live_prev = rq;
+	l->live = rq;
 	gm_conn_hold(c);
 	return rq;
 }
@@ -196,6 +198,12 @@ static void free_request(gm_request *rq)
 	gm_regions_holds_drop(l->regions, rq->holds);
 	free_sched(rq);
 	free(rq->detach_ids);
+	if (rq->live_prev != NULL)
+		rq->live_prev->live_next = rq->live_next;
+	else
+		l->live = rq->live_next;
+	if (rq->live_next != NULL)
+		rq->live_next->live_prev = rq->live_prev;
 	free(rq);
 	l->requests--;
 	gm_conn_release(c);

@@ -53,6 +53,9 @@ typedef struct gm_request {
 				   not the pool's (gm_pageable.h) */
 	bool submitted;		/* its jobs went to the scheduler */
 	bool reserved;		/* holds queue room and frame room */
+	/* On the loop's list of live records (gm_loop.live), which
+	 * gm_ctrl_jobs reads. */
+	struct gm_request *live_next, *live_prev;
 } gm_request;
 
 /*
@@ -66,6 +69,12 @@ gm_request *gm_request_new(gm_loop *l, gm_conn *c, const gm_hdr *h,
 			   const gm_batch *b, const uint8_t *head,
 			   const uint8_t *desc, uint32_t nrefs,
 			   uint64_t payload);
+
+/* The kernel a job of dtype that names the default kernel runs: the
+ * configured one, unless it cannot run dtype (the tiled kernel is
+ * fp64/fp32 only, so other dtypes fall back to cuBLAS). Also what ping's
+ * dtypes are asked with (gm_ctrl.c). */
+uint8_t gm_request_default_kernel(const gm_loop *l, int dtype);
 
 /* The slab bytes the request needs (gm_slab.h), from its head: what
  * step 24 checks and gm_poolq reserves. */

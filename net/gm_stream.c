@@ -943,6 +943,19 @@ struct gm_dialer {
 	void *arg;
 };
 
+/* Why a dial failed, for a person: over ipc:// a refused connection or
+ * a missing socket file means that no gemmd runs there, which nng's
+ * "Connection refused" leaves the reader to guess. */
+static void dial_failure(const gm_dialer *d, int nrv, char *msg, size_t len)
+{
+	if (d->kind == GM_URL_IPC &&
+	    (nrv == NNG_ECONNREFUSED || nrv == NNG_ENOENT))
+		snprintf(msg, len, "no gemmd listening at %s (is it running?)",
+			 d->url + strlen("ipc://"));
+	else
+		snprintf(msg, len, "%s: %s", d->url, nng_strerror(nrv));
+}
+
 static void dial_cb(void *arg)
 {
 	gm_dialer *d = arg;
@@ -952,7 +965,7 @@ static void dial_cb(void *arg)
 	int rv;
 
 	if (nrv != 0) {
-		snprintf(msg, sizeof(msg), "%s: %s", d->url, nng_strerror(nrv));
+		dial_failure(d, nrv, msg, sizeof(msg));
 		d->fn(d->arg, gm_net_err(nrv), NULL, msg);
 		return;
 	}

@@ -34,7 +34,8 @@ extern "C" {
 	X(WAIT, "wait", GM_CTRLREQ_M_JOB | GM_CTRLREQ_M_TIMEOUT, 0) \
 	X(CANCEL, "cancel", GM_CTRLREQ_M_JOB, 0)                    \
 	X(DRAIN, "drain", 0, 1)                                     \
-	X(RESUME, "resume", 0, 1)
+	X(RESUME, "resume", 0, 1)                                   \
+	X(JOBS, "jobs", 0, 0)
 
 /* Members beside "op". */
 #define GM_CTRLREQ_M_JOB     0x1u /* "job": integer 1 .. 2^64 - 1 */

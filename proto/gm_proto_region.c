@@ -11,6 +11,7 @@
 #include "gm_proto_wire.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 static const char *const operand_names[GM_OPND_COUNT] = {"A", "B", "C", "OUT"};
@@ -221,6 +222,16 @@ int gm_proto_jobs_next(gm_job_iter *it, gm_job_desc *d, gm_job_operands *ops)
 }
 
 /* ---- hand-off records ---- */
+
+int gm_handoff_path(const char *ipc_path, char *out, size_t len)
+{
+	static const char ext[] = ".sock";
+	size_t n = strlen(ipc_path), e = sizeof(ext) - 1;
+
+	if (n >= e && strcmp(ipc_path + n - e, ext) == 0)
+		n -= e;
+	return snprintf(out, len, "%.*s-regions.sock", (int)n, ipc_path);
+}
 
 void gm_handoff_put_req(uint8_t *p, const gm_handoff_req *r)
 {

@@ -123,9 +123,17 @@ int gm_proto_jobs_next(gm_job_iter *it, gm_job_desc *d, gm_job_operands *ops);
 #define GM_HANDOFF_REQ_SIZE 32	/* a request record */
 #define GM_HANDOFF_REP_SIZE 128 /* a reply record */
 
-/* Where gemmd listens for regions when the configuration does not say:
- * this name in the directory of its first ipc:// socket. */
-#define GM_HANDOFF_SOCKET_NAME "gemmd-regions.sock"
+/*
+ * Where gemmd listens for regions when the configuration does not say
+ * (region_socket), and where a client looks for them: named after the
+ * daemon's first ipc:// socket, ipc_path (without "ipc://"), beside it:
+ * the path without a trailing ".sock", then "-regions.sock"
+ * (/run/gemmd/gemmd.sock: /run/gemmd/gemmd-regions.sock). Daemons on
+ * different sockets of one directory thus have different ones. Writes
+ * it into out (len bytes); returns what snprintf returns. Both sides
+ * call this one function so that their names cannot drift.
+ */
+int gm_handoff_path(const char *ipc_path, char *out, size_t len);
 
 enum gm_handoff_op {
 	GM_HANDOFF_REGISTER = 1, /* carries the memfd; reply: the region id */

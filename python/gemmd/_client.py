@@ -7,6 +7,7 @@ import contextlib
 import json
 import math
 import threading
+import time
 import weakref
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -14,7 +15,8 @@ from typing import Any, Iterable, Optional, Union
 
 import numpy as np
 
-from ._errors import Error, codes, errname, error, last_error
+from ._errors import (Error, TimeoutError, TransportError, codes, errname,
+                      error, last_error)
 from ._ffi import (DTYPES, FOREVER, OPEN_LAZY, OPEN_NO_SHM, PRIORITY_DEFAULT,
                    ffi, lib, libc, text)
 from . import _handle
@@ -185,6 +187,7 @@ class Client:
         self._closed = False
         self._memories: "weakref.WeakSet[_Memory]" = weakref.WeakSet()
         self._memories_lock = threading.Lock()
+        self._engine: Optional[dict] = None  # its ping, once asked
 
     # ---- lifetime ----
 
@@ -261,6 +264,7 @@ class Client:
         or the request fails.
         """
         p = plan(a, b, c, alpha, beta, trans_a, trans_b, dtype, out, kernel)
+        timeout = self._check_engine([p], timeout)
         return self._run([p], priority, deadline,
                          timeout)[0].raise_for_status()
 
@@ -273,6 +277,7 @@ class Client:
         fields, or a tuple ``(a, b, ...)`` in Job's order. Raises
         :class:`Error` only when the whole request fails."""
         plans = [plan(**vars(_as_job(j))) for j in jobs]
+        timeout = self._check_engine(plans, timeout)
         return self._run(plans, priority, deadline, timeout)
 
     def submit(self, a, b, c=None, alpha: float = 1.0, beta: float = 0.0,
@@ -287,10 +292,11 @@ class Client:
         Future run on a thread of the library: keep them short. The
         arrays must not be changed until the Future is done."""
         p = plan(a, b, c, alpha, beta, trans_a, trans_b, dtype, out, kernel)
+        timeout = self._check_engine([p], timeout)
         fut: Future = Future()
         fut.set_running_or_notify_cancel()
-        if p.empty:
-            fut.set_result(finish(p))
+        if p.refused is not None:
+            fut.set_exception(p.refused)
             return fut
         call = _Call(self, [p], priority, deadline)
         call.future = fut
@@ -303,6 +309,37 @@ class Client:
             _inflight.discard(call)
             raise last_error(rv)
         return fut
+
+    def _check_engine(self, plans: list[Plan], timeout):
+        """Marks refused the plans whose dtype the daemon's engine does
+        not run, with the error the daemon would give (EUNSUPPORTED), so
+        that they are not sent: the engine's dtypes come from its ping
+        (PROTOCOL.md 7), asked once per client. Returns what is left of
+        the call's timeout: the ping counts against it, and one that
+        times out or finds no daemon raises as the call would have.
+        Another refusal of the ping, or a daemon that lists no dtypes,
+        leaves the daemon to decide."""
+        timeout = self.timeout if timeout is _UNSET else timeout
+        if self._engine is None:
+            start = time.monotonic()
+            try:
+                self._engine = self.ping(timeout=timeout)
+            except (TimeoutError, TransportError):
+                raise
+            except Error:
+                return timeout
+            if timeout is not None:
+                timeout = max(timeout - (time.monotonic() - start), 0.001)
+        dtypes = self._engine.get("dtypes")
+        if not isinstance(dtypes, list):
+            return timeout
+        for p in plans:
+            if p.dtype not in dtypes:
+                p.refused = Error(
+                    codes["EUNSUPPORTED"],
+                    f"dtype {p.dtype} is unsupported by the "
+                    f"{self._engine.get('engine', 'daemon')} engine")
+        return timeout
 
     def _run(self, plans: list[Plan], priority, deadline, timeout):
         call = _Call(self, plans, priority, deadline)
@@ -327,8 +364,9 @@ class Client:
         of the same user (or TLS certificate), for its ``detach_keep_s``;
         to anyone else the id is unknown."""
         p = plan(a, b, c, alpha, beta, trans_a, trans_b, dtype, None, kernel)
-        if p.empty:
-            raise ValueError("a detached job needs m, n and k > 0")
+        timeout = self._check_engine([p], timeout)
+        if p.refused is not None:
+            raise p.refused
         call = _Call(self, [p], priority, deadline, result=False)
         ids = ffi.new("uint64_t[1]")
         rv = self._call(lib.gemmd_submit_detached, call.jobs, 1, call.opts,
@@ -412,6 +450,14 @@ class Client:
         """The daemon's answer to a ping: its version, engine, uptime."""
         return self.ctrl({"op": "ping"}, timeout=timeout)
 
+    def jobs(self, *, timeout: Optional[float] = _UNSET) -> list[dict]:
+        """The jobs of this client's user (or certificate) the daemon
+        holds: queued and running ones, and detached ones in any state,
+        each a dict (PROTOCOL.md 7.4: "detached", "job" or "request" and
+        "index", "state", "owner", "dtype", "m", "n", "k", ...); an
+        admin's list is everyone's."""
+        return self.ctrl({"op": "jobs"}, timeout=timeout)["jobs"]
+
     def stats(self, *, timeout: Optional[float] = _UNSET) -> dict:
         """The daemon's statistics (README.md, "Stats", lists the keys)."""
         return self.ctrl({"op": "stats"}, timeout=timeout)["stats"]
@@ -464,7 +510,7 @@ class _Call:
         self.client = client
         self.plans = plans
         self.future: Optional[Future] = None
-        self.sent = [p for p in plans if not p.empty]
+        self.sent = [p for p in plans if p.refused is None]
         self.jobs = ffi.new("gemmd_job[]", max(len(self.sent), 1))
         self.opts = ffi.new("gemmd_submit_opts *")
         self.opts.priority = PRIORITY_DEFAULT if priority is None \
@@ -530,8 +576,8 @@ class _Call:
     def results(self) -> list[Result]:
         out, sent = [], iter(self.jobs)
         for p in self.plans:
-            if p.empty:
-                out.append(Result(finish(p), 0, ""))
+            if p.refused is not None:
+                out.append(Result(None, p.refused.code, p.refused.message))
                 continue
             j = next(sent)
             out.append(Result(finish(p) if j.status == 0 else None,

@@ -125,6 +125,7 @@ OPEN_LAZY = 0x1
 OPEN_NO_SHM = 0x2
 PRIORITY_DEFAULT = 1
 PRIORITY_MAX = 3
+MAX_DIM = 1 << 20  # GEMMD_MAX_DIM: each of m, n, k
 ROW_MAJOR, COL_MAJOR = 0, 1
 DTYPES = {"fp64": 1, "fp32": 2, "tf32": 3, "fp16": 4, "bf16": 5}
 KERNELS = {"default": 0, "cublas": 1, "tiled": 2}

@@ -18,8 +18,9 @@ from typing import Optional
 
 import numpy as np
 
-from ._ffi import COL_MAJOR, DTYPES, KERNELS, ROW_MAJOR
-from ._types import STORAGE, DType, as_storage, dtype_name, from_bf16, to_bf16
+from ._errors import Error, codes
+from ._ffi import COL_MAJOR, KERNELS, MAX_DIM, ROW_MAJOR
+from ._types import STORAGE, DType, as_storage, check_types, dtype_name
 
 
 @dataclass
@@ -44,16 +45,13 @@ class Plan:
     c: Optional[np.ndarray]
     out: Optional[np.ndarray]
     target: Optional[np.ndarray] = None
+    #: Set when the client refuses the job itself, as the daemon would
+    #: (its engine does not run the dtype): it is not sent.
+    refused: Optional[Error] = None
 
     @property
     def order(self) -> str:
         return "F" if self.layout == COL_MAJOR else "C"
-
-    @property
-    def empty(self) -> bool:
-        """Whether a dimension is 0: nothing to send (the daemon refuses
-        such a job); finish() computes the result here."""
-        return self.m == 0 or self.n == 0 or self.k == 0
 
 
 def _matrix(x, what: str) -> np.ndarray:
@@ -89,8 +87,8 @@ def plan(a, b, c=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False,
     c = None if c is None else _matrix(c, "C")
     if out is not None and not isinstance(out, np.ndarray):
         raise TypeError("out must be a NumPy array")
+    check_types(A=a, B=b, C=c)
     name = dtype_name(dtype, a, b)
-    kind = DTYPES[name]
     if kernel is not None and kernel not in KERNELS:
         raise ValueError(f"kernel {kernel!r}: want one of {', '.join(KERNELS)}")
     m, k = a.shape[::-1] if trans_a else a.shape
@@ -98,6 +96,9 @@ def plan(a, b, c=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False,
     if k != kb:
         raise ValueError(f"op(A) is {m}x{k}, op(B) is {kb}x{n}: inner "
                          "dimensions differ")
+    for what, v in (("M", m), ("N", n), ("K", k)):
+        if not 1 <= v <= MAX_DIM:  # in gemmctl's words
+            raise Error(codes["EDIM"], f"{what} = {v}: must be 1..{MAX_DIM}")
     for x, what in ((c, "C"), (out, "out")):
         if x is not None and x.shape != (m, n):
             raise ValueError(f"{what} is {x.shape[0]}x{x.shape[1]}, "
@@ -131,18 +132,7 @@ def plan(a, b, c=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False,
 
 def finish(p: Plan) -> np.ndarray:
     """The caller's result once p.out holds the job's: copied into the
-    caller's ``out`` where it could not be written in place. For an empty
-    job, computes it here: alpha * (nothing) + beta * C."""
-    if p.empty:
-        if p.out is None:
-            p.out = np.zeros((p.m, p.n), dtype=STORAGE[p.dtype],
-                             order=p.order)
-        if p.c is None:
-            p.out[...] = 0
-        elif p.dtype == "bf16":
-            p.out[...] = to_bf16(p.beta * from_bf16(p.c))
-        else:
-            p.out[...] = p.beta * p.c
+    caller's ``out`` where it could not be written in place."""
     if p.target is not None:
         p.target[...] = p.out
         return p.target

@@ -8,6 +8,7 @@ from typing import Union
 
 import numpy as np
 
+from ._errors import Error, codes
 from ._ffi import DTYPES
 
 #: What may name a job's dtype: "fp64", "fp32", "tf32", "fp16", "bf16",
@@ -26,6 +27,25 @@ STORAGE = {
 
 _BY_NUMPY = {np.dtype(np.float64): "fp64", np.dtype(np.float32): "fp32",
              np.dtype(np.float16): "fp16"}
+
+
+# What gemmctl says of a .npy file of another type, after the file's
+# name; here after the operand's.
+_UNSUPPORTED = ("dtype '{}' unsupported: only little-endian float64 "
+                "('<f8'), float32 ('<f4') and float16 ('<f2')")
+
+
+def check_types(**arrays: np.ndarray) -> None:
+    """Refuses, as gemmctl refuses such a file, an operand that is not
+    float64, float32 or float16 (or uint16, bf16 bit patterns, which
+    dtype_name takes only with dtype='bf16'): integers above 2**53 would
+    be rounded without a word, and other types are no GEMM data. Error
+    EDTYPE naming the operand."""
+    for what, x in arrays.items():
+        if x is None or x.dtype in _BY_NUMPY or x.dtype == np.uint16:
+            continue
+        raise Error(codes["EDTYPE"],
+                    f"{what}: " + _UNSUPPORTED.format(x.dtype.str))
 
 
 def dtype_name(dtype: DType, *arrays: np.ndarray) -> str:

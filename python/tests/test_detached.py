@@ -1,5 +1,7 @@
 """Detached jobs: ids at once, status, wait (once), cancel."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -19,6 +21,23 @@ def test_detached_round_trip(client, rng):
     with pytest.raises(gemmd.Error) as e:
         client.wait(job)
     assert e.value.name == "ENOTFOUND"
+
+
+def test_jobs_lists_detached_jobs(client, daemon, rng):
+    """Over tcp:// (anonymous, no admin) a client sees its own jobs, and
+    the admin (uid 0 over ipc://, as the tests run) sees them too, with
+    their owner."""
+    a, b = rand(rng, (6, 5)), rand(rng, (5, 4))
+    with gemmd.Client(daemon.tcp) as anon:
+        job = anon.submit_detached(a, b)
+        mine = anon.jobs()
+    listed = [j for j in mine if j.get("job") == job]
+    assert len(listed) == 1 and listed[0]["detached"] is True
+    assert (listed[0]["m"], listed[0]["n"], listed[0]["k"]) == (6, 4, 5)
+    assert all(j["owner"] == "anonymous" for j in mine)
+    if os.getuid() == 0:
+        assert any(j.get("job") == job and j["owner"] == "anonymous"
+                   for j in client.jobs())
 
 
 def test_detached_layout_follows_a(client, rng):

@@ -3,6 +3,8 @@ for a busy daemon, a timeout and a transport failure; the codes as the
 library names them."""
 
 import os
+import signal
+import time
 
 import pytest
 
@@ -25,7 +27,29 @@ def test_codes_and_names():
 def test_no_daemon_is_a_transport_error(tmp_path):
     with pytest.raises(gemmd.TransportError) as e:
         gemmd.Client(f"ipc://{tmp_path}/none.sock")
-    assert e.value.name == "ETRANSPORT" and "none.sock" in e.value.message
+    assert e.value.name == "ETRANSPORT"
+    # The library's words, the same for every client of it.
+    assert e.value.message == \
+        f"no gemmd listening at {tmp_path}/none.sock (is it running?)"
+
+
+def test_engine_check_counts_against_the_timeout(start_daemon, rng):
+    """The first job of a client asks the daemon which dtypes its engine
+    runs; against a stopped daemon that ping's silence is the call's,
+    within its one timeout, not a timeout for the ping and another for
+    the job."""
+    d = start_daemon()
+    a = rng.standard_normal((8, 8))
+    with gemmd.Client(d.ipc, timeout=1.0) as c:
+        os.kill(d.proc.pid, signal.SIGSTOP)
+        try:
+            t0 = time.monotonic()
+            with pytest.raises(gemmd.TimeoutError):
+                c.gemm(a, a)
+            took = time.monotonic() - t0
+        finally:
+            os.kill(d.proc.pid, signal.SIGCONT)
+    assert took < 1.8
 
 
 def test_no_connection_in_time_is_a_timeout(tmp_path, rng):

@@ -1,6 +1,7 @@
 """Client.gemm against numpy: every order and transpose of A and B, both
 float dtypes, C with alpha and beta, out in either order, the dtype
-argument, empty dimensions and bad arguments."""
+argument, and what is refused before it is sent: int64 and empty
+arrays as gemmctl refuses them, dtypes the engine does not run."""
 
 import itertools
 
@@ -84,21 +85,53 @@ def test_dtype_argument(client, rng):
     assert client.gemm(a32, b32.astype(np.float64)).dtype == np.float64
     with pytest.raises(TypeError, match="want one of"):
         client.gemm(a32, b32, dtype="fp8")
-    with pytest.raises(TypeError, match="arrays of int64"):
-        client.gemm(np.ones((2, 2), np.int64), np.ones((2, 2), np.int64))
     with pytest.raises(TypeError, match="dtype='bf16'"):
         client.gemm(np.ones((2, 2), np.uint16), np.ones((2, 2), np.uint16))
 
 
-@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
-def test_half_precision_reaches_the_engine(client, rng, dtype):
-    """The CPU engine has no fp16 or bf16: it says so by name, which
-    shows the job was packed and sent."""
-    a, b = rand(rng, (M, K), np.float32), rand(rng, (K, N), np.float32)
+# What gemmctl says of an int64 .npy file, after its name.
+INT64 = ("dtype '<i8' unsupported: only little-endian float64 ('<f8'), "
+         "float32 ('<f4') and float16 ('<f2')")
+
+
+@pytest.mark.parametrize("what, args", [
+    ("A", (np.ones((2, 2), np.int64), np.ones((2, 2)))),
+    ("B", (np.ones((2, 2)), np.ones((2, 2), np.int64))),
+    ("C", (np.ones((2, 2)), np.ones((2, 2)), np.ones((2, 2), np.int64))),
+])
+@pytest.mark.parametrize("dtype", [None, "fp64"])
+def test_int64_refused_as_gemmctl_does(client, what, args, dtype):
+    """Even where a dtype would convert them: above 2**53 an int64 would
+    be rounded without a word."""
     with pytest.raises(gemmd.Error) as e:
-        client.gemm(a, b, dtype=dtype)
-    assert e.value.name == "EUNSUPPORTED"
-    assert f"dtype {dtype} is unsupported by the cpu engine" in e.value.message
+        client.gemm(*args, dtype=dtype)
+    assert e.value.name == "EDTYPE"
+    assert e.value.message == f"{what}: {INT64}"
+
+
+def _requests(client) -> int:
+    return client.stats()["requests"]["total"]
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+def test_half_precision_refused_before_sending(client, rng, dtype):
+    """The CPU engine has no fp16 or bf16, and its ping says which dtypes
+    it runs: the client refuses the job with the daemon's code and words,
+    and the daemon never sees it; in a batch, that job alone fails."""
+    a, b = rand(rng, (M, K), np.float32), rand(rng, (K, N), np.float32)
+    assert dtype not in client.ping()["dtypes"]
+    before = _requests(client)
+    want = f"dtype {dtype} is unsupported by the cpu engine"
+    for call in (client.gemm, client.submit_detached,
+                 lambda *x, **kw: client.submit(*x, **kw).result()):
+        with pytest.raises(gemmd.Error) as e:
+            call(a, b, dtype=dtype)
+        assert e.value.name == "EUNSUPPORTED"
+        assert e.value.message == want
+    got = client.batch([(a, b), gemmd.Job(a, b, dtype=dtype)])
+    assert got[0].code == 0 and got[1].code == gemmd.codes["EUNSUPPORTED"]
+    assert got[1].message == want and got[1].out is None
+    assert _requests(client) == before + 1  # the batch's fp32 job alone
 
 
 def test_bf16_bits(rng):
@@ -112,11 +145,16 @@ def test_bf16_bits(rng):
     assert np.isnan(gemmd.from_bf16(gemmd.to_bf16(np.float32("nan"))))
 
 
-def test_empty_dimensions(client, rng):
-    c = rand(rng, (M, N))
-    got = client.gemm(np.empty((M, 0)), np.empty((0, N)), c, beta=3.0)
-    check(got, 3 * c)
-    assert client.gemm(np.empty((0, K)), rand(rng, (K, N))).shape == (0, N)
+@pytest.mark.parametrize("a, b, text", [
+    ((M, 0), (0, N), "K = 0: must be 1..1048576"),
+    ((0, K), (K, N), "M = 0: must be 1..1048576"),
+    ((M, K), (K, 0), "N = 0: must be 1..1048576"),
+])
+def test_empty_dimensions_refused_as_gemmctl_does(client, a, b, text):
+    with pytest.raises(gemmd.Error) as e:
+        client.gemm(np.empty(a), np.empty(b))
+    assert e.value.name == "EDIM"
+    assert e.value.message == text
 
 
 def test_shapes_that_do_not_fit(client, rng):

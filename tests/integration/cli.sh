@@ -61,7 +61,9 @@ printf 'not an npy file' >"$work/bad.npy"
 expect_exit 4 ctl submit "$work/bad.npy" "$work/B.npy" -o "$work/O.npy" --url "$ipc"
 expect_exit 1 ctl submit "$work/A.npy" "$work/B.npy" --dtype fp16 -o "$work/O.npy" --url "$ipc"
 grep -q "unsupported" "$work/err" "$work/out" || fail "fp16 on cpu: no 'unsupported' message"
-# The failed job is in the daemon's log at info, by its id and code.
+# submit refuses it before sending (first.sh); bench sends it, and the
+# failed job is in the daemon's log at info, by its id and code.
+expect_exit 1 ctl bench --dtype fp16 -n 1 -s 8x8x8 --url "$ipc"
 grep -Eq ' info job [0-9]+\.0: failed: EUNSUPPORTED: ' "$work/gemmd.log" ||
 	fail "fp16 on cpu: no info line for the failed job"
 expect_exit 2 ctl submit "$work/A.npy" "$work/A.npy" -o "$work/O.npy" --url "$ipc"

@@ -62,13 +62,13 @@ ctl drain | grep -q "draining" || fail "drain did not say draining"
 expect_exit 1 ctl submit "$work/A.npy" "$work/B.npy" -o "$work/X.npy"
 grep -q "EDRAINING" "$work/err" || fail "submit while drained: $(cat "$work/err")"
 expect_exit 1 ctl submit "$work/A.npy" "$work/B.npy" --detach
-ctl ping | grep -q "not ready" || fail "ping while drained does not say not ready"
+ctl ping | grep -q "state draining" || fail "ping while drained does not say draining"
 ctl stats --json | grep -q '"draining":true' || fail "stats do not say draining"
 ctl drain --wait | grep -q "drained" || fail "drain --wait did not say drained"
 ctl wait "$id4" -o "$work/W4.npy" >/dev/null
 cmp -s "$work/W4.npy" "$work/S.npy" || fail "job queued before the drain"
 ctl resume | grep -q "resumed" || fail "resume did not say resumed"
-ctl ping | grep -q "not ready" && fail "ping after resume says not ready"
+ctl ping | grep -q "  state ready  " || fail "ping after resume does not say ready"
 ctl submit "$work/A.npy" "$work/B.npy" -o "$work/X.npy" >/dev/null
 
 # SIGUSR1 drains too.

@@ -532,8 +532,8 @@ static int handoff_dial(const it_daemon *d)
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/run/%s", d->dir,
-		 GM_HANDOFF_SOCKET_NAME);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/run/gemmd-regions.sock",
+		 d->dir);
 	assert_true(fd >= 0);
 	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
 	return fd;

@@ -6,10 +6,14 @@
  * a large request striped over two connections (and one part of it
  * refused), requests spread over two daemons by outstanding work, a
  * call that times out while its request is half written (the rest of
- * the frame is zeros, never the caller's bytes after the return), and
- * options refused at open.
+ * the frame is zeros, never the caller's bytes after the return),
+ * options refused at open, and an ipc:// socket with no daemon behind
+ * it named as such.
  */
 #include "client_fx.h"
+
+#include <sys/socket.h>
+#include <sys/un.h>
 
 /* Reads requests and answers each whole until n jobs are answered;
  * returns how many requests there were. With regions, every job must
@@ -44,7 +48,7 @@ static void handoff(struct fixture *fx)
 	char path[160];
 
 	fx_peer(fx);
-	snprintf(path, sizeof(path), "%s/%s", fx->dir, GM_HANDOFF_SOCKET_NAME);
+	snprintf(path, sizeof(path), "%s/gemmd-regions.sock", fx->dir);
 	assert_int_equal(gm_testpeer_handoff(fx->peer, path), GM_OK);
 }
 
@@ -324,6 +328,34 @@ static void test_bad_options(void **state)
 	assert_non_null(strstr(gemmd_last_error(), "/nonexistent"));
 }
 
+/* An ipc:// socket with no daemon behind it, named as such by the
+ * library, whichever way the kernel refuses: a socket file nobody
+ * listens on, or none at all. */
+static void test_no_daemon(void **state)
+{
+	struct fixture *fx = *state;
+	char stale[160], none[160], url[200], want[256];
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	const char *paths[] = {stale, none};
+	gemmd_client *c;
+	int fd;
+
+	snprintf(stale, sizeof(stale), "%s/stale.sock", fx->dir);
+	snprintf(none, sizeof(none), "%s/none.sock", fx->dir);
+	fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	memcpy(sa.sun_path, stale, strlen(stale));
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	close(fd); /* the file stays; no one listens on it */
+	for (int i = 0; i < 2; i++) {
+		snprintf(url, sizeof(url), "ipc://%s", paths[i]);
+		snprintf(want, sizeof(want),
+			 "no gemmd listening at %s (is it running?)", paths[i]);
+		assert_int_equal(gemmd_open(url, NULL, &c), GM_ETRANSPORT);
+		assert_string_equal(gemmd_last_error(), want);
+	}
+	unlink(stale);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -335,6 +367,7 @@ int main(void)
 	    FX_TEST(test_two_daemons),
 	    FX_TEST(test_timeout_mid_write),
 	    FX_TEST(test_bad_options),
+	    FX_TEST(test_no_daemon),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -62,6 +62,7 @@ static void test_ops(void **state)
 	     1000000000000ull},
 	    {"{\"op\":\"drain\"}", GM_CTRLREQ_DRAIN, 0, 0, 0},
 	    {"{\"op\":\"resume\"}", GM_CTRLREQ_RESUME, 0, 0, 0},
+	    {"{\"op\":\"jobs\"}", GM_CTRLREQ_JOBS, 0, 0, 0},
 	    /* Escapes that spell the same text are the same op. */
 	    {"{\"\\u006fp\":\"p\\u0069ng\"}", GM_CTRLREQ_PING, 0, 0, 0},
 	};

@@ -4,7 +4,8 @@
  * payload sizes, a table of descriptors with the code PROTOCOL.md §14.3
  * assigns to each), the job iterator over requests that mix region and
  * inline operands, with and without the payload at hand, the example of
- * §14.6 byte for byte, and the hand-off socket's records. The checks of
+ * §14.6 byte for byte, and the hand-off socket's records and default
+ * name. The checks of
  * whole frames that name regions (§8 steps 14-18) are rows of
  * test_proto.c's request table.
  */
@@ -558,6 +559,33 @@ static void test_handoff_bad_records(void **state)
 	assert_int_equal(failed, 0);
 }
 
+/* The hand-off socket's default name, from the ipc:// socket's path. */
+static void test_handoff_path(void **state)
+{
+	static const struct {
+		const char *ipc, *want;
+	} cases[] = {
+	    {"/run/gemmd/gemmd.sock", "/run/gemmd/gemmd-regions.sock"},
+	    {"/tmp/a.sock", "/tmp/a-regions.sock"},
+	    {"/tmp/b.sock", "/tmp/b-regions.sock"},
+	    {"/tmp/gemmd", "/tmp/gemmd-regions.sock"},
+	    {"/tmp/x.sock.d/y", "/tmp/x.sock.d/y-regions.sock"},
+	    {"rel.sock", "rel-regions.sock"},
+	    {".sock", "-regions.sock"},
+	};
+	char out[128];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		assert_int_equal(
+		    gm_handoff_path(cases[i].ipc, out, sizeof(out)),
+		    (int)strlen(cases[i].want));
+		assert_string_equal(out, cases[i].want);
+	}
+	/* Too long: snprintf's count says so, the caller refuses it. */
+	assert_true(gm_handoff_path("/tmp/a.sock", out, 8) >= 8);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -568,6 +596,7 @@ int main(void)
 	    cmocka_unit_test(test_check_refs),
 	    cmocka_unit_test(test_handoff_round_trip),
 	    cmocka_unit_test(test_handoff_bad_records),
+	    cmocka_unit_test(test_handoff_path),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -264,6 +264,9 @@ static void test_fd_path(void **state)
 	c.nlisten = 2;
 	assert_int_equal(gm_region_fd_path(&c, path, msg, sizeof(msg)), 1);
 	assert_string_equal(path, "/run/gemmd/gemmd-regions.sock");
+	urls[1] = "ipc:///run/gemmd/b.sock"; /* named after its socket */
+	assert_int_equal(gm_region_fd_path(&c, path, msg, sizeof(msg)), 1);
+	assert_string_equal(path, "/run/gemmd/b-regions.sock");
 	c.nlisten = 1; /* tcp:// only: none */
 	assert_int_equal(gm_region_fd_path(&c, path, msg, sizeof(msg)), 0);
 	c.region_socket = "/tmp/r.sock";
@@ -302,8 +305,20 @@ static void test_fd_listen(void **state)
 	/* One that is served on is not. */
 	fd2 = gm_region_fd_listen(path, msg, sizeof(msg));
 	assert_int_equal(fd2, -1);
-	assert_non_null(strstr(msg, "another process serves on it"));
+	assert_non_null(strstr(msg, "another process serves on it; set "
+				    "region_socket"));
 	close(fd);
+	unlink(path);
+	/* Nor one where a stream socket is served (another daemon's ipc://
+	 * socket): the rename would take it from its owner. */
+	stale = socket(AF_UNIX, SOCK_STREAM, 0);
+	assert_int_equal(bind(stale, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(stale, 1), 0);
+	assert_int_equal(gm_region_fd_listen(path, msg, sizeof(msg)), -1);
+	assert_non_null(strstr(msg, "region_socket"));
+	assert_int_equal(stat(path, &st), 0);
+	assert_true(S_ISSOCK(st.st_mode));
+	close(stale);
 	unlink(path);
 	rmdir(dir);
 }

@@ -91,8 +91,8 @@ static void test_full(void **state)
 
 	(void)state;
 	assert_has(t, "gemmd 0.1.0  engine cuda  up 1d 01:01:01  ready\n");
-	assert_has(t, "requests 1234 (refused 5, ctrl 10)  contexts 3/64 "
-		      "busy\n");
+	assert_has(t, "requests 1234 (refused 5, ctrl 10)  in flight 3 (room "
+		      "for 64)\n");
 	assert_has(t, "jobs ok 1200  failed 3  rejected 12  inflight 8\n");
 	assert_has(t, "queue 4 of 4096 (p3 0  p2 0  p1 4  p0 0)\n");
 	assert_has(t, "pool 512.0 MiB of 1.0 GiB (12 slabs)  connections 2 "
