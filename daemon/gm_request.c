@@ -259,7 +259,7 @@ int gm_request_submit(gm_request *rq)
 		return rv;
 	rq->reserved = false; /* the scheduler takes its room now */
 	rq->submitted = true;
-	rq->parts = n + 1; /* held while submitting */
+	rq->parts = n + 1; /* the caller's hold: gm_request_release */
 	for (uint32_t i = 0; i < n; i++) {
 		rq->sr[i].recv_us = now;
 		if (detached(rq)) {
@@ -271,9 +271,13 @@ int gm_request_submit(gm_request *rq)
 		/* Cannot fail: its room was reserved. */
 		(void)gm_sched_submit(l->sched, &rq->sr[i]);
 	}
-	part_done(rq);
 	gm_loop_arm_tick(l);
 	return GM_OK;
+}
+
+void gm_request_release(gm_request *rq)
+{
+	part_done(rq);
 }
 
 /* Job j's reply frame, in place in the slab; returns its length. */
@@ -332,7 +336,7 @@ void gm_request_sched_done(gm_sched_request *sr, void *arg)
 	part_done(sr->user);
 }
 
-/* A scheduler request of rq is done (or the hold while submitting). */
+/* A scheduler request of rq is done (or the caller's hold ended). */
 static void part_done(gm_request *rq)
 {
 	if (--rq->parts != 0)
