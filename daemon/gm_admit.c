@@ -261,7 +261,7 @@ static void on_abandon(gm_loop *l, gm_conn *c, void *owner)
 	(void)c;
 	if (rq->waiting)
 		gm_poolq_cancel(l->poolq, &rq->wait);
-	gm_request_drop(rq);
+	gm_request_abandon(rq);
 }
 
 const gm_conn_ops gm_admit_ops = {

@@ -95,11 +95,20 @@ int gm_request_submit(gm_request *rq);
  * record goes now if its jobs are all back and their frames gone. */
 void gm_request_release(gm_request *rq);
 
-/* Frees a record whose jobs were never submitted (refused, or abandoned
- * before its payload was in), with its slab if it has one. */
+/* Frees a record whose jobs were never submitted, refused after it was
+ * accepted (gm_request_submit failed; its jobs count as rejected), with
+ * its slab if it has one. */
 void gm_request_drop(gm_request *rq);
 
-/* The scheduler's callbacks (arg the gm_loop). */
+/* Frees a record whose client closed its connection before its payload
+ * was in: its jobs never run, and count as failed, ECANCELED, so that
+ * every job of an accepted request is counted once, ok or failed. */
+void gm_request_abandon(gm_request *rq);
+
+/* The scheduler's callbacks (arg the gm_loop): a job is finished,
+ * counted under its owner's uid when it came over ipc://
+ * (gm_stats_uid_job), and answered; every job of a scheduler request
+ * is. */
 void gm_request_job_done(gm_sched_job *j, void *arg);
 void gm_request_sched_done(gm_sched_request *sr, void *arg);
 
