@@ -33,9 +33,12 @@
  *
  * A second test pipelines requests on many connections that close
  * without reading a reply: every request gemmd accepted is counted, its
- * jobs ok or failed, once the connections are gone.
+ * jobs ok or failed, once the connections are gone. The last stops
+ * gemmd while jobs are queued, detached ones among them: what comes
+ * after is refused, what came before is answered.
  */
 #include <errno.h>
+#include <signal.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -71,6 +74,7 @@ enum {
 	ECANCELED_ = 26,
 	ENOTFOUND_ = 27,
 	EDRAINING_ = 30,
+	ESHUTDOWN_ = 17,
 };
 
 /* An expectation that is an ERROR refusing the whole request, not a
@@ -311,6 +315,16 @@ static void quiet(int fd)
 	assert_int_equal(rc_read_frame(fd, &f, QUIET_MS), -2);
 }
 
+/* The same, or fd is closed: a stopping gemmd closes its connections
+ * once it has answered every job. */
+static void quiet_or_closed(int fd)
+{
+	rc_frame f;
+	int rv = rc_read_frame(fd, &f, QUIET_MS);
+
+	assert_true(rv == -2 || rv == -1);
+}
+
 /* ---- the daemon's state ---- */
 
 typedef struct counts {
@@ -394,6 +408,35 @@ static void read_plain(int fd, uint64_t id, const outcome *o, int *got)
 	}
 }
 
+/* Reads the answer of detached request id of n jobs: 0 with their ids
+ * in ids, or REFUSED | the code of the ERROR that refused it. */
+static int read_ids(int fd, uint64_t id, uint32_t n, uint64_t *ids)
+{
+	const cJSON *jobs;
+	char msg[97];
+	rc_frame f;
+	cJSON *doc;
+	int rv;
+
+	assert_int_equal(rc_read_frame(fd, &f, WAIT_MS), 0);
+	assert_int_equal(f.id, id);
+	if (f.type == RC_ERROR_T) {
+		rv = REFUSED | (int)rc_error(&f, msg);
+		rc_frame_free(&f);
+		return rv;
+	}
+	doc = json_of(&f);
+	assert_int_equal(code_of(doc), OK);
+	jobs = cJSON_GetObjectItemCaseSensitive(doc, "jobs");
+	assert_int_equal(cJSON_GetArraySize(jobs), n);
+	for (uint32_t k = 0; k < n; k++)
+		ids[k] = (uint64_t)cJSON_GetNumberValue(
+		    cJSON_GetArrayItem(jobs, (int)k));
+	cJSON_Delete(doc);
+	rc_frame_free(&f);
+	return OK;
+}
+
 /* Reads the answer of detached request id of o: its ids, or one ERROR
  * (then REFUSED | code into got). Cancels the jobs when asked to, then
  * waits for each: its outcome into got, taken once, its status the
@@ -401,29 +444,15 @@ static void read_plain(int fd, uint64_t id, const outcome *o, int *got)
 static void read_detached(int fd, uint64_t id, const outcome *o, int cancel,
 			  int *got)
 {
+	char json[96], state[32];
 	uint64_t ids[4];
-	const cJSON *jobs;
-	char msg[97], json[96], state[32];
-	rc_frame f;
-	cJSON *doc;
+	int rv;
 
-	assert_int_equal(rc_read_frame(fd, &f, WAIT_MS), 0);
-	assert_int_equal(f.id, id);
-	if (f.type == RC_ERROR_T) {
+	if ((rv = read_ids(fd, id, o->njobs, ids)) != OK) {
 		for (uint32_t k = 0; k < o->njobs; k++)
-			got[k] = REFUSED | (int)rc_error(&f, msg);
-		rc_frame_free(&f);
+			got[k] = rv;
 		return;
 	}
-	doc = json_of(&f);
-	assert_int_equal(code_of(doc), OK);
-	jobs = cJSON_GetObjectItemCaseSensitive(doc, "jobs");
-	assert_int_equal(cJSON_GetArraySize(jobs), o->njobs);
-	for (uint32_t k = 0; k < o->njobs; k++)
-		ids[k] = (uint64_t)cJSON_GetNumberValue(
-		    cJSON_GetArrayItem(jobs, (int)k));
-	cJSON_Delete(doc);
-	rc_frame_free(&f);
 	quiet(fd);
 	for (uint32_t k = 0; cancel && k < o->njobs; k++) {
 		snprintf(json, sizeof(json), "{\"op\":\"cancel\",\"job\":%llu}",
@@ -647,6 +676,74 @@ static void test_pipelined_then_closed(void **state)
 	it_cleanup(&d);
 }
 
+/* Whether the stats say gemmd is stopping. */
+static int stopping(void)
+{
+	cJSON *s = it_rstats(&fx.d);
+	int on = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(s, "stopping"));
+
+	cJSON_Delete(s);
+	return on;
+}
+
+/*
+ * A stop (SIGTERM) while a blocker runs, a detached job queued behind it
+ * with a wait parked on it, and a detached job that failed at once:
+ * requests sent after it, plain or detached, are refused whole with one
+ * ERROR each, ESHUTDOWN; everything accepted before is answered, the
+ * blocker and the parked wait, whose job ran; gemmd exits 0. It stops
+ * the table's daemon: the last test.
+ */
+static void test_stopping(void **state)
+{
+	static const outcome ok = {.name = "ok", .jobs = {S_SMALL}, .njobs = 1};
+	static const outcome fp16 = {
+	    .name = "fp16", .jobs = {S_FP16}, .njobs = 1};
+	const outcome *after[] = {&ok, &fp16};
+	uint64_t queued, failed, wait_id = ++fx.next_id;
+	int blocker, a, c;
+	char json[96], msg[97];
+	rc_reply r;
+	rc_frame f;
+
+	(void)state;
+	blocker = send_blocker();
+	assert_true((a = rc_connect(fx.d.ipc, NULL)) >= 0);
+	assert_true((c = rc_connect(fx.d.ipc, NULL)) >= 0);
+	assert_int_equal(read_ids(a, send_request(a, &ok, 1, 0), 1, &queued),
+			 OK);
+	assert_int_equal(read_ids(a, send_request(a, &fp16, 1, 0), 1, &failed),
+			 OK);
+	assert_int_equal(wait_job(a, failed), EUNSUPPORTED_);
+	snprintf(json, sizeof(json), "{\"op\":\"wait\",\"job\":%llu}",
+		 (unsigned long long)queued);
+	assert_int_equal(rc_send_ctrl(a, wait_id, json), 0);
+	assert_int_equal(kill(fx.d.pid, SIGTERM), 0);
+	for (int i = 0; i < WAIT_MS / 10 && !stopping(); i++)
+		usleep(10000);
+	assert_true(stopping());
+	for (size_t i = 0; i < 2; i++)
+		for (int detached = 0; detached < 2; detached++) {
+			uint64_t id = send_request(c, after[i], detached, 0);
+
+			assert_int_equal(rc_read_frame(c, &f, WAIT_MS), 0);
+			assert_int_equal(f.id, id);
+			assert_int_equal(rc_error(&f, msg), ESHUTDOWN_);
+			rc_frame_free(&f);
+		}
+	quiet_or_closed(c);
+	end_blocker(blocker);
+	assert_int_equal(rc_read_frame(a, &f, WAIT_MS), 0);
+	assert_int_equal(f.id, wait_id);
+	assert_int_equal(rc_reply_of(&f, &r), 0);
+	assert_int_equal(r.status, OK);
+	rc_frame_free(&f);
+	quiet_or_closed(a);
+	close(a);
+	close(c);
+	assert_int_equal(it_stop(&fx.d), 0);
+}
+
 /* ---- setup ---- */
 
 /* Sizes the blocker to BLOCK_S on one BLAS thread, from a 400^3 job. */
@@ -713,7 +810,7 @@ static int teardown(void **state)
 	int rv;
 
 	(void)state;
-	rv = it_stop(&fx.d);
+	rv = fx.d.pid > 0 ? it_stop(&fx.d) : 0; /* test_stopping stopped it */
 	if (rv != 0)
 		fprintf(stderr, "gemmd exited %d\n", rv);
 	it_cleanup(&fx.d);
@@ -726,6 +823,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_every_outcome),
 	    cmocka_unit_test(test_pipelined_then_closed),
+	    cmocka_unit_test(test_stopping),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
