@@ -26,10 +26,11 @@
  *    running, held in the pool or in pageable memory, no detached job
  *    pending, no request in flight but the stats request itself.
  *
- * The daemon must live through all of it and stop cleanly. A job cannot
- * fail inside the CPU engine from the wire (the engine checks nothing a
- * request can get wrong past the scheduler), so an engine failure is
- * left to the GPU suite and to test_sched's engine refusing a wave.
+ * The daemon must live through all of it and stop cleanly. No job can
+ * fail inside the CPU engine from the wire (it checks nothing a request
+ * can get wrong past the scheduler's checks), so an engine failure is
+ * not among the outcomes here: such a job reaches the request layer
+ * through the same callback, at the same moment, as a job that ran.
  *
  * A second test pipelines requests on many connections that close
  * without reading a reply: every request gemmd accepted is counted, its
@@ -38,9 +39,9 @@
  * after is refused, what came before is answered.
  */
 #include <errno.h>
-#include <signal.h>
 #include <math.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -676,6 +677,61 @@ static void test_pipelined_then_closed(void **state)
 	it_cleanup(&d);
 }
 
+/*
+ * Room for detached results is checked when a request's head comes and
+ * taken when its payload is in: a detached request whose room another
+ * took while its payload came (the other's job still queued, holding
+ * its room) is refused then, EBUSY, one ERROR; its jobs count as
+ * rejected, and the other runs.
+ */
+static void test_detach_room_taken(void **state)
+{
+	/* Each result fits in DETACH_MAX, two do not. */
+	rc_job j = {.dtype = 1, .m = 300, .n = 300, .k = 8, .alpha = 1};
+	counts before = counts_now(&fx.d), now;
+	int blocker, a, b;
+	uint64_t ida, idb, job;
+	size_t len;
+	uint8_t *req;
+	rc_frame f;
+	char msg[97];
+
+	(void)state;
+	j.a = j.b = zeros;
+	blocker = send_blocker();
+	assert_true((a = rc_connect(fx.d.ipc, NULL)) >= 0);
+	assert_true((b = rc_connect(fx.d.ipc, NULL)) >= 0);
+	ida = ++fx.next_id;
+	assert_non_null(req = rc_gemm(ida, 1, 0, 1, &j, 1, &len));
+	assert_int_equal(rc_write(a, req, len - 8), 0);
+	assert_int_equal(
+	    it_wait_stat(&fx.d, "requests.total", before.total + 2, WAIT_MS),
+	    before.total + 2); /* the blocker's and a's */
+	idb = ++fx.next_id;
+	rc_put_hdr(req, RC_GEMM, idb, 1, len - RC_HDR);
+	assert_int_equal(rc_write(b, req, len), 0);
+	assert_int_equal(read_ids(b, idb, 1, &job), OK);
+	assert_int_equal(rc_write(a, req + len - 8, 8), 0);
+	assert_int_equal(rc_read_frame(a, &f, WAIT_MS), 0);
+	assert_int_equal(f.id, ida);
+	assert_int_equal(rc_error(&f, msg), EBUSY_);
+	rc_frame_free(&f);
+	free(req);
+	quiet(a);
+	end_blocker(blocker);
+	assert_int_equal(wait_job(b, job), OK);
+	quiet(b);
+	close(a);
+	close(b);
+	assert_idle(&fx.d, "detached room taken");
+	now = counts_now(&fx.d);
+	assert_int_equal((long)(now.total - before.total), 3);
+	assert_int_equal((long)(now.refused - before.refused), 1);
+	assert_int_equal((long)(now.rejected - before.rejected), 1);
+	assert_int_equal((long)(now.ok - before.ok), 2);
+	assert_int_equal((long)(now.failed - before.failed), 0);
+}
+
 /* Whether the stats say gemmd is stopping. */
 static int stopping(void)
 {
@@ -823,6 +879,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_every_outcome),
 	    cmocka_unit_test(test_pipelined_then_closed),
+	    cmocka_unit_test(test_detach_room_taken),
 	    cmocka_unit_test(test_stopping),
 	};
 
