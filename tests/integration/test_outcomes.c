@@ -224,7 +224,7 @@ static void end_blocker(int fd)
 	assert_int_equal(rc_read_frame(fd, &f, 120000), 0);
 	assert_int_equal(rc_reply_of(&f, &r), 0);
 	assert_int_equal(r.status, OK);
-	assert_true(r.kernel_us > 4 * DEADLINE_MS * 1e3);
+	assert_true(r.kernel_us > 2 * DEADLINE_MS * 1e3);
 	rc_frame_free(&f);
 	close(fd);
 }
