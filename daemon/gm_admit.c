@@ -245,10 +245,13 @@ static void on_payload(gm_loop *l, gm_conn *c, void *owner)
 		gm_request_drop(rq);
 		return;
 	}
+	/* Its jobs may all be back already (the engine cannot run their
+	 * dtype, say): the record is still ours until released. */
 	if (detach) {
 		answer_ids(rq);
 		gm_conn_end(c);
 	}
+	gm_request_release(rq);
 }
 
 static void on_abandon(gm_loop *l, gm_conn *c, void *owner)
@@ -258,7 +261,7 @@ static void on_abandon(gm_loop *l, gm_conn *c, void *owner)
 	(void)c;
 	if (rq->waiting)
 		gm_poolq_cancel(l->poolq, &rq->wait);
-	gm_request_drop(rq);
+	gm_request_abandon(rq);
 }
 
 const gm_conn_ops gm_admit_ops = {

@@ -67,19 +67,6 @@ static struct {
 	int pending; /* a warm-up's end is still to be posted */
 } warming = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
 
-/* Loop thread: a job is finished. Counted under its owner's uid when it
- * came over ipc:// (gm_stats_uid_job), then answered. */
-static void on_sched_job(gm_sched_job *j, void *arg)
-{
-	gm_loop *l = arg;
-	const gm_request *rq = j->req->user;
-	const gm_peer *p = gm_conn_peer(rq->conn);
-
-	if (p->kind == GM_URL_IPC && p->has_cred)
-		gm_stats_uid_job(&l->stats, p->uid, j->job.status);
-	gm_request_job_done(j, arg);
-}
-
 /* Engine thread: posts the news (started, or back) of job and the n - 1
  * after it through next to the loop, a few dozen a post: jobs that start
  * or end together cost the loop one wake-up, not one each. A job is
@@ -448,7 +435,7 @@ static int open_core(gm_loop *l)
 	open_pageable(l);
 	engine_budget(l, &budget);
 	if ((rv = gm_sched_create(l->eng, l->cfg->queue_depth, &budget,
-				  &l->stats, on_sched_job,
+				  &l->stats, gm_request_job_done,
 				  gm_request_sched_done, l, &l->sched)) != 0) {
 		GM_LOG(GM_LOG_ERROR, "scheduler: %s", gm_strerror(rv));
 		goto fail_sched;

@@ -14,6 +14,7 @@
 #include "gm_clock.h"
 #include "gm_log.h"
 #include "gm_slab.h"
+#include "gm_stats.h"
 
 static bool detached(const gm_request *rq)
 {
@@ -230,11 +231,42 @@ static void unreserve(gm_request *rq)
 		gm_conn_unreserve(rq->conn, rq->h.count);
 }
 
-void gm_request_drop(gm_request *rq)
+/* Frees a record whose jobs never went to the scheduler. */
+static void discard(gm_request *rq)
 {
 	unreserve(rq);
 	gm_conn_end(rq->conn);
 	free_request(rq);
+}
+
+void gm_request_drop(gm_request *rq)
+{
+	rq->l->stats.jobs_rejected += rq->h.count;
+	discard(rq);
+}
+
+/* Counts a finished job of rq under its owner's uid when it came over
+ * ipc://. */
+static void count_owner(const gm_request *rq, int status)
+{
+	const gm_peer *p = gm_conn_peer(rq->conn);
+
+	if (p->kind == GM_URL_IPC && p->has_cred)
+		gm_stats_uid_job(&rq->l->stats, p->uid, status);
+}
+
+void gm_request_abandon(gm_request *rq)
+{
+	const gm_timings none = {0};
+
+	/* Counted as the scheduler counts a job failed before it started,
+	 * so that by dtype, by status and by uid agree with the totals. */
+	for (uint32_t i = 0; i < rq->h.count; i++) {
+		gm_stats_job(&rq->l->stats, &job_at(rq, i)->job.d,
+			     rq->b.priority, GM_ECANCELED, &none);
+		count_owner(rq, GM_ECANCELED);
+	}
+	discard(rq);
 }
 
 /* What a detached request's jobs take in the table: their frames. */
@@ -267,7 +299,7 @@ int gm_request_submit(gm_request *rq)
 		return rv;
 	rq->reserved = false; /* the scheduler takes its room now */
 	rq->submitted = true;
-	rq->parts = n + 1; /* held while submitting */
+	rq->parts = n + 1; /* the caller's hold: gm_request_release */
 	for (uint32_t i = 0; i < n; i++) {
 		rq->sr[i].recv_us = now;
 		if (detached(rq)) {
@@ -279,9 +311,13 @@ int gm_request_submit(gm_request *rq)
 		/* Cannot fail: its room was reserved. */
 		(void)gm_sched_submit(l->sched, &rq->sr[i]);
 	}
-	part_done(rq);
 	gm_loop_arm_tick(l);
 	return GM_OK;
+}
+
+void gm_request_release(gm_request *rq)
+{
+	part_done(rq);
 }
 
 /* Job j's reply frame, in place in the slab; returns its length. */
@@ -322,6 +358,7 @@ void gm_request_job_done(gm_sched_job *j, void *arg)
 	uint8_t *copy;
 
 	(void)arg;
+	count_owner(rq, j->job.status);
 	if (detached(rq)) {
 		/* The table keeps its own copy: the slab goes with the
 		 * request's last job. */
@@ -340,7 +377,7 @@ void gm_request_sched_done(gm_sched_request *sr, void *arg)
 	part_done(sr->user);
 }
 
-/* A scheduler request of rq is done (or the hold while submitting). */
+/* A scheduler request of rq is done (or the caller's hold ended). */
 static void part_done(gm_request *rq)
 {
 	if (--rq->parts != 0)

@@ -86,15 +86,38 @@ uint64_t gm_request_slab_bytes(const gm_hdr *h, const uint8_t *head,
  * gm_request_new; in a pageable slab, marks them host_pageable. */
 void gm_request_place(gm_request *rq, const uint8_t *head, const uint8_t *desc);
 
-/* The payload is in: queues the jobs (GM_OK), or, detached, records
- * them and returns their ids in *ids (rq->detach_ids). */
+/*
+ * The payload is in: queues the jobs, detached ones recorded first with
+ * their ids in rq->detach_ids, and returns GM_OK; or, when a detached
+ * request's results no longer fit (gm_detach_room: others took the room
+ * while its payload came), queues nothing and returns why.
+ *
+ * Jobs can come back before this returns (the engine cannot run their
+ * dtype, it refuses the wave, ...), all of them: the caller keeps a hold
+ * on the record all the same, so that it can still answer the request
+ * from it (a detached request's ids), and lets go with
+ * gm_request_release, after which the record may be gone.
+ */
 int gm_request_submit(gm_request *rq);
 
-/* Frees a record whose jobs were never submitted (refused, or abandoned
- * before its payload was in), with its slab if it has one. */
+/* Ends the caller's hold that gm_request_submit (GM_OK) left: the
+ * record goes now if its jobs are all back and their frames gone. */
+void gm_request_release(gm_request *rq);
+
+/* Frees a record whose jobs were never submitted, refused after it was
+ * accepted (gm_request_submit failed; its jobs count as rejected), with
+ * its slab if it has one. */
 void gm_request_drop(gm_request *rq);
 
-/* The scheduler's callbacks (arg the gm_loop). */
+/* Frees a record whose client closed its connection before its payload
+ * was in: its jobs never run, and count as failed, ECANCELED, so that
+ * every job of an accepted request is counted once, ok or failed. */
+void gm_request_abandon(gm_request *rq);
+
+/* The scheduler's callbacks (arg the gm_loop): a job is finished,
+ * counted under its owner's uid when it came over ipc://
+ * (gm_stats_uid_job), and answered; every job of a scheduler request
+ * is. */
 void gm_request_job_done(gm_sched_job *j, void *arg);
 void gm_request_sched_done(gm_sched_request *sr, void *arg);
 
