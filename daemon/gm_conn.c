@@ -303,6 +303,8 @@ void gm_conn_maybe_free(gm_conn *c)
 	gm_conn_read_free(c);
 	gm_principal_release(c->principal);
 	munmap(c->rbuf, GM_CONN_RBUF);
+	if (c->settled != NULL)
+		c->settled(c->l, c->settled_arg);
 	free(c);
 }
 

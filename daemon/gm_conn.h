@@ -81,8 +81,12 @@ void gm_conns_free(gm_loop *l);
 /* Takes a connection just accepted on stream s (ownership passes):
  * refuses it when the allow-lists or a cap say so (one ERROR, closed as
  * soon as it is written; a TLS one closed at once, its handshake not
- * waited for), else starts reading it. Counted either way. */
-void gm_conns_accept(gm_loop *l, gm_stream *s);
+ * waited for), else starts reading it. Counted either way. settled(l,
+ * arg) follows once it is admitted or gone: before this returns, or,
+ * for one being sent its refusal, once it is freed; so that the
+ * listener can bound what it has taken in and not yet settled. */
+void gm_conns_accept(gm_loop *l, gm_stream *s,
+		     void (*settled)(gm_loop *l, void *arg), void *arg);
 
 /* Frees what the set itself holds (its peer table), once the loop has
  * run its last turn after gm_conns_close. */

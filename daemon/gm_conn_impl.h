@@ -69,6 +69,9 @@ struct gm_conn {
 	bool close_after; /* close once the queue is written: a fail */
 	bool processing;  /* inside read_process: no recursion */
 	double born_us;
+	/* Refused, until freed: what gm_conns_accept was given. */
+	void (*settled)(gm_loop *l, void *arg);
+	void *settled_arg;
 	gm_conn *next, *prev; /* the set */
 	gm_conn *flush_next;  /* on the flush list */
 	bool on_flush;

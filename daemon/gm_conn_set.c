@@ -329,7 +329,8 @@ void gm_conns_count_out(gm_conn *c)
  * handshake, which its peer may never finish (and meanwhile it would
  * hold a descriptor past every cap).
  */
-void gm_conns_accept(gm_loop *l, gm_stream *s)
+void gm_conns_accept(gm_loop *l, gm_stream *s,
+		     void (*settled)(gm_loop *l, void *arg), void *arg)
 {
 	gm_conns *cs = &l->conns;
 	char text[GM_MSG_TEXT + 64], key[GM_PEER_KEY];
@@ -347,6 +348,7 @@ void gm_conns_accept(gm_loop *l, gm_stream *s)
 		log_refusal(cs, &peer, text);
 		if (peer.kind == GM_URL_TLS) {
 			gm_stream_free(s);
+			settled(l, arg);
 			return;
 		}
 	}
@@ -355,12 +357,16 @@ void gm_conns_accept(gm_loop *l, gm_stream *s)
 	if ((c = gm_conn_new(l, s)) == NULL) {
 		GM_LOG(GM_LOG_ERROR, "out of memory for a new connection");
 		gm_stream_free(s);
+		settled(l, arg);
 		return;
 	}
 	if (rv != GM_OK) {
+		c->settled = settled;
+		c->settled_arg = arg;
 		gm_conn_refuse(c, rv, text);
 		return;
 	}
+	settled(l, arg);
 	if (count_in(cs, c) != GM_OK) {
 		gm_conn_fail(c, 0, GM_ENOMEM, "no memory for the connection",
 			     -1);
