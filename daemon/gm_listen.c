@@ -250,6 +250,9 @@ static int listen_one(gm_listen *ls, lsn *ln, const char *url, char *msg,
 		warn_plain_tcp(url);
 	if ((rv = gm_listener_open(url, ls->tls, 0660, &ln->gl, msg, len)) != 0)
 		return rv;
+	/* A connection refused as it came costs no cryptography; one taken
+	 * in is read at once, which starts its handshake. */
+	gm_listener_defer_handshakes(ln->gl);
 	GM_LOG(GM_LOG_INFO, "listening on %s", url);
 	return GM_OK;
 }
