@@ -85,6 +85,8 @@ typedef struct gm_config {
 	/* Connections (PROTOCOL.md 2.1, 2.2). */
 	unsigned max_conns;	    /* "max_connections" */
 	unsigned max_conns_peer;    /* "max_connections_per_peer" */
+	unsigned max_conns_anon;    /* "max_connections_anonymous" */
+	unsigned admin_conns;	    /* "admin_connections": past max_conns */
 	unsigned handshake_ms;	    /* "handshake_timeout_ms" */
 	unsigned stall_ms;	    /* "stall_timeout_ms" */
 	unsigned send_ms;	    /* "send_timeout_ms" */

@@ -199,6 +199,22 @@ void gm_conn_error(gm_conn *c, uint64_t id, int code, const char *text)
 		       "request %" PRIu64 ": out of memory for its ERROR", id);
 }
 
+/* Sends one ERROR and closes c once it is written, after discarding up
+ * to linger_bytes of what the client still sends (for at most
+ * GM_CONN_LINGER_MS). */
+static void fail_linger(gm_conn *c, uint64_t id, int code, const char *text,
+			uint64_t linger_bytes)
+{
+	gm_conn_error(c, id, code, text);
+	c->close_after = true;
+	c->rs = RS_LINGER;
+	c->linger_until = gm_clock_now_us() +
+			  (linger_bytes != 0 ? GM_CONN_LINGER_MS * 1e3 : 0);
+	c->linger_left = linger_bytes;
+	gm_conn_arm_deadlines(c);
+	gm_conn_read_process(c);
+}
+
 void gm_conn_fail(gm_conn *c, uint64_t id, int code, const char *text,
 		  int reason)
 {
@@ -210,13 +226,15 @@ void gm_conn_fail(gm_conn *c, uint64_t id, int code, const char *text,
 		cs->n.dropped++;
 		cs->n.dropped_by[reason]++;
 	}
-	gm_conn_error(c, id, code, text);
-	c->close_after = true;
-	c->rs = RS_LINGER;
-	c->linger_until = gm_clock_now_us() + GM_CONN_LINGER_MS * 1e3;
-	c->linger_left = GM_CONN_LINGER_BYTES;
-	gm_conn_arm_deadlines(c);
-	gm_conn_read_process(c);
+	fail_linger(c, id, code, text, GM_CONN_LINGER_BYTES);
+}
+
+/* No linger: unread bytes make TCP reset the connection, but Linux
+ * still hands the client what was sent before the reset, and a linger
+ * would let a storm of refused clients hold a descriptor each. */
+void gm_conn_refuse(gm_conn *c, int code, const char *text)
+{
+	fail_linger(c, 0, code, text, 0);
 }
 
 void gm_conn_close(gm_conn *c, int reason)
@@ -239,8 +257,7 @@ void gm_conn_close(gm_conn *c, int reason)
 	}
 	if (c->admitted) {
 		cs->n.open--;
-		if (c->peer_key[0] != '\0')
-			gm_peers_del(cs->peers, c->peer_key);
+		gm_conns_count_out(c);
 		c->admitted = false;
 	}
 	gm_outq_drop(&c->q);
@@ -286,6 +303,8 @@ void gm_conn_maybe_free(gm_conn *c)
 	gm_conn_read_free(c);
 	gm_principal_release(c->principal);
 	munmap(c->rbuf, GM_CONN_RBUF);
+	if (c->settled != NULL)
+		c->settled(c->l, c->settled_arg);
 	free(c);
 }
 

@@ -26,9 +26,10 @@
  * read into a slab or a scratch buffer, or a write,
  * that completed short is resumed right there; only its end is handed
  * to the loop (gm_loop_post). The set caps connections (max_connections,
- * and max_connections_per_peer counted by gm_peers), checks the ipc://
- * allow-lists, and keeps the deadlines with one timer that runs only
- * while a deadline is pending. Loop thread only.
+ * admin_connections past it for admin uids on ipc://, and, counted by
+ * gm_peers, max_connections_per_peer and max_connections_anonymous),
+ * checks the ipc:// allow-lists, and keeps the deadlines with one timer that
+ * runs only while a deadline is pending. Loop thread only.
  */
 #ifndef GM_CONN_H
 #define GM_CONN_H
@@ -78,9 +79,14 @@ void gm_conns_close(gm_loop *l);
 void gm_conns_free(gm_loop *l);
 
 /* Takes a connection just accepted on stream s (ownership passes):
- * refuses it (one ERROR, then closed) when the allow-lists or a cap say
- * so, else starts reading it. Counted either way. */
-void gm_conns_accept(gm_loop *l, gm_stream *s);
+ * refuses it when the allow-lists or a cap say so (one ERROR, closed as
+ * soon as it is written; a TLS one closed at once, its handshake not
+ * waited for), else starts reading it. Counted either way. settled(l,
+ * arg) follows once it is admitted or gone: before this returns, or,
+ * for one being sent its refusal, once it is freed; so that the
+ * listener can bound what it has taken in and not yet settled. */
+void gm_conns_accept(gm_loop *l, gm_stream *s,
+		     void (*settled)(gm_loop *l, void *arg), void *arg);
 
 /* Frees what the set itself holds (its peer table), once the loop has
  * run its last turn after gm_conns_close. */

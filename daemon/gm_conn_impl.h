@@ -69,6 +69,9 @@ struct gm_conn {
 	bool close_after; /* close once the queue is written: a fail */
 	bool processing;  /* inside read_process: no recursion */
 	double born_us;
+	/* Refused, until freed: what gm_conns_accept was given. */
+	void (*settled)(gm_loop *l, void *arg);
+	void *settled_arg;
 	gm_conn *next, *prev; /* the set */
 	gm_conn *flush_next;  /* on the flush list */
 	bool on_flush;
@@ -140,6 +143,10 @@ uint64_t gm_conn_now_us(void);
  * of memory. */
 gm_conn *gm_conn_new(gm_loop *l, gm_stream *s);
 
+/* Sends one ERROR (id 0, code, text) to c, refused as it came, and
+ * closes it as soon as that is written; nothing of c is read. */
+void gm_conn_refuse(gm_conn *c, int code, const char *text);
+
 /* Closes c: its stream, its queue; counts reason (enum gm_conn_drop,
  * or -1 for the peer's own doing). */
 void gm_conn_close(gm_conn *c, int reason);
@@ -158,5 +165,8 @@ bool gm_conn_may_read(const gm_conn *c);
 
 /* Starts the deadline timer if it is not running. */
 void gm_conn_arm_deadlines(gm_conn *c);
+
+/* c, admitted, is closing: it no longer counts in the caps' table. */
+void gm_conns_count_out(gm_conn *c);
 
 #endif

@@ -1,6 +1,7 @@
 /*
  * gm_conn_set.c - the set of connections: taking a new one in or
- * refusing it (allow-lists, max_connections, max_connections_per_peer),
+ * refusing it (allow-lists, max_connections and admin_connections,
+ * max_connections_anonymous, max_connections_per_peer),
  * the deadlines of all of them kept by one timer that runs while one is
  * pending, the sends started once per turn of the loop, and the counts
  * for the stats; see gm_conn.h.
@@ -202,9 +203,8 @@ uint64_t gm_conns_inflight(const gm_loop *l)
 }
 
 /* Logs a refused connection, one line a second at most. */
-static void log_refusal(gm_conn *c, const char *why)
+static void log_refusal(gm_conns *cs, const gm_peer *p, const char *why)
 {
-	gm_conns *cs = &c->l->conns;
 	double now = gm_clock_now_us();
 
 	if (cs->refusal_logged != 0.0 &&
@@ -214,76 +214,160 @@ static void log_refusal(gm_conn *c, const char *why)
 	GM_LOG(GM_LOG_WARN,
 	       "refused %s connection %s (%" PRIu64
 	       " refused so far; one such line a second at most)",
-	       c->peer.kind == GM_URL_IPC ? "an ipc" : "a", why, cs->n.refused);
+	       p->kind == GM_URL_IPC   ? "an ipc"
+	       : p->kind == GM_URL_TLS ? "a TLS"
+				       : "a",
+	       why, cs->n.refused);
 }
 
-/* Why c may not be served, into text; 0 when it may. */
-static int refusal(gm_conn *c, char *text, size_t len, int *reason)
+/* Whether the ipc peer p is refused by the allow-lists; text says why. */
+static bool not_allowed(const gm_config *cfg, const gm_peer *p, char *text,
+			size_t len)
 {
-	const gm_config *cfg = c->l->cfg;
-	gm_conns *cs = &c->l->conns;
+	if (p->kind != GM_URL_IPC ||
+	    (cfg->nallow_uids == 0 && cfg->nallow_gids == 0) ||
+	    (p->has_cred && gm_config_allows(cfg, p->uid, p->gid)))
+		return false;
+	if (!p->has_cred)
+		snprintf(text, len, "whose peer credentials cannot be read");
+	else
+		snprintf(text, len,
+			 "from uid %" PRIu64 " gid %" PRIu64
+			 ", in neither allow_uids nor allow_gids",
+			 p->uid, p->gid);
+	return true;
+}
 
-	if (c->peer.kind == GM_URL_IPC &&
-	    (cfg->nallow_uids != 0 || cfg->nallow_gids != 0) &&
-	    (!c->peer.has_cred ||
-	     !gm_config_allows(cfg, c->peer.uid, c->peer.gid))) {
-		*reason = GM_CONN_REFUSED_ALLOW_LIST;
-		if (!c->peer.has_cred)
+/*
+ * Why a connection of peer p, counted under key, may not be served,
+ * into text; GM_OK when it may. The caps count principals where
+ * addresses are cheap: every plain tcp:// client is the one principal
+ * anonymous, so they all share max_connections_anonymous, whatever
+ * addresses they come from (and gm_peers_key makes every loopback
+ * address one peer). An ipc:// peer whose uid is admin may go
+ * admin_connections past max_connections, so that an operator can
+ * always get in to read the stats and drain while others hold every
+ * connection.
+ */
+static int refusal(gm_conns *cs, const gm_config *cfg, const gm_peer *p,
+		   const char *key, char *text, size_t len, int *reason)
+{
+	bool admin = p->kind == GM_URL_IPC && p->has_cred &&
+		     gm_config_admin_uid(cfg, p->uid);
+	uint64_t most = cfg->max_conns + (admin ? cfg->admin_conns : 0);
+
+	*reason = GM_CONN_REFUSED_ALLOW_LIST;
+	if (not_allowed(cfg, p, text, len))
+		return GM_EACCES;
+	*reason = GM_CONN_REFUSED_MAX_CONNECTIONS;
+	if (cs->n.open >= most) {
+		if (admin)
 			snprintf(text, len,
-				 "whose peer credentials cannot "
-				 "be read");
+				 "%" PRIu64 " connections open, max_connections"
+				 "=%u + admin_connections=%u",
+				 most, cfg->max_conns, cfg->admin_conns);
 		else
 			snprintf(text, len,
-				 "from uid %" PRIu64 " gid %" PRIu64
-				 ", in neither allow_uids nor allow_gids",
-				 c->peer.uid, c->peer.gid);
-		return GM_EACCES;
+				 "%u connections open, max_connections=%u: "
+				 "try again later",
+				 cfg->max_conns, cfg->max_conns);
+		return GM_EBUSY;
 	}
-	*reason = GM_CONN_REFUSED_MAX_CONNECTIONS;
-	if (cs->n.open >= cfg->max_conns) {
+	*reason = GM_CONN_REFUSED_MAX_ANONYMOUS;
+	if (p->kind == GM_URL_TCP &&
+	    gm_peers_count(cs->peers, GM_PEERS_ANONYMOUS) >=
+		cfg->max_conns_anon) {
 		snprintf(text, len,
-			 "%u connections open, max_connections=%u: try "
-			 "again later",
-			 cfg->max_conns, cfg->max_conns);
+			 "%u plain tcp:// (anonymous) connections open, "
+			 "max_connections_anonymous=%u",
+			 cfg->max_conns_anon, cfg->max_conns_anon);
 		return GM_EBUSY;
 	}
 	*reason = GM_CONN_REFUSED_MAX_PER_PEER;
-	if (c->peer_key[0] != '\0' &&
-	    gm_peers_count(cs->peers, c->peer_key) >= cfg->max_conns_peer) {
+	if (key[0] != '\0' &&
+	    gm_peers_count(cs->peers, key) >= cfg->max_conns_peer) {
 		snprintf(text, len,
 			 "%s has %u connections open, "
 			 "max_connections_per_peer=%u",
-			 c->peer_key, cfg->max_conns_peer, cfg->max_conns_peer);
+			 key, cfg->max_conns_peer, cfg->max_conns_peer);
 		return GM_EBUSY;
 	}
 	return GM_OK;
 }
 
-void gm_conns_accept(gm_loop *l, gm_stream *s)
+/* Counts c in the caps' table: under its peer, and as anonymous on
+ * plain tcp://. GM_ENOMEM, with nothing counted. */
+static int count_in(gm_conns *cs, gm_conn *c)
+{
+	if (c->peer_key[0] != '\0' &&
+	    gm_peers_add(cs->peers, c->peer_key) != GM_OK)
+		return GM_ENOMEM;
+	if (c->peer.kind == GM_URL_TCP &&
+	    gm_peers_add(cs->peers, GM_PEERS_ANONYMOUS) != GM_OK) {
+		if (c->peer_key[0] != '\0')
+			gm_peers_del(cs->peers, c->peer_key);
+		return GM_ENOMEM;
+	}
+	return GM_OK;
+}
+
+void gm_conns_count_out(gm_conn *c)
+{
+	gm_conns *cs = &c->l->conns;
+
+	if (c->peer_key[0] != '\0')
+		gm_peers_del(cs->peers, c->peer_key);
+	if (c->peer.kind == GM_URL_TCP)
+		gm_peers_del(cs->peers, GM_PEERS_ANONYMOUS);
+}
+
+/*
+ * A refusal must cost the daemon nothing it could run out of: a refused
+ * connection is not read, and is closed once its ERROR is written (on a
+ * fresh socket that is at once), not after a linger; a TLS one is closed
+ * at once without a word, since the ERROR would need a finished
+ * handshake, which its peer may never finish (and meanwhile it would
+ * hold a descriptor past every cap).
+ */
+void gm_conns_accept(gm_loop *l, gm_stream *s,
+		     void (*settled)(gm_loop *l, void *arg), void *arg)
 {
 	gm_conns *cs = &l->conns;
-	char text[GM_MSG_TEXT + 64];
+	char text[GM_MSG_TEXT + 64], key[GM_PEER_KEY];
+	gm_peer peer;
 	gm_conn *c;
 	int rv, reason;
 
-	if (l->spin_us > 0)
-		gm_stream_set_poller(s, l->poller);
-	c = gm_conn_new(l, s);
 	cs->n.accepted++;
-	if (c == NULL) {
-		GM_LOG(GM_LOG_ERROR, "out of memory for a new connection");
-		gm_stream_free(s);
-		return;
-	}
-	if ((rv = refusal(c, text, sizeof(text), &reason)) != GM_OK) {
+	gm_stream_peer(s, &peer);
+	gm_peers_key(&peer, key);
+	rv = refusal(cs, l->cfg, &peer, key, text, sizeof(text), &reason);
+	if (rv != GM_OK) {
 		cs->n.refused++;
 		cs->n.refused_by[reason]++;
-		log_refusal(c, text);
-		gm_conn_fail(c, 0, rv, text, -1);
+		log_refusal(cs, &peer, text);
+		if (peer.kind == GM_URL_TLS) {
+			gm_stream_free(s);
+			settled(l, arg);
+			return;
+		}
+	}
+	if (l->spin_us > 0 && rv == GM_OK)
+		gm_stream_set_poller(s, l->poller);
+	if ((c = gm_conn_new(l, s)) == NULL) {
+		GM_LOG(GM_LOG_ERROR, "out of memory for a new connection");
+		gm_stream_free(s);
+		settled(l, arg);
 		return;
 	}
-	if (c->peer_key[0] != '\0' &&
-	    gm_peers_add(cs->peers, c->peer_key) != GM_OK) {
+	if (rv != GM_OK) {
+		c->settled = settled;
+		c->settled_arg = arg;
+		gm_conn_refuse(c, rv, text);
+		return;
+	}
+	settled(l, arg);
+	if (count_in(cs, c) != GM_OK) {
 		gm_conn_fail(c, 0, GM_ENOMEM, "no memory for the connection",
 			     -1);
 		return;

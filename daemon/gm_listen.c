@@ -18,6 +18,14 @@
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 1000
 
+/* Connections a listener has accepted that are neither admitted nor
+ * gone: on their way to the loop, or refused and being sent their
+ * ERROR. Past it the listener waits: a loop slower than a flood of
+ * connections (a loaded host) would otherwise hold a descriptor for
+ * each, past every cap, until it ran out; the flood waits in the
+ * kernel's backlog instead, costing the daemon nothing. */
+#define PENDING_MAX 16
+
 /* One listener and its accept loop. */
 typedef struct lsn {
 	gm_loop *l;
@@ -30,6 +38,10 @@ typedef struct lsn {
 	unsigned backoff_ms;
 	int failing;	   /* loop: an episode of failures is on */
 	atomic_int worked; /* an accept succeeded since the last failure */
+	/* Connections pending (PENDING_MAX): the accept that makes it
+	 * PENDING_MAX is not followed by another until one settles and
+	 * sees it at PENDING_MAX. */
+	atomic_uint pending;
 	int closing;
 } lsn;
 
@@ -37,6 +49,7 @@ typedef struct lsn {
 typedef struct accepted {
 	gm_event ev;
 	gm_stream *s;
+	lsn *ln;
 } accepted;
 
 struct gm_listen {
@@ -54,6 +67,17 @@ static void accept_next(lsn *ln)
 	gm_listener_accept(ln->gl, accept_cb, ln);
 }
 
+/* Loop thread: a connection of ln is admitted or gone. */
+static void settled(gm_loop *l, void *arg)
+{
+	lsn *ln = arg;
+
+	if (l->listen == NULL) /* closed: ln may be gone */
+		return;
+	if (atomic_fetch_sub(&ln->pending, 1) == PENDING_MAX && !ln->closing)
+		accept_next(ln);
+}
+
 /* Loop thread: a connection for the set, unless the listeners are
  * closed already (the daemon is stopping). */
 static void on_accepted(gm_event *ev, gm_loop *l)
@@ -61,7 +85,7 @@ static void on_accepted(gm_event *ev, gm_loop *l)
 	accepted *a = (accepted *)(void *)ev;
 
 	if (l->listen != NULL)
-		gm_conns_accept(l, a->s);
+		gm_conns_accept(l, a->s, settled, a->ln);
 	else
 		gm_stream_free(a->s);
 	free(a);
@@ -70,11 +94,13 @@ static void on_accepted(gm_event *ev, gm_loop *l)
 /*
  * nng thread: hands the connection to the loop and accepts the next at
  * once, so that a burst of connections is taken as fast as they come
- * (the loop checks the caps). One whose peer had gone before it was
- * accepted (its read ahead met the end) is freed here and only counted:
- * under a storm of connections opened and closed at once, the loop and
- * nng's threads would otherwise make, arm and tear down a connection
- * for each, and the clients that stay wait behind that work. A failure
+ * (the loop checks the caps), while fewer than PENDING_MAX are
+ * pending; past that, the loop accepts the next once one settles. One
+ * whose peer had gone before it was accepted (its read ahead met the
+ * end) is freed here and only counted: under a storm of connections
+ * opened and closed at once, the loop and nng's threads would otherwise
+ * make, arm and tear down a connection for each, and the clients that
+ * stay wait behind that work. A failure
  * goes to the loop instead, which accepts again after a pause: out of
  * descriptors, the pending connections wait in the kernel's backlog,
  * and retrying at once would spin on them.
@@ -93,13 +119,18 @@ static void accept_cb(void *arg, int rv, int nng_rv, gm_stream *s)
 		return;
 	}
 	if (rv == GM_OK && (a = malloc(sizeof(*a))) != NULL) {
+		unsigned n = atomic_fetch_add(&ln->pending, 1) + 1;
+
 		a->ev.fn = on_accepted;
 		a->s = s;
+		a->ln = ln;
 		if (gm_loop_post(ln->l, &a->ev)) {
 			atomic_store(&ln->worked, 1);
-			accept_next(ln);
+			if (n < PENDING_MAX)
+				accept_next(ln);
 			return;
 		}
+		atomic_fetch_sub(&ln->pending, 1);
 		free(a);
 		gm_stream_free(s);
 		return;
@@ -219,6 +250,9 @@ static int listen_one(gm_listen *ls, lsn *ln, const char *url, char *msg,
 		warn_plain_tcp(url);
 	if ((rv = gm_listener_open(url, ls->tls, 0660, &ln->gl, msg, len)) != 0)
 		return rv;
+	/* A connection refused as it came costs no cryptography; one taken
+	 * in is read at once, which starts its handshake. */
+	gm_listener_defer_handshakes(ln->gl);
 	GM_LOG(GM_LOG_INFO, "listening on %s", url);
 	return GM_OK;
 }

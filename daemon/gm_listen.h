@@ -8,8 +8,12 @@
  * which names a bad one); plain tcp:// off the loopback is logged as a
  * warning. Each listener accepts one connection at a time: nng
  * completes the accept on its thread, which hands the stream to the
- * loop, and the loop gives it to the connection set (gm_conns_accept:
- * caps and allow-lists) and accepts the next. When accepting fails for
+ * loop and accepts the next, and the loop gives it to the connection
+ * set (gm_conns_accept: caps and allow-lists). At most 16 connections
+ * of a listener are pending (on their way to the loop, or refused and
+ * not yet closed): past that it accepts the next once one of them is
+ * admitted or gone, and a flood waits in the kernel's backlog. When
+ * accepting fails for
  * want of descriptors or memory (or anything else), that listener stops
  * for a while, 100 ms doubling up to 1 s, instead of spinning, and the
  * episode is logged once. Loop thread only.

@@ -4,6 +4,7 @@
  */
 #include "gm_peers.h"
 
+#include <arpa/inet.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,12 +53,44 @@ void gm_peers_destroy(gm_peers *t)
 	free(t);
 }
 
+/* The key of an IPv4 address a (network order). */
+static void key_v4(const uint8_t a[4], char key[GM_PEER_KEY])
+{
+	if (a[0] == 127)
+		snprintf(key, GM_PEER_KEY, "addr loopback");
+	else
+		snprintf(key, GM_PEER_KEY, "addr %u.%u.%u.%u", a[0], a[1], a[2],
+			 a[3]);
+}
+
+/* The key of the address text addr, as gm_stream writes it. */
+static void key_addr(const char *addr, char key[GM_PEER_KEY])
+{
+	static const uint8_t loop6[16] = {[15] = 1};
+	static const uint8_t mapped[12] = {[10] = 0xff, [11] = 0xff};
+	uint8_t a[16];
+
+	if (inet_pton(AF_INET, addr, a) == 1) {
+		key_v4(a, key);
+	} else if (inet_pton(AF_INET6, addr, a) != 1) {
+		snprintf(key, GM_PEER_KEY, "addr %s", addr);
+	} else if (memcmp(a, loop6, 16) == 0) {
+		snprintf(key, GM_PEER_KEY, "addr loopback");
+	} else if (memcmp(a, mapped, 12) == 0) {
+		key_v4(a + 12, key);
+	} else {
+		snprintf(key, GM_PEER_KEY, "net6 %x:%x:%x:%x::/64",
+			 a[0] << 8 | a[1], a[2] << 8 | a[3], a[4] << 8 | a[5],
+			 a[6] << 8 | a[7]);
+	}
+}
+
 void gm_peers_key(const gm_peer *p, char key[GM_PEER_KEY])
 {
 	if (p->kind == GM_URL_IPC && p->has_cred)
 		snprintf(key, GM_PEER_KEY, "uid %" PRIu64, p->uid);
 	else if (p->kind != GM_URL_IPC && p->addr[0] != '\0')
-		snprintf(key, GM_PEER_KEY, "addr %s", p->addr);
+		key_addr(p->addr, key);
 	else
 		key[0] = '\0';
 }

@@ -633,9 +633,10 @@ static void stream_free_parts(gm_stream *s)
 	free(s);
 }
 
-/* Wraps ns (taken, also on failure) as a stream of kind. */
+/* Wraps ns (taken, also on failure) as a stream of kind; a TLS one
+ * starts its handshake now when start, else at its first operation. */
 static int stream_new(nng_stream *ns, int kind, const gm_tls_ctx *tls,
-		      gm_stream **out)
+		      bool start, gm_stream **out)
 {
 	gm_stream *s = calloc(1, sizeof(*s));
 	bool is_tls = kind == GM_URL_TLS;
@@ -665,8 +666,9 @@ static int stream_new(nng_stream *ns, int kind, const gm_tls_ctx *tls,
 	}
 	*out = s;
 	/* The handshake starts now, not at the first operation: a peer
-	 * may write everything before it reads anything. */
-	if (is_tls)
+	 * may write everything before it reads anything. Unless the owner
+	 * asked otherwise (gm_listener_defer_handshakes). */
+	if (is_tls && start)
 		kick(s);
 	return GM_OK;
 fail:
@@ -845,6 +847,7 @@ struct gm_listener {
 	nng_aio *ahead; /* the read ahead's, which has no callback */
 	int kind;
 	const gm_tls_ctx *tls;
+	bool defer; /* gm_listener_defer_handshakes */
 	gm_accept_fn fn;
 	void *arg;
 };
@@ -860,7 +863,8 @@ static void accept_cb(void *arg)
 		l->fn(l->arg, gm_net_err(nrv), nrv, NULL);
 		return;
 	}
-	rv = stream_new(nng_aio_get_output(l->aio, 0), l->kind, l->tls, &s);
+	rv = stream_new(nng_aio_get_output(l->aio, 0), l->kind, l->tls,
+			!l->defer, &s);
 	if (rv == GM_OK && l->kind != GM_URL_TLS)
 		read_ahead(s, l->ahead);
 	l->fn(l->arg, rv, 0, s);
@@ -898,6 +902,11 @@ int gm_listener_open(const char *url, const gm_tls_ctx *tls, int ipc_mode,
 	}
 	*out = l;
 	return GM_OK;
+}
+
+void gm_listener_defer_handshakes(gm_listener *l)
+{
+	l->defer = true;
 }
 
 void gm_listener_accept(gm_listener *l, gm_accept_fn fn, void *arg)
@@ -969,7 +978,8 @@ static void dial_cb(void *arg)
 		d->fn(d->arg, gm_net_err(nrv), NULL, msg);
 		return;
 	}
-	rv = stream_new(nng_aio_get_output(d->aio, 0), d->kind, d->tls, &s);
+	rv = stream_new(nng_aio_get_output(d->aio, 0), d->kind, d->tls, true,
+			&s);
 	snprintf(msg, sizeof(msg), "%s: %s", d->url, rv ? "no memory" : "");
 	d->fn(d->arg, rv, s, msg);
 }

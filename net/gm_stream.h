@@ -99,6 +99,14 @@ int gm_listener_open(const char *url, const gm_tls_ctx *tls, int ipc_mode,
  * gone. */
 void gm_listener_accept(gm_listener *l, gm_accept_fn fn, void *arg);
 
+/* TLS streams l accepts from now on begin their handshake at their
+ * first receive or send instead of at once: one its owner frees unused
+ * (a connection refused as it came) costs no byte of the handshake read
+ * and no signature made. For an owner that starts an operation on each
+ * stream it keeps, since the peer's first write may wait for the
+ * handshake. Before the first gm_listener_accept. */
+void gm_listener_defer_handshakes(gm_listener *l);
+
 /* The TCP port a tcp:// or tls+tcp:// listener is bound to (useful with
  * port 0); 0 for ipc://. */
 int gm_listener_port(gm_listener *l);

@@ -140,10 +140,11 @@ typedef struct gm_stats_regions {
 
 /* Why the daemon refused a connection as it came (PROTOCOL.md 2.1):
  * X(NAME, key in the stats document). */
-#define GM_CONN_REFUSAL_MAP(X)                \
-	X(ALLOW_LIST, "allow_list")           \
-	X(MAX_CONNECTIONS, "max_connections") \
-	X(MAX_PER_PEER, "max_connections_per_peer")
+#define GM_CONN_REFUSAL_MAP(X)                      \
+	X(ALLOW_LIST, "allow_list")                 \
+	X(MAX_CONNECTIONS, "max_connections")       \
+	X(MAX_PER_PEER, "max_connections_per_peer") \
+	X(MAX_ANONYMOUS, "max_connections_anonymous")
 
 /* Why the daemon closed a connection it had taken: its deadlines, a
  * frame it cannot read past (a bad header, a length over a limit), a

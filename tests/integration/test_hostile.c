@@ -656,8 +656,10 @@ static void open_stalled(const it_daemon *d, int mon, int *fds, int n)
 static void test_stalled_frames(void **state)
 {
 	static int fds[STALLED_MAX];
-	const char *args[] = {"--set", "max_connections_per_peer=2000", "--set",
-			      "max_connections=2000", NULL};
+	const char *args[] = {"--set", "max_connections_per_peer=2000",
+			      "--set", "max_connections=2000",
+			      "--set", "max_connections_anonymous=2000",
+			      NULL};
 	long limit = it_raise_nofile();
 	int n = limit - 100 < STALLED_MAX ? (int)(limit - 100) : STALLED_MAX;
 	double p99_idle, p99_loaded, p50_idle, p50_loaded;

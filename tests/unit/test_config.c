@@ -67,6 +67,8 @@ static void assert_config_equal(const gm_config *a, const gm_config *b)
 	assert_int_equal(a->http_header_bytes, b->http_header_bytes);
 	assert_int_equal(a->max_conns, b->max_conns);
 	assert_int_equal(a->max_conns_peer, b->max_conns_peer);
+	assert_int_equal(a->max_conns_anon, b->max_conns_anon);
+	assert_int_equal(a->admin_conns, b->admin_conns);
 	assert_int_equal(a->handshake_ms, b->handshake_ms);
 	assert_int_equal(a->stall_ms, b->stall_ms);
 	assert_int_equal(a->send_ms, b->send_ms);
@@ -106,6 +108,7 @@ static const char *const all_changed =
     " \"max_message_bytes\": \"64M\", \"max_jobs_per_request\": 7,"
     " \"max_ctrl_bytes\": \"8K\", \"max_connections\": 100,"
     " \"max_connections_per_peer\": 10, \"handshake_timeout_ms\": 500,"
+    " \"max_connections_anonymous\": 20, \"admin_connections\": 0,"
     " \"stall_timeout_ms\": 600, \"send_timeout_ms\": 700,"
     " \"conn_max_unsent_bytes\": \"1M\","
     " \"max_dim\": 4096, \"log_level\": \"debug\", \"log_format\": \"json\","
@@ -134,6 +137,8 @@ static void assert_all_changed(const gm_config *c)
 	assert_int_equal(c->max_ctrl_bytes, 8192);
 	assert_int_equal(c->max_conns, 100);
 	assert_int_equal(c->max_conns_peer, 10);
+	assert_int_equal(c->max_conns_anon, 20);
+	assert_int_equal(c->admin_conns, 0);
 	assert_int_equal(c->handshake_ms, 500);
 	assert_int_equal(c->stall_ms, 600);
 	assert_int_equal(c->send_ms, 700);
@@ -193,6 +198,8 @@ static void test_defaults(void **state)
 	assert_int_equal(c.max_ctrl_bytes, 64 * 1024);
 	assert_int_equal(c.max_conns, 1024);
 	assert_int_equal(c.max_conns_peer, 128);
+	assert_int_equal(c.max_conns_anon, 256);
+	assert_int_equal(c.admin_conns, 4);
 	assert_int_equal(c.handshake_ms, 10000);
 	assert_int_equal(c.stall_ms, 30000);
 	assert_int_equal(c.send_ms, 30000);
@@ -286,6 +293,8 @@ static void test_set_every_key(void **state)
 	    {"max_ctrl_bytes", "8K"},
 	    {"max_connections", "100"},
 	    {"max_connections_per_peer", "10"},
+	    {"max_connections_anonymous", "20"},
+	    {"admin_connections", "0"},
 	    {"handshake_timeout_ms", "500"},
 	    {"stall_timeout_ms", "600"},
 	    {"send_timeout_ms", "700"},

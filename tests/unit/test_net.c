@@ -3,7 +3,8 @@
  * byte streams of every kind carrying random bytes both ways through
  * scattered buffers; who the peer is; gemmd's TLS refusing the wrong
  * certificates with a reason, delivering a run of small reads from
- * records decrypted ahead without recursing, and its contexts naming
+ * records decrypted ahead without recursing, an accepted stream's
+ * handshake waiting for its first operation, and its contexts naming
  * broken files; an accepted plain stream's read ahead; closing and peers
  * that go away.
  */
@@ -17,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -433,6 +435,46 @@ static void test_tls_refusals(void **state)
 		    "hostname mismatch");
 }
 
+/* From a listener that defers handshakes, an accepted TLS stream does
+ * nothing of its handshake until its owner starts an operation: the
+ * daemon frees one it refuses without a byte of the handshake read or a
+ * signature made. The client's first send, which waits for the
+ * handshake, ends only once the server receives. */
+static void test_tls_handshake_waits(void **state)
+{
+	struct pair p;
+	gm_teststream_wait w = {0};
+	gm_io io = {.niov = 1, .done = gm_teststream_on_io, .arg = &w};
+	struct timespec until;
+	uint8_t b[8];
+
+	(void)state;
+	if (!have_pki)
+		skip();
+	pair_listen(&p, "tls+tcp://127.0.0.1:0", server_ctx(),
+		    client_ctx(pki.ccert, pki.ckey, "localhost"));
+	gm_listener_defer_handshakes(p.l);
+	assert_int_equal(gm_teststream_connect(p.l, p.d, &p.srv, &p.cli),
+			 GM_OK);
+	sem_init(&w.sem, 0, 0);
+	io.iov[0] = (nng_iov){.iov_buf = "hello", .iov_len = 5};
+	gm_stream_send(p.cli, &io);
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_nsec += 300 * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	assert_int_equal(sem_timedwait(&w.sem, &until), -1);
+	assert_int_equal(errno, ETIMEDOUT);
+	assert_int_equal(gm_teststream_move_all(p.srv, 0, b, 5), GM_OK);
+	assert_memory_equal(b, "hello", 5);
+	sem_wait(&w.sem);
+	assert_int_equal(w.rv, GM_OK);
+	sem_destroy(&w.sem);
+	pair_close(&p);
+}
+
 static void test_tls_files(void **state)
 {
 	gm_tls_files f = {.cert = pki.cert, .key = pki.key, .ca = pki.ca};
@@ -738,6 +780,7 @@ int main(void)
 	    cmocka_unit_test(test_read_ahead),
 	    cmocka_unit_test(test_tls_small_reads),
 	    cmocka_unit_test(test_tls_refusals),
+	    cmocka_unit_test(test_tls_handshake_waits),
 	    cmocka_unit_test(test_tls_files),
 	    cmocka_unit_test(test_close_and_peer_gone),
 	    cmocka_unit_test(test_op_after_close),
