@@ -59,6 +59,9 @@ unshare -m --propagation private sh -s "$root" "$cuda" <<'EOF'
 set -eu
 root=$1
 cuda=$2
+# The root a mount of its own, as / is: tests that make their own mount
+# namespace (unshare -m) set its propagation, which needs a mount there.
+mount --bind "$root" "$root"
 mount --rbind /dev "$root/dev"
 mount -t proc proc "$root/proc"
 mount --rbind /sys "$root/sys"
