@@ -6,17 +6,22 @@
  * thread (never libuv's pool: a GEMM there would starve the daemon's file
  * system work). The worker takes from the FIFO only what it runs next,
  * so that the jobs behind still wait where gm_engine_cancel can take them
- * back and their deadlines still count: a large job alone, which
- * cblas_dgemm or cblas_sgemm runs on OpenBLAS's own threads, or the
- * stretch of small jobs at the FIFO's head. OpenBLAS runs a small job (m
- * n k at most SMALL_MNK) on the calling thread only, so one job at a time
- * would leave the other cores idle: such a stretch is run as one burst by
- * the worker and a crew of helper threads (gm_crew.h), each job on one
- * core, so a wave of small jobs costs one wake-up per helper, not one per
- * job. Jobs taken are started (gm_engine_started); each job's start_us is
- * its own BLAS call's. The done callback is called from whichever thread
- * ran the job. The device is busy from the moment the worker takes work
- * until the FIFO is empty again, and counted so as it goes.
+ * back and their deadlines still count. It works in rounds: first every
+ * small job waiting (m n k at most SMALL_MNK, which OpenBLAS runs on the
+ * calling thread only) runs, as one burst shared by the worker and a
+ * crew of helper threads (gm_crew.h), each job on one core, so that a
+ * wave of small jobs costs one wake-up per helper, not one per job; then
+ * one piece (gm_cpu_piece.h, about cpu_piece_us of BLAS on OpenBLAS's
+ * own threads) of the large job whose turn it is. Large jobs take turns,
+ * at most TURNS_MAX at once, a new one joining after the others have had
+ * their piece. So no job waits behind a large one for more than about a
+ * piece per large job under way, whoever sent it, and cancel and
+ * deadlines reach every job not yet taken. Jobs taken are started
+ * (gm_engine_started); each job's start_us is its first BLAS call's, and
+ * a large job's kernel_us runs to the end of its last piece, the pieces
+ * of others in between included. The done callback is called from
+ * whichever thread ran the job. The device is busy from the moment the
+ * worker takes work until it has none, and counted so as it goes.
  * Kernel choice is a GPU concern: every kernel a job names runs as BLAS
  * here. The CPU reads and writes host memory directly, so copy_in and
  * copy_out are used as the operands themselves instead of being staged
@@ -29,12 +34,14 @@
 
 #include <cblas.h>
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
+#include "gm_cpu_piece.h"
 #include "gm_crew.h"
 #include "gm_error.h"
 
@@ -49,6 +56,23 @@
  * helper's wake-up is tens of microseconds, 8 MFLOP about 100. */
 #define BURST_MIN_FLOPS (8.0 * 1024 * 1024)
 #define BURST_MAX	4096 /* jobs run as one burst, at most */
+/* Jobs larger than a piece run in turns, a piece each, at most this
+ * many at once: one taken after another's start still has its first
+ * piece within a few pieces, and those not taken still wait where
+ * cancel and their deadlines reach them. */
+#define TURNS_MAX 4
+/* A first guess of what one BLAS thread does in a microsecond, in
+ * FLOPs, before the engine has timed its own pieces (fp64; fp32 twice):
+ * low, so that the first pieces are short rather than long. */
+#define RATE_GUESS 4000.0
+/* Pieces of fewer FLOPs are too short to time the BLAS by. */
+#define RATE_MIN_FLOPS 1e7
+
+/* A job larger than one piece, started and run a piece per turn. */
+struct turn {
+	gm_job *job;
+	gm_cpu_piece p;
+};
 
 struct cpu_engine {
 	struct gm_engine base; /* first: gm_engine.c casts back */
@@ -66,147 +90,33 @@ struct cpu_engine {
 	void *arena;
 	uint64_t arena_bytes;
 	char name[64];
+	double piece_us;    /* a piece's length, by the rate below */
+	double piece_flops; /* a piece's FLOPs instead; 0: by piece_us */
 	/* The worker's: */
 	gm_crew *crew;
 	gm_job *burst[BURST_MAX];
+	double rate[2]; /* FLOPs per us of fp64, fp32 pieces, timed */
+	struct turn turns[TURNS_MAX];
+	unsigned nturns;
+	unsigned cursor; /* turns[cursor] runs next; nturns: a new one */
 };
-
-/* The operands of one job, wherever they live. */
-struct operands {
-	const void *a, *b, *c; /* c NULL when the job has no C */
-	void *out;
-};
-
-static int check_dtype(int dtype, char *msg, size_t msglen)
-{
-	const char *name;
-
-	if (dtype == GM_FP64 || dtype == GM_FP32)
-		return GM_OK;
-	if ((name = gm_dtype_name(dtype)) != NULL)
-		snprintf(msg, msglen,
-			 "dtype %s is unsupported by the cpu engine", name);
-	else
-		snprintf(msg, msglen,
-			 "dtype %d is unsupported by the cpu engine", dtype);
-	return GM_EUNSUPPORTED;
-}
 
 static int cpu_supports(const gm_engine *e, const gm_job_desc *d, char *msg,
 			size_t msglen)
 {
-	return check_dtype(d->dtype, msg, msglen);
+	return gm_cpu_piece_check(d->dtype, msg, msglen);
 }
 
-/* With copy_to set, copy_in holds only the operands that lie in
- * [copy_to, copy_to + copy_in_bytes): each of those is read from
- * copy_in at the same offset, the others (in regions) where they are. */
-static const void *in_place(const gm_job *job, const void *p, uint64_t len)
-{
-	const uint8_t *to = job->copy_to, *q = p;
-
-	if (q < to || len > job->copy_in_bytes ||
-	    (uint64_t)(q - to) > job->copy_in_bytes - len)
-		return p;
-	return (const uint8_t *)job->copy_in + (q - to);
-}
-
-/* Finds the operands of job: the wire-ordered copy_in buffer when set
- * (all of A, B, C, or with copy_to those it stands for), else a, b and
- * c; the result goes to copy_out when set, else to out. */
-static int operands_of(gm_job *job, const gm_job_sizes *sz, struct operands *op)
-{
-	int has_c = (job->d.flags & GM_JOB_HAS_C) != 0;
-	const uint8_t *in = job->copy_in;
-
-	if (in != NULL && job->copy_to != NULL) {
-		op->a = in_place(job, job->a, sz->a);
-		op->b = in_place(job, job->b, sz->b);
-		op->c = has_c ? in_place(job, job->c, sz->c) : NULL;
-	} else if (in != NULL) {
-		if (job->copy_in_bytes < sz->a + sz->b + sz->c) {
-			snprintf(job->msg, sizeof(job->msg),
-				 "copy_in holds %llu bytes, the job needs %llu",
-				 (unsigned long long)job->copy_in_bytes,
-				 (unsigned long long)(sz->a + sz->b + sz->c));
-			return GM_EINVAL;
-		}
-		op->a = in;
-		op->b = in + sz->a;
-		op->c = has_c ? in + sz->a + sz->b : NULL;
-	} else {
-		op->a = job->a;
-		op->b = job->b;
-		op->c = has_c ? job->c : NULL;
-	}
-	op->out = job->copy_out != NULL ? job->copy_out : job->out;
-	if (op->a == NULL || op->b == NULL || op->out == NULL ||
-	    (has_c && op->c == NULL)) {
-		snprintf(job->msg, sizeof(job->msg), "job operand missing");
-		return GM_EINVAL;
-	}
-	return GM_OK;
-}
-
-/* Leading dimension of a densely packed operand whose op() is rows x cols:
- * the length of a stored row (row-major) or column (column-major). */
-static int lead(int row_major, int trans, uint32_t rows, uint32_t cols)
-{
-	uint32_t stored_rows = trans ? cols : rows;
-	uint32_t stored_cols = trans ? rows : cols;
-
-	return (int)(row_major ? stored_cols : stored_rows);
-}
-
-/* out = alpha*op(A)*op(B) + beta*out, in the job's dtype and layout. */
-static void gemm(const gm_job_desc *d, const struct operands *op, double beta)
-{
-	int row = d->layout == GM_ROW_MAJOR;
-	enum CBLAS_ORDER order = row ? CblasRowMajor : CblasColMajor;
-	enum CBLAS_TRANSPOSE ta = d->trans_a ? CblasTrans : CblasNoTrans;
-	enum CBLAS_TRANSPOSE tb = d->trans_b ? CblasTrans : CblasNoTrans;
-	int lda = lead(row, d->trans_a, d->m, d->k);
-	int ldb = lead(row, d->trans_b, d->k, d->n);
-	int ldc = lead(row, 0, d->m, d->n);
-
-	if (d->dtype == GM_FP64)
-		cblas_dgemm(order, ta, tb, d->m, d->n, d->k, d->alpha, op->a,
-			    lda, op->b, ldb, beta, op->out, ldc);
-	else
-		cblas_sgemm(order, ta, tb, d->m, d->n, d->k, (float)d->alpha,
-			    op->a, lda, op->b, ldb, (float)beta, op->out, ldc);
-}
-
-/* Runs one job and fills its status and timings. */
+/* Runs one job whole and fills its status and timings. */
 static void run(gm_job *job)
 {
-	struct operands op;
-	gm_job_sizes sz;
-	double beta = 0.0, t0;
+	gm_cpu_piece p;
 
-	job->msg[0] = '\0';
-	job->h2d_us = job->kernel_us = job->d2h_us = job->start_us = 0.0;
-	job->device = -1;
-	if ((job->status =
-		 check_dtype(job->d.dtype, job->msg, sizeof(job->msg))) != 0)
+	if (gm_cpu_piece_prepare(&p, job, INFINITY) != GM_OK)
 		return;
-	if ((job->status = gm_job_sizes_of(&job->d, &sz)) != 0) {
-		snprintf(job->msg, sizeof(job->msg), "job sizes: %s",
-			 gm_strerror(job->status));
-		return;
-	}
-	if ((job->status = operands_of(job, &sz, &op)) != 0)
-		return;
-	job->start_us = t0 = gm_engine_now_us();
-	/* BLAS updates C in place, so C is first placed where the result
-	 * goes; without C, beta stays 0 and BLAS never reads out. */
-	if (op.c != NULL) {
-		if (op.c != op.out)
-			memcpy(op.out, op.c, sz.c);
-		beta = job->d.beta;
-	}
-	gemm(&job->d, &op, beta);
-	job->kernel_us = gm_engine_now_us() - t0;
+	job->start_us = gm_engine_now_us();
+	gm_cpu_piece_run(&p);
+	job->kernel_us = gm_engine_now_us() - job->start_us;
 }
 
 /* Hands job back, run or failed. */
@@ -232,6 +142,7 @@ static void run_burst_job(void *arg, uint64_t i)
 	finish(ce, ce->burst[i]);
 }
 
+/* Jobs OpenBLAS runs on the calling thread alone go to bursts. */
 static int small(const gm_job *job)
 {
 	const gm_job_desc *d = &job->d;
@@ -252,50 +163,54 @@ static void run_burst(struct cpu_engine *ce, size_t n, double flops)
 		finish(ce, ce->burst[i]);
 }
 
-/* Takes the FIFO's head off it. Under mu. */
-static gm_job *pop(struct cpu_engine *ce)
+/* Unlinks *at, which follows prev, from the FIFO. Under mu. */
+static gm_job *unlink_at(struct cpu_engine *ce, gm_job **at, gm_job *prev)
 {
-	gm_job *job = ce->head;
+	gm_job *job = *at;
 
-	if ((ce->head = job->next) == NULL)
-		ce->tail = NULL;
+	if ((*at = job->next) == NULL)
+		ce->tail = prev;
 	job->next = NULL;
 	return job;
 }
 
 /*
- * Takes what runs next off the FIFO into burst[]: its first job alone
- * when that is large, else the small jobs up to the next large one (at
- * most BURST_MAX); jobs past their deadline go to *late instead.
- * Returns how many were taken, with their work in *flops. Under mu.
+ * Takes the small jobs off the FIFO into burst[] (at most BURST_MAX, in
+ * their order, wherever they wait: those behind a large job need not
+ * wait for it), and, when want_large, the first large job into *large;
+ * jobs past their deadline that it meets go to *late instead. Returns
+ * how many small ones were taken, with their work in *flops. Under mu.
  */
-static size_t take(struct cpu_engine *ce, gm_job **late, double *flops)
+static size_t take(struct cpu_engine *ce, int want_large, gm_job **large,
+		   gm_job **late, double *flops)
 {
 	double now = gm_engine_now_us();
-	gm_job *job;
+	gm_job **at = &ce->head, *prev = NULL, *job;
 	size_t n = 0;
 
 	*flops = 0;
-	while (ce->head != NULL && n < BURST_MAX) {
-		if (gm_engine_expired(ce->head, now)) {
-			job = pop(ce);
+	*large = NULL;
+	while (*at != NULL && (n < BURST_MAX || (want_large && !*large))) {
+		job = *at;
+		if (gm_engine_expired(job, now)) {
+			job = unlink_at(ce, at, prev);
 			job->next = *late;
 			*late = job;
-			continue;
+		} else if (small(job) && n < BURST_MAX) {
+			*flops += gm_job_flops(&job->d);
+			ce->burst[n++] = unlink_at(ce, at, prev);
+		} else if (!small(job) && want_large && *large == NULL) {
+			*large = unlink_at(ce, at, prev);
+		} else {
+			prev = job;
+			at = &job->next;
 		}
-		if (n > 0 && !small(ce->head))
-			break;
-		job = pop(ce);
-		*flops += gm_job_flops(&job->d);
-		ce->burst[n++] = job;
-		if (!small(job))
-			break;
 	}
 	return n;
 }
 
 /* Hands back the jobs taken for their deadline, and runs burst[0..n-1]
- * (one large job, or small ones) once each is told started. */
+ * once they are told started. */
 static void run_taken(struct cpu_engine *ce, gm_job *late, size_t n,
 		      double flops)
 {
@@ -308,16 +223,100 @@ static void run_taken(struct cpu_engine *ce, gm_job *late, size_t n,
 		hand_back(ce, late);
 	}
 	if (n == 0)
-		return; /* all were late */
+		return;
 	/* One piece of news for the burst: chained for it. */
 	for (i = 0; i + 1 < n; i++)
 		ce->burst[i]->next = ce->burst[i + 1];
 	ce->burst[n - 1]->next = NULL;
 	gm_engine_started(&ce->base, ce->burst[0], (uint32_t)n);
-	if (n == 1 && !small(ce->burst[0]))
-		finish(ce, ce->burst[0]);
-	else
-		run_burst(ce, n, flops);
+	run_burst(ce, n, flops);
+}
+
+static double *rate_of(struct cpu_engine *ce, const gm_job *job)
+{
+	return &ce->rate[job->d.dtype == GM_FP64 ? 0 : 1];
+}
+
+/* FLOPs of one piece of job: what the engine runs in piece_us by the
+ * rate it timed for the job's dtype. */
+static double piece_flops(struct cpu_engine *ce, const gm_job *job)
+{
+	if (ce->piece_flops > 0.0)
+		return ce->piece_flops;
+	return *rate_of(ce, job) * ce->piece_us;
+}
+
+/* Runs the next piece of turns[i]; hands its job back after its last,
+ * the job's time from its first piece's start to its last's end
+ * (pieces of other jobs in between included). */
+static void run_turn(struct cpu_engine *ce, unsigned i)
+{
+	struct turn *t = &ce->turns[i];
+	double t0 = gm_engine_now_us(), flops, us, *rate;
+
+	if (t->job->start_us == 0.0)
+		t->job->start_us = t0;
+	flops = gm_cpu_piece_run(&t->p);
+	us = gm_engine_now_us() - t0;
+	rate = rate_of(ce, t->job);
+	if (flops >= RATE_MIN_FLOPS && us > 0.0)
+		*rate = 0.75 * *rate + 0.25 * (flops / us);
+	if (!gm_cpu_piece_done(&t->p)) {
+		ce->cursor = i + 1;
+		return;
+	}
+	t->job->kernel_us = gm_engine_now_us() - t->job->start_us;
+	hand_back(ce, t->job);
+	memmove(&ce->turns[i], &ce->turns[i + 1],
+		(ce->nturns - i - 1) * sizeof(*t));
+	ce->cursor = i; /* the next one moved here */
+	ce->nturns--;
+}
+
+/* Starts large (taken off the FIFO) with its first piece, as the last
+ * of the turns; one that cannot run goes back failed, never started. */
+static void start_turn(struct cpu_engine *ce, gm_job *large)
+{
+	struct turn *t = &ce->turns[ce->nturns];
+
+	if (gm_cpu_piece_prepare(&t->p, large, piece_flops(ce, large)) !=
+	    GM_OK) {
+		hand_back(ce, large);
+		return;
+	}
+	t->job = large;
+	large->next = NULL;
+	gm_engine_started(&ce->base, large, 1);
+	ce->nturns++;
+	run_turn(ce, ce->nturns - 1);
+	if (ce->cursor >= ce->nturns)
+		ce->cursor = 0; /* back to the oldest */
+}
+
+/*
+ * One round of the worker: the small jobs waiting all run (a burst),
+ * then one piece of the job whose turn it is, where the turn after the
+ * last job's goes to the FIFO's first large job (when there is room):
+ * a small job waits at most about one piece, a large one its share.
+ * Called with mu held; returns with it held.
+ */
+static void round_of(struct cpu_engine *ce)
+{
+	int want_large = ce->cursor >= ce->nturns && ce->nturns < TURNS_MAX;
+	gm_job *late = NULL, *large;
+	double flops;
+	size_t n;
+
+	n = take(ce, want_large, &large, &late, &flops);
+	pthread_mutex_unlock(&ce->mu);
+
+	run_taken(ce, late, n, flops);
+	if (large != NULL)
+		start_turn(ce, large);
+	else if (ce->nturns > 0)
+		run_turn(ce, ce->cursor < ce->nturns ? ce->cursor : 0);
+
+	pthread_mutex_lock(&ce->mu);
 }
 
 /* OpenBLAS sets up its buffers and threads on first use. */
@@ -333,16 +332,19 @@ static void warm_up(struct cpu_engine *ce)
 	gm_engine_warmed(&ce->base, GM_OK, NULL);
 }
 
+/* Whether the worker has jobs, waiting or in turns. Under mu. */
+static int has_work(const struct cpu_engine *ce)
+{
+	return ce->head != NULL || ce->nturns > 0;
+}
+
 static void *worker_main(void *arg)
 {
 	struct cpu_engine *ce = arg;
-	gm_job *late = NULL;
-	double flops;
-	size_t n;
 
 	pthread_mutex_lock(&ce->mu);
 	for (;;) {
-		while (ce->head == NULL && !ce->warm && !ce->stopping)
+		while (!has_work(ce) && !ce->warm && !ce->stopping)
 			pthread_cond_wait(&ce->wake, &ce->mu);
 		if (ce->warm) {
 			ce->warm = 0;
@@ -351,20 +353,14 @@ static void *worker_main(void *arg)
 			pthread_mutex_lock(&ce->mu);
 			continue;
 		}
-		if (ce->head == NULL)
-			break; /* stopping, and the queue is drained */
+		if (!has_work(ce))
+			break; /* stopping, and every job is back */
 		if (!ce->running) {
 			ce->running = 1;
 			ce->busy_since = gm_engine_now_us();
 		}
-		n = take(ce, &late, &flops);
-		pthread_mutex_unlock(&ce->mu);
-
-		run_taken(ce, late, n, flops);
-		late = NULL;
-
-		pthread_mutex_lock(&ce->mu);
-		if (ce->head == NULL) {
+		round_of(ce);
+		if (!has_work(ce)) {
 			ce->busy_us += gm_engine_now_us() - ce->busy_since;
 			ce->running = 0;
 		}
@@ -540,6 +536,11 @@ int gm_engine_cpu_open(const gm_engine_config *cfg, gm_engine_done_fn done,
 		openblas_set_num_threads((int)cfg->cpu_threads);
 	snprintf(ce->name, sizeof(ce->name), "cpu (OpenBLAS, %d threads)",
 		 openblas_get_num_threads());
+	ce->piece_us =
+	    cfg->cpu_piece_us != 0 ? cfg->cpu_piece_us : GM_CPU_PIECE_US;
+	ce->piece_flops = (double)cfg->cpu_piece_flops;
+	ce->rate[0] = RATE_GUESS * openblas_get_num_threads();
+	ce->rate[1] = 2.0 * ce->rate[0];
 	/* As many threads run small jobs as OpenBLAS runs large ones. */
 	if (gm_crew_open((unsigned)openblas_get_num_threads() - 1, &ce->crew) !=
 		GM_OK ||
