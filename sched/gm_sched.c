@@ -22,7 +22,9 @@ struct gm_sched {
 	gm_sched_budget budget;
 	uint64_t inflight, inflight_bytes, requests; /* inflight: on the
 							engine */
-	uint64_t handed, handed_prio[NPRIO];	     /* on it, not started */
+	uint64_t oversized, oversized_bytes; /* of those, larger than the
+						whole byte budget */
+	uint64_t handed, handed_prio[NPRIO]; /* on it, not started */
 	gm_sched_job *dl_handed; /* handed with a deadline (dprev, dnext) */
 	uint64_t started;	 /* jobs handed to the engine, ever */
 	uint64_t reserved, reserved_prio[NPRIO];
@@ -234,6 +236,12 @@ int gm_sched_submit(gm_sched *s, gm_sched_request *r)
 	return GM_OK;
 }
 
+/* Whether j is larger than the whole byte budget. */
+static int oversized(const gm_sched *s, const gm_sched_job *j)
+{
+	return j->bytes > s->budget.bytes;
+}
+
 /* Counts j as handed to the engine at now, not started. */
 static void hand(gm_sched *s, gm_sched_job *j, double now)
 {
@@ -243,6 +251,10 @@ static void hand(gm_sched *s, gm_sched_job *j, double now)
 	j->handed_us = now;
 	s->inflight++;
 	s->inflight_bytes += j->bytes;
+	if (oversized(s, j)) {
+		s->oversized++;
+		s->oversized_bytes += j->bytes;
+	}
 	s->handed++;
 	s->handed_prio[p]++;
 	j->dprev = NULL;
@@ -272,12 +284,19 @@ static void unhand(gm_sched *s, gm_sched_job *j)
 }
 
 /* Whether j may start now: the engine is idle, or j fits the budget
- * beside what it runs. */
+ * beside what it runs; a job larger than the whole byte budget fits
+ * beside any others but another such job, and takes none of the bytes
+ * (the engines run it in pieces or out of core: see gm_sched.h). */
 static int fits(const gm_sched *s, const gm_sched_job *j)
 {
-	return s->inflight == 0 ||
-	       (s->inflight < s->budget.jobs &&
-		s->inflight_bytes + j->bytes <= s->budget.bytes);
+	if (s->inflight == 0)
+		return 1;
+	if (s->inflight >= s->budget.jobs)
+		return 0;
+	if (oversized(s, j))
+		return s->oversized == 0;
+	return s->inflight_bytes - s->oversized_bytes + j->bytes <=
+	       s->budget.bytes;
 }
 
 /* Moves the jobs whose turn it is into the wave while they fit; returns
@@ -312,6 +331,10 @@ static void take_back(gm_sched *s, gm_sched_job *j)
 	unhand(s, j);
 	s->inflight--;
 	s->inflight_bytes -= j->bytes;
+	if (oversized(s, j)) {
+		s->oversized--;
+		s->oversized_bytes -= j->bytes;
+	}
 }
 
 /* Takes back a job the engine never took or never started: it has no
@@ -492,6 +515,11 @@ uint64_t gm_sched_in_queue_prio(const gm_sched *s, unsigned prio)
 uint64_t gm_sched_inflight_bytes(const gm_sched *s)
 {
 	return s->inflight_bytes;
+}
+
+uint64_t gm_sched_oversized_bytes(const gm_sched *s)
+{
+	return s->oversized_bytes;
 }
 
 uint64_t gm_sched_requests(const gm_sched *s)

@@ -182,9 +182,12 @@ static void on_request_done(gm_sched_request *r, void *arg)
 static void check_books(void)
 {
 	uint64_t inflight = gm_sched_on_engine(h.sched);
+	uint64_t over = gm_sched_oversized_bytes(h.sched);
 
-	/* Within the budget, unless one job alone is over it. */
-	assert_true(gm_sched_inflight_bytes(h.sched) <= h.budget ||
+	/* Within the budget, but for one job over all of it, or one job
+	 * alone. */
+	assert_true(over == 0 || over > h.budget);
+	assert_true(gm_sched_inflight_bytes(h.sched) - over <= h.budget ||
 		    inflight == 1);
 	if (inflight > h.peak_inflight)
 		h.peak_inflight = inflight;
@@ -616,28 +619,48 @@ static void test_back_pressure(void **state)
 	}
 }
 
-/* A job larger than the whole budget waits until the engine is idle,
- * then runs alone; the jobs behind it wait for it. */
+/* One single-job request of connection conn. */
+static struct treq *conn_req(uint32_t conn, const struct shape *s)
+{
+	struct treq *tr = new_req_of(1, s);
+
+	tr->r->conn = conn;
+	return tr;
+}
+
+/*
+ * A job larger than the whole budget starts beside the others and takes
+ * none of the bytes, so that the jobs behind it keep starting in the
+ * budget; a second such job waits until the first is back, and the jobs
+ * of its connection behind it wait with it (their order), while another
+ * connection's still start.
+ */
 static void test_over_budget(void **state)
 {
 	const struct shape huge = {GM_FP64, 0, 0, 0, 0, 128, 128, 128};
-	const struct shape mixed[] = {SMALL, huge, SMALL};
-	struct treq *tr;
+	const struct shape mixed[] = {SMALL, huge, SMALL, huge, SMALL};
+	struct treq *tr, *other;
 
-	h_open(4 * cost_of(&SMALL), 8);
-	assert_true(cost_of(&huge) > 4 * cost_of(&SMALL));
-	tr = new_req(3, 1, 0, mixed, NELEMS(mixed));
+	h_open(2 * cost_of(&SMALL), 16);
+	assert_true(cost_of(&huge) > 2 * cost_of(&SMALL));
+	tr = new_req(5, 1, 0, mixed, NELEMS(mixed));
+	tr->r->conn = 1;
 	assert_int_equal(submit(tr), GM_OK);
-	assert_int_equal(gm_sched_on_engine(h.sched), 1);
+	/* SMALL, huge, SMALL: the second huge one waits for the first. */
+	assert_int_equal(gm_sched_on_engine(h.sched), 3);
 	assert_int_equal(gm_sched_in_queue(h.sched), 2);
-	take_one();
-	assert_int_equal(gm_sched_on_engine(h.sched), 1);
-	assert_int_equal(gm_sched_inflight_bytes(h.sched), cost_of(&huge));
-	take_one();
-	assert_int_equal(gm_sched_on_engine(h.sched), 1);
+	assert_int_equal(gm_sched_oversized_bytes(h.sched), cost_of(&huge));
+	assert_int_equal(gm_sched_inflight_bytes(h.sched),
+			 cost_of(&huge) + 2 * cost_of(&SMALL));
+	/* The budget's bytes are full: another connection's job waits for
+	 * them, not for the huge job. */
+	other = conn_req(2, &SMALL);
+	assert_int_equal(submit(other), GM_OK);
+	assert_int_equal(gm_sched_in_queue(h.sched), 3);
 	drain();
-	assert_int_equal(h.peak_inflight, 1);
+	assert_int_equal(h.peak_inflight, 3);
 	check_all_ok(tr);
+	check_all_ok(other);
 	h_close();
 }
 
@@ -886,15 +909,6 @@ static void test_stop(void **state)
 	assert_int_equal(submit(later), GM_ESHUTDOWN);
 	assert_int_equal(late->done + later->done, 0);
 	h_close();
-}
-
-/* One single-job request of connection conn. */
-static struct treq *conn_req(uint32_t conn, const struct shape *s)
-{
-	struct treq *tr = new_req_of(1, s);
-
-	tr->r->conn = conn;
-	return tr;
 }
 
 /*
