@@ -19,14 +19,18 @@ typedef struct flow {
 	double tag;	    /* work served at the priority when head starts */
 	uint64_t seq;	    /* when tag was set: ties go to the older */
 	uint32_t at;	    /* index in the priority's heap */
-	struct flow *next;  /* free list */
+	struct flow *next;  /* free list, or the held list */
 	struct flow *hnext; /* hash chain */
 } flow;
+
+/* A flow's heap index while gm_fairq_hold has it set aside. */
+#define HELD UINT32_MAX
 
 /* One priority: its flows with jobs, by (tag, seq), and its clock. */
 typedef struct level {
 	flow **heap; /* cap entries */
 	uint32_t n;
+	flow *held; /* set aside by gm_fairq_hold, through next */
 	double now; /* the tag of the last job taken: what a newcomer gets */
 	uint64_t count;
 } level;
@@ -196,7 +200,16 @@ static void free_flow(gm_fairq *q, flow *f)
 
 static void drop_flow(gm_fairq *q, flow *f)
 {
-	heap_remove(&q->lv[f->prio], f->at);
+	level *lv = &q->lv[f->prio];
+	flow **h = &lv->held;
+
+	if (f->at != HELD) {
+		heap_remove(lv, f->at);
+	} else {
+		while (*h != f)
+			h = &(*h)->next;
+		*h = f->next;
+	}
 	free_flow(q, f);
 }
 
@@ -321,6 +334,31 @@ gm_sched_job *gm_fairq_remove_if(gm_fairq *q,
 			sift_down(lv, i);
 	}
 	return out;
+}
+
+void gm_fairq_hold(gm_fairq *q, unsigned prio)
+{
+	level *lv = &q->lv[prio];
+	flow *f = lv->heap[0];
+
+	heap_remove(lv, 0);
+	f->at = HELD;
+	f->next = lv->held;
+	lv->held = f;
+}
+
+void gm_fairq_unhold(gm_fairq *q)
+{
+	for (unsigned p = 0; p < NPRIO; p++) {
+		level *lv = &q->lv[p];
+		flow *f;
+
+		while ((f = lv->held) != NULL) {
+			lv->held = f->next;
+			put(lv, lv->n++, f);
+			sift_up(lv, f->at);
+		}
+	}
 }
 
 uint64_t gm_fairq_count(const gm_fairq *q, unsigned prio)

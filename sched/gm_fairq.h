@@ -59,6 +59,14 @@ gm_sched_job *gm_fairq_peek(const gm_fairq *q, unsigned prio);
  * flow's tag, and returns it. */
 gm_sched_job *gm_fairq_take(gm_fairq *q, unsigned prio);
 
+/* Sets the flow whose turn it is at prio aside (its job cannot start
+ * yet), so that gm_fairq_peek shows the next one's; gm_fairq_unhold puts
+ * every flow set aside back where its tag places it. The caller unholds
+ * before it lets go of the queue: gm_fairq_remove_if sees no flow set
+ * aside. */
+void gm_fairq_hold(gm_fairq *q, unsigned prio);
+void gm_fairq_unhold(gm_fairq *q);
+
 /* Removes j from wherever it waits, its flow's tag unchanged (it was
  * not served). Takes time in the length of j's flow. */
 void gm_fairq_remove(gm_fairq *q, gm_sched_job *j);

@@ -18,9 +18,11 @@
  * another at the same priority; jobs of one connection start in the
  * order they came.
  *
- * A job that does not fit in the budget stops the whole wave until work
- * comes back, and its connection keeps its turn, so a large job is never
- * starved by smaller ones of its priority or below. A job larger than
+ * A job that does not fit in the budget keeps its connection's turn
+ * until work comes back; jobs of other connections and lower priorities
+ * that fit start past it, but only up to a quarter of the byte budget
+ * until it starts, so a large job is never starved by smaller ones of
+ * its priority or below, and small jobs do not wait for it. A job larger than
  * the whole byte budget starts beside the others, one such job at a
  * time, and takes none of the bytes: the engines run it in pieces (CPU:
  * small jobs run between them) or out of core (CUDA: through its share

@@ -306,6 +306,34 @@ static void test_no_credit(void **state)
 	gm_fairq_destroy(q);
 }
 
+/* A flow held aside shows the next one's job; removing a held flow's
+ * last job drops it; unholding puts the others back by their tags. */
+static void test_hold(void **state)
+{
+	gm_fairq *q = open_q();
+	gm_sched_job *a1 = job(1, 2), *b1 = job(2, 2), *c1 = job(3, 2);
+	gm_sched_job *c2 = job(3, 2), *d1 = job(4, 2);
+
+	(void)state;
+	gm_fairq_push(q, a1);
+	gm_fairq_push(q, b1);
+	gm_fairq_push(q, c1);
+	gm_fairq_push(q, c2);
+	gm_fairq_push(q, d1);
+	gm_fairq_hold(q, 2);
+	assert_ptr_equal(gm_fairq_peek(q, 2), b1);
+	gm_fairq_hold(q, 2);
+	assert_ptr_equal(gm_fairq_take(q, 2), c1); /* c has had a job */
+	assert_ptr_equal(gm_fairq_peek(q, 2), d1);
+	gm_fairq_hold(q, 2);
+	assert_ptr_equal(gm_fairq_peek(q, 2), c2);
+	gm_fairq_remove(q, b1); /* held, and its last job */
+	gm_fairq_unhold(q);
+	assert_int_equal(gm_fairq_total(q), 3);
+	expect_order(q, 2, (gm_sched_job *[]){a1, d1, c2}, 3);
+	gm_fairq_destroy(q);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -317,6 +345,7 @@ int main(void)
 	    cmocka_unit_test(test_full),
 	    cmocka_unit_test(test_work),
 	    cmocka_unit_test(test_no_credit),
+	    cmocka_unit_test(test_hold),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
