@@ -32,7 +32,8 @@ typedef struct gm_cpu_operands {
 } gm_cpu_operands;
 
 /* A job's pieces: blocks of rows x cols elements of C (those at the
- * last row or column of blocks may be smaller), row by row of blocks. */
+ * last row or column of blocks may be smaller), band by band of rows,
+ * each band from left to right. */
 typedef struct gm_cpu_piece {
 	gm_job_desc d;
 	gm_cpu_operands op;
@@ -60,6 +61,13 @@ int gm_cpu_piece_prepare(gm_cpu_piece *p, gm_job *job, double flops);
 void gm_cpu_piece_plan(gm_cpu_piece *p, const gm_job_desc *d,
 		       const gm_cpu_operands *op, double beta, double flops);
 
+/* Re-aims the blocks not yet run at about flops each, for a rate of
+ * the BLAS that has changed since the plan: a band of blocks not yet
+ * begun takes the height a new plan would give, and each block the
+ * width that makes flops at its band's height. The blocks still cover C
+ * once each. */
+void gm_cpu_piece_aim(gm_cpu_piece *p, double flops);
+
 /* Runs the next block: places its part of C in out (when C is not
  * already there), then out = alpha*op(A)*op(B) + beta*out over it.
  * Returns the block's FLOPs. Blocks for the length of a BLAS call. */
@@ -68,7 +76,8 @@ double gm_cpu_piece_run(gm_cpu_piece *p);
 /* Whether every block has run. */
 int gm_cpu_piece_done(const gm_cpu_piece *p);
 
-/* How many blocks the plan has in all. */
+/* How many blocks the plan has in all (as planned, before any
+ * gm_cpu_piece_aim). */
 uint64_t gm_cpu_piece_count(const gm_cpu_piece *p);
 
 #endif

@@ -181,11 +181,16 @@ static void run_turn(struct cpu_engine *ce, unsigned i)
 
 	if (t->job->start_us == 0.0)
 		t->job->start_us = t0;
+	else /* the rate may have moved since the last piece */
+		gm_cpu_piece_aim(&t->p, piece_flops(ce, t->job));
 	flops = run_piece(ce, &t->p);
 	us = gm_engine_now_us() - t0;
 	rate = rate_of(ce, t->job);
+	/* A slower BLAS (another process took a core) shortens the next
+	 * piece at once; a faster one lengthens pieces step by step. */
 	if (flops >= RATE_MIN_FLOPS && us > 0.0)
-		*rate = 0.75 * *rate + 0.25 * (flops / us);
+		*rate = flops / us < *rate ? flops / us
+					   : 0.75 * *rate + 0.25 * (flops / us);
 	if (!gm_cpu_piece_done(&t->p)) {
 		ce->cursor = i + 1;
 		return;

@@ -3,12 +3,12 @@
  * (gm_cpu_piece.h): how a job is cut (a table of shapes and piece
  * sizes), results of jobs cut into many pieces against the long double
  * reference for both dtypes, both layouts, every transpose pair, with
- * and without C, C updated in place, several alpha and beta, odd sizes;
- * and, through the engine the way the daemon drives it, small jobs run
- * between a large job's pieces, large jobs taking turns, and cancel and
- * deadlines reaching the jobs that wait while one runs in pieces. The
- * order of events is fixed by holding the worker in the start callback,
- * never by sleeping. GM_TEST_SEED replays a run's operands.
+ * and without C, C updated in place, several alpha and beta, odd sizes,
+ * and pieces re-aimed at other sizes on the way; and, through the engine the
+ * way the daemon drives it, small jobs run between a large job's pieces, large
+ * jobs taking turns, and cancel and deadlines reaching the jobs that wait while
+ * one runs in pieces. The order of events is fixed by holding the worker in the
+ * start callback, never by sleeping. GM_TEST_SEED replays a run's operands.
  */
 #include <math.h>
 #include <pthread.h>
@@ -291,6 +291,37 @@ static void test_cut_thin(void **state)
 	run_cut(3, 701, 33, 2.0 * 33 * 64);
 }
 
+/* A job whose pieces are re-aimed between any two of them, as the
+ * engine does when its timed rate moves: bands of other heights, blocks
+ * of other widths, C still covered once, for both dtypes and layouts,
+ * run on the calling thread through gm_cpu_piece alone. */
+static void test_aim(void **state)
+{
+	static const double aims[] = {2.0 * 37 * 64 * 70, 2.0 * 37 * 9000,
+				      2.0 * 37 * 64 * 64, 2.0 * 37 * 517 * 90};
+
+	(void)state;
+	for (int i = 0; i < 4; i++) {
+		struct tjob t;
+		gm_cpu_piece p;
+		unsigned runs = 0;
+
+		make_job(&t, i & 1 ? GM_FP32 : GM_FP64, i >> 1, 1, 0, 1, 0, 203,
+			 517, 37);
+		assert_int_equal(gm_cpu_piece_prepare(&p, &t.job, aims[0]),
+				 GM_OK);
+		while (!gm_cpu_piece_done(&p)) {
+			gm_cpu_piece_aim(&p, aims[(runs + (unsigned)i) % 4]);
+			assert_true(gm_cpu_piece_run(&p) > 0.0);
+			runs++;
+		}
+		assert_true(runs > 4);
+		t.job.status = GM_OK;
+		check_job(&t, t.c);
+		free(t.a);
+	}
+}
+
 /* ---- the engine between pieces ---- */
 
 /* A large fp64 job, cut into 7 x 7 blocks of 58 x 58. */
@@ -416,6 +447,7 @@ int main(void)
 	    cmocka_unit_test(test_cut_panels),
 	    cmocka_unit_test(test_cut_blocks),
 	    cmocka_unit_test(test_cut_thin),
+	    cmocka_unit_test(test_aim),
 	    cmocka_unit_test(test_small_between),
 	    cmocka_unit_test(test_turns),
 	    cmocka_unit_test(test_cancel_deadline),
