@@ -70,9 +70,10 @@ typedef struct gm_engine_config {
 	/*
 	 * CPU: how long one piece of a large job runs, in µs (0:
 	 * GM_CPU_PIECE_US): the engine runs the small jobs waiting between
-	 * two pieces, and large jobs a piece each in turn, so that a small
-	 * job waits about one piece behind any job (gm_cpu_piece.h). It
-	 * times its own BLAS calls to size pieces by FLOPs.
+	 * two pieces (those that come during one beside it), and large
+	 * jobs a piece each in turn, so that a small job waits about one
+	 * piece behind any job at most (gm_cpu_piece.h). It times its own
+	 * BLAS calls to size pieces by FLOPs.
 	 */
 	unsigned cpu_piece_us;
 	/* CPU: FLOPs of one piece instead, whatever they take (0: by
