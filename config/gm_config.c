@@ -197,6 +197,8 @@ static const gm_config_row keys[] = {
     ROW_ENUM("kernel", engine.kernel, kernels, GM_KERNEL_CUBLAS),
     ROW("mapped_output", bool, engine.mapped_output, 0, 1, 0),
     ROW("cpu_threads", uint, engine.cpu_threads, 0, 1024, 0),
+    ROW("cpu_piece_us", uint, engine.cpu_piece_us, 100, 10000000,
+	GM_CPU_PIECE_US),
     ROW("spin_us", uint, engine.spin_us, 0, 100000, GM_SPIN_US),
     ROW("ooc_share_percent", uint, engine.ooc_share_pct, 10, 90,
 	GM_OOC_SHARE_PCT),

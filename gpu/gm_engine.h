@@ -69,6 +69,19 @@ typedef struct gm_engine_config {
 	int mapped_output;	    /* CUDA: C in mapped pinned memory */
 	unsigned cpu_threads;	    /* CPU engine: BLAS threads, 0 = all */
 	/*
+	 * CPU: how long one piece of a large job runs, in µs (0:
+	 * GM_CPU_PIECE_US): the engine runs the small jobs waiting between
+	 * two pieces (those that come during one beside it), and large
+	 * jobs a piece each in turn, so that a small job waits about one
+	 * piece behind any job at most (gm_cpu_piece.h). It times its own
+	 * BLAS calls to size pieces by FLOPs.
+	 */
+	unsigned cpu_piece_us;
+	/* CPU: FLOPs of one piece instead, whatever they take (0: by
+	 * cpu_piece_us). Not a configuration key: tests cut jobs into
+	 * many pieces with it. */
+	uint64_t cpu_piece_flops;
+	/*
 	 * CUDA: a job whose host bytes (A + B + C + result) are at most
 	 * this is small: it is coalesced with the jobs of its wave that
 	 * share its shape (see the file comment), and its result comes
@@ -128,6 +141,14 @@ typedef struct gm_engine_config {
  * the copies save.
  */
 #define GM_DIRECT_JOB_BYTES (64ull << 10)
+
+/*
+ * The default of cpu_piece_us. A piece costs one BLAS call's start (tens
+ * of µs with its threads' wake-ups) and a cut of the job's panels: at
+ * 20 ms that is a fraction of a percent, while a small job behind a
+ * 3000^3 fp64 job (about 1 s on two cores) waits 20 ms, not the second.
+ */
+#define GM_CPU_PIECE_US 20000
 
 /* Most streams in one device's ring (the "streams" key's bound). */
 #define GM_MAX_STREAMS 64

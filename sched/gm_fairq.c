@@ -1,8 +1,9 @@
 /*
- * gm_fairq.c - per-priority rings of per-connection FIFOs; see
- * gm_fairq.h. Flows are found by (connection, priority) in a chained
- * hash table sized with the flow pool, so pushing a request's jobs costs
- * a short chain walk, not a scan of every connection.
+ * gm_fairq.c - per-priority heaps of per-connection FIFOs ordered by
+ * work; see gm_fairq.h. Flows are found by (connection, priority) in a
+ * chained hash table sized with the flow pool, so pushing a request's
+ * jobs costs a short chain walk, not a scan of every connection; the
+ * flow whose turn it is is a heap's top, so a take costs log(flows).
  */
 #include "gm_fairq.h"
 
@@ -15,28 +16,46 @@ typedef struct flow {
 	uint32_t conn;
 	unsigned prio;
 	gm_sched_job *head, *tail;
-	struct flow *next, *prev; /* the priority's ring; next: free list */
-	struct flow *hnext;	  /* hash chain */
+	double tag;	    /* work served at the priority when head starts */
+	uint64_t seq;	    /* when tag was set: ties go to the older */
+	uint32_t at;	    /* index in the priority's heap */
+	struct flow *next;  /* free list, or the held list */
+	struct flow *hnext; /* hash chain */
 } flow;
 
-/* One priority: the ring of flows with jobs, and whose turn it is. */
+/* A flow's heap index while gm_fairq_hold has it set aside. */
+#define HELD UINT32_MAX
+
+/* One priority: its flows with jobs, by (tag, seq), and its clock. */
 typedef struct level {
-	flow *turn; /* NULL when nothing waits */
+	flow **heap; /* cap entries */
+	uint32_t n;
+	flow *held; /* set aside by gm_fairq_hold, through next */
+	double now; /* the tag of the last job taken: what a newcomer gets */
 	uint64_t count;
 } level;
 
 struct gm_fairq {
 	level lv[NPRIO];
-	uint64_t total;
+	uint64_t total, seq;
 	flow *pool, *free;
 	flow **buckets;
 	uint32_t mask; /* buckets - 1, a power of two less one */
 };
 
+double gm_fairq_work(const gm_sched_job *j)
+{
+	const gm_job_desc *d = &j->job.d;
+
+	return 2.0 * d->m * d->n * d->k + GM_FAIRQ_BYTE_WORK * j->bytes +
+	       GM_FAIRQ_JOB_WORK;
+}
+
 int gm_fairq_create(unsigned cap, gm_fairq **out)
 {
 	gm_fairq *q = calloc(1, sizeof(*q));
 	uint32_t n = 64;
+	int bad = 0;
 
 	if (q == NULL)
 		return GM_ENOMEM;
@@ -45,7 +64,9 @@ int gm_fairq_create(unsigned cap, gm_fairq **out)
 		n <<= 1;
 	q->pool = calloc(cap, sizeof(*q->pool));
 	q->buckets = calloc(n, sizeof(*q->buckets));
-	if (q->pool == NULL || q->buckets == NULL) {
+	for (unsigned p = 0; p < NPRIO; p++)
+		bad |= (q->lv[p].heap = calloc(cap, sizeof(flow *))) == NULL;
+	if (q->pool == NULL || q->buckets == NULL || bad) {
 		gm_fairq_destroy(q);
 		return GM_ENOMEM;
 	}
@@ -62,10 +83,66 @@ void gm_fairq_destroy(gm_fairq *q)
 {
 	if (q == NULL)
 		return;
+	for (unsigned p = 0; p < NPRIO; p++)
+		free(q->lv[p].heap);
 	free(q->pool);
 	free(q->buckets);
 	free(q);
 }
+
+/* ---- the heap of a priority ---- */
+
+static int before(const flow *a, const flow *b)
+{
+	return a->tag < b->tag || (a->tag == b->tag && a->seq < b->seq);
+}
+
+static void put(level *lv, uint32_t i, flow *f)
+{
+	lv->heap[i] = f;
+	f->at = i;
+}
+
+static void sift_up(level *lv, uint32_t i)
+{
+	flow *f = lv->heap[i];
+
+	while (i > 0 && before(f, lv->heap[(i - 1) / 2])) {
+		put(lv, i, lv->heap[(i - 1) / 2]);
+		i = (i - 1) / 2;
+	}
+	put(lv, i, f);
+}
+
+static void sift_down(level *lv, uint32_t i)
+{
+	flow *f = lv->heap[i];
+	uint32_t c;
+
+	while ((c = 2 * i + 1) < lv->n) {
+		if (c + 1 < lv->n && before(lv->heap[c + 1], lv->heap[c]))
+			c++;
+		if (!before(lv->heap[c], f))
+			break;
+		put(lv, i, lv->heap[c]);
+		i = c;
+	}
+	put(lv, i, f);
+}
+
+/* Takes the flow at heap index i out of the heap. */
+static void heap_remove(level *lv, uint32_t i)
+{
+	flow *last = lv->heap[--lv->n];
+
+	if (i == lv->n)
+		return;
+	put(lv, i, last);
+	sift_down(lv, i);
+	sift_up(lv, last->at);
+}
+
+/* ---- flows ---- */
 
 static flow **bucket(const gm_fairq *q, uint32_t conn, unsigned prio)
 {
@@ -83,9 +160,8 @@ static flow *find(const gm_fairq *q, uint32_t conn, unsigned prio)
 	return f;
 }
 
-/* The flow of (conn, prio); a new one joins the ring just before the
- * flow whose turn it is, so it is served after every flow already
- * waiting. */
+/* The flow of (conn, prio); a new one starts at the priority's clock,
+ * after the flows already there at the same tag. */
 static flow *get_flow(gm_fairq *q, uint32_t conn, unsigned prio)
 {
 	flow *f = find(q, conn, prio), **b;
@@ -97,41 +173,44 @@ static flow *get_flow(gm_fairq *q, uint32_t conn, unsigned prio)
 	 * so the pool is never empty here. */
 	f = q->free;
 	q->free = f->next;
-	*f = (flow){.conn = conn, .prio = prio};
+	*f = (flow){.conn = conn,
+		    .prio = prio,
+		    .tag = lv->now,
+		    .seq = ++q->seq,
+		    .at = lv->n++};
 	b = bucket(q, conn, prio);
 	f->hnext = *b;
 	*b = f;
-	if (lv->turn == NULL) {
-		f->next = f->prev = f;
-		lv->turn = f;
-	} else {
-		f->next = lv->turn;
-		f->prev = lv->turn->prev;
-		f->prev->next = f;
-		lv->turn->prev = f;
-	}
+	lv->heap[f->at] = f;
+	sift_up(lv, f->at);
 	return f;
 }
 
-/* Takes an empty flow out of its ring and the hash table. */
-static void drop_flow(gm_fairq *q, flow *f)
+/* Frees an empty flow, out of the heap already, from the hash table. */
+static void free_flow(gm_fairq *q, flow *f)
 {
-	level *lv = &q->lv[f->prio];
 	flow **b = bucket(q, f->conn, f->prio);
 
-	if (f->next == f) {
-		lv->turn = NULL;
-	} else {
-		f->prev->next = f->next;
-		f->next->prev = f->prev;
-		if (lv->turn == f)
-			lv->turn = f->next;
-	}
 	while (*b != f)
 		b = &(*b)->hnext;
 	*b = f->hnext;
 	f->next = q->free;
 	q->free = f;
+}
+
+static void drop_flow(gm_fairq *q, flow *f)
+{
+	level *lv = &q->lv[f->prio];
+	flow **h = &lv->held;
+
+	if (f->at != HELD) {
+		heap_remove(lv, f->at);
+	} else {
+		while (*h != f)
+			h = &(*h)->next;
+		*h = f->next;
+	}
+	free_flow(q, f);
 }
 
 void gm_fairq_push(gm_fairq *q, gm_sched_job *j)
@@ -151,15 +230,17 @@ void gm_fairq_push(gm_fairq *q, gm_sched_job *j)
 
 gm_sched_job *gm_fairq_peek(const gm_fairq *q, unsigned prio)
 {
-	const flow *f = q->lv[prio].turn;
+	const level *lv = &q->lv[prio];
 
-	return f != NULL ? f->head : NULL;
+	return lv->n > 0 ? lv->heap[0]->head : NULL;
 }
 
 /* Unlinks j, which follows prev in f (prev NULL: j is the head). */
 static void unlink_job(gm_fairq *q, flow *f, gm_sched_job *prev,
 		       gm_sched_job *j)
 {
+	level *lv = &q->lv[f->prio];
+
 	if (prev != NULL)
 		prev->qnext = j->qnext;
 	else
@@ -167,20 +248,30 @@ static void unlink_job(gm_fairq *q, flow *f, gm_sched_job *prev,
 	if (f->tail == j)
 		f->tail = prev;
 	j->qnext = NULL;
-	q->lv[f->prio].count--;
+	lv->count--;
+	/* Tags only order flows against each other: with none waiting at
+	 * a priority its clock starts again, so tags never grow past what
+	 * a double adds exactly to. */
+	if (lv->count == 0)
+		lv->now = 0.0;
 	q->total--;
 }
 
 gm_sched_job *gm_fairq_take(gm_fairq *q, unsigned prio)
 {
 	level *lv = &q->lv[prio];
-	flow *f = lv->turn;
+	flow *f = lv->heap[0];
 	gm_sched_job *j = f->head;
 
+	if (f->tag > lv->now)
+		lv->now = f->tag;
+	f->tag += gm_fairq_work(j);
+	f->seq = ++q->seq;
 	unlink_job(q, f, NULL, j);
-	lv->turn = f->next;
 	if (f->head == NULL)
 		drop_flow(q, f);
+	else
+		sift_down(lv, 0);
 	return j;
 }
 
@@ -224,24 +315,50 @@ gm_sched_job *gm_fairq_remove_if(gm_fairq *q,
 	gm_sched_job *out = NULL, **tail = &out;
 
 	for (unsigned p = 0; p < NPRIO; p++) {
-		flow *f = q->lv[p].turn, *last, *next;
-		int at_last;
+		level *lv = &q->lv[p];
+		uint32_t kept = 0;
 
-		if (f == NULL)
-			continue;
-		/* Once round the ring; dropping a flow leaves its
-		 * successor's links alone. */
-		last = f->prev;
-		do {
-			next = f->next;
-			at_last = f == last;
+		/* Tags stay as they are, so the heap's order holds among
+		 * the flows kept: compacted in place, then heaped again. */
+		for (uint32_t i = 0; i < lv->n; i++) {
+			flow *f = lv->heap[i];
+
 			sweep_flow(q, f, drop, arg, &tail);
 			if (f->head == NULL)
-				drop_flow(q, f);
-			f = next;
-		} while (!at_last);
+				free_flow(q, f);
+			else
+				put(lv, kept++, f);
+		}
+		lv->n = kept;
+		for (uint32_t i = kept / 2; i-- > 0;)
+			sift_down(lv, i);
 	}
 	return out;
+}
+
+void gm_fairq_hold(gm_fairq *q, unsigned prio)
+{
+	level *lv = &q->lv[prio];
+	flow *f = lv->heap[0];
+
+	heap_remove(lv, 0);
+	f->at = HELD;
+	f->next = lv->held;
+	lv->held = f;
+}
+
+void gm_fairq_unhold(gm_fairq *q)
+{
+	for (unsigned p = 0; p < NPRIO; p++) {
+		level *lv = &q->lv[p];
+		flow *f;
+
+		while ((f = lv->held) != NULL) {
+			lv->held = f->next;
+			put(lv, lv->n++, f);
+			sift_up(lv, f->at);
+		}
+	}
 }
 
 uint64_t gm_fairq_count(const gm_fairq *q, unsigned prio)

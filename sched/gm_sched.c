@@ -13,6 +13,10 @@
 #include "gm_fairq.h"
 
 #define NPRIO (GM_BATCH_PRIO_MAX + 1)
+/* Jobs past one waiting for room may take up to 1/PASS_SHARE of the byte
+ * budget until it starts: some 16 MiB of the CPU engine's 64, thousands
+ * of small jobs while a large one waits for the large ones ahead. */
+#define PASS_SHARE 4
 
 struct gm_sched {
 	gm_engine *eng;
@@ -22,12 +26,18 @@ struct gm_sched {
 	gm_sched_budget budget;
 	uint64_t inflight, inflight_bytes, requests; /* inflight: on the
 							engine */
-	uint64_t handed, handed_prio[NPRIO];	     /* on it, not started */
+	uint64_t oversized, oversized_bytes; /* of those, larger than the
+						whole byte budget */
+	uint64_t handed, handed_prio[NPRIO]; /* on it, not started */
 	gm_sched_job *dl_handed; /* handed with a deadline (dprev, dnext) */
 	uint64_t started;	 /* jobs handed to the engine, ever */
 	uint64_t reserved, reserved_prio[NPRIO];
 	int stopped;
 	gm_fairq *q;
+	/* The job whose turn it was and that did not fit (NULL: none), and
+	 * the bytes started past it since. */
+	const gm_sched_job *waiting;
+	uint64_t passed;
 	double next_dl_us; /* at or before the earliest queued deadline */
 	gm_job **wave;	   /* depth entries: a wave never exceeds the queue */
 	gm_sched_job_fn job_done;
@@ -170,6 +180,10 @@ static void finish_job(gm_sched *s, gm_sched_job *j)
 static void fail_job(gm_sched *s, gm_sched_job *j, int code, const char *msg)
 {
 	j->t.queue_us = fmax(gm_clock_now_us() - j->req->recv_us, 0.0);
+	if (j == s->waiting) { /* it will never start */
+		s->waiting = NULL;
+		s->passed = 0;
+	}
 	j->state = GM_SCHED_JOB_DONE;
 	j->job.status = code;
 	snprintf(j->job.msg, sizeof(j->job.msg), "%s", msg);
@@ -237,6 +251,12 @@ int gm_sched_submit(gm_sched *s, gm_sched_request *r)
 	return GM_OK;
 }
 
+/* Whether j is larger than the whole byte budget. */
+static int oversized(const gm_sched *s, const gm_sched_job *j)
+{
+	return j->bytes > s->budget.bytes;
+}
+
 /* Counts j as handed to the engine at now, not started. */
 static void hand(gm_sched *s, gm_sched_job *j, double now)
 {
@@ -246,6 +266,10 @@ static void hand(gm_sched *s, gm_sched_job *j, double now)
 	j->handed_us = now;
 	s->inflight++;
 	s->inflight_bytes += j->bytes;
+	if (oversized(s, j)) {
+		s->oversized++;
+		s->oversized_bytes += j->bytes;
+	}
 	s->handed++;
 	s->handed_prio[p]++;
 	j->dprev = NULL;
@@ -275,37 +299,80 @@ static void unhand(gm_sched *s, gm_sched_job *j)
 }
 
 /* Whether j may start now: the engine is idle, or j fits the budget
- * beside what it runs. */
+ * beside what it runs; a job larger than the whole byte budget fits
+ * beside any others but another such job, and takes none of the bytes
+ * (the engines run it in pieces or out of core: see gm_sched.h). */
 static int fits(const gm_sched *s, const gm_sched_job *j)
 {
-	return s->inflight == 0 ||
-	       (s->inflight < s->budget.jobs &&
-		s->inflight_bytes + j->bytes <= s->budget.bytes);
+	if (s->inflight == 0)
+		return 1;
+	if (s->inflight >= s->budget.jobs)
+		return 0;
+	if (oversized(s, j))
+		return s->oversized == 0;
+	return s->inflight_bytes - s->oversized_bytes + j->bytes <=
+	       s->budget.bytes;
 }
 
-/* Moves the jobs whose turn it is into the wave while they fit; returns
- * how many. Stops at the first job that does not fit, its connection
- * keeping its turn, so a large job is never starved by smaller ones. */
+/* Moves j, whose turn it is at priority p, into the wave. */
+static void start_job(gm_sched *s, gm_sched_job *j, unsigned p, double now,
+		      size_t *n)
+{
+	gm_fairq_take(s->q, p);
+	hand(s, j, now);
+	j->t.start_seq = ++s->started;
+	s->wave[(*n)++] = &j->job;
+	if (j == s->waiting) {
+		s->waiting = NULL;
+		s->passed = 0;
+	}
+}
+
+/* Whether j, which does not wait for room itself, may start past the
+ * job that does (s->waiting): it fits, and the bytes started past that
+ * job stay within PASS_SHARE of the budget. */
+static int may_pass(const gm_sched *s, const gm_sched_job *j)
+{
+	return fits(s, j) &&
+	       s->passed + j->bytes <= s->budget.bytes / PASS_SHARE;
+}
+
+/*
+ * Moves the jobs whose turn it is into the wave while they fit; returns
+ * how many. The first that does not fit keeps its turn (s->waiting);
+ * the jobs of other connections and lower priorities that fit start
+ * past it, up to a bounded number of bytes until it starts, so that it
+ * waits at most for the work ahead of it and that much more, never
+ * starved by smaller ones, while they do not wait for all of it.
+ */
 static size_t fill_wave(gm_sched *s, double now)
 {
+	gm_sched_job *j, *blocked = NULL;
 	size_t n = 0;
-	gm_sched_job *j;
 
 	for (int p = GM_BATCH_PRIO_MAX; p >= 0; p--) {
 		while ((j = gm_fairq_peek(s->q, (unsigned)p)) != NULL) {
 			if (expired(j, now)) {
 				gm_fairq_remove(s->q, j);
 				fail_job(s, j, GM_ETIMEDOUT, GM_EXPIRED_MSG);
-				continue;
+			} else if (blocked == NULL && fits(s, j)) {
+				start_job(s, j, (unsigned)p, now, &n);
+			} else if (blocked == NULL) {
+				blocked = j;
+				if (s->waiting != j) {
+					s->waiting = j;
+					s->passed = 0;
+				}
+				gm_fairq_hold(s->q, (unsigned)p);
+			} else if (may_pass(s, j)) {
+				s->passed += j->bytes;
+				start_job(s, j, (unsigned)p, now, &n);
+			} else {
+				gm_fairq_hold(s->q, (unsigned)p);
 			}
-			if (!fits(s, j))
-				return n;
-			gm_fairq_take(s->q, (unsigned)p);
-			hand(s, j, now);
-			j->t.start_seq = ++s->started;
-			s->wave[n++] = &j->job;
 		}
 	}
+	gm_fairq_unhold(s->q);
 	return n;
 }
 
@@ -315,6 +382,10 @@ static void take_back(gm_sched *s, gm_sched_job *j)
 	unhand(s, j);
 	s->inflight--;
 	s->inflight_bytes -= j->bytes;
+	if (oversized(s, j)) {
+		s->oversized--;
+		s->oversized_bytes -= j->bytes;
+	}
 }
 
 /* Takes back a job the engine never took or never started: it has no
@@ -495,6 +566,11 @@ uint64_t gm_sched_in_queue_prio(const gm_sched *s, unsigned prio)
 uint64_t gm_sched_inflight_bytes(const gm_sched *s)
 {
 	return s->inflight_bytes;
+}
+
+uint64_t gm_sched_oversized_bytes(const gm_sched *s)
+{
+	return s->oversized_bytes;
 }
 
 uint64_t gm_sched_requests(const gm_sched *s)

@@ -12,14 +12,22 @@
  * busy, priorities still decide what starts next, and the small jobs of
  * one request still reach the engine together, where they are batched.
  * Within a priority each connection has its own FIFO and the connections
- * take turns, one job each, so that one client flooding the queue cannot
- * starve another at the same priority; jobs of one connection start in
- * the order they came.
+ * take turns by work (gm_fairq.h): each gets an equal share of the work
+ * started while it has jobs waiting, whether it sends few huge jobs or
+ * many small ones, so one client flooding the queue cannot starve
+ * another at the same priority; jobs of one connection start in the
+ * order they came.
  *
- * A job that does not fit in the budget stops the whole wave until work
- * comes back, and its connection keeps its turn, so a large job is never
- * starved by smaller ones of its priority or below; a job larger than
- * the whole budget starts alone.
+ * A job that does not fit in the budget keeps its connection's turn
+ * until work comes back; jobs of other connections and lower priorities
+ * that fit start past it, but only up to a quarter of the byte budget
+ * until it starts, so a large job is never starved by smaller ones of
+ * its priority or below, and small jobs do not wait for it. A job larger than
+ * the whole byte budget starts beside the others, one such job at a
+ * time, and takes none of the bytes: the engines run it in pieces (CPU:
+ * small jobs run between them) or out of core (CUDA: through its share
+ * of device memory, other jobs in the rest), so the jobs behind it need
+ * not wait for all of it.
  *
  * A job handed to the engine may still wait there (the engine's own
  * queue, device memory): it counts as queued until the engine starts it
@@ -163,6 +171,9 @@ uint64_t gm_sched_queued_prio(const gm_sched *s, unsigned prio);
  * (at priority prio), which its depth and limits bound. */
 uint64_t gm_sched_on_engine(const gm_sched *s);
 uint64_t gm_sched_inflight_bytes(const gm_sched *s);
+/* Of those bytes, the job's larger than the whole byte budget, which
+ * the budget does not count (at most one such job is on the engine). */
+uint64_t gm_sched_oversized_bytes(const gm_sched *s);
 uint64_t gm_sched_in_queue(const gm_sched *s);
 uint64_t gm_sched_in_queue_prio(const gm_sched *s, unsigned prio);
 

@@ -8,14 +8,19 @@
  * add up to their totals.
  *
  * A "blocker" is one job sized, by a calibration run, to keep the CPU
- * engine (one BLAS thread) busy for about BLOCK_S seconds, and the host
- * pool is made large enough for it and the small jobs beside it (a
- * request waiting for pool bytes waits in arrival order, before the
- * scheduler sees it): whatever is sent while it runs waits in the queue,
- * and starts, in the scheduler's order, once it is done. That order is
- * read from each job's start_seq, the daemon's own numbering of the jobs
- * it hands to its engine: replies on two connections may arrive either
- * way round, and callbacks run on the library's threads.
+ * engine (one BLAS thread) busy for about BLOCK_S seconds, larger than
+ * the scheduler's whole budget of bytes in flight (so it starts beside
+ * others), followed by a "filler" that takes that budget, so that
+ * whatever is sent while they run waits in the scheduler's queue, and
+ * starts, in the scheduler's order, once the filler is done. The daemon
+ * runs each job whole here (cpu_piece_us at its most): the order these
+ * tests read is the scheduler's, not the engine's turns between pieces
+ * (test_fair.c has those). The host pool is made large enough for both
+ * and the small jobs beside them (a request waiting for pool bytes waits
+ * in arrival order, before the scheduler sees it). The order is read
+ * from each job's start_seq, the daemon's own numbering of the jobs it
+ * hands to its engine: replies on two connections may arrive either way
+ * round, and callbacks run on the library's threads.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -38,8 +43,14 @@
 #define DEADLINE_MS 200
 #define PHASE_S	    0.15 /* work of each job of test_phases_add_up */
 #define SMALLS_ROOM (64ull * 3 * SMALL * SMALL * 8) /* 64 small jobs */
+/* The CPU engine's budget of bytes in flight (gm_daemon.c's
+ * CPU_BUDGET_BYTES): a job over it is run beside others. */
+#define BUDGET_BYTES (64ull << 20)
+/* The filler, 3 * 1660^2 doubles: within that budget by less than a
+ * small job's 3 * 300^2, so that none fits beside it. */
+#define FILLER_N 1660
 
-static uint32_t blocker_n = 1500; /* set by calibrate() */
+static uint32_t blocker_n = 1700; /* set by calibrate() */
 static char pool_arg[64];	  /* pool_bytes=..., for the blocker */
 
 /* Every job through the socket and the pool, whose order is the
@@ -88,7 +99,23 @@ static void send_job(gemmd_client *c, slot *s, int prio, uint32_t dl_ms)
 	    GM_OK);
 }
 
-/* Starts a blocker on c and returns once the engine runs it. */
+/* The filler behind the blocker under way, and the jobs it adds to
+ * jobs.queued (1 while it waits behind the blocker, else 0). */
+static slot filler;
+static int queued_base;
+
+/* Waits until the daemon has at least n jobs queued besides the
+ * filler. */
+static void wait_queued(gemmd_client *c, double n)
+{
+	n += queued_base;
+	for (int i = 0; i < 5000 && it_stat(c, "jobs.queued") < n; i++)
+		usleep(1000);
+	assert_true(it_stat(c, "jobs.queued") >= n);
+}
+
+/* Starts a blocker on c and its filler, and returns once the engine
+ * runs the blocker with the filler handed to it, waiting. */
 static void send_blocker(gemmd_client *c, slot *s)
 {
 	it_job(&s->job, blocker_n, blocker_n, blocker_n, 1);
@@ -96,14 +123,22 @@ static void send_blocker(gemmd_client *c, slot *s)
 	for (int i = 0; i < 5000 && it_stat(c, "jobs.inflight") < 1; i++)
 		usleep(1000);
 	assert_true(it_stat(c, "jobs.inflight") >= 1);
+	memset(&filler, 0, sizeof(filler));
+	it_job(&filler.job, FILLER_N, FILLER_N, FILLER_N, 2);
+	send_job(c, &filler, GEMMD_PRIORITY_DEFAULT, 0);
+	queued_base = 0;
+	wait_queued(c, 1);
+	queued_base = 1;
 }
 
-/* Waits until the daemon has at least n jobs queued. */
-static void wait_queued(gemmd_client *c, double n)
+/* Waits for the blocker s and its filler to end. */
+static void end_blocker(slot *s)
 {
-	for (int i = 0; i < 5000 && it_stat(c, "jobs.queued") < n; i++)
-		usleep(1000);
-	assert_true(it_stat(c, "jobs.queued") >= n);
+	wait_done(s);
+	wait_done(&filler);
+	queued_base = 0;
+	assert_int_equal(filler.job.status, GM_OK);
+	it_job_free(&filler.job);
 }
 
 /* Sends a small job on c and waits (asking on stats) until it is the
@@ -131,12 +166,15 @@ static int by_seq(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* Starts gemmd with one BLAS thread, the blocker's pool and extra
- * arguments, and opens a client on its ipc:// socket. */
+/* Starts gemmd with one BLAS thread running each job whole, the
+ * blocker's pool and extra arguments, and opens a client on its ipc://
+ * socket. */
 static gemmd_client *start(it_daemon *d, const char *const *extra)
 {
-	const char *args[24] = {"--set", "cpu_threads=1", "--set", pool_arg};
-	int n = 4;
+	const char *args[24] = {"--set", "cpu_threads=1",
+				"--set", "cpu_piece_us=10000000",
+				"--set", pool_arg};
+	int n = 6;
 	gemmd_client *c;
 
 	for (int i = 0; extra != NULL && extra[i] != NULL; i++)
@@ -224,7 +262,7 @@ static void test_priority_order(void **state)
 		queue_small(cs, c, &hi[i], 20 + i, 3, N + i + 1);
 	/* Still on the blocker, else the order would prove nothing. */
 	assert_int_equal(it_stat(c, "jobs.inflight"), 1);
-	wait_done(&blk);
+	end_blocker(&blk);
 	for (int i = 0; i < N; i++) {
 		wait_done(&lo[i]);
 		wait_done(&hi[i]);
@@ -273,7 +311,7 @@ static void test_deadline_while_busy(void **state)
 	assert_int_equal(late.job.status, GM_ETIMEDOUT);
 	assert_true(it_job_untouched(&late.job));
 	assert_true(ms >= DEADLINE_MS - 1 && ms < DEADLINE_MS + 150);
-	wait_done(&blk);
+	end_blocker(&blk);
 	wait_done(&after);
 	/* The blocker is too large to check here in reasonable time. */
 	assert_int_equal(blk.job.status, GM_OK);
@@ -313,7 +351,7 @@ static void test_fairness(void **state)
 		queue_small(cb, c, &b[i], 40 + i, GEMMD_PRIORITY_DEFAULT,
 			    N + i + 1);
 	assert_int_equal(it_stat(c, "jobs.inflight"), 1);
-	wait_done(&blk);
+	end_blocker(&blk);
 	for (int i = 0; i < N; i++) {
 		wait_done(&a[i]);
 		wait_done(&b[i]);
@@ -368,7 +406,7 @@ static void test_priority_limit(void **state)
 			    "queue_depth_per_priority[0]=1");
 	queue_small(c, c, &p1, 5, 1, 2);
 	assert_int_equal(it_stat(c, "jobs.inflight"), 1);
-	wait_done(&blk);
+	end_blocker(&blk);
 	wait_done(&p0);
 	wait_done(&p1);
 	assert_true(it_job_ok(&p0.job) && it_job_ok(&p1.job));
@@ -606,7 +644,7 @@ static void test_drain_resume(void **state)
 	assert_int_equal(gemmd_job_status(c, did, &in, TIMEOUT_MS), GM_OK);
 	assert_int_equal(in.state, GEMMD_JOB_QUEUED);
 
-	wait_done(&blk);
+	end_blocker(&blk);
 	for (int i = 0; i < 2; i++) {
 		wait_done(&q[i]);
 		assert_true(it_job_ok(&q[i].job));
@@ -681,7 +719,7 @@ static void test_phases_add_up(void **state)
 		it_job(&j[i].job, n, n, n, 70 + i);
 		send_job(cs, &j[i], GEMMD_PRIORITY_DEFAULT, 0);
 	}
-	wait_done(&blk);
+	end_blocker(&blk);
 	for (int i = 0; i < N; i++)
 		wait_done(&j[i]);
 	t1 = it_now_us();
@@ -717,8 +755,8 @@ static void test_phases_add_up(void **state)
 /*
  * Sizes the blocker from the engine's speed on this host: one 400^3 job
  * with one BLAS thread gives the rate; the blocker is the cube that
- * takes BLOCK_S at it, and the pool is made large enough for it and
- * SMALLS_ROOM more.
+ * takes BLOCK_S at it (at least 1700^3, over the budget), and the pool
+ * is made large enough for it, the filler and SMALLS_ROOM more.
  */
 static int calibrate(void **state)
 {
@@ -739,8 +777,10 @@ static int calibrate(void **state)
 			return -1;
 	flops_per_us = 2.0 * 400 * 400 * 400 / j.t.kernel_us;
 	n = cbrt(BLOCK_S * 1e6 * flops_per_us / 2.0);
-	blocker_n = (uint32_t)(n < 800 ? 800 : n > 4000 ? 4000 : n);
-	bytes = 3ull * blocker_n * blocker_n * 8 + SMALLS_ROOM;
+	/* Over the budget, so that it starts beside the filler. */
+	blocker_n = (uint32_t)(n < 1700 ? 1700 : n > 4000 ? 4000 : n);
+	bytes = 3ull * blocker_n * blocker_n * 8 + SMALLS_ROOM +
+		3ull * FILLER_N * FILLER_N * 8;
 	snprintf(pool_arg, sizeof(pool_arg), "pool_bytes=%llu",
 		 (unsigned long long)(((bytes >> 20) + 1) << 20));
 	print_message("%.1f GFLOP/s on one thread: blocker %u^3, %s\n",

@@ -84,6 +84,7 @@ static void assert_config_equal(const gm_config *a, const gm_config *b)
 	assert_int_equal(a->engine.kernel, b->engine.kernel);
 	assert_int_equal(a->engine.mapped_output, b->engine.mapped_output);
 	assert_int_equal(a->engine.cpu_threads, b->engine.cpu_threads);
+	assert_int_equal(a->engine.cpu_piece_us, b->engine.cpu_piece_us);
 	assert_int_equal(a->engine.spin_us, b->engine.spin_us);
 	assert_int_equal(a->engine.ooc_share_pct, b->engine.ooc_share_pct);
 	assert_int_equal(a->regions, b->regions);
@@ -231,6 +232,7 @@ static void test_defaults(void **state)
 	assert_int_equal(c.engine.kernel, GM_KERNEL_CUBLAS);
 	assert_int_equal(c.engine.mapped_output, 0);
 	assert_int_equal(c.engine.cpu_threads, 0);
+	assert_int_equal(c.engine.cpu_piece_us, GM_CPU_PIECE_US);
 	assert_int_equal(c.engine.spin_us, GM_SPIN_US);
 	assert_int_equal(c.engine.ooc_share_pct, GM_OOC_SHARE_PCT);
 	assert_int_equal(c.regions, 1);
@@ -320,6 +322,7 @@ static void test_set_every_key(void **state)
 	    {"kernel", "tiled"},
 	    {"mapped_output", "true"},
 	    {"cpu_threads", "12"},
+	    {"cpu_piece_us", "5000"},
 	    {"spin_us", "50"},
 	    {"ooc_share_percent", "60"},
 	    {"metrics_listen", "127.0.0.1:9464"},
@@ -384,6 +387,8 @@ static void test_bounds_and_sizes(void **state)
 	    {"max_dim", "1048576", 1048576},
 	    {"cpu_threads", "0", 0},
 	    {"cpu_threads", "1024", 1024},
+	    {"cpu_piece_us", "100", 100},
+	    {"cpu_piece_us", "10000000", 10000000},
 	    {"spin_us", "0", 0},
 	    {"spin_us", "100000", 100000},
 	    {"ooc_share_percent", "10", 10},
@@ -998,6 +1003,8 @@ static const struct bad_doc {
     /* A good key before a bad one must not stick. */
     {"{\"kernel\": \"tiled\", \"streams\": 2, \"cpu_threads\": 2000}",
      GM_ECONFIG, "config key \"cpu_threads\": 2000 is out of range 0..1024"},
+    {"{\"cpu_piece_us\": 99}", GM_ECONFIG,
+     "config key \"cpu_piece_us\": 99 is out of range 100..10000000"},
     {"[1, 2]", GM_ECONFIG,
      "config document: expected a JSON object, got [1,2]"},
     {"\"streams\"", GM_ECONFIG,

@@ -1,10 +1,12 @@
 /*
  * test_fairq.c - gm_fairq, the waiting jobs of the scheduler: FIFO per
- * connection, connections taking turns within a priority, a newcomer
- * served after those already waiting, a job that is peeked but not taken
- * keeping its connection's turn, removal from anywhere, removal by a
- * predicate, and the counts, on a queue filled to its capacity. Jobs
- * here are bare gm_sched_job records: nothing runs.
+ * connection, connections taking turns within a priority, by work (a
+ * table of job sizes: huge jobs against small ones get equal work, not
+ * equal jobs), a newcomer served after those that had no more than it,
+ * a job that is peeked but not taken keeping its connection's turn,
+ * removal from anywhere, removal by a predicate, and the counts, on a
+ * queue filled to its capacity. Jobs here are bare gm_sched_job records:
+ * nothing runs.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,10 +16,11 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <math.h>
 
 #include "gm_fairq.h"
 
-#define CAP 64
+#define CAP 512
 
 static gm_sched_request reqs[CAP];
 static gm_sched_job jobs[CAP];
@@ -103,9 +106,10 @@ static void test_priorities_apart(void **state)
 	gm_fairq_destroy(q);
 }
 
-/* A connection that arrives while others wait is served after each of
- * them has had its turn; one whose flow emptied and refills queues
- * behind them again. */
+/* A connection that arrives while others wait starts at the tag of the
+ * last job taken: after those that have had no more than that (b, which
+ * has had nothing yet), before those that have had more (a); one whose
+ * flow emptied and refills starts again at that clock. */
 static void test_newcomer_last(void **state)
 {
 	gm_fairq *q = open_q();
@@ -118,9 +122,9 @@ static void test_newcomer_last(void **state)
 	gm_fairq_push(q, b1);
 	gm_fairq_push(q, b2);
 	assert_ptr_equal(gm_fairq_take(q, 2), a1);
-	/* The turn is b's: c joins the ring behind a. */
+	/* a has had one job, b and c none: b (there first), c, then a. */
 	gm_fairq_push(q, c1);
-	expect_order(q, 2, (gm_sched_job *[]){b1, a2, c1, b2}, 4);
+	expect_order(q, 2, (gm_sched_job *[]){b1, c1, a2, b2}, 4);
 	gm_fairq_push(q, a3);
 	expect_order(q, 2, (gm_sched_job *[]){a3}, 1);
 	gm_fairq_destroy(q);
@@ -210,6 +214,126 @@ static void test_full(void **state)
 	gm_fairq_destroy(q);
 }
 
+/* A job of work times GM_FAIRQ_JOB_WORK: its FLOPs (m alone) and bytes
+ * make up the rest. */
+static gm_sched_job *job_of(uint32_t conn, uint32_t m, uint64_t bytes)
+{
+	gm_sched_job *j = job(conn, 1);
+
+	j->job.d.m = m;
+	j->job.d.n = j->job.d.k = m != 0 ? 1 : 0;
+	j->bytes = bytes;
+	return j;
+}
+
+/* Heavy jobs of one connection against light ones (GM_FAIRQ_JOB_WORK
+ * each) of another: ratio light jobs between two heavy ones. */
+struct work_case {
+	uint32_t m;	/* heavy: 2m FLOPs */
+	uint64_t bytes; /* and bytes */
+	unsigned ratio; /* heavy work over light */
+};
+
+static const struct work_case works[] = {
+    {0, 0, 1},		       /* equal: one each */
+    {0, 1u << 18, 2},	       /* 2^18 bytes count 2^20 */
+    {3u << 19, 0, 4},	       /* 3 * 2^20 FLOPs */
+    {99u << 19, 0, 100},       /* a hundred times the work */
+    {15u << 19, 1u << 18, 17}, /* FLOPs and bytes */
+};
+
+/*
+ * A connection with three heavy jobs against one with many light ones:
+ * they start heavy, ratio light, heavy, ... (the heavy one first: both
+ * start at the same tag, it came first), and while both wait, the work
+ * each has had differs by at most one heavy job. Then the light
+ * connection's rest.
+ */
+static void test_work(void **state)
+{
+	(void)state;
+	for (size_t c = 0; c < sizeof(works) / sizeof(works[0]); c++) {
+		const struct work_case *w = &works[c];
+		gm_fairq *q = open_q();
+		gm_sched_job *heavy[3], *light[3 * 100 + 5];
+		unsigned nlight = 3 * w->ratio + 5, li = 0;
+		double got[2] = {0, 0}, unit = GM_FAIRQ_JOB_WORK;
+
+		for (int i = 0; i < 3; i++)
+			gm_fairq_push(q, heavy[i] = job_of(1, w->m, w->bytes));
+		for (unsigned i = 0; i < nlight; i++)
+			gm_fairq_push(q, light[i] = job_of(2, 0, 0));
+		assert_true(gm_fairq_work(heavy[0]) == w->ratio * unit);
+		assert_true(gm_fairq_work(light[0]) == unit);
+		for (int h = 0; h < 3; h++) {
+			gm_sched_job *j = gm_fairq_take(q, 1);
+
+			assert_ptr_equal(j, heavy[h]);
+			got[0] += gm_fairq_work(j);
+			for (unsigned i = 0; i < w->ratio; i++) {
+				assert_ptr_equal(gm_fairq_take(q, 1),
+						 light[li++]);
+				got[1] += unit;
+				assert_true(fabs(got[0] - got[1]) <=
+					    w->ratio * unit);
+			}
+		}
+		expect_order(q, 1, &light[li], nlight - li);
+		gm_fairq_destroy(q);
+	}
+}
+
+/* A connection whose flow empties keeps no credit and no debt: after a
+ * huge job, back with a small one, it starts at the tag of the last job
+ * taken, beside a connection that never left. */
+static void test_no_credit(void **state)
+{
+	gm_fairq *q = open_q();
+	gm_sched_job *huge = job_of(1, 99u << 19, 0), *b1 = job_of(2, 0, 0);
+	gm_sched_job *b2 = job_of(2, 0, 0), *b3 = job_of(2, 0, 0);
+	gm_sched_job *a2 = job_of(1, 0, 0);
+
+	(void)state;
+	gm_fairq_push(q, huge);
+	gm_fairq_push(q, b1);
+	gm_fairq_push(q, b2);
+	gm_fairq_push(q, b3);
+	assert_ptr_equal(gm_fairq_take(q, 1), huge); /* 1 leaves */
+	assert_ptr_equal(gm_fairq_take(q, 1), b1);
+	/* The clock is b1's start (0): a comes back at 0, b is at 1. */
+	gm_fairq_push(q, a2);
+	expect_order(q, 1, (gm_sched_job *[]){a2, b2, b3}, 3);
+	gm_fairq_destroy(q);
+}
+
+/* A flow held aside shows the next one's job; removing a held flow's
+ * last job drops it; unholding puts the others back by their tags. */
+static void test_hold(void **state)
+{
+	gm_fairq *q = open_q();
+	gm_sched_job *a1 = job(1, 2), *b1 = job(2, 2), *c1 = job(3, 2);
+	gm_sched_job *c2 = job(3, 2), *d1 = job(4, 2);
+
+	(void)state;
+	gm_fairq_push(q, a1);
+	gm_fairq_push(q, b1);
+	gm_fairq_push(q, c1);
+	gm_fairq_push(q, c2);
+	gm_fairq_push(q, d1);
+	gm_fairq_hold(q, 2);
+	assert_ptr_equal(gm_fairq_peek(q, 2), b1);
+	gm_fairq_hold(q, 2);
+	assert_ptr_equal(gm_fairq_take(q, 2), c1); /* c has had a job */
+	assert_ptr_equal(gm_fairq_peek(q, 2), d1);
+	gm_fairq_hold(q, 2);
+	assert_ptr_equal(gm_fairq_peek(q, 2), c2);
+	gm_fairq_remove(q, b1); /* held, and its last job */
+	gm_fairq_unhold(q);
+	assert_int_equal(gm_fairq_total(q), 3);
+	expect_order(q, 2, (gm_sched_job *[]){a1, d1, c2}, 3);
+	gm_fairq_destroy(q);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -219,6 +343,9 @@ int main(void)
 	    cmocka_unit_test(test_remove),
 	    cmocka_unit_test(test_remove_if),
 	    cmocka_unit_test(test_full),
+	    cmocka_unit_test(test_work),
+	    cmocka_unit_test(test_no_credit),
+	    cmocka_unit_test(test_hold),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

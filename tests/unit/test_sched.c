@@ -182,9 +182,12 @@ static void on_request_done(gm_sched_request *r, void *arg)
 static void check_books(void)
 {
 	uint64_t inflight = gm_sched_on_engine(h.sched);
+	uint64_t over = gm_sched_oversized_bytes(h.sched);
 
-	/* Within the budget, unless one job alone is over it. */
-	assert_true(gm_sched_inflight_bytes(h.sched) <= h.budget ||
+	/* Within the budget, but for one job over all of it, or one job
+	 * alone. */
+	assert_true(over == 0 || over > h.budget);
+	assert_true(gm_sched_inflight_bytes(h.sched) - over <= h.budget ||
 		    inflight == 1);
 	if (inflight > h.peak_inflight)
 		h.peak_inflight = inflight;
@@ -616,28 +619,48 @@ static void test_back_pressure(void **state)
 	}
 }
 
-/* A job larger than the whole budget waits until the engine is idle,
- * then runs alone; the jobs behind it wait for it. */
+/* One single-job request of connection conn. */
+static struct treq *conn_req(uint32_t conn, const struct shape *s)
+{
+	struct treq *tr = new_req_of(1, s);
+
+	tr->r->conn = conn;
+	return tr;
+}
+
+/*
+ * A job larger than the whole budget starts beside the others and takes
+ * none of the bytes, so that the jobs behind it keep starting in the
+ * budget; a second such job waits until the first is back, and the jobs
+ * of its connection behind it wait with it (their order), while another
+ * connection's still start.
+ */
 static void test_over_budget(void **state)
 {
 	const struct shape huge = {GM_FP64, 0, 0, 0, 0, 128, 128, 128};
-	const struct shape mixed[] = {SMALL, huge, SMALL};
-	struct treq *tr;
+	const struct shape mixed[] = {SMALL, huge, SMALL, huge, SMALL};
+	struct treq *tr, *other;
 
-	h_open(4 * cost_of(&SMALL), 8);
-	assert_true(cost_of(&huge) > 4 * cost_of(&SMALL));
-	tr = new_req(3, 1, 0, mixed, NELEMS(mixed));
+	h_open(2 * cost_of(&SMALL), 16);
+	assert_true(cost_of(&huge) > 2 * cost_of(&SMALL));
+	tr = new_req(5, 1, 0, mixed, NELEMS(mixed));
+	tr->r->conn = 1;
 	assert_int_equal(submit(tr), GM_OK);
-	assert_int_equal(gm_sched_on_engine(h.sched), 1);
+	/* SMALL, huge, SMALL: the second huge one waits for the first. */
+	assert_int_equal(gm_sched_on_engine(h.sched), 3);
 	assert_int_equal(gm_sched_in_queue(h.sched), 2);
-	take_one();
-	assert_int_equal(gm_sched_on_engine(h.sched), 1);
-	assert_int_equal(gm_sched_inflight_bytes(h.sched), cost_of(&huge));
-	take_one();
-	assert_int_equal(gm_sched_on_engine(h.sched), 1);
+	assert_int_equal(gm_sched_oversized_bytes(h.sched), cost_of(&huge));
+	assert_int_equal(gm_sched_inflight_bytes(h.sched),
+			 cost_of(&huge) + 2 * cost_of(&SMALL));
+	/* The budget's bytes are full: another connection's job waits for
+	 * them, not for the huge job. */
+	other = conn_req(2, &SMALL);
+	assert_int_equal(submit(other), GM_OK);
+	assert_int_equal(gm_sched_in_queue(h.sched), 3);
 	drain();
-	assert_int_equal(h.peak_inflight, 1);
+	assert_int_equal(h.peak_inflight, 3);
 	check_all_ok(tr);
+	check_all_ok(other);
 	h_close();
 }
 
@@ -773,41 +796,46 @@ static void test_priority(void **state)
 }
 
 /*
- * A job that does not fit now keeps its place: nothing behind it, nor of
- * a lower priority, starts in the room it is waiting for, so a large job
- * is never starved by small ones.
+ * A job that does not fit now keeps its place, and jobs of other
+ * connections and of lower priorities that fit start past it, up to a
+ * quarter of the budget's bytes until it starts; then nothing more
+ * passes, and it starts once the work ahead of it is back: a large job
+ * is never starved by small ones, nor do they all wait for it.
  */
 static void test_head_of_line(void **state)
 {
+	enum { PASS = 16, MORE = 4 };
 	const struct shape big = {GM_FP64, 0, 0, 0, 0, 64, 64, 64};
-	struct treq *blocker, *large, *small_hi, *small_lo;
+	struct treq *blocker, *large, *small_lo, *smalls;
 
-	h_open(cost_of(&big), 8);
-	blocker = new_req(1, 0, 0, &SMALL, 1);
+	h_open(cost_of(&big), 8 + PASS + MORE);
+	assert_int_equal(PASS * cost_of(&SMALL), cost_of(&big) / 4);
+	blocker = conn_req(1, &SMALL);
 	assert_int_equal(submit(blocker), GM_OK);
 	large = new_req(1, 3, 0, &big, 1);
+	large->r->conn = 2;
 	assert_int_equal(submit(large), GM_OK);
-	small_hi = new_req(1, 3, 0, &SMALL, 1);
-	assert_int_equal(submit(small_hi), GM_OK);
 	small_lo = new_req(1, 0, 0, &SMALL, 1);
+	small_lo->r->conn = 3;
 	assert_int_equal(submit(small_lo), GM_OK);
-	/* Room for both small ones is free, yet they wait. */
-	assert_true(h.budget - gm_sched_inflight_bytes(h.sched) >=
-		    2 * cost_of(&SMALL));
-	assert_int_equal(gm_sched_on_engine(h.sched), 1);
-	assert_int_equal(gm_sched_in_queue(h.sched), 3);
-	take_one();
-	assert_int_equal(gm_sched_on_engine(h.sched), 1);
-	assert_int_equal(gm_sched_in_queue(h.sched), 2);
+	smalls = new_req(PASS - 1 + MORE, 3, 0, &SMALL, 1);
+	smalls->r->conn = 4;
+	assert_int_equal(submit(smalls), GM_OK);
+	/* The low one and PASS - 1 of the high ones passed. */
+	assert_int_equal(gm_sched_on_engine(h.sched), 1 + PASS);
+	assert_int_equal(gm_sched_in_queue(h.sched), 1 + MORE);
 	drain();
-	assert_int_equal(h.nback, 4);
-	assert_ptr_equal(h.back[1], &large->r->jobs[0].job);
-	assert_ptr_equal(h.back[2], &small_hi->r->jobs[0].job);
-	assert_ptr_equal(h.back[3], &small_lo->r->jobs[0].job);
+	assert_int_equal(h.nback, 2 + PASS + MORE);
+	assert_int_equal(h.peak_inflight, 1 + PASS);
+	assert_ptr_equal(h.back[1], &small_lo->r->jobs[0].job);
+	assert_ptr_equal(h.back[1 + PASS], &large->r->jobs[0].job);
+	for (int i = 0; i < MORE; i++)
+		assert_ptr_equal(h.back[2 + PASS + i],
+				 &smalls->r->jobs[PASS - 1 + i].job);
 	check_all_ok(blocker);
 	check_all_ok(large);
-	check_all_ok(small_hi);
 	check_all_ok(small_lo);
+	check_all_ok(smalls);
 	h_close();
 }
 
@@ -894,15 +922,6 @@ static void test_stop(void **state)
 	h_close();
 }
 
-/* One single-job request of connection conn. */
-static struct treq *conn_req(uint32_t conn, const struct shape *s)
-{
-	struct treq *tr = new_req_of(1, s);
-
-	tr->r->conn = conn;
-	return tr;
-}
-
 /*
  * Two connections queue four jobs each behind a blocker at the same
  * priority, the first all of its own before the second any: they start
@@ -940,9 +959,9 @@ static void test_fairness(void **state)
 	h_close();
 }
 
-/* Back-pressure before fairness: a large job that does not fit keeps
- * its connection's turn, and another connection's small job waits
- * behind it although it would fit. */
+/* A large job that does not fit keeps its connection's turn, and
+ * another connection's small job that fits starts past it, although the
+ * large one came first. */
 static void test_fair_head_of_line(void **state)
 {
 	const struct shape big = {GM_FP64, 0, 0, 0, 0, 64, 64, 64};
@@ -955,11 +974,11 @@ static void test_fair_head_of_line(void **state)
 	assert_int_equal(submit(large), GM_OK);
 	small = conn_req(3, &SMALL);
 	assert_int_equal(submit(small), GM_OK);
-	assert_int_equal(gm_sched_on_engine(h.sched), 1);
-	assert_int_equal(gm_sched_in_queue(h.sched), 2);
+	assert_int_equal(gm_sched_on_engine(h.sched), 2);
+	assert_int_equal(gm_sched_in_queue(h.sched), 1);
 	drain();
-	assert_ptr_equal(h.back[1], &large->r->jobs[0].job);
-	assert_ptr_equal(h.back[2], &small->r->jobs[0].job);
+	assert_ptr_equal(h.back[1], &small->r->jobs[0].job);
+	assert_ptr_equal(h.back[2], &large->r->jobs[0].job);
 	check_all_ok(large);
 	check_all_ok(small);
 	h_close();

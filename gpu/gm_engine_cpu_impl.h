@@ -1,0 +1,87 @@
+/*
+ * gm_engine_cpu_impl.h - the CPU engine's state, shared by its two
+ * files: gm_engine_cpu.c (the gm_engine.h operations: open, submit,
+ * cancel, stats, close) and gm_cpu_worker.c (the threads that run the
+ * jobs). Private to gpu/.
+ */
+#ifndef GM_ENGINE_CPU_IMPL_H
+#define GM_ENGINE_CPU_IMPL_H
+
+#include <pthread.h>
+
+#include "gm_cpu_piece.h"
+#include "gm_crew.h"
+#include "gm_engine_impl.h"
+
+/*
+ * OpenBLAS 0.3 runs a GEMM with m n k <= 65536 * 4 (SMP_THRESHOLD_MIN
+ * times the default GEMM_MULTITHREAD_THRESHOLD, interface/gemm.c) on the
+ * calling thread alone: a 64^3 fp32 job takes 6.5 us with one BLAS
+ * thread or two on a 2-core host.
+ */
+#define SMALL_MNK (65536.0 * 4)
+/* Work below which waking the crew costs more than it saves: a
+ * helper's wake-up is tens of microseconds, 8 MFLOP about 100. */
+#define BURST_MIN_FLOPS (8.0 * 1024 * 1024)
+#define BURST_MAX	4096 /* jobs run as one burst, at most */
+#define SIDE_MAX	256  /* jobs the side thread takes at once */
+/* Jobs larger than a piece run in turns, a piece each, at most this
+ * many at once: one taken after another's start still has its first
+ * piece within a few pieces, and those not taken still wait where
+ * cancel and their deadlines reach them. */
+#define TURNS_MAX 4
+/* A first guess of what one BLAS thread does in a microsecond, in
+ * FLOPs, before the engine has timed its own pieces (fp64; fp32 twice):
+ * low, so that the first pieces are short rather than long. */
+#define RATE_GUESS 4000.0
+/* Pieces of fewer FLOPs are too short to time the BLAS by. */
+#define RATE_MIN_FLOPS 1e7
+
+/* A job larger than one piece, started and run a piece per turn. */
+struct turn {
+	gm_job *job;
+	gm_cpu_piece p;
+};
+
+struct cpu_engine {
+	struct gm_engine base; /* first: gm_engine.c casts back */
+	pthread_t worker, side;
+	pthread_mutex_t mu;	  /* guards everything below it */
+	pthread_cond_t wake;	  /* the worker's */
+	pthread_cond_t side_wake; /* the side thread's */
+	gm_job *head, *tail;
+	int stopping;
+	int warm;	   /* a warm-up is asked for */
+	int running;	   /* the worker is running jobs since busy_since */
+	double busy_since; /* host clock */
+	double busy_us;	   /* ended stretches of running */
+	int in_piece;	   /* the worker is in a large job's piece */
+	uint64_t jobs;	   /* atomic */
+	/* Set at open, read-only afterwards. */
+	void *arena;
+	uint64_t arena_bytes;
+	char name[64];
+	double piece_us;    /* a piece's length, by the rate below */
+	double piece_flops; /* a piece's FLOPs instead; 0: by piece_us */
+	/* The worker's: */
+	gm_crew *crew;
+	gm_job *burst[BURST_MAX];
+	gm_job *side_burst[SIDE_MAX]; /* the side thread's */
+	double rate[2]; /* FLOPs per us of fp64, fp32 pieces, timed */
+	struct turn turns[TURNS_MAX];
+	unsigned nturns;
+	unsigned cursor; /* turns[cursor] runs next; nturns: a new one */
+};
+
+/* The worker thread: runs the jobs submitted in rounds (see
+ * gm_engine_cpu.c) until stopping is set and every job is back. */
+void *gm_cpu_worker_main(void *arg);
+
+/* The side thread: while the worker is in a piece, runs the small jobs
+ * waiting, one after another, beside it; returns once stopping is set. */
+void *gm_cpu_worker_side(void *arg);
+
+/* Whether job is small: OpenBLAS runs it on the calling thread alone. */
+int gm_cpu_worker_small(const gm_job *job);
+
+#endif

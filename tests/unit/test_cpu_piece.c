@@ -1,0 +1,457 @@
+/*
+ * test_cpu_piece.c - the CPU engine's large jobs in pieces
+ * (gm_cpu_piece.h): how a job is cut (a table of shapes and piece
+ * sizes), results of jobs cut into many pieces against the long double
+ * reference for both dtypes, both layouts, every transpose pair, with
+ * and without C, C updated in place, several alpha and beta, odd sizes,
+ * and pieces re-aimed at other sizes on the way; and, through the engine the
+ * way the daemon drives it, small jobs run between a large job's pieces, large
+ * jobs taking turns, and cancel and deadlines reaching the jobs that wait while
+ * one runs in pieces. The order of events is fixed by holding the worker in the
+ * start callback, never by sleeping. GM_TEST_SEED replays a run's operands.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "gm_cpu_piece.h"
+#include "gm_engine.h"
+#include "gm_error.h"
+#include "gm_testref.h"
+
+static uint64_t rs;
+
+/* ---- jobs ---- */
+
+struct tjob {
+	gm_job job;
+	uint8_t *a, *b, *c, *out;
+	int back; /* order it came back in, from 1 */
+};
+
+/* A job with random A, B and C and a result poisoned with NaN; out is
+ * c itself when in_place. */
+static void make_job(struct tjob *t, int dtype, int layout, int ta, int tb,
+		     int has_c, int in_place, uint32_t m, uint32_t n,
+		     uint32_t k)
+{
+	size_t es = gm_testref_esize(dtype);
+	size_t mk = (size_t)m * k, kn = (size_t)k * n, mn = (size_t)m * n;
+	gm_job_desc *d = &t->job.d;
+
+	memset(t, 0, sizeof(*t));
+	*d = (gm_job_desc){.dtype = (uint8_t)dtype,
+			   .layout = (uint8_t)layout,
+			   .trans_a = (uint8_t)ta,
+			   .trans_b = (uint8_t)tb,
+			   .kernel = GM_KERNEL_CUBLAS,
+			   .flags = has_c ? GM_JOB_HAS_C : 0,
+			   .m = m,
+			   .n = n,
+			   .k = k,
+			   .alpha = 1.5,
+			   .beta = -0.75};
+	t->a = malloc(es * (mk + kn + 2 * mn));
+	assert_non_null(t->a);
+	t->b = t->a + es * mk;
+	t->c = t->b + es * kn;
+	t->out = t->c + es * mn;
+	gm_testref_fill(dtype, t->a, mk + kn + mn, &rs, NULL);
+	for (size_t i = 0; i < mn; i++)
+		gm_testref_put(dtype, t->out, i, NAN);
+	t->job.a = t->a;
+	t->job.b = t->b;
+	t->job.c = has_c ? t->c : NULL;
+	t->job.out = in_place ? t->c : t->out;
+	t->job.status = -1;
+}
+
+/* Checks t's result against the reference; a job updated in place
+ * compares against a copy of C taken before. */
+static void check_job(const struct tjob *t, const void *c_before)
+{
+	const gm_job_desc *d = &t->job.d;
+
+	assert_int_equal(t->job.status, GM_OK);
+	assert_true(gm_testref_check(
+	    &(gm_testref_gemm){.dtype = d->dtype,
+			       .layout = d->layout,
+			       .trans_a = d->trans_a,
+			       .trans_b = d->trans_b,
+			       .m = d->m,
+			       .n = d->n,
+			       .k = d->k,
+			       .alpha = d->alpha,
+			       .beta = d->beta,
+			       .a = t->a,
+			       .b = t->b,
+			       .c = d->flags & GM_JOB_HAS_C ? c_before : NULL,
+			       .out = t->job.out}));
+}
+
+/* ---- the engine, its callbacks and a gate in the start callback ---- */
+
+static struct {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int back;      /* jobs back */
+	int started;   /* jobs told started */
+	int hold;      /* the next start waits until released */
+	int holding;   /* a start is waiting */
+	gm_job *first; /* the job whose start was held */
+} ev = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, NULL};
+
+static void on_done(gm_job *job, void *arg)
+{
+	struct tjob *t = (struct tjob *)job;
+
+	(void)arg;
+	pthread_mutex_lock(&ev.mu);
+	t->back = ++ev.back;
+	pthread_cond_broadcast(&ev.cv);
+	pthread_mutex_unlock(&ev.mu);
+}
+
+/* Holds the worker in its first start while ev.hold is set, so that the
+ * test can submit and cancel with the worker at a known point. */
+static void on_start(gm_job *job, uint32_t n, void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&ev.mu);
+	ev.started += (int)n;
+	if (ev.hold) {
+		ev.first = job;
+		ev.holding = 1;
+		pthread_cond_broadcast(&ev.cv);
+		while (ev.hold)
+			pthread_cond_wait(&ev.cv, &ev.mu);
+		ev.holding = 0;
+	}
+	pthread_mutex_unlock(&ev.mu);
+}
+
+static void wait_back(int n)
+{
+	pthread_mutex_lock(&ev.mu);
+	while (ev.back < n)
+		pthread_cond_wait(&ev.cv, &ev.mu);
+	pthread_mutex_unlock(&ev.mu);
+}
+
+static void wait_holding(void)
+{
+	pthread_mutex_lock(&ev.mu);
+	while (!ev.holding)
+		pthread_cond_wait(&ev.cv, &ev.mu);
+	pthread_mutex_unlock(&ev.mu);
+}
+
+static void release(void)
+{
+	pthread_mutex_lock(&ev.mu);
+	ev.hold = 0;
+	pthread_cond_broadcast(&ev.cv);
+	pthread_mutex_unlock(&ev.mu);
+}
+
+/* A CPU engine whose pieces are flops each, on threads BLAS threads. */
+static gm_engine *open_engine(uint64_t flops, unsigned threads, int hold)
+{
+	gm_engine_config cfg = {.kind = GM_ENGINE_CPU,
+				.pool_bytes = 1u << 20,
+				.cpu_threads = threads,
+				.cpu_piece_flops = flops};
+	gm_engine *e = NULL;
+	char msg[128] = "";
+
+	assert_int_equal(
+	    gm_engine_open(&cfg, on_done, NULL, &e, msg, sizeof(msg)), GM_OK);
+	gm_engine_on_start(e, on_start);
+	pthread_mutex_lock(&ev.mu);
+	ev.back = ev.started = ev.holding = 0;
+	ev.hold = hold;
+	ev.first = NULL;
+	pthread_mutex_unlock(&ev.mu);
+	return e;
+}
+
+static void submit(gm_engine *e, struct tjob *t)
+{
+	gm_job *job = &t->job;
+
+	assert_int_equal(gm_engine_submit(e, &job, 1), GM_OK);
+}
+
+/* ---- how jobs are cut ---- */
+
+struct plan_case {
+	uint32_t m, n, k;
+	double flops;
+	uint32_t rows, cols;
+	uint64_t count;
+};
+
+/* Panels of whole rows while a row of blocks of GM_CPU_PIECE_EDGE rows
+ * fits the piece, evened out; blocks of at least the edge across when
+ * rows are too long; a job no larger than a piece, or smaller than one
+ * edge-sized block, is one piece. */
+static const struct plan_case plans[] = {
+    {100, 100, 100, INFINITY, 100, 100, 1},
+    {100, 100, 100, 2e6, 100, 100, 1},	   /* exactly one piece */
+    {300, 200, 1000, 4e7, 100, 200, 3},	   /* 100 rows a piece */
+    {1000, 100, 50, 640000, 63, 100, 16},  /* 64 rows, evened: 63 */
+    {10, 1000, 10, 6000, 10, 63, 16},	   /* 64 across, evened */
+    {67, 1031, 17, 217600, 34, 172, 12},   /* 2 x 6 blocks */
+    {7, 13, 5, 1, 7, 13, 1},		   /* under one edge block */
+    {3000, 3000, 3000, 1e9, 64, 1500, 94}, /* 3000^3 at 1 GFLOP */
+    {1, 100000, 64, 1e6, 1, 7693, 13},	   /* one row, long */
+    {100000, 1, 64, 1e6, 7693, 1, 13},	   /* one column, tall */
+};
+
+static void test_plan(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(plans) / sizeof(plans[0]); i++) {
+		const struct plan_case *c = &plans[i];
+		gm_job_desc d = {
+		    .dtype = GM_FP64, .m = c->m, .n = c->n, .k = c->k};
+		gm_cpu_operands op = {0};
+		gm_cpu_piece p;
+
+		gm_cpu_piece_plan(&p, &d, &op, 0.0, c->flops);
+		print_message("case %zu: %ux%ux%u at %g: %ux%u x %llu\n", i,
+			      c->m, c->n, c->k, c->flops, p.rows, p.cols,
+			      (unsigned long long)gm_cpu_piece_count(&p));
+		assert_int_equal(p.rows, c->rows);
+		assert_int_equal(p.cols, c->cols);
+		assert_int_equal(gm_cpu_piece_count(&p), c->count);
+		assert_false(gm_cpu_piece_done(&p));
+	}
+}
+
+/* ---- results ---- */
+
+/* Every dtype, layout, transpose pair, C (none, apart, in place) and
+ * alpha/beta pair of one shape, each job in pieces of flops, one job
+ * after another; the pieces cover C once each (the NaN poison shows a
+ * block left out, the reference one run twice or misplaced). */
+static void run_cut(uint32_t m, uint32_t n, uint32_t k, double flops)
+{
+	static const double ab[][2] = {{1.5, -0.75}, {-1.0, 0.0}, {0.5, 1.0}};
+	gm_engine *e = open_engine((uint64_t)flops, 0, 0);
+	int back = 0;
+
+	for (int i = 0; i < 2 * 2 * 4 * 3; i++) {
+		int dtype = i & 1 ? GM_FP32 : GM_FP64, c = (i >> 4) % 3;
+		struct tjob t;
+		void *c_before;
+		size_t cbytes = gm_testref_esize(dtype) * m * n;
+
+		make_job(&t, dtype, (i >> 1) & 1, (i >> 2) & 1, (i >> 3) & 1,
+			 c != 0, c == 2, m, n, k);
+		t.job.d.alpha = ab[i % 3][0];
+		t.job.d.beta = ab[i % 3][1];
+		c_before = malloc(cbytes);
+		assert_non_null(c_before);
+		memcpy(c_before, t.c, cbytes);
+		submit(e, &t);
+		wait_back(++back);
+		check_job(&t, c_before);
+		free(c_before);
+		free(t.a);
+	}
+	gm_engine_close(e);
+}
+
+/* 5 panels of 52 rows; 2 x 6 blocks; rows of 3 in 11 blocks of 64. */
+static void test_cut_panels(void **state)
+{
+	(void)state;
+	run_cut(257, 129, 65, 2.0 * 65 * 129 * 64);
+}
+
+static void test_cut_blocks(void **state)
+{
+	(void)state;
+	run_cut(67, 1031, 17, 2.0 * 17 * 6400);
+}
+
+static void test_cut_thin(void **state)
+{
+	(void)state;
+	run_cut(3, 701, 33, 2.0 * 33 * 64);
+}
+
+/* A job whose pieces are re-aimed between any two of them, as the
+ * engine does when its timed rate moves: bands of other heights, blocks
+ * of other widths, C still covered once, for both dtypes and layouts,
+ * run on the calling thread through gm_cpu_piece alone. */
+static void test_aim(void **state)
+{
+	static const double aims[] = {2.0 * 37 * 64 * 70, 2.0 * 37 * 9000,
+				      2.0 * 37 * 64 * 64, 2.0 * 37 * 517 * 90};
+
+	(void)state;
+	for (int i = 0; i < 4; i++) {
+		struct tjob t;
+		gm_cpu_piece p;
+		unsigned runs = 0;
+
+		make_job(&t, i & 1 ? GM_FP32 : GM_FP64, i >> 1, 1, 0, 1, 0, 203,
+			 517, 37);
+		assert_int_equal(gm_cpu_piece_prepare(&p, &t.job, aims[0]),
+				 GM_OK);
+		while (!gm_cpu_piece_done(&p)) {
+			gm_cpu_piece_aim(&p, aims[(runs + (unsigned)i) % 4]);
+			assert_true(gm_cpu_piece_run(&p) > 0.0);
+			runs++;
+		}
+		assert_true(runs > 4);
+		t.job.status = GM_OK;
+		check_job(&t, t.c);
+		free(t.a);
+	}
+}
+
+/* ---- the engine between pieces ---- */
+
+/* A large fp64 job, cut into 7 x 7 blocks of 58 x 58. */
+#define BIG    400
+#define BIG_PF (2.0 * BIG * 1600)
+
+/* A small job submitted while a large one is under way runs between two
+ * of its pieces: it comes back first, and its BLAS call began before
+ * the large job's last piece ended. */
+static void test_small_between(void **state)
+{
+	gm_engine *e = open_engine((uint64_t)BIG_PF, 0, 1);
+	struct tjob big, small;
+
+	(void)state;
+	make_job(&big, GM_FP64, GM_ROW_MAJOR, 0, 1, 1, 0, BIG, BIG, BIG);
+	make_job(&small, GM_FP32, GM_COL_MAJOR, 1, 0, 0, 0, 8, 8, 8);
+	submit(e, &big);
+	wait_holding(); /* big is taken, its first piece not run */
+	submit(e, &small);
+	release();
+	wait_back(2);
+	assert_int_equal(small.back, 1);
+	assert_int_equal(big.back, 2);
+	assert_true(small.job.start_us > big.job.start_us);
+	assert_true(small.job.start_us + small.job.kernel_us <
+		    big.job.start_us + big.job.kernel_us);
+	check_job(&small, NULL);
+	check_job(&big, big.c);
+	free(big.a);
+	free(small.a);
+	gm_engine_close(e);
+}
+
+/* Two large jobs take turns: the second starts long before the first
+ * ends, and both are right. */
+static void test_turns(void **state)
+{
+	gm_engine *e = open_engine((uint64_t)BIG_PF, 0, 0);
+	struct tjob t[2];
+	gm_job *wave[2] = {&t[0].job, &t[1].job};
+
+	(void)state;
+	for (int i = 0; i < 2; i++)
+		make_job(&t[i], GM_FP64, GM_COL_MAJOR, i, 0, 0, 0, BIG, BIG,
+			 BIG);
+	assert_int_equal(gm_engine_submit(e, wave, 2), GM_OK);
+	wait_back(2);
+	assert_true(t[1].job.start_us < t[0].job.start_us + t[0].job.kernel_us);
+	for (int i = 0; i < 2; i++) {
+		check_job(&t[i], NULL);
+		free(t[i].a);
+	}
+	gm_engine_close(e);
+}
+
+/* The engine's clock (gm_engine_now_us's): monotonic, in us. */
+static double now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+/*
+ * While a large job runs in pieces, the jobs waiting behind it can still
+ * be canceled (a large one, a small one) and fail GM_ETIMEDOUT when
+ * their deadline passes, never started, output untouched; the job under
+ * way cannot be canceled and ends right.
+ */
+static void test_cancel_deadline(void **state)
+{
+	gm_engine *e = open_engine((uint64_t)BIG_PF, 0, 1);
+	enum { N = 4 };
+	struct tjob t[N];
+	gm_job *wave[N];
+
+	(void)state;
+	for (int i = 0; i < N; i++) {
+		uint32_t d = i == 2 ? 8 : BIG;
+
+		make_job(&t[i], GM_FP64, GM_ROW_MAJOR, 0, 0, 0, 0, d, d, d);
+		wave[i] = &t[i].job;
+	}
+	t[3].job.deadline_us = now_us() + 2000.0;
+	assert_int_equal(gm_engine_submit(e, &wave[0], 1), GM_OK);
+	wait_holding();
+	assert_int_equal(gm_engine_submit(e, &wave[1], N - 1), GM_OK);
+	assert_int_equal(gm_engine_cancel(e, &t[1].job), GM_OK);
+	assert_int_equal(gm_engine_cancel(e, &t[2].job), GM_OK);
+	assert_int_equal(gm_engine_cancel(e, &t[0].job), GM_ENOTFOUND);
+	while (now_us() <= t[3].job.deadline_us)
+		usleep(500);
+	release();
+	wait_back(2);
+	assert_int_equal(t[3].job.status, GM_ETIMEDOUT);
+	assert_true(t[3].job.start_us == 0.0);
+	assert_true(isnan(gm_testref_get(GM_FP64, t[3].out, 0)));
+	assert_true(isnan(gm_testref_get(GM_FP64, t[1].out, 0)));
+	assert_int_equal(t[1].back, 0);
+	assert_int_equal(t[2].back, 0);
+	check_job(&t[0], NULL);
+	pthread_mutex_lock(&ev.mu);
+	assert_int_equal(ev.started, 1);
+	pthread_mutex_unlock(&ev.mu);
+	for (int i = 0; i < N; i++)
+		free(t[i].a);
+	gm_engine_close(e);
+}
+
+static int setup_seed(void **state)
+{
+	(void)state;
+	rs = gm_testref_seed();
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_plan),
+	    cmocka_unit_test(test_cut_panels),
+	    cmocka_unit_test(test_cut_blocks),
+	    cmocka_unit_test(test_cut_thin),
+	    cmocka_unit_test(test_aim),
+	    cmocka_unit_test(test_small_between),
+	    cmocka_unit_test(test_turns),
+	    cmocka_unit_test(test_cancel_deadline),
+	};
+
+	return cmocka_run_group_tests(tests, setup_seed, NULL);
+}
