@@ -145,6 +145,19 @@ static int new_call(gemmd_client *c, int kind, gemmd_job *jobs, uint32_t n,
 	return GM_OK;
 }
 
+/* The deadline a request carries: the caller's, or its call's timeout
+ * when that is sooner, so that the daemon never starts a job whose caller
+ * has given up on it. A detached request's jobs outlive the call that
+ * sends them: only the caller's. */
+static uint32_t deadline_of(uint32_t deadline_ms, int timeout_ms, bool detached)
+{
+	if (detached || timeout_ms == GEMMD_FOREVER)
+		return deadline_ms;
+	if (deadline_ms == 0 || (uint32_t)timeout_ms < deadline_ms)
+		return (uint32_t)timeout_ms;
+	return deadline_ms;
+}
+
 /* What the submit calls share; ids: a detached request's. */
 static int submit(gemmd_client *c, gemmd_job *jobs, uint32_t n,
 		  const gemmd_submit_opts *o, int timeout_ms, uint64_t *ids,
@@ -171,6 +184,7 @@ static int submit(gemmd_client *c, gemmd_job *jobs, uint32_t n,
 		b.priority = (uint8_t)o->priority;
 		b.deadline_ms = o->deadline_ms;
 	}
+	b.deadline_ms = deadline_of(b.deadline_ms, timeout_ms, ids != NULL);
 	if ((rv = new_call(c, ids ? GM_CALL_DETACH : GM_CALL_GEMM, jobs, n,
 			   timeout_ms, nt, &k)) == GM_OK) {
 		k->ids = ids;

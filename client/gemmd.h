@@ -18,9 +18,12 @@
  * twice. A request not yet written when its connection drops waits for
  * the connection to be redialed, within its timeout; one with any byte
  * written fails with GM_ETRANSPORT, and the caller decides whether to
- * retry (whether its jobs ran is then unknown). A call that times out
- * leaves its request queued or running in the daemon; its replies are
- * read and discarded when they come. No call writes into, or reads
+ * retry (whether its jobs ran is then unknown). A GEMM call with a
+ * timeout sends it as its jobs' deadline (gemmd_submit_opts.deadline_ms,
+ * when that is not sooner): a job the daemon has not started within the
+ * timeout of its receipt never runs. A call that times out may still
+ * leave a job running in the daemon; its replies are read and discarded
+ * when they come. No call writes into, or reads
  * from, a caller's buffer after it returned (or, asynchronously, after
  * its done callback ran).
  *
