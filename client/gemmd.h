@@ -421,9 +421,20 @@ int gemmd_resume(gemmd_client *c, int timeout_ms);
  * the socket cannot be reached, GM_ENOMEM when the memory cannot be
  * made here, or the daemon's refusal: GM_ETOOBIG over a quota,
  * GM_ESHUTDOWN, GM_ECUDA when it cannot be pinned. gemmd_last_error()
- * has the detail. Blocks while the daemon maps and registers it.
+ * has the detail. Blocks while the daemon maps and registers it, up to
+ * 10 s and 4 ms per MiB (registering takes about 1 ms per MiB with
+ * CUDA); then GM_ETIMEDOUT.
  */
 int gemmd_region_create(gemmd_client *c, uint64_t bytes, gemmd_region **out);
+
+/* gemmd_region_create within timeout_ms (> 0, or GEMMD_FOREVER), from
+ * the dial of the hand-off socket to the daemon's answer: GM_ETIMEDOUT
+ * when the daemon did not answer in time (a stopped or hung daemon).
+ * The hand-off connection then owes a reply and is closed: the daemon
+ * lets go of every region this client made before (jobs naming them
+ * fail), and the next region dials a new connection. */
+int gemmd_region_create_timeout(gemmd_client *c, uint64_t bytes,
+				gemmd_region **out, int timeout_ms);
 
 /* The region's memory in this process, its size, and its id (what jobs
  * name on the wire). */
@@ -435,7 +446,9 @@ uint64_t gemmd_region_id(const gemmd_region *r);
  * jobs using it are done), it is unmapped here and freed. No call of
  * this process may still use it. Returns the daemon's answer, or
  * GM_ETRANSPORT when it could not be asked (r is freed anyway; the
- * daemon lets it go when the client's hand-off connection closes).
+ * daemon lets it go when the client's hand-off connection closes), or
+ * GM_ETIMEDOUT when the daemon did not answer within 10 s (r is freed,
+ * and the hand-off connection closed as by gemmd_region_create_timeout).
  * gemmd_close releases every region of its client. Blocks. */
 int gemmd_region_release(gemmd_region *r);
 
