@@ -16,9 +16,12 @@
  *
  * A request runs at most once: the library never writes a request
  * twice. A request not yet written when its connection drops waits for
- * the connection to be redialed, within its timeout; one with any byte
- * written fails with GM_ETRANSPORT, and the caller decides whether to
- * retry (whether its jobs ran is then unknown). A GEMM call with a
+ * the connection to be redialed, and fails with GM_ETRANSPORT at once
+ * when that dial fails (the daemon is gone), unless the client was
+ * opened GEMMD_OPEN_LAZY: it then waits for a dial that succeeds,
+ * within its timeout. One with any byte written fails with
+ * GM_ETRANSPORT as soon as its connection drops, and the caller decides
+ * whether to retry (whether its jobs ran is then unknown). A GEMM call with a
  * timeout sends it as its jobs' deadline (gemmd_submit_opts.deadline_ms,
  * when that is not sooner): a job the daemon has not started within the
  * timeout of its receipt never runs. A call that times out may still
@@ -159,7 +162,8 @@ typedef struct gemmd_submit_opts {
 
 /* gemmd_open_opts.flags: return at once and dial in the background, so
  * that a service may start before the daemon; requests wait for a
- * connection within their own timeout. Without it gemmd_open fails when
+ * connection within their own timeout (without it, a request whose
+ * dial fails fails GM_ETRANSPORT at once). Without it gemmd_open fails when
  * the first dial does. Either way a dropped connection is redialed in
  * the background (at once after one that carried replies, else backing
  * off from 0.1 s to 2 s), for as long as the client is open. */

@@ -83,6 +83,7 @@ int gm_daemon_new(gemmd_client *cl, const char *url, const gemmd_open_opts *o,
 		return gm_client_seterr(GM_ENOMEM, "out of memory");
 	dm->cl = cl;
 	dm->kind = kind;
+	dm->lazy = o->flags & GEMMD_OPEN_LAZY;
 	snprintf(dm->url, sizeof(dm->url), "%s", url);
 	if ((kind == GM_URL_TLS && (rv = make_tls(dm, o)) != GM_OK) ||
 	    (rv = gm_shm_new(url, o->region_socket, &dm->shm)) != GM_OK)

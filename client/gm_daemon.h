@@ -46,6 +46,8 @@ struct gm_daemon {
 	gm_shm *shm;   /* its hand-off socket and the regions made on it */
 	struct gm_stage *stage; /* NULL: plain pointers take the socket */
 	bool stopping;		/* no more dials; streams freed as they close */
+	bool lazy; /* GEMMD_OPEN_LAZY: requests wait for a dial to succeed;
+		      else a failed dial fails the requests waiting for it */
 };
 
 /* The frames of a call, built before they are queued. */

@@ -301,6 +301,76 @@ static void test_killed_region_create(void **state)
 	killed_under(call_region_create);
 }
 
+/* gemmd killed before fn, twice over (the second finds the redial
+ * backing off): GM_ETRANSPORT within DEAD_MS, not at FOREVER_MS. */
+static void dead_before(call_fn fn)
+{
+	assert_int_equal(fn(FOREVER_MS), GM_OK);
+	it_kill(&fx.d);
+	for (int i = 0; i < 2; i++) {
+		double t0 = it_now_us();
+
+		assert_int_equal(fn(FOREVER_MS), GM_ETRANSPORT);
+		if ((it_now_us() - t0) / 1e3 > DEAD_MS)
+			fail_msg("call %d returned after %.0f ms", i,
+				 (it_now_us() - t0) / 1e3);
+	}
+}
+
+static void test_dead_socket(void **state)
+{
+	(void)state;
+	open_client(&socket_only);
+	dead_before(call_socket);
+}
+
+static void test_dead_region(void **state)
+{
+	(void)state;
+	open_client(NULL);
+	assert_int_equal(gemmd_region_create(fx.c, 1 << 20, &fx.r), GM_OK);
+	dead_before(call_region);
+}
+
+static void test_dead_staged(void **state)
+{
+	(void)state;
+	open_client(NULL);
+	dead_before(call_staged);
+}
+
+static void test_dead_ping(void **state)
+{
+	(void)state;
+	open_client(&socket_only);
+	dead_before(call_ping);
+}
+
+static void test_dead_region_create(void **state)
+{
+	(void)state;
+	open_client(NULL);
+	dead_before(call_region_create);
+}
+
+/* Opened GEMMD_OPEN_LAZY, a call waits for the daemon to come back,
+ * within its timeout. */
+static void test_dead_lazy_waits(void **state)
+{
+	const gemmd_open_opts lazy = {.flags =
+					  GEMMD_OPEN_LAZY | GEMMD_OPEN_NO_SHM};
+	timed tc;
+
+	(void)state;
+	open_client(&lazy);
+	assert_int_equal(call_ping(FOREVER_MS), GM_OK);
+	it_kill(&fx.d);
+	timed_start(&tc, call_ping, TIMEOUT_MS);
+	timed_join(&tc, FOREVER_MS);
+	assert_int_equal(tc.rv, GM_ETIMEDOUT);
+	assert_true(tc.ms >= TIMEOUT_MS - 5);
+}
+
 static int call_blocker(int timeout_ms)
 {
 	gemmd_job j;
@@ -397,6 +467,14 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_killed_region_create, setup,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_killed_running, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_dead_socket, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_dead_region, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_dead_staged, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_dead_ping, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_dead_region_create, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_dead_lazy_waits, setup,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_timeout_cancels_job, setup,
 					    teardown),
