@@ -431,11 +431,16 @@ class Client:
 
     # ---- regions ----
 
-    def region(self, nbytes: int) -> Region:
+    def region(self, nbytes: int,
+               timeout: Optional[float] = _UNSET) -> Region:
         """A shared-memory region of nbytes (``ipc://`` only): arrays
-        made in it are read and written by the daemon in place."""
+        made in it are read and written by the daemon in place. The daemon
+        must have made it within ``timeout`` (TimeoutError; the client's
+        hand-off connection is then closed, and with it the regions it
+        made before are gone in the daemon)."""
+        ms = self._timeout(timeout)
         with self._use():
-            r = Region(self._handle, nbytes)
+            r = Region(self._handle, nbytes, ms)
         with self._memories_lock:
             self._memories.add(r._memory)
         return r

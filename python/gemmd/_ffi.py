@@ -106,6 +106,8 @@ const char *gemmd_job_state_name(int state);
 int gemmd_drain(gemmd_client *c, int timeout_ms);
 int gemmd_resume(gemmd_client *c, int timeout_ms);
 int gemmd_region_create(gemmd_client *c, uint64_t bytes, gemmd_region **out);
+int gemmd_region_create_timeout(gemmd_client *c, uint64_t bytes,
+                                gemmd_region **out, int timeout_ms);
 void *gemmd_region_ptr(const gemmd_region *r);
 uint64_t gemmd_region_size(const gemmd_region *r);
 uint64_t gemmd_region_id(const gemmd_region *r);
