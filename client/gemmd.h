@@ -230,13 +230,23 @@ typedef struct gemmd_open_opts {
 /* Completion of gemmd_submit_async: rv as gemmd_submit would return it. */
 typedef void (*gemmd_done_fn)(void *arg, int rv);
 
+/* How long gemmd_open and gemmd_dial wait for their first dial. */
+#define GEMMD_OPEN_TIMEOUT_MS 10000
+
 /* Opens a client dialing url (NULL: $GEMMD_URL, else GEMMD_DEFAULT_URL)
  * and stores it in *out. GM_EINVAL for a malformed or unsupported URL or
  * bad options, GM_ETRANSPORT when the daemon cannot be reached (the
- * detail in gemmd_last_error()), GM_ENOMEM. Blocks for the first dial
+ * detail in gemmd_last_error()), GM_ETIMEDOUT when the first dial has
+ * not ended within GEMMD_OPEN_TIMEOUT_MS (a host that does not answer, a
+ * listener that does not accept), GM_ENOMEM. Blocks for the first dial
  * unless GEMMD_OPEN_LAZY. Any thread. */
 int gemmd_open(const char *url, const gemmd_open_opts *opts,
 	       gemmd_client **out);
+
+/* gemmd_open waiting up to timeout_ms (> 0, or GEMMD_FOREVER) for the
+ * first dial instead. */
+int gemmd_open_timeout(const char *url, const gemmd_open_opts *opts,
+		       gemmd_client **out, int timeout_ms);
 
 /* Dials one more daemon from c. Each request then goes to one daemon:
  * the one whose hand-off socket made the regions its jobs name, else,

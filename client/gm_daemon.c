@@ -4,10 +4,12 @@
  */
 #include "gm_daemon.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "gm_shm.h"
 #include "gm_stage.h"
@@ -115,16 +117,34 @@ void gm_daemon_start(gm_daemon *dm, gm_todo *t)
 		gm_conn_dial(&dm->conns[i], t);
 }
 
-int gm_daemon_await(gm_daemon *dm)
+int gm_daemon_await(gm_daemon *dm, int timeout_ms)
 {
 	gemmd_client *cl = dm->cl;
 	gm_conn *c = &dm->conns[0];
+	struct timespec at;
 	int rv = GM_OK;
 
+	/* A listener that does not accept (its backlog full) leaves a TCP
+	 * dial retrying its SYN for minutes. */
+	clock_gettime(CLOCK_MONOTONIC, &at);
+	at.tv_sec += timeout_ms / 1000;
+	at.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+	if (at.tv_nsec >= 1000000000) {
+		at.tv_sec++;
+		at.tv_nsec -= 1000000000;
+	}
 	pthread_mutex_lock(&cl->mu);
-	while (c->dials == 0)
-		pthread_cond_wait(&cl->cv, &cl->mu);
-	if (c->state != GM_CONN_UP)
+	while (c->dials == 0 && rv == GM_OK) {
+		if (timeout_ms == GEMMD_FOREVER)
+			pthread_cond_wait(&cl->cv, &cl->mu);
+		else if (pthread_cond_clockwait(&cl->cv, &cl->mu,
+						CLOCK_MONOTONIC,
+						&at) == ETIMEDOUT)
+			rv = gm_client_seterr(GM_ETIMEDOUT,
+					      "%s: no connection within %d ms",
+					      dm->url, timeout_ms);
+	}
+	if (rv == GM_OK && c->state != GM_CONN_UP)
 		rv = gm_client_seterr(GM_ETRANSPORT, "%s", c->why);
 	pthread_mutex_unlock(&cl->mu);
 	return rv;

@@ -69,9 +69,11 @@ int gm_daemon_new(gemmd_client *cl, const char *url, const gemmd_open_opts *o,
 /* Dials every slot. Under the lock. */
 void gm_daemon_start(gm_daemon *dm, gm_todo *t);
 
-/* Waits for the first dial of the first slot: GM_OK when it connected,
- * else GM_ETRANSPORT with gemmd_last_error() set. Not under the lock. */
-int gm_daemon_await(gm_daemon *dm);
+/* Waits up to timeout_ms (or GEMMD_FOREVER) for the first dial of the
+ * first slot: GM_OK when it connected, else GM_ETRANSPORT, or
+ * GM_ETIMEDOUT when it has not ended, with gemmd_last_error() set. Not
+ * under the lock. */
+int gm_daemon_await(gm_daemon *dm, int timeout_ms);
 
 /* Marks dm stopping (under the lock, with gm_daemon_shutdown to
  * follow). */

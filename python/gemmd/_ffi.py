@@ -86,6 +86,8 @@ typedef struct gemmd_job_info {
 
 int gemmd_open(const char *url, const gemmd_open_opts *opts,
                gemmd_client **out);
+int gemmd_open_timeout(const char *url, const gemmd_open_opts *opts,
+                       gemmd_client **out, int timeout_ms);
 int gemmd_dial(gemmd_client *c, const char *url, const gemmd_open_opts *opts);
 void gemmd_close(gemmd_client *c);
 int gemmd_submit(gemmd_client *c, gemmd_job *jobs, uint32_t n,

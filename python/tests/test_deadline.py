@@ -2,10 +2,12 @@
 Client(timeout=...).gemm and .region, each raises TimeoutError within the
 timeout and SLACK, and gemmd serves again once continued; killed (SIGKILL)
 under a call with a long timeout, each raises TransportError within DEAD
-seconds of the kill."""
+seconds of the kill. Opening a client against a listener that accepts
+nothing raises TimeoutError within the timeout too."""
 
 import os
 import signal
+import socket
 import subprocess
 import time
 
@@ -76,3 +78,41 @@ def test_killed(start_daemon, call):
         with pytest.raises(gemmd.TransportError):
             CALLS[call](c, rng)
         assert time.monotonic() - t0 <= DEAD
+
+
+def _deaf_listener():
+    """A loopback TCP listener that accepts nothing, its backlog full: a
+    dial to it retries its SYN for minutes. Its sockets, the listener
+    first."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(0)
+    socks = [listener]
+    for _ in range(7):
+        s = socket.socket()
+        s.setblocking(False)
+        s.connect_ex(listener.getsockname())
+        socks.append(s)
+    time.sleep(0.2)  # the handshakes that fit are done
+    return socks
+
+
+def test_open_not_accepting():
+    """Opening waits for the first dial within the client's timeout. A
+    dial through nng now and then connects at once even so (a raw connect
+    never did): each open returns in time, and most time out."""
+    timed_out = 0
+    for _ in range(4):
+        socks = _deaf_listener()
+        port = socks[0].getsockname()[1]
+        t0 = time.monotonic()
+        try:
+            gemmd.Client(f"tcp://127.0.0.1:{port}", timeout=TIMEOUT).close()
+        except gemmd.TimeoutError as e:
+            assert e.code == gemmd.codes["ETIMEDOUT"]
+            timed_out += 1
+        took = time.monotonic() - t0
+        for s in socks:
+            s.close()
+        assert took <= TIMEOUT + SLACK, took
+    assert timed_out >= 1

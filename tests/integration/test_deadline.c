@@ -8,7 +8,8 @@
  * that waits FOREVER_MS, each returns GM_ETRANSPORT within DEAD_MS. A
  * call that gave up takes its job with it: a job still queued behind a
  * long one when its caller's timeout passes never runs (gemmd counts it
- * ETIMEDOUT, not ok).
+ * ETIMEDOUT, not ok). Opening a client against a TCP listener that
+ * accepts nothing returns GM_ETIMEDOUT within its timeout too.
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -20,6 +21,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <cmocka.h>
 
 #include "itest.h"
@@ -30,6 +35,7 @@
 #define DEAD_MS	   1000	 /* the most a call may take to see the kill */
 #define STAGED	   512	 /* m = n = k of a job staged through shm (6 MiB) */
 #define BLOCKER	   2500	 /* one BLAS thread takes seconds on it */
+#define DEAF_FDS   8	 /* a listener and what fills its backlog */
 
 static const gemmd_open_opts socket_only = {.flags = GEMMD_OPEN_NO_SHM};
 
@@ -365,6 +371,9 @@ static void test_dead_lazy_waits(void **state)
 	open_client(&lazy);
 	assert_int_equal(call_ping(FOREVER_MS), GM_OK);
 	it_kill(&fx.d);
+	/* A ping sent before the client saw the connection close would be
+	 * lost with it (GM_ETRANSPORT): this one is to find it down. */
+	usleep(200 * 1000);
 	timed_start(&tc, call_ping, TIMEOUT_MS);
 	timed_join(&tc, FOREVER_MS);
 	assert_int_equal(tc.rv, GM_ETIMEDOUT);
@@ -401,6 +410,72 @@ static void test_killed_running(void **state)
 	if ((it_now_us() - t0) / 1e3 > DEAD_MS)
 		fail_msg("returned %.0f ms after the kill",
 			 (it_now_us() - t0) / 1e3);
+}
+
+/* ---- opening ---- */
+
+/* A loopback TCP listener that accepts nothing, its backlog full: a
+ * dial to it retries its SYN for minutes. Its port in *port; the
+ * listener and the connections that fill its backlog in fds. */
+static void deaf_listener(int fds[DEAF_FDS], int *port)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(sa);
+
+	fds[0] = socket(AF_INET, SOCK_STREAM, 0);
+	assert_int_equal(bind(fds[0], (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(fds[0], 0), 0);
+	assert_int_equal(getsockname(fds[0], (struct sockaddr *)&sa, &len), 0);
+	for (int i = 1; i < DEAF_FDS; i++) {
+		fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+		connect(fds[i], (struct sockaddr *)&sa, sizeof(sa));
+	}
+	usleep(200 * 1000); /* the handshakes that fit are done */
+	*port = ntohs(sa.sin_port);
+}
+
+/* One open against a deaf listener, within TIMEOUT_MS + SLACK_MS:
+ * its code. */
+static int open_deaf(void)
+{
+	char url[64];
+	int fds[DEAF_FDS], port, rv;
+	double t0, ms;
+
+	deaf_listener(fds, &port);
+	snprintf(url, sizeof(url), "tcp://127.0.0.1:%d", port);
+	t0 = it_now_us();
+	rv = gemmd_open_timeout(url, NULL, &fx.c, TIMEOUT_MS);
+	ms = (it_now_us() - t0) / 1e3;
+	if (rv == GM_ETIMEDOUT) {
+		assert_null(fx.c);
+		assert_non_null(
+		    strstr(gemmd_last_error(), "no connection within"));
+		assert_true(ms >= TIMEOUT_MS - 5);
+	}
+	if (ms > TIMEOUT_MS + SLACK_MS)
+		fail_msg("returned after %.0f ms, timeout %d ms", ms,
+			 TIMEOUT_MS);
+	if (fx.c != NULL)
+		gemmd_close(fx.c);
+	fx.c = NULL;
+	for (int i = 0; i < DEAF_FDS; i++)
+		close(fds[i]);
+	return rv;
+}
+
+/* A dial through nng now and then connects at once even so (a raw
+ * connect never did here): each open returns in time, and most time
+ * out. */
+static void test_open_not_accepting(void **state)
+{
+	int timed_out = 0;
+
+	(void)state;
+	for (int i = 0; i < 4; i++)
+		timed_out += open_deaf() == GM_ETIMEDOUT;
+	assert_true(timed_out >= 1);
 }
 
 /* ---- a timed-out call takes its job with it ---- */
@@ -478,6 +553,7 @@ int main(void)
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_timeout_cancels_job, setup,
 					    teardown),
+	    cmocka_unit_test(test_open_not_accepting),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
