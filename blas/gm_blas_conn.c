@@ -103,7 +103,9 @@ gemmd_client *gm_blas_client(void)
 	if (forked || now_s() < paused_until) {
 		/* the host's turn */
 	} else if (client == NULL &&
-		   (rv = gemmd_open(NULL, NULL, &client)) != GEMMD_OK) {
+		   (rv = gemmd_open_timeout(NULL, NULL, &client,
+					    gm_blas_config()->timeout_ms)) !=
+		       GEMMD_OK) {
 		client = NULL;
 		pause_for(rv, "cannot reach gemmd");
 	} else if (probe &&
