@@ -8,8 +8,9 @@
  * that waits FOREVER_MS, each returns GM_ETRANSPORT within DEAD_MS. A
  * call that gave up takes its job with it: a job still queued behind a
  * long one when its caller's timeout passes never runs (gemmd counts it
- * ETIMEDOUT, not ok). Opening a client against a TCP listener that
- * accepts nothing returns GM_ETIMEDOUT within its timeout too.
+ * ETIMEDOUT, not ok). Closing a client of a stopped gemmd returns at
+ * once, and opening one against a TCP listener that accepts nothing
+ * returns GM_ETIMEDOUT within its timeout.
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -419,6 +420,43 @@ static void test_killed_running(void **state)
 			 (it_now_us() - t0) / 1e3);
 }
 
+/* ---- closing ---- */
+
+static void on_done(void *arg, int rv)
+{
+	__atomic_store_n((int *)arg, rv + 1, __ATOMIC_RELEASE);
+}
+
+/* gemmd_close with gemmd stopped under a call, a region and the
+ * staging region made: it returns within DEAD_MS, the call told
+ * GM_ECANCELED. */
+static void test_close_stopped(void **state)
+{
+	gemmd_job j;
+	int done = 0;
+	double t0;
+
+	(void)state;
+	open_client(NULL);
+	assert_int_equal(call_staged(FOREVER_MS), GM_OK);
+	assert_int_equal(gemmd_region_create(fx.c, 1 << 20, &fx.r), GM_OK);
+	assert_int_equal(kill(fx.d.pid, SIGSTOP), 0);
+	it_job(&j, STAGED, STAGED, STAGED, 7);
+	assert_int_equal(
+	    gemmd_submit_async(fx.c, &j, 1, NULL, FOREVER_MS, on_done, &done),
+	    GM_OK);
+	usleep(100 * 1000);
+	t0 = it_now_us();
+	gemmd_close(fx.c);
+	fx.c = NULL;
+	fx.r = NULL; /* released with its client */
+	if ((it_now_us() - t0) / 1e3 > DEAD_MS)
+		fail_msg("gemmd_close took %.0f ms", (it_now_us() - t0) / 1e3);
+	assert_int_equal(__atomic_load_n(&done, __ATOMIC_ACQUIRE),
+			 GM_ECANCELED + 1);
+	it_job_free(&j);
+}
+
 /* ---- opening ---- */
 
 /* A loopback TCP listener that accepts nothing, its backlog full: a
@@ -487,11 +525,6 @@ static void test_open_not_accepting(void **state)
 
 /* ---- a timed-out call takes its job with it ---- */
 
-static void on_done(void *arg, int rv)
-{
-	__atomic_store_n((int *)arg, rv + 1, __ATOMIC_RELEASE);
-}
-
 static void test_timeout_cancels_job(void **state)
 {
 	gemmd_job blocker, j;
@@ -559,6 +592,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_dead_lazy_waits, setup,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_timeout_cancels_job, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_close_stopped, setup,
 					    teardown),
 	    cmocka_unit_test(test_open_not_accepting),
 	};
