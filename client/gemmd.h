@@ -444,9 +444,8 @@ int gemmd_region_create(gemmd_client *c, uint64_t bytes, gemmd_region **out);
 /* gemmd_region_create within timeout_ms (> 0, or GEMMD_FOREVER), from
  * the dial of the hand-off socket to the daemon's answer: GM_ETIMEDOUT
  * when the daemon did not answer in time (a stopped or hung daemon).
- * The hand-off connection then owes a reply and is closed: the daemon
- * lets go of every region this client made before (jobs naming them
- * fail), and the next region dials a new connection. */
+ * The regions made before stay usable; if the daemon makes the region
+ * after all, the client's next region call releases it. */
 int gemmd_region_create_timeout(gemmd_client *c, uint64_t bytes,
 				gemmd_region **out, int timeout_ms);
 
@@ -461,8 +460,8 @@ uint64_t gemmd_region_id(const gemmd_region *r);
  * this process may still use it. Returns the daemon's answer, or
  * GM_ETRANSPORT when it could not be asked (r is freed anyway; the
  * daemon lets it go when the client's hand-off connection closes), or
- * GM_ETIMEDOUT when the daemon did not answer within 10 s (r is freed,
- * and the hand-off connection closed as by gemmd_region_create_timeout).
+ * GM_ETIMEDOUT when the daemon did not answer within 10 s (r is freed
+ * here; the daemon's answer is read by the client's next region call).
  * gemmd_close releases every region of its client. Blocks. */
 int gemmd_region_release(gemmd_region *r);
 

@@ -20,12 +20,19 @@
 #include "gm_client.h"
 #include "gm_proto_region.h"
 
+/* Replies a connection may owe: records sent whose caller gave up before
+ * their reply came. One more and the connection is closed instead. */
+#define OWED_MAX 16
+
 struct gm_shm {
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)]; /* "": none */
 	pthread_mutex_t mu; /* fd, conn and the records on fd: held for a
 			       whole exchange */
 	int fd;		    /* the hand-off connection; -1 until needed */
 	unsigned conn;	    /* connections dialed: the current one's number */
+	uint8_t owed[OWED_MAX]; /* ops of the records on fd whose replies
+				   are still to come, oldest first */
+	unsigned nowed;
 	pthread_mutex_t regions_mu; /* regions: held briefly */
 	gemmd_region *regions;
 };
@@ -192,11 +199,142 @@ static int connect_by(int fd, const struct sockaddr_un *sa, due d)
 	return GM_OK;
 }
 
+/* The connection failed, or owes more replies than it may: regions
+ * made on it are gone in the daemon. */
+static void drop_fd(gm_shm *g)
+{
+	close(g->fd);
+	__atomic_store_n(&g->fd, -1, __ATOMIC_RELEASE);
+	g->nowed = 0;
+}
+
+/* The exchange failed in what (errno set, 0 for a closed connection). */
+static int hang_up(gm_shm *g, const char *what)
+{
+	int e = errno;
+
+	drop_fd(g);
+	return gm_client_seterr(GM_ETRANSPORT, "region socket %s: %s: %s",
+				g->path, what, e ? strerror(e) : "closed");
+}
+
+/* Sends one record by d: GM_OK, GM_ETIMEDOUT (nothing of it sent: a
+ * record goes whole or not at all) or GM_ETRANSPORT. */
+static int send_by(gm_shm *g, const gm_handoff_req *req, int fd, due d)
+{
+	uint8_t out[GM_HANDOFF_REQ_SIZE];
+	char cbuf[CMSG_SPACE(sizeof(int))] = {0};
+	struct iovec iov = {out, sizeof(out)};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+	ssize_t n;
+
+	gm_handoff_put_req(out, req);
+	if (fd >= 0) {
+		struct cmsghdr *cm;
+
+		mh.msg_control = cbuf;
+		mh.msg_controllen = sizeof(cbuf);
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	}
+	for (;;) {
+		n = sendmsg(g->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n == (ssize_t)sizeof(out))
+			return GM_OK;
+		if (n >= 0 || (errno != EAGAIN && errno != EINTR))
+			return hang_up(g, "send");
+		if (wait_fd(g->fd, POLLOUT, d) != GM_OK)
+			return GM_ETIMEDOUT;
+	}
+}
+
+/* Reads the next reply by d into rep: GM_OK, GM_ETIMEDOUT, or an error
+ * that closed the connection. */
+static int recv_by(gm_shm *g, gm_handoff_rep *rep, due d)
+{
+	uint8_t in[GM_HANDOFF_REP_SIZE + 1];
+	char detail[2 * GM_MSG_TEXT];
+	ssize_t n;
+	int rv;
+
+	for (;;) {
+		if (wait_fd(g->fd, POLLIN, d) != GM_OK)
+			return GM_ETIMEDOUT;
+		errno = 0;
+		n = recv(g->fd, in, sizeof(in), MSG_DONTWAIT);
+		if (n > 0)
+			break;
+		if (n == 0 || (errno != EAGAIN && errno != EINTR))
+			return hang_up(g, "receive");
+	}
+	rv = gm_handoff_get_rep(in, (size_t)n, rep, detail, sizeof(detail));
+	if (rv != GM_OK) {
+		drop_fd(g);
+		return gm_client_seterr(rv, "region socket %s: bad reply: %s",
+					g->path, detail);
+	}
+	return GM_OK;
+}
+
+/* A record of op went out and its caller gave up on the reply. */
+static void owe(gm_shm *g, uint8_t op)
+{
+	if (g->nowed == OWED_MAX)
+		drop_fd(g);
+	else
+		g->owed[g->nowed++] = op;
+}
+
+static int off_op(gm_shm *g, const gm_handoff_rep *rep, uint8_t want)
+{
+	drop_fd(g);
+	return gm_client_seterr(GM_EFIELD,
+				"region socket %s: a reply to op %u where "
+				"%u was due",
+				g->path, (unsigned)rep->op, (unsigned)want);
+}
+
+/* Reads the replies the connection owes, by d: a region the daemon made
+ * for a caller that had given up is held by nobody, and is released. */
+static int settle(gm_shm *g, due d)
+{
+	gm_handoff_rep rep;
+	uint8_t op;
+	int rv;
+
+	while (g->fd >= 0 && g->nowed > 0) {
+		if ((rv = recv_by(g, &rep, d)) != GM_OK)
+			return rv == GM_ETIMEDOUT ? timed_out(g, d) : rv;
+		op = g->owed[0];
+		memmove(g->owed, g->owed + 1, --g->nowed);
+		if (rep.op != op)
+			return off_op(g, &rep, op);
+		if (op == GM_HANDOFF_REGISTER && rep.status == GM_OK) {
+			gm_handoff_req req = {.op = GM_HANDOFF_RELEASE,
+					      .region = rep.region};
+
+			if ((rv = send_by(g, &req, -1, d)) == GM_ETIMEDOUT)
+				return timed_out(g, d);
+			if (rv != GM_OK)
+				return rv;
+			owe(g, GM_HANDOFF_RELEASE);
+		}
+	}
+	return GM_OK;
+}
+
+/* A connection ready for a record by d: the one there is, once it owes
+ * nothing, else a new one. */
 static int dial(gm_shm *g, due d)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	int fd, rv;
 
+	if (g->fd >= 0 && (rv = settle(g, d)) != GM_OK && rv != GM_ETRANSPORT)
+		return rv;
 	if (g->fd >= 0)
 		return GM_OK;
 	if (g->path[0] == '\0')
@@ -220,99 +358,26 @@ static int dial(gm_shm *g, due d)
 	return GM_OK;
 }
 
-/* The connection failed, or owes a reply that came too late: regions
- * made on it are gone in the daemon. */
-static void drop_fd(gm_shm *g)
-{
-	close(g->fd);
-	__atomic_store_n(&g->fd, -1, __ATOMIC_RELEASE);
-}
-
-/* The exchange failed in what (errno set, 0 for a closed connection),
- * or at d (rv GM_ETIMEDOUT). */
-static int hang_up(gm_shm *g, int rv, const char *what, due d)
-{
-	int e = errno;
-
-	drop_fd(g);
-	if (rv == GM_ETIMEDOUT)
-		return timed_out(g, d);
-	return gm_client_seterr(GM_ETRANSPORT, "region socket %s: %s: %s",
-				g->path, what, e ? strerror(e) : "closed");
-}
-
-static int send_by(gm_shm *g, const struct msghdr *mh, size_t len, due d)
-{
-	ssize_t n;
-	int rv;
-
-	for (;;) {
-		n = sendmsg(g->fd, mh, MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (n == (ssize_t)len)
-			return GM_OK;
-		if (n >= 0 || (errno != EAGAIN && errno != EINTR))
-			return hang_up(g, GM_ETRANSPORT, "send", d);
-		if ((rv = wait_fd(g->fd, POLLOUT, d)) != GM_OK)
-			return hang_up(g, rv, "send", d);
-	}
-}
-
-/* One record of at most len bytes into in, its length in *n. */
-static int recv_by(gm_shm *g, uint8_t *in, size_t len, size_t *n, due d)
-{
-	ssize_t got;
-	int rv;
-
-	for (;;) {
-		if ((rv = wait_fd(g->fd, POLLIN, d)) != GM_OK)
-			return hang_up(g, rv, "receive", d);
-		errno = 0;
-		got = recv(g->fd, in, len, MSG_DONTWAIT);
-		if (got > 0) {
-			*n = (size_t)got;
-			return GM_OK;
-		}
-		if (got == 0 || (errno != EAGAIN && errno != EINTR))
-			return hang_up(g, GM_ETRANSPORT, "receive", d);
-	}
-}
-
-/* Sends req (with fd when >= 0) and reads the reply by d. Under g->mu. */
+/* Sends req (with fd when >= 0) and reads its reply by d, on a
+ * connection that owes nothing. A reply that does not come in time is
+ * owed. Under g->mu. */
 static int exchange(gm_shm *g, const gm_handoff_req *req, int fd,
 		    gm_handoff_rep *rep, due d)
 {
-	uint8_t out[GM_HANDOFF_REQ_SIZE], in[GM_HANDOFF_REP_SIZE + 1];
-	char cbuf[CMSG_SPACE(sizeof(int))] = {0};
-	struct iovec iov = {out, sizeof(out)};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-	char detail[2 * GM_MSG_TEXT];
-	size_t n = 0;
 	int rv;
 
-	gm_handoff_put_req(out, req);
-	if (fd >= 0) {
-		struct cmsghdr *cm;
-
-		mh.msg_control = cbuf;
-		mh.msg_controllen = sizeof(cbuf);
-		cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	}
-	if ((rv = send_by(g, &mh, sizeof(out), d)) != GM_OK)
+	if ((rv = send_by(g, req, fd, d)) == GM_ETIMEDOUT)
+		return timed_out(g, d);
+	if (rv != GM_OK)
 		return rv;
-	if ((rv = recv_by(g, in, sizeof(in), &n, d)) != GM_OK)
-		return rv;
-	rv = gm_handoff_get_rep(in, n, rep, detail, sizeof(detail));
-	if (rv == GM_OK && rep->op != req->op)
-		rv = GM_EFIELD;
-	if (rv != GM_OK) {
-		drop_fd(g);
-		return gm_client_seterr(rv, "region socket %s: bad reply: %s",
-					g->path, detail);
+	if ((rv = recv_by(g, rep, d)) == GM_ETIMEDOUT) {
+		owe(g, req->op);
+		return timed_out(g, d);
 	}
+	if (rv != GM_OK)
+		return rv;
+	if (rep->op != req->op)
+		return off_op(g, rep, req->op);
 	if (rep->status != GM_OK)
 		return gm_client_seterr((int)rep->status, "%s", rep->message);
 	return GM_OK;
@@ -412,10 +477,14 @@ int gm_shm_release(gemmd_region *r, int timeout_ms)
 	*pp = r->next;
 	pthread_mutex_unlock(&g->regions_mu);
 	if ((rv = lock(g, d)) == GM_OK) {
-		rv = g->fd >= 0 && r->conn == g->conn
-			 ? exchange(g, &req, -1, &rep, d)
-			 : gm_client_seterr(GM_ETRANSPORT,
-					    "the region socket closed");
+		if (g->fd >= 0 && r->conn == g->conn)
+			rv = settle(g, d);
+		if (rv == GM_OK)
+			rv = g->fd >= 0 && r->conn == g->conn
+				 ? exchange(g, &req, -1, &rep, d)
+				 : gm_client_seterr(GM_ETRANSPORT,
+						    "the region socket "
+						    "closed");
 		pthread_mutex_unlock(&g->mu);
 	}
 	unmap(r);

@@ -11,9 +11,11 @@
  *
  * Every exchange has a deadline, from the dial to the reply: a daemon
  * that is stopped or hung must not hold a caller past its timeout. An
- * exchange that misses it leaves a reply owed on the connection, which
- * is then closed, as one that failed: the daemon lets go of the regions
- * made on it, and the next region dials a new one.
+ * exchange that misses it leaves its reply owed on the connection; the
+ * next exchange reads the replies owed first, within its own deadline,
+ * and releases a region registered for a caller that had given up. A
+ * connection that owes too many is closed, as one that failed: the
+ * daemon lets go of the regions made on it.
  */
 #ifndef GM_SHM_H
 #define GM_SHM_H

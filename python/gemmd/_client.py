@@ -437,9 +437,8 @@ class Client:
                timeout: Optional[float] = _UNSET) -> Region:
         """A shared-memory region of nbytes (``ipc://`` only): arrays
         made in it are read and written by the daemon in place. The daemon
-        must have made it within ``timeout`` (TimeoutError; the client's
-        hand-off connection is then closed, and with it the regions it
-        made before are gone in the daemon)."""
+        must have made it within ``timeout`` (TimeoutError; the regions
+        made before stay usable)."""
         ms = self._timeout(timeout)
         with self._use():
             r = Region(self._handle, nbytes, ms)

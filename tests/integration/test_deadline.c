@@ -235,9 +235,12 @@ static void test_stopped_region_create(void **state)
 {
 	(void)state;
 	open_client(NULL);
-	/* The region made after the stop comes through a new hand-off
-	 * connection: the one that timed out owed a reply, and was closed. */
+	assert_int_equal(gemmd_region_create(fx.c, 1 << 20, &fx.r), GM_OK);
 	stopped_under(call_region_create);
+	/* The region made before is gemmd's still, and the one gemmd made
+	 * after the call had given up was released by the next call. */
+	assert_int_equal(call_region(FOREVER_MS), GM_OK);
+	assert_int_equal(it_stat(fx.c, "regions.count"), 1);
 }
 
 /* A first region, its hand-off connection dialed while gemmd is
