@@ -121,18 +121,11 @@ int gm_daemon_await(gm_daemon *dm, int timeout_ms)
 {
 	gemmd_client *cl = dm->cl;
 	gm_conn *c = &dm->conns[0];
-	struct timespec at;
-	int rv = GM_OK;
-
 	/* A listener that does not accept (its backlog full) leaves a TCP
 	 * dial retrying its SYN for minutes. */
-	clock_gettime(CLOCK_MONOTONIC, &at);
-	at.tv_sec += timeout_ms / 1000;
-	at.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
-	if (at.tv_nsec >= 1000000000) {
-		at.tv_sec++;
-		at.tv_nsec -= 1000000000;
-	}
+	struct timespec at = gm_timer_in(timeout_ms > 0 ? timeout_ms : 0);
+	int rv = GM_OK;
+
 	pthread_mutex_lock(&cl->mu);
 	while (c->dials == 0 && rv == GM_OK) {
 		if (timeout_ms == GEMMD_FOREVER)

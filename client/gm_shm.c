@@ -134,21 +134,15 @@ static int timed_out(gm_shm *g, due d)
 /* Takes g->mu by d: another thread's exchange may hold it that long. */
 static int lock(gm_shm *g, due d)
 {
-	struct timespec ts;
+	struct timespec at;
 	int ms = left_ms(d);
 
 	if (ms < 0) {
 		pthread_mutex_lock(&g->mu);
 		return GM_OK;
 	}
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (long)(ms % 1000) * 1000000;
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
-	}
-	if (pthread_mutex_clocklock(&g->mu, CLOCK_MONOTONIC, &ts) != 0)
+	at = gm_timer_in(ms);
+	if (pthread_mutex_clocklock(&g->mu, CLOCK_MONOTONIC, &at) != 0)
 		return timed_out(g, d);
 	return GM_OK;
 }
