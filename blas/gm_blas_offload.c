@@ -244,7 +244,7 @@ bool gm_blas_offload(const struct gm_blas_call *c)
 	}
 	total = 3 * ALIGN + dense_bytes(&m[0], es) + dense_bytes(&m[1], es) +
 		dense_bytes(&m[2], es);
-	r = gm_blas_region_get(cl, total, cfg->timeout_ms, &gone);
+	r = gm_blas_region_get(cl, total, left_ms(start, now_ms()), &gone);
 	if (gone) {
 		gm_blas_log(1, "%s -> host: gemmd made no region: %s", what,
 			    gemmd_last_error());
