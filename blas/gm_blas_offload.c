@@ -204,8 +204,11 @@ static bool run(gemmd_client *cl, gemmd_job *j, const char *what,
 	int code = rv != GEMMD_OK ? rv : j->status;
 
 	*lost = rv == GEMMD_ETIMEDOUT || rv == GEMMD_ETRANSPORT;
-	if (*lost)
-		gm_blas_pause(rv);
+	/* A job gemmd failed at its deadline (the call's timeout, sent
+	 * with it) did not run, but says as much as a timeout: the queue
+	 * is too long to wait on. */
+	if (*lost || code == GEMMD_ETIMEDOUT)
+		gm_blas_pause(code);
 	if (code == GEMMD_OK) {
 		gm_blas_log(1, "%s -> gemmd (%s) %.3f ms, kernel %.3f ms", what,
 			    path, now_ms() - t0, j->t.kernel_us / 1e3);

@@ -7,8 +7,9 @@
 # and tcp:// (socket). Below the threshold, switched off, with no daemon
 # or a drained one, the host BLAS answers and gemmd counts nothing. The C
 # program linked against the shim ahead of the BLAS does the same without
-# LD_PRELOAD. Stopped or killed around a call, gemmd loses it to the host
-# BLAS within the timeout, or at once when killed. Exit 77 (skipped)
+# LD_PRELOAD. Stopped, busy or killed around a call, gemmd loses it to
+# the host BLAS within the timeout (and never runs it when busy), or at
+# once when killed. Exit 77 (skipped)
 # when numpy does not use a system BLAS.
 # Needs GEMMD, GEMMCTL, SHIM, PYTHON, GEMM_CALLS, GEMM_CALLS_LINKED;
 # SAN_PRELOAD: a sanitizer build's runtimes, to load ahead of the shim.
@@ -103,6 +104,19 @@ shim "$ipc" GEMMD_BLAS_TIMEOUT_MS=300 GEMMD_BLAS_RETRY_MS=500 \
 	[ "$(grep -c -- "-> host: gemmd not reachable now" "$work/log")" -eq 2 ] &&
 	[ "$(grep -c -- "-> gemmd (region)" "$work/log")" -eq 4 ] ||
 	fail "a stalled daemon: $(cat "$work/log")"
+
+# gemmd busy past the timeout with another client's long job: the first
+# call is the host's, and gemmd never runs it (the timeout is the job's
+# deadline); the shim pauses, and the host has the next calls at once.
+"$GEMMCTL" rand 2500x2500 -o "$work/big.npy"
+id=$("$GEMMCTL" submit "$work/big.npy" "$work/big.npy" --detach --url "$ipc")
+before=$(jobs_ok)
+shim "$ipc" GEMMD_BLAS_TIMEOUT_MS=300 GEMMD_BLAS_RETRY_MS=60000 "$GEMM_CALLS"
+[ "$(grep -c -- "-> host: gemmd said ETIMEDOUT" "$work/log")" -eq 1 ] &&
+	[ "$(grep -c -- "-> host: gemmd not reachable now" "$work/log")" -eq "$(($(calls) - 1))" ] ||
+	fail "a busy gemmd: $(head -5 "$work/log")"
+"$GEMMCTL" wait "$id" -o "$work/big_out.npy" --url "$ipc" >/dev/null
+expect_jobs 1 "$before"
 
 # gemmd stopped before a program's first GEMM, which makes the shim's
 # region: the hand-off times out, the host computes the call within the
