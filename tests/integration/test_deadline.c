@@ -150,7 +150,7 @@ typedef struct timed {
 	int timeout_ms;
 	pthread_t t;
 	int rv, done;
-	double ms;
+	double ms, end_us; /* how long it took, and when it returned */
 } timed;
 
 static void *timed_run(void *arg)
@@ -159,7 +159,8 @@ static void *timed_run(void *arg)
 	double t0 = it_now_us();
 
 	tc->rv = tc->fn(tc->timeout_ms);
-	tc->ms = (it_now_us() - t0) / 1e3;
+	tc->end_us = it_now_us();
+	tc->ms = (tc->end_us - t0) / 1e3;
 	__atomic_store_n(&tc->done, 1, __ATOMIC_RELEASE);
 	return NULL;
 }
@@ -195,6 +196,8 @@ static void stopped_under(call_fn fn)
 	timed_start(&tc, fn, TIMEOUT_MS);
 	timed_join(&tc, FOREVER_MS);
 	assert_int_equal(kill(fx.d.pid, SIGCONT), 0);
+	fprintf(stderr, "stopped: %s after %.1f ms, timeout %d ms\n",
+		gemmd_errname(tc.rv), tc.ms, TIMEOUT_MS);
 	assert_int_equal(tc.rv, GM_ETIMEDOUT);
 	if (tc.ms < TIMEOUT_MS - 5 || tc.ms > TIMEOUT_MS + SLACK_MS)
 		fail_msg("returned after %.0f ms, timeout %d ms", tc.ms,
@@ -276,10 +279,12 @@ static void killed_under(call_fn fn)
 	t0 = it_now_us();
 	it_kill(&fx.d);
 	timed_join(&tc, FOREVER_MS);
+	fprintf(stderr, "killed: %s %.1f ms after the kill, timeout %d ms\n",
+		gemmd_errname(tc.rv), (tc.end_us - t0) / 1e3, FOREVER_MS);
 	assert_int_equal(tc.rv, GM_ETRANSPORT);
-	if ((it_now_us() - t0) / 1e3 > DEAD_MS)
+	if ((tc.end_us - t0) / 1e3 > DEAD_MS)
 		fail_msg("returned %.0f ms after the kill",
-			 (it_now_us() - t0) / 1e3);
+			 (tc.end_us - t0) / 1e3);
 }
 
 static void test_killed_socket(void **state)
@@ -325,12 +330,15 @@ static void dead_before(call_fn fn)
 	assert_int_equal(fn(FOREVER_MS), GM_OK);
 	it_kill(&fx.d);
 	for (int i = 0; i < 2; i++) {
-		double t0 = it_now_us();
+		double t0 = it_now_us(), ms;
+		int rv = fn(FOREVER_MS);
 
-		assert_int_equal(fn(FOREVER_MS), GM_ETRANSPORT);
-		if ((it_now_us() - t0) / 1e3 > DEAD_MS)
-			fail_msg("call %d returned after %.0f ms", i,
-				 (it_now_us() - t0) / 1e3);
+		ms = (it_now_us() - t0) / 1e3;
+		fprintf(stderr, "dead: call %d %s after %.1f ms\n", i,
+			gemmd_errname(rv), ms);
+		assert_int_equal(rv, GM_ETRANSPORT);
+		if (ms > DEAD_MS)
+			fail_msg("call %d returned after %.0f ms", i, ms);
 	}
 }
 
@@ -417,10 +425,12 @@ static void test_killed_running(void **state)
 	t0 = it_now_us();
 	it_kill(&fx.d);
 	timed_join(&tc, FOREVER_MS);
+	fprintf(stderr, "killed: %s %.1f ms after the kill, timeout %d ms\n",
+		gemmd_errname(tc.rv), (tc.end_us - t0) / 1e3, FOREVER_MS);
 	assert_int_equal(tc.rv, GM_ETRANSPORT);
-	if ((it_now_us() - t0) / 1e3 > DEAD_MS)
+	if ((tc.end_us - t0) / 1e3 > DEAD_MS)
 		fail_msg("returned %.0f ms after the kill",
-			 (it_now_us() - t0) / 1e3);
+			 (tc.end_us - t0) / 1e3);
 }
 
 /* ---- closing ---- */
