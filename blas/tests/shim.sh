@@ -89,6 +89,13 @@ grep -q "gemmd_blas: off" "$work/log" || fail "GEMMD_BLAS=off: $(cat "$work/log"
 shim "ipc://$work/none.sock" "$GEMM_CALLS"
 grep -q "cannot reach gemmd: ETRANSPORT" "$work/log" || fail "no daemon: $(head -3 "$work/log")"
 [ "$(grep -c "cannot reach gemmd" "$work/log")" -eq 1 ] || fail "dialed again on every call"
+# Timeouts an int cannot hold, and fractions of a millisecond.
+shim "$ipc" GEMMD_BLAS=off GEMMD_BLAS_TIMEOUT_MS=1e12 GEMMD_BLAS_RETRY_MS=0.5 "$GEMM_CALLS"
+grep -q "GEMMD_BLAS_TIMEOUT_MS=1e+12 is more than 2147483647 ms; using 10000" "$work/log" &&
+	grep -q "timeout 10000 ms" "$work/log" ||
+	fail "GEMMD_BLAS_TIMEOUT_MS=1e12: $(head -3 "$work/log")"
+shim "$ipc" GEMMD_BLAS=off GEMMD_BLAS_TIMEOUT_MS=0.5 "$GEMM_CALLS"
+grep -q "timeout 1 ms" "$work/log" || fail "GEMMD_BLAS_TIMEOUT_MS=0.5: $(head -3 "$work/log")"
 "$GEMMCTL" drain --url "$ipc" >/dev/null
 shim "$ipc" "$GEMM_CALLS"
 grep -q -- "-> host: gemmd said EDRAINING" "$work/log" || fail "drained: $(head -3 "$work/log")"
