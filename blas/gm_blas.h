@@ -35,7 +35,8 @@ struct gm_blas_config {
 	double min_flops;    /* GEMMD_BLAS_MIN_FLOPS: 2*m*n*k below: host */
 	int verbose;	     /* GEMMD_BLAS_VERBOSE: 0, 1 sent and failed
 				calls, 2 every call */
-	int timeout_ms;	     /* GEMMD_BLAS_TIMEOUT_MS */
+	int timeout_ms;	     /* GEMMD_BLAS_TIMEOUT_MS: of a whole call, the
+				region it may make included */
 	int retry_ms;	     /* GEMMD_BLAS_RETRY_MS: the host computes for
 				this long after gemmd could not be reached
 				or did not answer */
@@ -70,10 +71,13 @@ void gm_blas_pause(int code);
  * A region of c's daemon of at least bytes for one call, held for
  * reading until gm_blas_region_put: NULL when none can be had (not
  * ipc://, a quota, larger than region_max); the call then goes through
- * the socket. The region grows, once its users are done, when a call
- * needs more. c is what gm_blas_client just gave.
+ * the socket, unless *gone: gemmd did not make it within timeout_ms, or
+ * is gone (the shim pauses), and the call is the host's. The region
+ * grows, once its users are done, when a call needs more. c is what
+ * gm_blas_client just gave.
  */
-gemmd_region *gm_blas_region_get(gemmd_client *c, uint64_t bytes);
+gemmd_region *gm_blas_region_get(gemmd_client *c, uint64_t bytes,
+				 int timeout_ms, bool *gone);
 
 /* Lets go of the region gm_blas_region_get gave. retire: a request that
  * named it may still be running in the daemon (it timed out or its

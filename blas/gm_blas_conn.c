@@ -6,11 +6,11 @@
  * connection, the shim pauses: the host BLAS computes everything for
  * GEMMD_BLAS_RETRY_MS, so that a program whose daemon is away or hung
  * pays for one dial or one timeout, not one per call; then a ping with a
- * short timeout says whether gemmd answers again. That matters for the
- * region as well: making and releasing regions wait on the daemon with
- * no timeout, so they are never asked of a daemon that has not just
- * answered, and a region a lost request named (the daemon may still
- * write into it) is released on a thread of its own.
+ * short timeout says whether gemmd answers again. Making a region waits
+ * within the call's timeout, and one that fails that way pauses the shim
+ * too. Releasing one is never waited for: a region a lost request named
+ * (the daemon may still write into it), or one too small, is released
+ * on a thread of its own.
  *
  * The region only grows, when a call needs more, once the calls using
  * it are done (a read-write lock that prefers the writer). A fork()ed
@@ -103,7 +103,9 @@ gemmd_client *gm_blas_client(void)
 	if (forked || now_s() < paused_until) {
 		/* the host's turn */
 	} else if (client == NULL &&
-		   (rv = gemmd_open(NULL, NULL, &client)) != GEMMD_OK) {
+		   (rv = gemmd_open_timeout(NULL, NULL, &client,
+					    gm_blas_config()->timeout_ms)) !=
+		       GEMMD_OK) {
 		client = NULL;
 		pause_for(rv, "cannot reach gemmd");
 	} else if (probe &&
@@ -146,18 +148,17 @@ static void release_later(gemmd_region *r)
 	pthread_attr_destroy(&attr);
 }
 
-/* Under the write lock: a region of at least bytes, or none. */
-static void regrow(gemmd_client *c, uint64_t bytes)
+/* Under the write lock: a region of at least bytes within timeout_ms,
+ * or none (with *gone when gemmd did not answer). */
+static void regrow(gemmd_client *c, uint64_t bytes, int timeout_ms, bool *gone)
 {
 	uint64_t max = gm_blas_config()->region_max, size = REGION_MIN;
 	int rv;
 
 	pthread_mutex_lock(&stale_mu);
-	if (region != NULL && region_stale) {
+	if (region != NULL &&
+	    (region_stale || gemmd_region_size(region) < bytes)) {
 		release_later(region);
-		region = NULL;
-	} else if (region != NULL && gemmd_region_size(region) < bytes) {
-		gemmd_region_release(region);
 		region = NULL;
 	}
 	region_stale = false;
@@ -168,9 +169,15 @@ static void regrow(gemmd_client *c, uint64_t bytes)
 		size *= 2;
 	if (size > max)
 		size = bytes;
-	if ((rv = gemmd_region_create(c, size, &region)) != GEMMD_OK) {
+	if ((rv = gemmd_region_create_timeout(c, size, &region, timeout_ms)) !=
+	    GEMMD_OK) {
 		region = NULL;
 		region_after = now_s() + retry_s();
+		*gone = rv == GEMMD_ETIMEDOUT || rv == GEMMD_ETRANSPORT;
+		if (*gone) {
+			gm_blas_pause(rv); /* which says why */
+			return;
+		}
 		gm_blas_log(1,
 			    "no shared-memory region of %llu bytes: %s: %s; "
 			    "operands go through the socket",
@@ -179,10 +186,12 @@ static void regrow(gemmd_client *c, uint64_t bytes)
 	}
 }
 
-gemmd_region *gm_blas_region_get(gemmd_client *c, uint64_t bytes)
+gemmd_region *gm_blas_region_get(gemmd_client *c, uint64_t bytes,
+				 int timeout_ms, bool *gone)
 {
 	bool fits;
 
+	*gone = false;
 	if (bytes > gm_blas_config()->region_max)
 		return NULL;
 	for (;;) {
@@ -195,7 +204,7 @@ gemmd_region *gm_blas_region_get(gemmd_client *c, uint64_t bytes)
 			return region;
 		pthread_rwlock_unlock(&region_lock);
 		pthread_rwlock_wrlock(&region_lock);
-		regrow(c, bytes);
+		regrow(c, bytes, timeout_ms, gone);
 		fits = region != NULL;
 		pthread_rwlock_unlock(&region_lock);
 		if (!fits)

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +13,9 @@
 
 #include "gm_blas.h"
 
-#define DEFAULT_TIMEOUT_MS 300000
+/* A call gemmd has not answered in 10 s is the host BLAS's: see the
+ * README's settings for why that is long enough. */
+#define DEFAULT_TIMEOUT_MS 10000
 #define DEFAULT_RETRY_MS   5000
 #define DEFAULT_REGION_MAX (1ull << 30)
 
@@ -53,6 +56,22 @@ static double number(const char *key, double def, bool sizes)
 	return x;
 }
 
+/* Milliseconds as number() reads them, in what an int holds: def when
+ * more, with a line saying so; a fraction of one is one, not 0 (which
+ * means no limit where it is a timeout). */
+static int millis(const char *key, int def)
+{
+	double x = number(key, def, false);
+
+	if (x > INT32_MAX) {
+		fprintf(stderr,
+			"gemmd_blas: %s=%g is more than %d ms; using %d\n", key,
+			x, INT32_MAX, def);
+		return def;
+	}
+	return x > 0 && x < 1 ? 1 : (int)x;
+}
+
 static void read_config(void)
 {
 	config.verbose = (int)number("GEMMD_BLAS_VERBOSE", 0, false);
@@ -62,12 +81,10 @@ static void read_config(void)
 			 strcmp(program_invocation_short_name, "gemmd") != 0;
 	config.min_flops =
 	    number("GEMMD_BLAS_MIN_FLOPS", GM_BLAS_DEFAULT_MIN_FLOPS, false);
-	config.timeout_ms =
-	    (int)number("GEMMD_BLAS_TIMEOUT_MS", DEFAULT_TIMEOUT_MS, false);
+	config.timeout_ms = millis("GEMMD_BLAS_TIMEOUT_MS", DEFAULT_TIMEOUT_MS);
 	if (config.timeout_ms <= 0)
 		config.timeout_ms = GEMMD_FOREVER;
-	config.retry_ms =
-	    (int)number("GEMMD_BLAS_RETRY_MS", DEFAULT_RETRY_MS, false);
+	config.retry_ms = millis("GEMMD_BLAS_RETRY_MS", DEFAULT_RETRY_MS);
 	config.region_max = (uint64_t)number("GEMMD_BLAS_REGION_MAX",
 					     (double)DEFAULT_REGION_MAX, true);
 	config.url = getenv("GEMMD_URL");

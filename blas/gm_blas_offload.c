@@ -182,19 +182,33 @@ static void describe(const struct gm_blas_call *c, char *buf, size_t len)
 		 c->k, c->lda, c->ldb, c->ldc);
 }
 
-/* Sends j and reports; true when it succeeded. *lost: the daemon may
- * still be running it. */
-static bool run(gemmd_client *cl, gemmd_job *j, const char *what,
-		const char *path, bool *lost)
+/* What is left at t of a call's timeout that started at t0 (at least
+ * 1 ms: the call then times out, it does not wait for ever). */
+static int left_ms(double t0, double t)
 {
-	const struct gm_blas_config *cfg = gm_blas_config();
+	int ms = gm_blas_config()->timeout_ms;
+
+	if (ms == GEMMD_FOREVER)
+		return ms;
+	return t - t0 < ms - 1 ? ms - (int)(t - t0) : 1;
+}
+
+/* Sends j, within what is left of the call's timeout since start, and
+ * reports; true when it succeeded. *lost: the daemon may still be
+ * running it. */
+static bool run(gemmd_client *cl, gemmd_job *j, const char *what,
+		const char *path, double start, bool *lost)
+{
 	double t0 = now_ms();
-	int rv = gemmd_submit(cl, j, 1, NULL, cfg->timeout_ms);
+	int rv = gemmd_submit(cl, j, 1, NULL, left_ms(start, t0));
 	int code = rv != GEMMD_OK ? rv : j->status;
 
 	*lost = rv == GEMMD_ETIMEDOUT || rv == GEMMD_ETRANSPORT;
-	if (*lost)
-		gm_blas_pause(rv);
+	/* A job gemmd failed at its deadline (the call's timeout, sent
+	 * with it) did not run, but says as much as a timeout: the queue
+	 * is too long to wait on. */
+	if (*lost || code == GEMMD_ETIMEDOUT)
+		gm_blas_pause(code);
 	if (code == GEMMD_OK) {
 		gm_blas_log(1, "%s -> gemmd (%s) %.3f ms, kernel %.3f ms", what,
 			    path, now_ms() - t0, j->t.kernel_us / 1e3);
@@ -217,7 +231,8 @@ bool gm_blas_offload(const struct gm_blas_call *c)
 	gemmd_client *cl;
 	gemmd_region *r;
 	char what[128];
-	bool ok = false, lost = false;
+	bool ok = false, lost = false, gone;
+	double start = now_ms();
 
 	describe(c, what, sizeof(what));
 	if (!cfg->enabled || !matrices(c, &m[0], &m[1], &m[2]))
@@ -232,9 +247,14 @@ bool gm_blas_offload(const struct gm_blas_call *c)
 	}
 	total = 3 * ALIGN + dense_bytes(&m[0], es) + dense_bytes(&m[1], es) +
 		dense_bytes(&m[2], es);
-	if ((r = gm_blas_region_get(cl, total)) != NULL &&
-	    in_region(r, &j, m, es, offs)) {
-		if ((ok = run(cl, &j, what, "region", &lost)))
+	r = gm_blas_region_get(cl, total, left_ms(start, now_ms()), &gone);
+	if (gone) {
+		gm_blas_log(1, "%s -> host: gemmd made no region: %s", what,
+			    gemmd_last_error());
+		return false;
+	}
+	if (r != NULL && in_region(r, &j, m, es, offs)) {
+		if ((ok = run(cl, &j, what, "region", start, &lost)))
 			unpack(c->c, &m[2],
 			       (uint8_t *)gemmd_region_ptr(r) + offs[2], es);
 		for (int i = 0; !lost && i < 3; i++)
@@ -245,7 +265,7 @@ bool gm_blas_offload(const struct gm_blas_call *c)
 	if (r != NULL)
 		gm_blas_region_put(r, false);
 	if (in_socket(&j, m, es, bufs) &&
-	    (ok = run(cl, &j, what, "socket", &lost)) && j.out != c->c)
+	    (ok = run(cl, &j, what, "socket", start, &lost)) && j.out != c->c)
 		unpack(c->c, &m[2], j.out, es);
 	for (int i = 0; i < 3; i++)
 		free(bufs[i]);

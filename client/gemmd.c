@@ -145,6 +145,19 @@ static int new_call(gemmd_client *c, int kind, gemmd_job *jobs, uint32_t n,
 	return GM_OK;
 }
 
+/* The deadline a request carries: the caller's, or its call's timeout
+ * when that is sooner, so that the daemon never starts a job whose caller
+ * has given up on it. A detached request's jobs outlive the call that
+ * sends them: only the caller's. */
+static uint32_t deadline_of(uint32_t deadline_ms, int timeout_ms, bool detached)
+{
+	if (detached || timeout_ms == GEMMD_FOREVER)
+		return deadline_ms;
+	if (deadline_ms == 0 || (uint32_t)timeout_ms < deadline_ms)
+		return (uint32_t)timeout_ms;
+	return deadline_ms;
+}
+
 /* What the submit calls share; ids: a detached request's. */
 static int submit(gemmd_client *c, gemmd_job *jobs, uint32_t n,
 		  const gemmd_submit_opts *o, int timeout_ms, uint64_t *ids,
@@ -171,6 +184,7 @@ static int submit(gemmd_client *c, gemmd_job *jobs, uint32_t n,
 		b.priority = (uint8_t)o->priority;
 		b.deadline_ms = o->deadline_ms;
 	}
+	b.deadline_ms = deadline_of(b.deadline_ms, timeout_ms, ids != NULL);
 	if ((rv = new_call(c, ids ? GM_CALL_DETACH : GM_CALL_GEMM, jobs, n,
 			   timeout_ms, nt, &k)) == GM_OK) {
 		k->ids = ids;
@@ -328,9 +342,10 @@ int gemmd_wait(gemmd_client *c, uint64_t id, gemmd_job *job, int timeout_ms)
 /* ---- opening and closing ---- */
 
 /* Adds a daemon at url to cl and dials it; without GEMMD_OPEN_LAZY
- * waits for the first connection, and on failure forgets it. */
+ * waits up to timeout_ms for the first connection, and on failure
+ * forgets it. */
 static int add_daemon(gemmd_client *cl, const char *url,
-		      const gemmd_open_opts *o)
+		      const gemmd_open_opts *o, int timeout_ms)
 {
 	gm_todo t = GM_TODO_INIT(cl);
 	gm_daemon *dm, **all;
@@ -343,7 +358,7 @@ static int add_daemon(gemmd_client *cl, const char *url,
 	pthread_mutex_unlock(&cl->mu);
 	gm_todo_run(&t);
 	if (!(o->flags & GEMMD_OPEN_LAZY) &&
-	    (rv = gm_daemon_await(dm)) != GM_OK) {
+	    (rv = gm_daemon_await(dm, timeout_ms)) != GM_OK) {
 		gm_daemon_stop(dm);
 		return rv;
 	}
@@ -375,7 +390,8 @@ static void client_free(gemmd_client *cl)
 	free(cl);
 }
 
-int gemmd_open(const char *url, const gemmd_open_opts *opts, gemmd_client **out)
+int gemmd_open_timeout(const char *url, const gemmd_open_opts *opts,
+		       gemmd_client **out, int timeout_ms)
 {
 	static const gemmd_open_opts none;
 	gemmd_client *cl;
@@ -384,6 +400,9 @@ int gemmd_open(const char *url, const gemmd_open_opts *opts, gemmd_client **out)
 	if (out == NULL)
 		return gm_client_seterr(GM_EINVAL, "no place for the client");
 	*out = NULL;
+	if (timeout_ms <= 0 && timeout_ms != GEMMD_FOREVER)
+		return gm_client_seterr(GM_EINVAL, "timeout %d ms, must be > 0",
+					timeout_ms);
 	if (url == NULL && ((url = getenv("GEMMD_URL")) == NULL || !*url))
 		url = GEMMD_DEFAULT_URL;
 	if ((cl = calloc(1, sizeof(*cl))) == NULL)
@@ -395,13 +414,19 @@ int gemmd_open(const char *url, const gemmd_open_opts *opts, gemmd_client **out)
 		client_free(cl);
 		return gm_client_seterr(GM_ENOMEM, "out of memory");
 	}
-	if ((rv = add_daemon(cl, url, opts ? opts : &none)) != GM_OK) {
+	if ((rv = add_daemon(cl, url, opts ? opts : &none, timeout_ms)) !=
+	    GM_OK) {
 		client_free(cl);
 		return rv;
 	}
 	gm_client_clearerr();
 	*out = cl;
 	return GM_OK;
+}
+
+int gemmd_open(const char *url, const gemmd_open_opts *opts, gemmd_client **out)
+{
+	return gemmd_open_timeout(url, opts, out, GEMMD_OPEN_TIMEOUT_MS);
 }
 
 int gemmd_dial(gemmd_client *c, const char *url, const gemmd_open_opts *opts)
@@ -411,7 +436,8 @@ int gemmd_dial(gemmd_client *c, const char *url, const gemmd_open_opts *opts)
 
 	if (c == NULL || url == NULL)
 		return gm_client_seterr(GM_EINVAL, "no client or no URL");
-	if ((rv = add_daemon(c, url, opts ? opts : &none)) == GM_OK)
+	if ((rv = add_daemon(c, url, opts ? opts : &none,
+			     GEMMD_OPEN_TIMEOUT_MS)) == GM_OK)
 		gm_client_clearerr();
 	return rv;
 }

@@ -16,11 +16,17 @@
  *
  * A request runs at most once: the library never writes a request
  * twice. A request not yet written when its connection drops waits for
- * the connection to be redialed, within its timeout; one with any byte
- * written fails with GM_ETRANSPORT, and the caller decides whether to
- * retry (whether its jobs ran is then unknown). A call that times out
- * leaves its request queued or running in the daemon; its replies are
- * read and discarded when they come. No call writes into, or reads
+ * the connection to be redialed, and fails with GM_ETRANSPORT at once
+ * when that dial fails (the daemon is gone), unless the client was
+ * opened GEMMD_OPEN_LAZY: it then waits for a dial that succeeds,
+ * within its timeout. One with any byte written fails with
+ * GM_ETRANSPORT as soon as its connection drops, and the caller decides
+ * whether to retry (whether its jobs ran is then unknown). A GEMM call with a
+ * timeout sends it as its jobs' deadline (gemmd_submit_opts.deadline_ms,
+ * when that is not sooner): a job the daemon has not started within the
+ * timeout of its receipt never runs. A call that times out may still
+ * leave a job running in the daemon; its replies are read and discarded
+ * when they come. No call writes into, or reads
  * from, a caller's buffer after it returned (or, asynchronously, after
  * its done callback ran).
  *
@@ -156,7 +162,8 @@ typedef struct gemmd_submit_opts {
 
 /* gemmd_open_opts.flags: return at once and dial in the background, so
  * that a service may start before the daemon; requests wait for a
- * connection within their own timeout. Without it gemmd_open fails when
+ * connection within their own timeout (without it, a request whose
+ * dial fails fails GM_ETRANSPORT at once). Without it gemmd_open fails when
  * the first dial does. Either way a dropped connection is redialed in
  * the background (at once after one that carried replies, else backing
  * off from 0.1 s to 2 s), for as long as the client is open. */
@@ -223,13 +230,23 @@ typedef struct gemmd_open_opts {
 /* Completion of gemmd_submit_async: rv as gemmd_submit would return it. */
 typedef void (*gemmd_done_fn)(void *arg, int rv);
 
+/* How long gemmd_open and gemmd_dial wait for their first dial. */
+#define GEMMD_OPEN_TIMEOUT_MS 10000
+
 /* Opens a client dialing url (NULL: $GEMMD_URL, else GEMMD_DEFAULT_URL)
  * and stores it in *out. GM_EINVAL for a malformed or unsupported URL or
  * bad options, GM_ETRANSPORT when the daemon cannot be reached (the
- * detail in gemmd_last_error()), GM_ENOMEM. Blocks for the first dial
+ * detail in gemmd_last_error()), GM_ETIMEDOUT when the first dial has
+ * not ended within GEMMD_OPEN_TIMEOUT_MS (a host that does not answer, a
+ * listener that does not accept), GM_ENOMEM. Blocks for the first dial
  * unless GEMMD_OPEN_LAZY. Any thread. */
 int gemmd_open(const char *url, const gemmd_open_opts *opts,
 	       gemmd_client **out);
+
+/* gemmd_open waiting up to timeout_ms (> 0, or GEMMD_FOREVER) for the
+ * first dial instead. */
+int gemmd_open_timeout(const char *url, const gemmd_open_opts *opts,
+		       gemmd_client **out, int timeout_ms);
 
 /* Dials one more daemon from c. Each request then goes to one daemon:
  * the one whose hand-off socket made the regions its jobs name, else,
@@ -421,9 +438,19 @@ int gemmd_resume(gemmd_client *c, int timeout_ms);
  * the socket cannot be reached, GM_ENOMEM when the memory cannot be
  * made here, or the daemon's refusal: GM_ETOOBIG over a quota,
  * GM_ESHUTDOWN, GM_ECUDA when it cannot be pinned. gemmd_last_error()
- * has the detail. Blocks while the daemon maps and registers it.
+ * has the detail. Blocks while the daemon maps and registers it, up to
+ * 10 s and 4 ms per MiB (registering takes about 1 ms per MiB with
+ * CUDA); then GM_ETIMEDOUT.
  */
 int gemmd_region_create(gemmd_client *c, uint64_t bytes, gemmd_region **out);
+
+/* gemmd_region_create within timeout_ms (> 0, or GEMMD_FOREVER), from
+ * the dial of the hand-off socket to the daemon's answer: GM_ETIMEDOUT
+ * when the daemon did not answer in time (a stopped or hung daemon).
+ * The regions made before stay usable; if the daemon makes the region
+ * after all, the client's next region call releases it. */
+int gemmd_region_create_timeout(gemmd_client *c, uint64_t bytes,
+				gemmd_region **out, int timeout_ms);
 
 /* The region's memory in this process, its size, and its id (what jobs
  * name on the wire). */
@@ -435,7 +462,9 @@ uint64_t gemmd_region_id(const gemmd_region *r);
  * jobs using it are done), it is unmapped here and freed. No call of
  * this process may still use it. Returns the daemon's answer, or
  * GM_ETRANSPORT when it could not be asked (r is freed anyway; the
- * daemon lets it go when the client's hand-off connection closes).
+ * daemon lets it go when the client's hand-off connection closes), or
+ * GM_ETIMEDOUT when the daemon did not answer within 10 s (r is freed
+ * here; the daemon's answer is read by the client's next region call).
  * gemmd_close releases every region of its client. Blocks. */
 int gemmd_region_release(gemmd_region *r);
 

@@ -14,7 +14,8 @@
 
 #define ALIGN_DEFAULT 256
 
-int gemmd_region_create(gemmd_client *c, uint64_t bytes, gemmd_region **out)
+int gemmd_region_create_timeout(gemmd_client *c, uint64_t bytes,
+				gemmd_region **out, int timeout_ms)
 {
 	int rv;
 
@@ -23,17 +24,27 @@ int gemmd_region_create(gemmd_client *c, uint64_t bytes, gemmd_region **out)
 	if (c == NULL || out == NULL || bytes == 0)
 		return gm_client_seterr(GM_EINVAL, "no client, no place for "
 						   "the region, or 0 bytes");
+	if (timeout_ms <= 0 && timeout_ms != GEMMD_FOREVER)
+		return gm_client_seterr(GM_EINVAL, "timeout %d ms, must be > 0",
+					timeout_ms);
 	/* Regions are made with the daemon gemmd_open dialed. */
-	if ((rv = gm_shm_create(c->daemons[0]->shm, bytes, out)) == GM_OK)
+	if ((rv = gm_shm_create(c->daemons[0]->shm, bytes, timeout_ms, out)) ==
+	    GM_OK)
 		gm_client_clearerr();
 	return rv;
+}
+
+int gemmd_region_create(gemmd_client *c, uint64_t bytes, gemmd_region **out)
+{
+	return gemmd_region_create_timeout(c, bytes, out,
+					   gm_shm_create_ms(bytes));
 }
 
 int gemmd_region_release(gemmd_region *r)
 {
 	if (r == NULL)
 		return gm_client_seterr(GM_EINVAL, "no region");
-	return gm_shm_release(r);
+	return gm_shm_release(r, GM_SHM_RELEASE_MS);
 }
 
 void *gemmd_region_ptr(const gemmd_region *r)

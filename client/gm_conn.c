@@ -105,9 +105,14 @@ void gm_conn_queue(gm_conn *c, gm_part *p, gm_todo *t)
 	if (c->state == GM_CONN_UP) {
 		c->want_send = true;
 		gm_conn_later(c, t);
-	} else {
-		gm_conn_dial(c, t);
+		return;
 	}
+	if (c->dial_waiting && !c->dm->lazy) {
+		/* A request would fail at the next dial: try it now. */
+		gm_timer_disarm(c->dm->cl->timer, &c->dial_ev);
+		c->dial_waiting = false;
+	}
+	gm_conn_dial(c, t);
 }
 
 static void dequeue(gm_conn *c, gm_part *p)
@@ -328,6 +333,18 @@ static unsigned next_backoff(unsigned ms)
 	return ms < GM_CONN_BACKOFF_MAX_MS ? ms : GM_CONN_BACKOFF_MAX_MS;
 }
 
+/* The dial failed: the parts still queued on c fail with why. */
+static void fail_queued(gm_conn *c, gm_todo *t)
+{
+	char msg[GM_CLIENT_ERRLEN];
+
+	snprintf(msg, sizeof(msg), "no connection to the daemon: %.*s",
+		 (int)(sizeof(msg) - 32), c->why[0] ? c->why : "no dial");
+	/* Ending a call may take more of the queue with it. */
+	while (c->head != NULL)
+		gm_part_over(c->head, GM_ETRANSPORT, msg, t);
+}
+
 static void dial_cb(void *arg, int rv, gm_stream *s, const char *msg)
 {
 	gm_conn *c = arg;
@@ -344,6 +361,8 @@ static void dial_cb(void *arg, int rv, gm_stream *s, const char *msg)
 		if (!c->dm->stopping) {
 			redial_later(c);
 			gm_daemon_requeue(c, &t);
+			if (!c->dm->lazy)
+				fail_queued(c, &t);
 		}
 		pthread_cond_broadcast(&cl->cv);
 		pthread_mutex_unlock(&cl->mu);

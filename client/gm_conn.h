@@ -18,7 +18,11 @@
  * stream drops, every part written on it is lost (GM_ETRANSPORT, or the
  * daemon's refusal when it refused the connection itself); parts not yet
  * written stay queued for the next stream, or move to another slot of the
- * daemon that is up.
+ * daemon that is up. A dial that fails fails the parts queued on the
+ * slot with GM_ETRANSPORT, unless the client was opened GEMMD_OPEN_LAZY
+ * (then they wait for a dial that succeeds, within their timeout): a
+ * daemon that died is seen at once, and a part queued on a slot waiting
+ * out its back-off dials it at once.
  *
  * Reader: gm_read.h, on the slot's receive.
  *

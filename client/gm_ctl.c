@@ -173,9 +173,12 @@ int gm_ctl_connect(const struct gm_ctl_conn *c, gemmd_client **cl)
 {
 	char msg[512] = "";
 	int rv = gm_ctlurl_check(gm_ctl_conn_url(c), msg, sizeof(msg));
+	/* The dial is within --timeout too. */
+	int ms = c->timeout_ms > 0 ? c->timeout_ms : GEMMD_OPEN_TIMEOUT_MS;
 	const char *why;
 
-	if (rv == GM_OK && (rv = gemmd_open(c->url, &c->tls, cl)) == GM_OK)
+	if (rv == GM_OK &&
+	    (rv = gemmd_open_timeout(c->url, &c->tls, cl, ms)) == GM_OK)
 		return 0;
 	why = *msg ? msg : gemmd_last_error();
 	if (rv == GM_EINVAL) /* the URL or the TLS files: says which */

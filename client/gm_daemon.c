@@ -4,10 +4,12 @@
  */
 #include "gm_daemon.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "gm_shm.h"
 #include "gm_stage.h"
@@ -83,6 +85,7 @@ int gm_daemon_new(gemmd_client *cl, const char *url, const gemmd_open_opts *o,
 		return gm_client_seterr(GM_ENOMEM, "out of memory");
 	dm->cl = cl;
 	dm->kind = kind;
+	dm->lazy = o->flags & GEMMD_OPEN_LAZY;
 	snprintf(dm->url, sizeof(dm->url), "%s", url);
 	if ((kind == GM_URL_TLS && (rv = make_tls(dm, o)) != GM_OK) ||
 	    (rv = gm_shm_new(url, o->region_socket, &dm->shm)) != GM_OK)
@@ -114,16 +117,27 @@ void gm_daemon_start(gm_daemon *dm, gm_todo *t)
 		gm_conn_dial(&dm->conns[i], t);
 }
 
-int gm_daemon_await(gm_daemon *dm)
+int gm_daemon_await(gm_daemon *dm, int timeout_ms)
 {
 	gemmd_client *cl = dm->cl;
 	gm_conn *c = &dm->conns[0];
+	/* A listener that does not accept (its backlog full) leaves a TCP
+	 * dial retrying its SYN for minutes. */
+	struct timespec at = gm_timer_in(timeout_ms > 0 ? timeout_ms : 0);
 	int rv = GM_OK;
 
 	pthread_mutex_lock(&cl->mu);
-	while (c->dials == 0)
-		pthread_cond_wait(&cl->cv, &cl->mu);
-	if (c->state != GM_CONN_UP)
+	while (c->dials == 0 && rv == GM_OK) {
+		if (timeout_ms == GEMMD_FOREVER)
+			pthread_cond_wait(&cl->cv, &cl->mu);
+		else if (pthread_cond_clockwait(&cl->cv, &cl->mu,
+						CLOCK_MONOTONIC,
+						&at) == ETIMEDOUT)
+			rv = gm_client_seterr(GM_ETIMEDOUT,
+					      "%s: no connection within %d ms",
+					      dm->url, timeout_ms);
+	}
+	if (rv == GM_OK && c->state != GM_CONN_UP)
 		rv = gm_client_seterr(GM_ETRANSPORT, "%s", c->why);
 	pthread_mutex_unlock(&cl->mu);
 	return rv;

@@ -46,6 +46,8 @@ struct gm_daemon {
 	gm_shm *shm;   /* its hand-off socket and the regions made on it */
 	struct gm_stage *stage; /* NULL: plain pointers take the socket */
 	bool stopping;		/* no more dials; streams freed as they close */
+	bool lazy; /* GEMMD_OPEN_LAZY: requests wait for a dial to succeed;
+		      else a failed dial fails the requests waiting for it */
 };
 
 /* The frames of a call, built before they are queued. */
@@ -67,9 +69,11 @@ int gm_daemon_new(gemmd_client *cl, const char *url, const gemmd_open_opts *o,
 /* Dials every slot. Under the lock. */
 void gm_daemon_start(gm_daemon *dm, gm_todo *t);
 
-/* Waits for the first dial of the first slot: GM_OK when it connected,
- * else GM_ETRANSPORT with gemmd_last_error() set. Not under the lock. */
-int gm_daemon_await(gm_daemon *dm);
+/* Waits up to timeout_ms (or GEMMD_FOREVER) for the first dial of the
+ * first slot: GM_OK when it connected, else GM_ETRANSPORT, or
+ * GM_ETIMEDOUT when it has not ended, with gemmd_last_error() set. Not
+ * under the lock. */
+int gm_daemon_await(gm_daemon *dm, int timeout_ms);
 
 /* Marks dm stopping (under the lock, with gm_daemon_shutdown to
  * follow). */

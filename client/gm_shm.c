@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,10 +19,20 @@
 #include "gm_client.h"
 #include "gm_proto_region.h"
 
+/* Replies a connection may owe: records sent whose caller gave up before
+ * their reply came. One more and the connection is closed instead. */
+#define OWED_MAX 16
+
 struct gm_shm {
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)]; /* "": none */
-	pthread_mutex_t mu; /* fd, the records on it, and regions */
+	pthread_mutex_t mu; /* fd, conn and the records on fd: held for a
+			       whole exchange */
 	int fd;		    /* the hand-off connection; -1 until needed */
+	unsigned conn;	    /* connections dialed: the current one's number */
+	uint8_t owed[OWED_MAX]; /* ops of the records on fd whose replies
+				   are still to come, oldest first */
+	unsigned nowed;
+	pthread_mutex_t regions_mu; /* regions: held briefly */
 	gemmd_region *regions;
 };
 
@@ -33,6 +44,11 @@ int gm_shm_new(const char *url, const char *socket, gm_shm **out)
 	if (g == NULL)
 		return GM_ENOMEM;
 	if (pthread_mutex_init(&g->mu, NULL) != 0) {
+		free(g);
+		return GM_ENOMEM;
+	}
+	if (pthread_mutex_init(&g->regions_mu, NULL) != 0) {
+		pthread_mutex_destroy(&g->mu);
 		free(g);
 		return GM_ENOMEM;
 	}
@@ -66,11 +82,81 @@ void gm_shm_free(gm_shm *g)
 		next = r->next;
 		unmap(r);
 	}
+	pthread_mutex_destroy(&g->regions_mu);
 	pthread_mutex_destroy(&g->mu);
 	free(g);
 }
 
 /* ---- the hand-off connection ---- */
+
+/* When an exchange must be over: a gm_timer_now() time, 0 for never,
+ * and the caller's timeout for its message. */
+typedef struct due {
+	uint64_t at;
+	int ms;
+} due;
+
+static due due_in(int timeout_ms)
+{
+	due d = {0, timeout_ms};
+
+	if (timeout_ms != GEMMD_FOREVER)
+		d.at = gm_timer_now() + (uint64_t)timeout_ms * 1000000u;
+	return d;
+}
+
+/* Milliseconds left before d, rounded up; -1 for never, 0 once past. */
+static int left_ms(due d)
+{
+	uint64_t now = gm_timer_now();
+
+	if (d.at == 0)
+		return -1;
+	return now >= d.at ? 0 : (int)((d.at - now + 999999u) / 1000000u);
+}
+
+static int timed_out(gm_shm *g, due d)
+{
+	return gm_client_seterr(GM_ETIMEDOUT,
+				"region socket %s: no answer within %d ms",
+				g->path, d.ms);
+}
+
+/* Takes g->mu by d: another thread's exchange may hold it that long.
+ * It polls: ThreadSanitizer does not see a lock taken with a clock
+ * (pthread_mutex_clocklock), and two threads making regions at once
+ * are rare enough that a millisecond's polling costs nothing. */
+static int lock(gm_shm *g, due d)
+{
+	if (d.at == 0) {
+		pthread_mutex_lock(&g->mu);
+		return GM_OK;
+	}
+	while (pthread_mutex_trylock(&g->mu) != 0) {
+		if (left_ms(d) == 0)
+			return timed_out(g, d);
+		usleep(1000);
+	}
+	return GM_OK;
+}
+
+/* Waits until fd is ready for events, or d: GM_OK or GM_ETIMEDOUT
+ * (errno 0). A hang-up counts as ready: the call that follows says. */
+static int wait_fd(int fd, short events, due d)
+{
+	struct pollfd p = {fd, events, 0};
+	int ms, n;
+
+	do {
+		ms = left_ms(d);
+		n = poll(&p, 1, ms);
+	} while (n < 0 && errno == EINTR);
+	if (n == 0) {
+		errno = 0;
+		return GM_ETIMEDOUT;
+	}
+	return GM_OK;
+}
 
 void gm_shm_hangup(gm_shm *g)
 {
@@ -81,38 +167,35 @@ void gm_shm_hangup(gm_shm *g)
 		shutdown(fd, SHUT_RDWR);
 }
 
-static int dial(gm_shm *g)
+/* connect() on a socket that does not block: a listener whose backlog
+ * is full (a daemon that stopped accepting) answers EAGAIN, and the
+ * dial is tried again until d. */
+static int connect_by(int fd, const struct sockaddr_un *sa, due d)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	int fd;
-
-	if (g->fd >= 0)
-		return GM_OK;
-	if (g->path[0] == '\0')
-		return gm_client_seterr(GM_EINVAL,
-					"regions need an ipc:// URL or "
-					"region_socket");
-	memcpy(sa.sun_path, g->path, strlen(g->path));
-	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
-		int e = errno;
-
-		if (fd >= 0)
-			close(fd);
-		return gm_client_seterr(GM_ETRANSPORT, "region socket %s: %s",
-					g->path, strerror(e));
+	while (connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) != 0) {
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN)
+			return -1;
+		if (left_ms(d) == 0) {
+			errno = 0;
+			return GM_ETIMEDOUT;
+		}
+		usleep(1000);
 	}
-	__atomic_store_n(&g->fd, fd, __ATOMIC_RELEASE);
 	return GM_OK;
 }
 
-/* The connection failed: regions made on it are gone in the daemon. */
+/* The connection failed, or owes more replies than it may: regions
+ * made on it are gone in the daemon. */
 static void drop_fd(gm_shm *g)
 {
 	close(g->fd);
 	__atomic_store_n(&g->fd, -1, __ATOMIC_RELEASE);
+	g->nowed = 0;
 }
 
+/* The exchange failed in what (errno set, 0 for a closed connection). */
 static int hang_up(gm_shm *g, const char *what)
 {
 	int e = errno;
@@ -122,17 +205,15 @@ static int hang_up(gm_shm *g, const char *what)
 				g->path, what, e ? strerror(e) : "closed");
 }
 
-/* Sends req (with fd when >= 0) and reads the reply. Under g->mu. */
-static int exchange(gm_shm *g, const gm_handoff_req *req, int fd,
-		    gm_handoff_rep *rep)
+/* Sends one record by d: GM_OK, GM_ETIMEDOUT (nothing of it sent: a
+ * record goes whole or not at all) or GM_ETRANSPORT. */
+static int send_by(gm_shm *g, const gm_handoff_req *req, int fd, due d)
 {
-	uint8_t out[GM_HANDOFF_REQ_SIZE], in[GM_HANDOFF_REP_SIZE + 1];
+	uint8_t out[GM_HANDOFF_REQ_SIZE];
 	char cbuf[CMSG_SPACE(sizeof(int))] = {0};
 	struct iovec iov = {out, sizeof(out)};
 	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-	char detail[2 * GM_MSG_TEXT];
 	ssize_t n;
-	int rv;
 
 	gm_handoff_put_req(out, req);
 	if (fd >= 0) {
@@ -146,22 +227,144 @@ static int exchange(gm_shm *g, const gm_handoff_req *req, int fd,
 		cm->cmsg_len = CMSG_LEN(sizeof(int));
 		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
 	}
-	errno = 0;
-	if (sendmsg(g->fd, &mh, MSG_NOSIGNAL) != (ssize_t)sizeof(out))
-		return hang_up(g, "send");
-	do
-		n = recv(g->fd, in, sizeof(in), 0);
-	while (n < 0 && errno == EINTR);
-	if (n <= 0)
-		return hang_up(g, "receive");
+	for (;;) {
+		n = sendmsg(g->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n == (ssize_t)sizeof(out))
+			return GM_OK;
+		if (n >= 0 || (errno != EAGAIN && errno != EINTR))
+			return hang_up(g, "send");
+		if (wait_fd(g->fd, POLLOUT, d) != GM_OK)
+			return GM_ETIMEDOUT;
+	}
+}
+
+/* Reads the next reply by d into rep: GM_OK, GM_ETIMEDOUT, or an error
+ * that closed the connection. */
+static int recv_by(gm_shm *g, gm_handoff_rep *rep, due d)
+{
+	uint8_t in[GM_HANDOFF_REP_SIZE + 1];
+	char detail[2 * GM_MSG_TEXT];
+	ssize_t n;
+	int rv;
+
+	for (;;) {
+		if (wait_fd(g->fd, POLLIN, d) != GM_OK)
+			return GM_ETIMEDOUT;
+		errno = 0;
+		n = recv(g->fd, in, sizeof(in), MSG_DONTWAIT);
+		if (n > 0)
+			break;
+		if (n == 0 || (errno != EAGAIN && errno != EINTR))
+			return hang_up(g, "receive");
+	}
 	rv = gm_handoff_get_rep(in, (size_t)n, rep, detail, sizeof(detail));
-	if (rv == GM_OK && rep->op != req->op)
-		rv = GM_EFIELD;
 	if (rv != GM_OK) {
 		drop_fd(g);
 		return gm_client_seterr(rv, "region socket %s: bad reply: %s",
 					g->path, detail);
 	}
+	return GM_OK;
+}
+
+/* A record of op went out and its caller gave up on the reply. */
+static void owe(gm_shm *g, uint8_t op)
+{
+	if (g->nowed == OWED_MAX)
+		drop_fd(g);
+	else
+		g->owed[g->nowed++] = op;
+}
+
+static int off_op(gm_shm *g, const gm_handoff_rep *rep, uint8_t want)
+{
+	drop_fd(g);
+	return gm_client_seterr(GM_EFIELD,
+				"region socket %s: a reply to op %u where "
+				"%u was due",
+				g->path, (unsigned)rep->op, (unsigned)want);
+}
+
+/* Reads the replies the connection owes, by d: a region the daemon made
+ * for a caller that had given up is held by nobody, and is released. */
+static int settle(gm_shm *g, due d)
+{
+	gm_handoff_rep rep;
+	uint8_t op;
+	int rv;
+
+	while (g->fd >= 0 && g->nowed > 0) {
+		if ((rv = recv_by(g, &rep, d)) != GM_OK)
+			return rv == GM_ETIMEDOUT ? timed_out(g, d) : rv;
+		op = g->owed[0];
+		memmove(g->owed, g->owed + 1, --g->nowed);
+		if (rep.op != op)
+			return off_op(g, &rep, op);
+		if (op == GM_HANDOFF_REGISTER && rep.status == GM_OK) {
+			gm_handoff_req req = {.op = GM_HANDOFF_RELEASE,
+					      .region = rep.region};
+
+			if ((rv = send_by(g, &req, -1, d)) == GM_ETIMEDOUT)
+				return timed_out(g, d);
+			if (rv != GM_OK)
+				return rv;
+			owe(g, GM_HANDOFF_RELEASE);
+		}
+	}
+	return GM_OK;
+}
+
+/* A connection ready for a record by d: the one there is, once it owes
+ * nothing, else a new one. */
+static int dial(gm_shm *g, due d)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd, rv;
+
+	if (g->fd >= 0 && (rv = settle(g, d)) != GM_OK && rv != GM_ETRANSPORT)
+		return rv;
+	if (g->fd >= 0)
+		return GM_OK;
+	if (g->path[0] == '\0')
+		return gm_client_seterr(GM_EINVAL,
+					"regions need an ipc:// URL or "
+					"region_socket");
+	memcpy(sa.sun_path, g->path, strlen(g->path));
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0 || (rv = connect_by(fd, &sa, d)) != GM_OK) {
+		int e = errno;
+
+		if (fd >= 0)
+			close(fd);
+		if (fd >= 0 && rv == GM_ETIMEDOUT)
+			return timed_out(g, d);
+		return gm_client_seterr(GM_ETRANSPORT, "region socket %s: %s",
+					g->path, strerror(e));
+	}
+	g->conn++;
+	__atomic_store_n(&g->fd, fd, __ATOMIC_RELEASE);
+	return GM_OK;
+}
+
+/* Sends req (with fd when >= 0) and reads its reply by d, on a
+ * connection that owes nothing. A reply that does not come in time is
+ * owed. Under g->mu. */
+static int exchange(gm_shm *g, const gm_handoff_req *req, int fd,
+		    gm_handoff_rep *rep, due d)
+{
+	int rv;
+
+	if ((rv = send_by(g, req, fd, d)) == GM_ETIMEDOUT)
+		return timed_out(g, d);
+	if (rv != GM_OK)
+		return rv;
+	if ((rv = recv_by(g, rep, d)) == GM_ETIMEDOUT) {
+		owe(g, req->op);
+		return timed_out(g, d);
+	}
+	if (rv != GM_OK)
+		return rv;
+	if (rep->op != req->op)
+		return off_op(g, rep, req->op);
 	if (rep->status != GM_OK)
 		return gm_client_seterr((int)rep->status, "%s", rep->message);
 	return GM_OK;
@@ -193,10 +396,18 @@ static int make_memfd(uint64_t bytes, int *fd, void **base)
 	return GM_OK;
 }
 
-int gm_shm_create(gm_shm *g, uint64_t bytes, gemmd_region **out)
+int gm_shm_create_ms(uint64_t bytes)
+{
+	uint64_t ms = 10000 + (bytes >> 18);
+
+	return ms < INT32_MAX ? (int)ms : INT32_MAX;
+}
+
+int gm_shm_create(gm_shm *g, uint64_t bytes, int timeout_ms, gemmd_region **out)
 {
 	gm_handoff_req req = {.op = GM_HANDOFF_REGISTER, .size = bytes};
 	gm_handoff_rep rep;
+	due d = due_in(timeout_ms);
 	gemmd_region *r;
 	int rv, fd = -1;
 
@@ -208,17 +419,21 @@ int gm_shm_create(gm_shm *g, uint64_t bytes, gemmd_region **out)
 	}
 	if ((rv = make_memfd(bytes, &fd, &r->base)) != GM_OK)
 		goto fail_memfd;
-	pthread_mutex_lock(&g->mu);
-	if ((rv = dial(g)) == GM_OK)
-		rv = exchange(g, &req, fd, &rep);
-	close(fd); /* each side's mapping keeps the memory */
-	if (rv == GM_OK) {
-		r->next = g->regions;
-		g->regions = r;
+	if ((rv = lock(g, d)) != GM_OK) {
+		close(fd);
+		goto fail_register;
 	}
+	if ((rv = dial(g, d)) == GM_OK)
+		rv = exchange(g, &req, fd, &rep, d);
+	close(fd); /* each side's mapping keeps the memory */
+	r->conn = g->conn;
 	pthread_mutex_unlock(&g->mu);
 	if (rv != GM_OK)
 		goto fail_register;
+	pthread_mutex_lock(&g->regions_mu);
+	r->next = g->regions;
+	g->regions = r;
+	pthread_mutex_unlock(&g->regions_mu);
 	r->g = g;
 	r->id = rep.region;
 	r->size = bytes;
@@ -233,22 +448,32 @@ fail_mutex:
 	return rv;
 }
 
-int gm_shm_release(gemmd_region *r)
+int gm_shm_release(gemmd_region *r, int timeout_ms)
 {
 	gm_handoff_req req = {.op = GM_HANDOFF_RELEASE, .region = r->id};
 	gm_handoff_rep rep;
+	due d = due_in(timeout_ms);
 	gemmd_region **pp;
 	gm_shm *g = r->g;
 	int rv;
 
-	pthread_mutex_lock(&g->mu);
+	/* Out of the set whatever the daemon says: r is freed below. */
+	pthread_mutex_lock(&g->regions_mu);
 	for (pp = &g->regions; *pp != r; pp = &(*pp)->next)
 		;
 	*pp = r->next;
-	rv = g->fd >= 0
-		 ? exchange(g, &req, -1, &rep)
-		 : gm_client_seterr(GM_ETRANSPORT, "the region socket closed");
-	pthread_mutex_unlock(&g->mu);
+	pthread_mutex_unlock(&g->regions_mu);
+	if ((rv = lock(g, d)) == GM_OK) {
+		if (g->fd >= 0 && r->conn == g->conn)
+			rv = settle(g, d);
+		if (rv == GM_OK)
+			rv = g->fd >= 0 && r->conn == g->conn
+				 ? exchange(g, &req, -1, &rep, d)
+				 : gm_client_seterr(GM_ETRANSPORT,
+						    "the region socket "
+						    "closed");
+		pthread_mutex_unlock(&g->mu);
+	}
 	unmap(r);
 	return rv;
 }

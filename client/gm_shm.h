@@ -8,6 +8,14 @@
  * keeps it: the daemon ties the client's regions to it, so that a
  * process that dies without a word still gets its regions released. One
  * record is in flight on it at a time, under the set's lock. Any thread.
+ *
+ * Every exchange has a deadline, from the dial to the reply: a daemon
+ * that is stopped or hung must not hold a caller past its timeout. An
+ * exchange that misses it leaves its reply owed on the connection; the
+ * next exchange reads the replies owed first, within its own deadline,
+ * and releases a region registered for a caller that had given up. A
+ * connection that owes too many is closed, as one that failed: the
+ * daemon lets go of the regions made on it.
  */
 #ifndef GM_SHM_H
 #define GM_SHM_H
@@ -29,6 +37,7 @@ typedef struct gm_shm_block {
 struct gemmd_region {
 	gm_shm *g;
 	uint64_t id, size;
+	unsigned conn; /* the hand-off connection it was made on */
 	void *base;
 	pthread_mutex_t mu; /* the blocks */
 	gm_shm_block *used; /* sorted by offset */
@@ -50,14 +59,26 @@ void gm_shm_free(gm_shm *g);
  * Any thread. */
 void gm_shm_hangup(gm_shm *g);
 
-/* Makes a region of bytes, hands it to the daemon and adds it to g.
- * GM_OK, or an error with gemmd_last_error() set (the daemon's refusal,
- * GM_ETRANSPORT when the hand-off connection fails, GM_ENOMEM). */
-int gm_shm_create(gm_shm *g, uint64_t bytes, gemmd_region **out);
+/* The timeout of making a region of bytes when the caller gives none:
+ * 10 s, and 4 ms per MiB for the daemon to register it (about 1 ms per
+ * MiB with CUDA: DESIGN.md). */
+int gm_shm_create_ms(uint64_t bytes);
 
-/* Takes r out of its set, tells the daemon (GM_ETRANSPORT when the
- * connection is gone; the region is released there already) and unmaps
- * and frees r in any case. */
-int gm_shm_release(gemmd_region *r);
+/* The timeout of releasing a region when the caller gives none. */
+#define GM_SHM_RELEASE_MS 10000
+
+/* Makes a region of bytes, hands it to the daemon within timeout_ms (>
+ * 0, or GEMMD_FOREVER) and adds it to g. Blocks. GM_OK, or an error with
+ * gemmd_last_error() set: the daemon's refusal, GM_ETIMEDOUT when it did
+ * not answer in time, GM_ETRANSPORT when the hand-off connection fails,
+ * GM_ENOMEM. */
+int gm_shm_create(gm_shm *g, uint64_t bytes, int timeout_ms,
+		  gemmd_region **out);
+
+/* Takes r out of its set, tells the daemon within timeout_ms
+ * (GM_ETRANSPORT when the connection r was made on is gone: the region
+ * is released there already; GM_ETIMEDOUT) and unmaps and frees r in
+ * any case. Blocks. */
+int gm_shm_release(gemmd_region *r, int timeout_ms);
 
 #endif

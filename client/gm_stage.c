@@ -82,7 +82,7 @@ static void release_run(gm_task *task)
 	    (gm_stage_region *)((char *)task -
 				offsetof(gm_stage_region, release));
 
-	gm_shm_release(sr->r);
+	gm_shm_release(sr->r, GM_SHM_RELEASE_MS);
 	free(sr);
 }
 
@@ -110,7 +110,9 @@ static void make_run(gm_task *task)
 	gm_todo t = GM_TODO_INIT(cl);
 	gm_stage_region *sr = calloc(1, sizeof(*sr));
 	gemmd_region *r = NULL;
-	int rv = sr ? gm_shm_create(st->dm->shm, st->bytes, &r) : GM_ENOMEM;
+	int rv = sr ? gm_shm_create(st->dm->shm, st->bytes,
+				    gm_shm_create_ms(st->bytes), &r)
+		    : GM_ENOMEM;
 
 	pthread_mutex_lock(&cl->mu);
 	if (rv == GM_OK) {

@@ -35,6 +35,14 @@ uint64_t gm_timer_now(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+struct timespec gm_timer_in(int ms)
+{
+	uint64_t at = gm_timer_now() + (uint64_t)ms * 1000000u;
+
+	return (struct timespec){.tv_sec = (time_t)(at / 1000000000u),
+				 .tv_nsec = (long)(at % 1000000000u)};
+}
+
 /* ---- the heap, under mu ---- */
 
 static void place(gm_timer *t, size_t i, gm_tev *ev)

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 typedef struct gm_timer gm_timer;
 
@@ -26,6 +27,10 @@ typedef struct gm_tev {
 
 /* The monotonic clock the timer runs on, in nanoseconds. Any thread. */
 uint64_t gm_timer_now(void);
+
+/* The time ms (>= 0) from now on that clock (CLOCK_MONOTONIC), as the
+ * lock and condition waits that take a clock want it. Any thread. */
+struct timespec gm_timer_in(int ms);
 
 /* Starts a timer thread. GM_OK or GM_ENOMEM. */
 int gm_timer_new(gm_timer **out);

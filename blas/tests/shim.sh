@@ -7,7 +7,10 @@
 # and tcp:// (socket). Below the threshold, switched off, with no daemon
 # or a drained one, the host BLAS answers and gemmd counts nothing. The C
 # program linked against the shim ahead of the BLAS does the same without
-# LD_PRELOAD. Exit 77 (skipped) when numpy does not use a system BLAS.
+# LD_PRELOAD. Stopped, busy or killed around a call, gemmd loses it to
+# the host BLAS within the timeout (and never runs it when busy), or at
+# once when killed. Exit 77 (skipped)
+# when numpy does not use a system BLAS.
 # Needs GEMMD, GEMMCTL, SHIM, PYTHON, GEMM_CALLS, GEMM_CALLS_LINKED;
 # SAN_PRELOAD: a sanitizer build's runtimes, to load ahead of the shim.
 set -eu
@@ -86,15 +89,22 @@ grep -q "gemmd_blas: off" "$work/log" || fail "GEMMD_BLAS=off: $(cat "$work/log"
 shim "ipc://$work/none.sock" "$GEMM_CALLS"
 grep -q "cannot reach gemmd: ETRANSPORT" "$work/log" || fail "no daemon: $(head -3 "$work/log")"
 [ "$(grep -c "cannot reach gemmd" "$work/log")" -eq 1 ] || fail "dialed again on every call"
+# Timeouts an int cannot hold, and fractions of a millisecond.
+shim "$ipc" GEMMD_BLAS=off GEMMD_BLAS_TIMEOUT_MS=1e12 GEMMD_BLAS_RETRY_MS=0.5 "$GEMM_CALLS"
+grep -q "GEMMD_BLAS_TIMEOUT_MS=1e+12 is more than 2147483647 ms; using 10000" "$work/log" &&
+	grep -q "timeout 10000 ms" "$work/log" ||
+	fail "GEMMD_BLAS_TIMEOUT_MS=1e12: $(head -3 "$work/log")"
+shim "$ipc" GEMMD_BLAS=off GEMMD_BLAS_TIMEOUT_MS=0.5 "$GEMM_CALLS"
+grep -q "timeout 1 ms" "$work/log" || fail "GEMMD_BLAS_TIMEOUT_MS=0.5: $(head -3 "$work/log")"
 "$GEMMCTL" drain --url "$ipc" >/dev/null
 shim "$ipc" "$GEMM_CALLS"
 grep -q -- "-> host: gemmd said EDRAINING" "$work/log" || fail "drained: $(head -3 "$work/log")"
 "$GEMMCTL" resume --url "$ipc" >/dev/null
 expect_jobs 0 "$before"
 
-# A daemon that stops answering: one call times out, the host BLAS
-# computes it and the next ones for the pause, then they are gemmd's
-# again, in a new region.
+# A daemon that stops answering: one call times out (within its timeout
+# and 0.5 s), the host BLAS computes it and the next ones for the pause,
+# then they are gemmd's again, in a new region.
 shim "$ipc" GEMMD_BLAS_TIMEOUT_MS=300 GEMMD_BLAS_RETRY_MS=500 \
 	"$PYTHON" "$here/stall.py" "$pid" 0.6
 [ "$(grep -c -- "-> host: gemmd said ETIMEDOUT" "$work/log")" -eq 1 ] &&
@@ -102,5 +112,44 @@ shim "$ipc" GEMMD_BLAS_TIMEOUT_MS=300 GEMMD_BLAS_RETRY_MS=500 \
 	[ "$(grep -c -- "-> gemmd (region)" "$work/log")" -eq 4 ] ||
 	fail "a stalled daemon: $(cat "$work/log")"
 
-stop_gemmd
+# gemmd busy past the timeout with another client's long job: the first
+# call is the host's, and gemmd never runs it (the timeout is the job's
+# deadline); the shim pauses, and the host has the next calls at once.
+"$GEMMCTL" rand 2500x2500 -o "$work/big.npy"
+id=$("$GEMMCTL" submit "$work/big.npy" "$work/big.npy" --detach --url "$ipc")
+before=$(jobs_ok)
+shim "$ipc" GEMMD_BLAS_TIMEOUT_MS=300 GEMMD_BLAS_RETRY_MS=60000 "$GEMM_CALLS"
+[ "$(grep -c -- "-> host: gemmd said ETIMEDOUT" "$work/log")" -eq 1 ] &&
+	[ "$(grep -c -- "-> host: gemmd not reachable now" "$work/log")" -eq "$(($(calls) - 1))" ] ||
+	fail "a busy gemmd: $(head -5 "$work/log")"
+"$GEMMCTL" wait "$id" -o "$work/big_out.npy" --url "$ipc" >/dev/null
+expect_jobs 1 "$before"
+
+# gemmd stopped before a program's first GEMM, which makes the shim's
+# region: the hand-off times out, the host computes the call within the
+# timeout; after the pause, gemmd's again.
+shim "$ipc" GEMMD_BLAS_TIMEOUT_MS=500 GEMMD_BLAS_RETRY_MS=500 \
+	"$PYTHON" "$here/deadline.py" "$pid" first 0.5
+[ "$(grep -c -- "-> host: gemmd made no region" "$work/log")" -eq 1 ] &&
+	grep -q "a call to gemmd failed: ETIMEDOUT: region socket" "$work/log" &&
+	[ "$(grep -c -- "-> gemmd (region)" "$work/log")" -eq 1 ] ||
+	fail "stopped before the first call: $(cat "$work/log")"
+
+# gemmd killed between two calls that would wait a minute: the second
+# finds it gone at once, and the host has it and the next ones.
+shim "$ipc" GEMMD_BLAS_TIMEOUT_MS=60000 "$PYTHON" "$here/deadline.py" "$pid" killed
+[ "$(grep -c -- "-> host: gemmd said ETRANSPORT" "$work/log")" -eq 1 ] &&
+	[ "$(grep -c -- "-> host: gemmd not reachable now" "$work/log")" -eq 1 ] ||
+	fail "killed between calls: $(cat "$work/log")"
+wait "$pid" || true
+start_gemmd --engine cpu --set cpu_threads=1
+
+# gemmd killed under a call that would wait a minute: the host has it
+# at once, and the next ones.
+shim "$ipc" GEMMD_BLAS_TIMEOUT_MS=60000 "$PYTHON" "$here/deadline.py" "$pid" kill
+[ "$(grep -c -- "-> host: gemmd said ETRANSPORT" "$work/log")" -eq 1 ] &&
+	[ "$(grep -c -- "-> host: gemmd not reachable now" "$work/log")" -eq 1 ] ||
+	fail "killed under a call: $(cat "$work/log")"
+wait "$pid" || true
+pid=
 echo "shim: ok"

@@ -131,10 +131,11 @@ class Client:
     ``url`` is ``ipc:///path``, ``tcp://host:port`` or
     ``tls+tcp://host:port``; None means ``$GEMMD_URL``, else
     ``ipc:///run/gemmd/gemmd.sock``. ``timeout`` (seconds, None: no limit)
-    is every call's default. Opening dials the daemon and fails with
-    :class:`TransportError` when it cannot be reached, unless ``lazy``:
-    then calls wait, within their timeout, for a connection made in the
-    background. The ``tls_*`` files are for ``tls+tcp://``.
+    is every call's default, opening included. Opening dials the daemon
+    and fails with :class:`TransportError` when it cannot be reached
+    (:class:`TimeoutError` when the dial has not ended within
+    ``timeout``), unless ``lazy``: then calls wait, within their timeout,
+    for a connection made in the background. The ``tls_*`` files are for ``tls+tcp://``.
     ``connections`` (default 1) connections to the daemon carry large
     requests striped over them; over ``ipc://`` arrays are staged through
     shared memory of ``staging_bytes`` (default 256 MiB) unless
@@ -153,6 +154,7 @@ class Client:
                  region_socket: Optional[str] = None,
                  connections: int = 0, staging_bytes: int = 0,
                  no_shm: bool = False):
+        open_ms = _ms(timeout)
         self.timeout = timeout
         self._closed = True
         if _handle.forked:
@@ -180,7 +182,7 @@ class Client:
         opts.connections = connections
         opts.staging_bytes = staging_bytes
         out = ffi.new("gemmd_client **")
-        rv = lib.gemmd_open(cstr(url), opts, out)
+        rv = lib.gemmd_open_timeout(cstr(url), opts, out, open_ms)
         if rv != 0:
             raise last_error(rv)
         self._handle = Handle(out[0])
@@ -477,11 +479,15 @@ class Client:
 
     # ---- regions ----
 
-    def region(self, nbytes: int) -> Region:
+    def region(self, nbytes: int,
+               timeout: Optional[float] = _UNSET) -> Region:
         """A shared-memory region of nbytes (``ipc://`` only): arrays
-        made in it are read and written by the daemon in place."""
+        made in it are read and written by the daemon in place. The daemon
+        must have made it within ``timeout`` (TimeoutError; the regions
+        made before stay usable)."""
+        ms = self._timeout(timeout)
         with self._use():
-            r = Region(self._handle, nbytes)
+            r = Region(self._handle, nbytes, ms)
         with self._memories_lock:
             self._memories.add(r._memory)
         return r

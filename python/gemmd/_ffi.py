@@ -86,6 +86,8 @@ typedef struct gemmd_job_info {
 
 int gemmd_open(const char *url, const gemmd_open_opts *opts,
                gemmd_client **out);
+int gemmd_open_timeout(const char *url, const gemmd_open_opts *opts,
+                       gemmd_client **out, int timeout_ms);
 int gemmd_dial(gemmd_client *c, const char *url, const gemmd_open_opts *opts);
 void gemmd_close(gemmd_client *c);
 int gemmd_submit(gemmd_client *c, gemmd_job *jobs, uint32_t n,
@@ -106,6 +108,8 @@ const char *gemmd_job_state_name(int state);
 int gemmd_drain(gemmd_client *c, int timeout_ms);
 int gemmd_resume(gemmd_client *c, int timeout_ms);
 int gemmd_region_create(gemmd_client *c, uint64_t bytes, gemmd_region **out);
+int gemmd_region_create_timeout(gemmd_client *c, uint64_t bytes,
+                                gemmd_region **out, int timeout_ms);
 void *gemmd_region_ptr(const gemmd_region *r);
 uint64_t gemmd_region_size(const gemmd_region *r);
 uint64_t gemmd_region_id(const gemmd_region *r);

@@ -20,11 +20,13 @@ class _Memory(Counted):
     """The region itself: released (handed back to the daemon, unmapped
     here) when the Region was closed and no array lives in it."""
 
-    def __init__(self, handle: Handle, nbytes: int, region: "Region"):
+    def __init__(self, handle: Handle, nbytes: int, region: "Region",
+                 timeout_ms: int):
         super().__init__()
         self.region = weakref.ref(region)  # while it is open
         out = ffi.new("gemmd_region **")
-        rv = lib.gemmd_region_create(handle.ptr, nbytes, out)
+        rv = lib.gemmd_region_create_timeout(handle.ptr, nbytes, out,
+                                             timeout_ms)
         if rv != 0:
             raise last_error(rv)
         handle.hold()
@@ -75,10 +77,10 @@ class Region:
     memory is handed back once the last of its arrays is gone.
     """
 
-    def __init__(self, handle: Handle, nbytes: int):
+    def __init__(self, handle: Handle, nbytes: int, timeout_ms: int):
         if nbytes <= 0:
             raise ValueError("a region needs nbytes > 0")
-        self._memory = _Memory(handle, int(nbytes), self)
+        self._memory = _Memory(handle, int(nbytes), self, timeout_ms)
         self._closed = False
         self._finalizer = weakref.finalize(self, self._memory.drop)
 

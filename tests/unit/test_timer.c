@@ -4,7 +4,8 @@
  * before them, re-arming moves an event, disarming and canceling stop
  * it, events armed while the thread sleeps run in time whether or not
  * they wake it, a cancel waits for an event that is running, an event may
- * re-arm itself, and freeing drops what is armed.
+ * re-arm itself, and freeing drops what is armed; gm_timer_in gives the
+ * monotonic time ms ahead.
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -171,6 +172,25 @@ static void test_rearm_and_free(void **state)
 	assert_int_equal(r.n, 4);
 }
 
+/* gm_timer_in: the monotonic time ms from now, for clocked waits. */
+static void test_in(void **state)
+{
+	static const int ms[] = {0, 1, 999, 1000, 1500, 86400000};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(ms) / sizeof(ms[0]); i++) {
+		uint64_t before = gm_timer_now();
+		struct timespec at = gm_timer_in(ms[i]);
+		uint64_t after = gm_timer_now(),
+			 ns = (uint64_t)at.tv_sec * 1000000000u +
+			      (uint64_t)at.tv_nsec;
+
+		assert_true(at.tv_nsec >= 0 && at.tv_nsec < 1000000000);
+		assert_true(ns >= before + (uint64_t)ms[i] * 1000000u);
+		assert_true(ns <= after + (uint64_t)ms[i] * 1000000u);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -178,6 +198,7 @@ int main(void)
 	    cmocka_unit_test(test_armed_while_asleep),
 	    cmocka_unit_test(test_cancel_waits),
 	    cmocka_unit_test(test_rearm_and_free),
+	    cmocka_unit_test(test_in),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

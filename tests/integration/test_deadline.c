@@ -1,0 +1,619 @@
+/*
+ * test_deadline.c - no call of the client library waits past its
+ * timeout, and a call sees a dead daemon at once, against a real gemmd:
+ * stopped (SIGSTOP) under a call, each entry point (a GEMM through the
+ * socket, through a region, and staged; a control request; the making
+ * of a region) returns GM_ETIMEDOUT within its timeout and SLACK_MS,
+ * and gemmd serves again once continued; killed (SIGKILL) under a call
+ * that waits FOREVER_MS, each returns GM_ETRANSPORT within DEAD_MS. A
+ * call that gave up takes its job with it: a job still queued behind a
+ * long one when its caller's timeout passes never runs (gemmd counts it
+ * ETIMEDOUT, not ok). Closing a client of a stopped gemmd returns at
+ * once, and opening one against a TCP listener that accepts nothing
+ * returns GM_ETIMEDOUT within its timeout.
+ */
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <cmocka.h>
+
+#include "itest.h"
+
+#define TIMEOUT_MS 400	 /* the timeout of the calls a stop outlasts */
+#define SLACK_MS   400	 /* what a call may take past it: a loaded host */
+#define FOREVER_MS 60000 /* the timeout of the calls a kill ends */
+#define DEAD_MS	   1000	 /* the most a call may take to see the kill */
+#define STAGED	   512	 /* m = n = k of a job staged through shm (6 MiB) */
+#define BLOCKER	   2500	 /* one BLAS thread takes seconds on it */
+#define DEAF_FDS   8	 /* a listener and what fills its backlog */
+
+static const gemmd_open_opts socket_only = {.flags = GEMMD_OPEN_NO_SHM};
+
+static struct {
+	it_daemon d;
+	gemmd_client *c;
+	gemmd_region *r;
+} fx;
+
+static int setup(void **state)
+{
+	const char *args[] = {"--set", "cpu_threads=1", NULL};
+
+	(void)state;
+	memset(&fx, 0, sizeof(fx));
+	if (it_setup(&fx.d) != 0 || it_start(&fx.d, args) != 0)
+		fail_msg("gemmd did not start; see %s", fx.d.log);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	if (fx.d.pid > 0)
+		kill(fx.d.pid, SIGCONT);
+	if (fx.r != NULL)
+		gemmd_region_release(fx.r);
+	if (fx.c != NULL)
+		gemmd_close(fx.c);
+	it_cleanup(&fx.d);
+	return 0;
+}
+
+static void open_client(const gemmd_open_opts *o)
+{
+	assert_int_equal(gemmd_open(fx.d.ipc, o, &fx.c), GM_OK);
+}
+
+/* ---- the calls under test ---- */
+
+/* Makes one call with timeout_ms and returns its code; -1 when the job
+ * says otherwise, or succeeded with a wrong result. Called from other
+ * threads than the test's: it asserts nothing. */
+typedef int (*call_fn)(int timeout_ms);
+
+static int call_socket(int timeout_ms)
+{
+	gemmd_job j;
+	int rv;
+
+	it_job(&j, 64, 64, 64, 1);
+	rv = gemmd_submit(fx.c, &j, 1, NULL, timeout_ms);
+	if (j.status != rv || (rv == GM_OK && !it_job_ok(&j)))
+		rv = -1;
+	it_job_free(&j);
+	return rv;
+}
+
+/* A job whose operands are in fx.r: through a region. */
+static int call_region(int timeout_ms)
+{
+	gemmd_job j;
+	int rv;
+
+	it_job(&j, 64, 64, 64, 2);
+	memcpy(gemmd_region_ptr(fx.r), j.a, 64 * 64 * 8);
+	memcpy((char *)gemmd_region_ptr(fx.r) + (64 << 10), j.b, 64 * 64 * 8);
+	free((void *)j.a);
+	free((void *)j.b);
+	j.a = j.b = NULL;
+	j.a_ref = (gemmd_region_ref){fx.r, 0};
+	j.b_ref = (gemmd_region_ref){fx.r, 64 << 10};
+	rv = gemmd_submit(fx.c, &j, 1, NULL, timeout_ms);
+	if (j.status != rv)
+		rv = -1;
+	free(j.out);
+	return rv;
+}
+
+/* Plain pointers of 6 MiB over ipc://: staged through shared memory. */
+static int call_staged(int timeout_ms)
+{
+	gemmd_job j;
+	int rv;
+
+	it_job(&j, STAGED, STAGED, STAGED, 3);
+	rv = gemmd_submit(fx.c, &j, 1, NULL, timeout_ms);
+	it_job_free(&j);
+	return rv;
+}
+
+static int call_ping(int timeout_ms)
+{
+	return gemmd_ping(fx.c, NULL, timeout_ms);
+}
+
+static int call_region_create(int timeout_ms)
+{
+	gemmd_region *r = NULL;
+	int rv = gemmd_region_create_timeout(fx.c, 1 << 20, &r, timeout_ms);
+
+	if (r != NULL)
+		gemmd_region_release(r);
+	return rv;
+}
+
+/* ---- a call in a thread of its own, timed ---- */
+
+typedef struct timed {
+	call_fn fn;
+	int timeout_ms;
+	pthread_t t;
+	int rv, done;
+	double ms, end_us; /* how long it took, and when it returned */
+} timed;
+
+static void *timed_run(void *arg)
+{
+	timed *tc = arg;
+	double t0 = it_now_us();
+
+	tc->rv = tc->fn(tc->timeout_ms);
+	tc->end_us = it_now_us();
+	tc->ms = (tc->end_us - t0) / 1e3;
+	__atomic_store_n(&tc->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static void timed_start(timed *tc, call_fn fn, int timeout_ms)
+{
+	*tc = (timed){.fn = fn, .timeout_ms = timeout_ms};
+	assert_int_equal(pthread_create(&tc->t, NULL, timed_run, tc), 0);
+}
+
+/* Joins tc: fails the test (leaving the thread) when it has not
+ * returned within ms. */
+static void timed_join(timed *tc, int ms)
+{
+	for (int i = 0; i < ms && !__atomic_load_n(&tc->done, __ATOMIC_ACQUIRE);
+	     i++)
+		usleep(1000);
+	if (!__atomic_load_n(&tc->done, __ATOMIC_ACQUIRE))
+		fail_msg("the call has not returned after %d ms", ms);
+	pthread_join(tc->t, NULL);
+}
+
+/* ---- stopped ---- */
+
+/* gemmd stopped under fn: GM_ETIMEDOUT within TIMEOUT_MS + SLACK_MS;
+ * continued, it serves fn again. */
+static void stopped_under(call_fn fn)
+{
+	timed tc;
+
+	assert_int_equal(fn(FOREVER_MS), GM_OK); /* connected, warm */
+	assert_int_equal(kill(fx.d.pid, SIGSTOP), 0);
+	timed_start(&tc, fn, TIMEOUT_MS);
+	timed_join(&tc, FOREVER_MS);
+	assert_int_equal(kill(fx.d.pid, SIGCONT), 0);
+	fprintf(stderr, "stopped: %s after %.1f ms, timeout %d ms\n",
+		gemmd_errname(tc.rv), tc.ms, TIMEOUT_MS);
+	assert_int_equal(tc.rv, GM_ETIMEDOUT);
+	if (tc.ms < TIMEOUT_MS - 5 || tc.ms > TIMEOUT_MS + SLACK_MS)
+		fail_msg("returned after %.0f ms, timeout %d ms", tc.ms,
+			 TIMEOUT_MS);
+	assert_int_equal(fn(FOREVER_MS), GM_OK);
+}
+
+static void test_stopped_socket(void **state)
+{
+	(void)state;
+	open_client(&socket_only);
+	stopped_under(call_socket);
+}
+
+static void test_stopped_region(void **state)
+{
+	(void)state;
+	open_client(NULL);
+	assert_int_equal(gemmd_region_create(fx.c, 1 << 20, &fx.r), GM_OK);
+	stopped_under(call_region);
+}
+
+static void test_stopped_staged(void **state)
+{
+	(void)state;
+	open_client(NULL);
+	stopped_under(call_staged);
+}
+
+static void test_stopped_ping(void **state)
+{
+	(void)state;
+	open_client(&socket_only);
+	stopped_under(call_ping);
+}
+
+static void test_stopped_region_create(void **state)
+{
+	(void)state;
+	open_client(NULL);
+	assert_int_equal(gemmd_region_create(fx.c, 1 << 20, &fx.r), GM_OK);
+	stopped_under(call_region_create);
+	/* The region made before is gemmd's still, and the one gemmd made
+	 * after the call had given up was released by the next call. */
+	assert_int_equal(call_region(FOREVER_MS), GM_OK);
+	assert_int_equal(it_stat(fx.c, "regions.count"), 1);
+}
+
+/* A first region, its hand-off connection dialed while gemmd is
+ * stopped. */
+static void test_stopped_first_region(void **state)
+{
+	timed tc;
+
+	(void)state;
+	open_client(NULL);
+	assert_int_equal(kill(fx.d.pid, SIGSTOP), 0);
+	timed_start(&tc, call_region_create, TIMEOUT_MS);
+	timed_join(&tc, FOREVER_MS);
+	assert_int_equal(kill(fx.d.pid, SIGCONT), 0);
+	assert_int_equal(tc.rv, GM_ETIMEDOUT);
+	assert_true(tc.ms <= TIMEOUT_MS + SLACK_MS);
+	assert_int_equal(call_region_create(FOREVER_MS), GM_OK);
+}
+
+/* ---- killed ---- */
+
+/* gemmd stopped, then killed under fn waiting FOREVER_MS: GM_ETRANSPORT
+ * within DEAD_MS of the kill. */
+static void killed_under(call_fn fn)
+{
+	timed tc;
+	double t0;
+
+	assert_int_equal(fn(FOREVER_MS), GM_OK);
+	assert_int_equal(kill(fx.d.pid, SIGSTOP), 0);
+	timed_start(&tc, fn, FOREVER_MS);
+	usleep(200 * 1000); /* the call is waiting */
+	t0 = it_now_us();
+	it_kill(&fx.d);
+	timed_join(&tc, FOREVER_MS);
+	fprintf(stderr, "killed: %s %.1f ms after the kill, timeout %d ms\n",
+		gemmd_errname(tc.rv), (tc.end_us - t0) / 1e3, FOREVER_MS);
+	assert_int_equal(tc.rv, GM_ETRANSPORT);
+	if ((tc.end_us - t0) / 1e3 > DEAD_MS)
+		fail_msg("returned %.0f ms after the kill",
+			 (tc.end_us - t0) / 1e3);
+}
+
+static void test_killed_socket(void **state)
+{
+	(void)state;
+	open_client(&socket_only);
+	killed_under(call_socket);
+}
+
+static void test_killed_region(void **state)
+{
+	(void)state;
+	open_client(NULL);
+	assert_int_equal(gemmd_region_create(fx.c, 1 << 20, &fx.r), GM_OK);
+	killed_under(call_region);
+}
+
+static void test_killed_staged(void **state)
+{
+	(void)state;
+	open_client(NULL);
+	killed_under(call_staged);
+}
+
+static void test_killed_ping(void **state)
+{
+	(void)state;
+	open_client(&socket_only);
+	killed_under(call_ping);
+}
+
+static void test_killed_region_create(void **state)
+{
+	(void)state;
+	open_client(NULL);
+	killed_under(call_region_create);
+}
+
+/* gemmd killed before fn, twice over (the second finds the redial
+ * backing off): GM_ETRANSPORT within DEAD_MS, not at FOREVER_MS. */
+static void dead_before(call_fn fn)
+{
+	assert_int_equal(fn(FOREVER_MS), GM_OK);
+	it_kill(&fx.d);
+	for (int i = 0; i < 2; i++) {
+		double t0 = it_now_us(), ms;
+		int rv = fn(FOREVER_MS);
+
+		ms = (it_now_us() - t0) / 1e3;
+		fprintf(stderr, "dead: call %d %s after %.1f ms\n", i,
+			gemmd_errname(rv), ms);
+		assert_int_equal(rv, GM_ETRANSPORT);
+		if (ms > DEAD_MS)
+			fail_msg("call %d returned after %.0f ms", i, ms);
+	}
+}
+
+static void test_dead_socket(void **state)
+{
+	(void)state;
+	open_client(&socket_only);
+	dead_before(call_socket);
+}
+
+static void test_dead_region(void **state)
+{
+	(void)state;
+	open_client(NULL);
+	assert_int_equal(gemmd_region_create(fx.c, 1 << 20, &fx.r), GM_OK);
+	dead_before(call_region);
+}
+
+static void test_dead_staged(void **state)
+{
+	(void)state;
+	open_client(NULL);
+	dead_before(call_staged);
+}
+
+static void test_dead_ping(void **state)
+{
+	(void)state;
+	open_client(&socket_only);
+	dead_before(call_ping);
+}
+
+static void test_dead_region_create(void **state)
+{
+	(void)state;
+	open_client(NULL);
+	dead_before(call_region_create);
+}
+
+/* Opened GEMMD_OPEN_LAZY, a call waits for the daemon to come back,
+ * within its timeout. */
+static void test_dead_lazy_waits(void **state)
+{
+	const gemmd_open_opts lazy = {.flags =
+					  GEMMD_OPEN_LAZY | GEMMD_OPEN_NO_SHM};
+	timed tc;
+
+	(void)state;
+	open_client(&lazy);
+	assert_int_equal(call_ping(FOREVER_MS), GM_OK);
+	it_kill(&fx.d);
+	/* A ping sent before the client saw the connection close would be
+	 * lost with it (GM_ETRANSPORT): this one is to find it down. */
+	usleep(200 * 1000);
+	timed_start(&tc, call_ping, TIMEOUT_MS);
+	timed_join(&tc, FOREVER_MS);
+	assert_int_equal(tc.rv, GM_ETIMEDOUT);
+	assert_true(tc.ms >= TIMEOUT_MS - 5);
+}
+
+static int call_blocker(int timeout_ms)
+{
+	gemmd_job j;
+	int rv;
+
+	it_job(&j, BLOCKER, BLOCKER, BLOCKER, 4);
+	rv = gemmd_submit(fx.c, &j, 1, NULL, timeout_ms);
+	it_job_free(&j);
+	return rv;
+}
+
+/* A job running when gemmd dies: its call fails at once. */
+static void test_killed_running(void **state)
+{
+	timed tc;
+	double t0;
+
+	(void)state;
+	open_client(&socket_only);
+	timed_start(&tc, call_blocker, FOREVER_MS);
+	for (int i = 0; i < 5000 && it_stat(fx.c, "jobs.inflight") < 1; i++)
+		usleep(1000);
+	assert_int_equal(it_stat(fx.c, "jobs.inflight"), 1);
+	t0 = it_now_us();
+	it_kill(&fx.d);
+	timed_join(&tc, FOREVER_MS);
+	fprintf(stderr, "killed: %s %.1f ms after the kill, timeout %d ms\n",
+		gemmd_errname(tc.rv), (tc.end_us - t0) / 1e3, FOREVER_MS);
+	assert_int_equal(tc.rv, GM_ETRANSPORT);
+	if ((tc.end_us - t0) / 1e3 > DEAD_MS)
+		fail_msg("returned %.0f ms after the kill",
+			 (tc.end_us - t0) / 1e3);
+}
+
+/* ---- closing ---- */
+
+static void on_done(void *arg, int rv)
+{
+	__atomic_store_n((int *)arg, rv + 1, __ATOMIC_RELEASE);
+}
+
+/* gemmd_close with gemmd stopped under a call, a region and the
+ * staging region made: it returns within DEAD_MS, the call told
+ * GM_ECANCELED. */
+static void test_close_stopped(void **state)
+{
+	gemmd_job j;
+	int done = 0;
+	double t0;
+
+	(void)state;
+	open_client(NULL);
+	assert_int_equal(call_staged(FOREVER_MS), GM_OK);
+	assert_int_equal(gemmd_region_create(fx.c, 1 << 20, &fx.r), GM_OK);
+	assert_int_equal(kill(fx.d.pid, SIGSTOP), 0);
+	it_job(&j, STAGED, STAGED, STAGED, 7);
+	assert_int_equal(
+	    gemmd_submit_async(fx.c, &j, 1, NULL, FOREVER_MS, on_done, &done),
+	    GM_OK);
+	usleep(100 * 1000);
+	t0 = it_now_us();
+	gemmd_close(fx.c);
+	fx.c = NULL;
+	fx.r = NULL; /* released with its client */
+	if ((it_now_us() - t0) / 1e3 > DEAD_MS)
+		fail_msg("gemmd_close took %.0f ms", (it_now_us() - t0) / 1e3);
+	assert_int_equal(__atomic_load_n(&done, __ATOMIC_ACQUIRE),
+			 GM_ECANCELED + 1);
+	it_job_free(&j);
+}
+
+/* ---- opening ---- */
+
+/* A loopback TCP listener that accepts nothing, its backlog full: a
+ * dial to it retries its SYN for minutes. Its port in *port; the
+ * listener and the connections that fill its backlog in fds. */
+static void deaf_listener(int fds[DEAF_FDS], int *port)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(sa);
+
+	fds[0] = socket(AF_INET, SOCK_STREAM, 0);
+	assert_int_equal(bind(fds[0], (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(fds[0], 0), 0);
+	assert_int_equal(getsockname(fds[0], (struct sockaddr *)&sa, &len), 0);
+	for (int i = 1; i < DEAF_FDS; i++) {
+		fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+		connect(fds[i], (struct sockaddr *)&sa, sizeof(sa));
+	}
+	usleep(200 * 1000); /* the handshakes that fit are done */
+	*port = ntohs(sa.sin_port);
+}
+
+/* One open against a deaf listener, within TIMEOUT_MS + SLACK_MS:
+ * its code. */
+static int open_deaf(void)
+{
+	char url[64];
+	int fds[DEAF_FDS], port, rv;
+	double t0, ms;
+
+	deaf_listener(fds, &port);
+	snprintf(url, sizeof(url), "tcp://127.0.0.1:%d", port);
+	t0 = it_now_us();
+	rv = gemmd_open_timeout(url, NULL, &fx.c, TIMEOUT_MS);
+	ms = (it_now_us() - t0) / 1e3;
+	if (rv == GM_ETIMEDOUT) {
+		assert_null(fx.c);
+		assert_non_null(
+		    strstr(gemmd_last_error(), "no connection within"));
+		assert_true(ms >= TIMEOUT_MS - 5);
+	}
+	if (ms > TIMEOUT_MS + SLACK_MS)
+		fail_msg("returned after %.0f ms, timeout %d ms", ms,
+			 TIMEOUT_MS);
+	if (fx.c != NULL)
+		gemmd_close(fx.c);
+	fx.c = NULL;
+	for (int i = 0; i < DEAF_FDS; i++)
+		close(fds[i]);
+	return rv;
+}
+
+/* A dial through nng now and then connects at once even so (a raw
+ * connect never did here): each open returns in time, and most time
+ * out. */
+static void test_open_not_accepting(void **state)
+{
+	int timed_out = 0;
+
+	(void)state;
+	for (int i = 0; i < 4; i++)
+		timed_out += open_deaf() == GM_ETIMEDOUT;
+	assert_true(timed_out >= 1);
+}
+
+/* ---- a timed-out call takes its job with it ---- */
+
+static void test_timeout_cancels_job(void **state)
+{
+	gemmd_job blocker, j;
+	int blocker_rv = 0, rv;
+	double ok;
+
+	(void)state;
+	open_client(&socket_only);
+	ok = it_stat(fx.c, "jobs.ok");
+	it_job(&blocker, BLOCKER, BLOCKER, BLOCKER, 5);
+	assert_int_equal(gemmd_submit_async(fx.c, &blocker, 1, NULL, FOREVER_MS,
+					    on_done, &blocker_rv),
+			 GM_OK);
+	for (int i = 0; i < 5000 && it_stat(fx.c, "jobs.inflight") < 1; i++)
+		usleep(1000);
+	assert_int_equal(it_stat(fx.c, "jobs.inflight"), 1);
+	it_job(&j, 64, 64, 64, 6);
+	rv = gemmd_submit(fx.c, &j, 1, NULL, TIMEOUT_MS);
+	/* The call's timeout and the job's deadline in gemmd end together:
+	 * either the call gave up first, or gemmd's answer that the job
+	 * missed its deadline came first. The job never ran either way. */
+	assert_true(rv == GM_ETIMEDOUT || rv == GM_OK);
+	assert_int_equal(j.status, GM_ETIMEDOUT);
+	/* It gave up while the blocker still ran. */
+	assert_int_equal(it_stat(fx.c, "jobs.inflight"), 1);
+	for (int i = 0;
+	     i < FOREVER_MS && !__atomic_load_n(&blocker_rv, __ATOMIC_ACQUIRE);
+	     i++)
+		usleep(1000);
+	assert_int_equal(blocker_rv, GM_OK + 1);
+	assert_int_equal(it_stat(fx.c, "jobs.ok"), ok + 1);
+	assert_int_equal(it_stat(fx.c, "jobs.by_status.ETIMEDOUT"), 1);
+	assert_true(it_job_untouched(&j));
+	it_job_free(&j);
+	it_job_free(&blocker);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_stopped_socket, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_stopped_region, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_stopped_staged, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_stopped_ping, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_stopped_region_create, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_stopped_first_region, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_killed_socket, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_killed_region, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_killed_staged, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_killed_ping, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_killed_region_create, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_killed_running, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_dead_socket, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_dead_region, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_dead_staged, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_dead_ping, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_dead_region_create, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_dead_lazy_waits, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_timeout_cancels_job, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_close_stopped, setup,
+					    teardown),
+	    cmocka_unit_test(test_open_not_accepting),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
