@@ -246,7 +246,7 @@ int gm_proto_get_hdr(const void *buf, size_t len, gm_hdr *h, char *msg,
 	/* Each field is judged as soon as its bytes are in, the magic from
 	 * its first byte on: a peer that sends anything else learns it at
 	 * once, not when 32 bytes have come. */
-	if (memcmp(p, magic_bytes, len < 4 ? len : 4) != 0)
+	if (len > 0 && memcmp(p, magic_bytes, len < 4 ? len : 4) != 0)
 		return len >= 4 ? gm_proto_fail(GM_EMAGIC, msg, msglen,
 						"magic=0x%08" PRIx32
 						", must be 0x%08x (\"GEMM\")",
