@@ -185,6 +185,8 @@ static const gm_config_row keys[] = {
     ROW_LIVE("conn_max_inflight", uint, conn_inflight, 1, 65536, 256),
     ROW_LIVE("conn_max_unsent_bytes", size, conn_unsent_bytes, 64 * KIB, TIB,
 	     256 * MIB),
+    ROW_LIVE("payload_min_rate", size, payload_min_rate, 0, TIB, MIB),
+    ROW_LIVE("payload_grace_ms", uint, payload_grace_ms, 0, 3600000, 10000),
     ROW_ENUM("engine", engine.kind, engine_kinds, GM_ENGINE_AUTO),
     ROW("pool_bytes", size, engine.pool_bytes, MIB, TIB, GIB),
     ROW("pageable_max_bytes", size, pageable_max_bytes, 0, 64 * TIB, 16 * GIB),

@@ -101,6 +101,12 @@ typedef struct gm_config {
 	 * into pageable memory, all at once; 0: refused. The daemon uses at
 	 * most half of the host's memory, whatever it says. */
 	uint64_t pageable_max_bytes;
+
+	/* A payload being read must come at payload_min_rate bytes a
+	 * second on average, from payload_grace_ms after it began (0: no
+	 * minimum). */
+	uint64_t payload_min_rate; /* "payload_min_rate" */
+	unsigned payload_grace_ms; /* "payload_grace_ms" */
 } gm_config;
 
 /* Fills c with the default of every key. Cannot fail: defaults live in

@@ -375,6 +375,7 @@ static void rd_cb(gm_io *io, int rv, size_t n)
 
 	if (rv == 0) {
 		atomic_store(&c->rd_last_us, gm_conn_now_us());
+		atomic_fetch_add(&c->rd_count, n);
 		if (c->rd_mode == RM_BUF) {
 			c->rd_got = n;
 		} else if ((c->rd_left -= n) > 0) {
