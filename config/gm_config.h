@@ -107,6 +107,12 @@ typedef struct gm_config {
 	 * minimum). */
 	uint64_t payload_min_rate; /* "payload_min_rate" */
 	unsigned payload_grace_ms; /* "payload_grace_ms" */
+	/* Pool waiters that fit passing one that does not (gm_poolq.h). */
+	unsigned pool_bypass_max; /* "pool_bypass_max" */
+	unsigned pool_bypass_ms;  /* "pool_bypass_ms" */
+	/* "principal_share_percent": of the pool, pageable memory and unsent
+	 * reply bytes (gm_share.h). */
+	unsigned principal_share_pct;
 } gm_config;
 
 /* Fills c with the default of every key. Cannot fail: defaults live in

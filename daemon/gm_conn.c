@@ -85,6 +85,11 @@ gm_principal *gm_conn_principal(const gm_conn *c)
 	return c->principal;
 }
 
+gm_share *gm_conn_share(const gm_conn *c)
+{
+	return c->share;
+}
+
 uint32_t gm_conn_id(const gm_conn *c)
 {
 	return c->id;
@@ -111,7 +116,8 @@ bool gm_conn_may_read(const gm_conn *c)
 	const gm_config *cfg = c->l->cfg;
 
 	return c->inflight < cfg->conn_inflight &&
-	       c->q.bytes <= cfg->conn_unsent_bytes;
+	       c->q.bytes <= cfg->conn_unsent_bytes &&
+	       (c->share == NULL || c->share->unsent <= c->l->unsent_share);
 }
 
 void gm_conn_begin(gm_conn *c)
@@ -285,6 +291,7 @@ void gm_conn_maybe_free(gm_conn *c)
 	gm_outq_fini(&c->q);
 	gm_conn_read_free(c);
 	gm_principal_release(c->principal);
+	gm_shares_release(c->l->shares, c->share);
 	munmap(c->rbuf, GM_CONN_RBUF);
 	free(c);
 }

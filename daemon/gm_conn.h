@@ -112,6 +112,10 @@ const gm_peer *gm_conn_peer(const gm_conn *c);
  * keeps it takes a reference. */
 gm_principal *gm_conn_principal(const gm_conn *c);
 
+/* What c's principal holds (gm_share.h), set with the principal; a
+ * caller that keeps it takes a holder (gm_share_hold). */
+gm_share *gm_conn_share(const gm_conn *c);
+
 /* A number for the scheduler's turns, never 0. */
 uint32_t gm_conn_id(const gm_conn *c);
 

@@ -61,6 +61,7 @@ struct gm_conn {
 	gm_stream *s;
 	gm_peer peer;		 /* as of its first frame header */
 	gm_principal *principal; /* from its first frame header on */
+	gm_share *share;	 /* its principal's, from then on */
 	char peer_key[GM_PEER_KEY];
 	uint32_t id;
 	unsigned refs;	  /* holders: requests, parked waits */

@@ -152,8 +152,12 @@ static void discard(gm_conn *c, uint64_t left)
 static bool identify(gm_conn *c)
 {
 	gm_stream_peer(c->s, &c->peer);
-	if ((c->principal = gm_principal_new(&c->peer)) != NULL)
+	if ((c->principal = gm_principal_new(&c->peer)) != NULL &&
+	    (c->share = gm_shares_hold(
+		 c->l->shares, gm_principal_name(c->principal))) != NULL) {
+		gm_outq_count_in(&c->q, &c->share->unsent);
 		return true;
+	}
 	gm_conn_fail(c, 0, GM_ENOMEM, "no memory for the connection",
 		     GM_CONN_DROPPED_PROTOCOL);
 	return false;
