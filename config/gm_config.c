@@ -189,7 +189,7 @@ static const gm_config_row keys[] = {
     ROW_LIVE("payload_grace_ms", uint, payload_grace_ms, 0, 3600000, 10000),
     ROW("pool_bypass_max", uint, pool_bypass_max, 0, 1048576, 64),
     ROW("pool_bypass_ms", uint, pool_bypass_ms, 0, 3600000, 2000),
-    ROW("principal_share_percent", uint, principal_share_pct, 1, 100, 50),
+    ROW("principal_share_percent", uint, principal_share_pct, 1, 100, 25),
     ROW_ENUM("engine", engine.kind, engine_kinds, GM_ENGINE_AUTO),
     ROW("pool_bytes", size, engine.pool_bytes, MIB, TIB, GIB),
     ROW("pageable_max_bytes", size, pageable_max_bytes, 0, 64 * TIB, 16 * GIB),

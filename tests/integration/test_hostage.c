@@ -40,13 +40,16 @@
 
 #include "itest_core.h"
 
-#define WAIT_MS	    10000
-#define MIN_JOBS    400
-#define MAX_JOBS    200000
-#define QUIET_MS    1500
-#define ATTACK_MS   4000 /* some three cycles of attack */
-#define TRICKLE_MS  50	 /* one byte this often: far under the rate */
-#define GRACE_MS    1000 /* payload_grace_ms in the attacks */
+#define WAIT_MS	   10000
+#define MIN_JOBS   400
+#define MAX_JOBS   200000
+#define QUIET_MS   1500
+#define ATTACK_MS  5000 /* some two cycles of attack */
+#define TRICKLE_MS 50	/* one byte this often: far under the rate */
+/* payload_grace_ms in the attacks: a stall of one grace stands far
+ * above the hiccups of a loaded host (some 0.3 s seen). */
+#define GRACE_MS    2000
+#define GRACE_ARG   "payload_grace_ms=2000"
 #define MAX_ATTACKS 3
 
 /* PROTOCOL.md 9. */
@@ -295,9 +298,9 @@ static const struct hostage_case cases[] = {
     {"two tricklers of 3 MiB", {362, 362}, "pool.used", 0},
     /* 1.5 MiB does not fit beside the 3 MiB: it waits, then trickles. */
     {"a trickler and a request that does not fit", {362, 256}, "pool.used", 0},
-    /* 6 MiB each, over the pool: two hold pageable memory, the third is
-     * refused EBUSY for the principal's share (16 MiB) of the 32 MiB
-     * cap. */
+    /* 6 MiB each, over the pool: one holds pageable memory, the others
+     * are refused EBUSY for the principal's share (8 MiB) of the 32 MiB
+     * cap, which would take all three. */
     {"three pageable tricklers of 6 MiB", {512, 512, 512}, "pageable.bytes", 1},
 };
 
@@ -305,7 +308,7 @@ static void run_case(const struct hostage_case *k)
 {
 	const char *args[] = {
 	    "--set", "pool_bytes=4M",	    "--set", "pageable_max_bytes=32M",
-	    "--set", "payload_min_rate=1M", "--set", "payload_grace_ms=1000",
+	    "--set", "payload_min_rate=1M", "--set", GRACE_ARG,
 	    NULL};
 	attacker at[MAX_ATTACKS] = {0};
 	double p50_quiet, p99_quiet, p50_hit, p99_hit, dropped, open0;
@@ -361,7 +364,7 @@ static void run_case(const struct hostage_case *k)
 	assert_true(dropped >= cut && dropped <= cut + MAX_ATTACKS);
 	if (k->pageable) {
 		assert_true(busy > 0);
-		assert_true(rc_stat_fd(mon, "pageable.peak_bytes") <= 16 << 20);
+		assert_true(rc_stat_fd(mon, "pageable.peak_bytes") <= 8 << 20);
 	}
 	assert_true(p99_hit < P99_FACTOR * p99_quiet + P99_SLACK);
 	assert_true(max_hit < GRACE_MS / 2 * 1e3);
