@@ -154,7 +154,8 @@ void gm_conn_frame(const gm_conn *c, const uint8_t **head,
 
 /* Reads the payload of the request c handed over last (accepted by
  * ops->gemm) into dst: its first bytes from what c already read, the
- * rest straight from the socket; ops->payload or ops->abandon follows. */
+ * rest straight from the socket; ops->payload or ops->abandon follows
+ * (abandon at once when c closed while the request waited). */
 void gm_conn_read_payload(gm_conn *c, void *owner, uint8_t *dst);
 
 /* Answers request id with an ERROR (code, text): the request is refused

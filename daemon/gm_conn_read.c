@@ -292,6 +292,13 @@ void gm_conn_frame(const gm_conn *c, const uint8_t **head, const uint8_t **desc)
 
 void gm_conn_read_payload(gm_conn *c, void *owner, uint8_t *dst)
 {
+	if (c->closing) {
+		/* Closed while the request waited for pool room (a send or
+		 * another deadline): nothing will be read into its slab, which
+		 * would otherwise be held for good, and c with it. */
+		c->l->conns.ops->abandon(c->l, c, owner);
+		return;
+	}
 	consume(c, c->need);
 	c->owner = owner;
 	c->dst = dst;
