@@ -15,6 +15,15 @@ struct gm_poolq {
 	gm_poolq_limits lim;
 	gm_poolq_wait *head, *tail;
 	uint64_t n, bytes, bypasses;
+	uint64_t held; /* granted, of waiters with a principal */
+	/* The two principals seen last (asking for room or giving it back),
+	 * most recent first, and when: the last time any principal but a
+	 * given one was seen is always here. Compared, never followed: a
+	 * share may be gone since. */
+	struct {
+		const gm_share *who;
+		double us;
+	} seen[2];
 	int serving; /* in serve(): a nested call leaves it to the loop */
 	gm_poolq_fn fn;
 	void *arg;
@@ -81,13 +90,36 @@ static bool within_share(const gm_poolq *q, const gm_poolq_wait *w)
 	       s->pool + w->bytes <= q->lim.share_bytes;
 }
 
-/* Whether w may be granted when it fits: within its principal's share,
- * or its principal holds nothing, or no other principal waits (w itself
- * is counted as waiting). */
-static bool may_take(const gm_poolq *q, const gm_poolq_wait *w)
+/* who asked for room or gave it back now. */
+static void saw(gm_poolq *q, const gm_share *who, double now)
 {
-	return within_share(q, w) || w->who->pool == 0 ||
-	       q->n == w->who->waiting;
+	if (who == NULL)
+		return;
+	if (q->seen[0].who != who)
+		q->seen[1] = q->seen[0];
+	q->seen[0].who = who;
+	q->seen[0].us = now;
+}
+
+/* Whether s has the pool to itself: no other principal holds room or
+ * waits for it (w, s's, is counted as waiting), nor asked for or gave
+ * back any within pool_bypass_ms. A client that runs one request at a
+ * time holds nothing between two of them: without the last, another
+ * would take the whole pool in that gap. */
+static bool alone(const gm_poolq *q, const gm_share *s, double now)
+{
+	int other = q->seen[0].who != s ? 0 : 1;
+
+	return q->n == s->waiting && q->held == s->pool &&
+	       (q->seen[other].who == NULL ||
+		now - q->seen[other].us >= q->lim.bypass_ms * 1e3);
+}
+
+/* Whether w may be granted when it fits: within its principal's share,
+ * or its principal holds nothing, or has the pool to itself. */
+static bool may_take(const gm_poolq *q, const gm_poolq_wait *w, double now)
+{
+	return within_share(q, w) || w->who->pool == 0 || alone(q, w->who, now);
 }
 
 /* Whether w, which does not fit, may be passed by later ones: for a
@@ -111,7 +143,7 @@ static gm_poolq_wait *take_next(gm_poolq *q)
 	gm_poolq_wait *w;
 
 	for (w = q->head; w != NULL; w = w->next) {
-		if (!may_take(q, w))
+		if (!may_take(q, w, now))
 			continue;
 		if (gm_pool_alloc(q->pool, w->bytes, &w->slab) == GM_OK)
 			break;
@@ -121,7 +153,7 @@ static gm_poolq_wait *take_next(gm_poolq *q)
 	if (w == NULL)
 		return NULL;
 	for (gm_poolq_wait *x = q->head; x != w; x = x->next)
-		if (may_take(q, x)) {
+		if (may_take(q, x, now)) {
 			x->passed++;
 			q->bypasses++;
 		}
@@ -131,8 +163,10 @@ static gm_poolq_wait *take_next(gm_poolq *q)
 static void grant(gm_poolq *q, gm_poolq_wait *w)
 {
 	unlink_wait(q, w);
-	if (w->who != NULL)
+	if (w->who != NULL) {
 		w->who->pool += w->bytes;
+		q->held += w->bytes;
+	}
 }
 
 /* Grants the waiters that may go, one by one. A grant's callback may
@@ -161,6 +195,7 @@ int gm_poolq_get(gm_poolq *q, gm_poolq_wait *w)
 	w->since_us = gm_clock_now_us();
 	if (w->bytes > gm_pool_size(q->pool))
 		return GM_ETOOBIG;
+	saw(q, w->who, w->since_us);
 	/* Queued first, so that the rules see it among the others; it goes
 	 * at once when they let it. */
 	link_wait(q, w);
@@ -188,8 +223,11 @@ void gm_poolq_cancel(gm_poolq *q, gm_poolq_wait *w)
 void gm_poolq_put(gm_poolq *q, gm_poolq_wait *w)
 {
 	gm_pool_free(q->pool, w->slab);
-	if (w->who != NULL)
+	if (w->who != NULL) {
 		w->who->pool -= w->bytes;
+		q->held -= w->bytes;
+		saw(q, w->who, gm_clock_now_us());
+	}
 	w->slab = NULL;
 	serve(q);
 }
