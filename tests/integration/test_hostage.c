@@ -9,7 +9,9 @@
  *   again as each is cut off;
  * - a trickler beside a request that does not fit the room it leaves,
  *   which then trickles in its turn;
- * - tricklers over the pool, in pageable memory, three at a time.
+ * - tricklers over the pool, in pageable memory, three at a time;
+ * - non-readers: requests sent whole on three connections, replies
+ *   never read, dropped at send_timeout_ms.
  *
  * First the rule alone: a payload paced above payload_min_rate is served
  * whatever it takes, one that stops is cut off within the grace.
@@ -48,9 +50,11 @@
 #define TRICKLE_MS 50	/* one byte this often: far under the rate */
 /* payload_grace_ms in the attacks: a stall of one grace stands far
  * above the hiccups of a loaded host (some 0.3 s seen). */
-#define GRACE_MS    2000
-#define GRACE_ARG   "payload_grace_ms=2000"
-#define MAX_ATTACKS 3
+#define GRACE_MS     2000
+#define GRACE_ARG    "payload_grace_ms=2000"
+#define MAX_ATTACKS  3
+#define NONREAD_REQS 64 /* each non-reader's, 8 MiB of replies */
+#define SEND_ARG     "send_timeout_ms=2000" /* within ATTACK_MS */
 
 /* PROTOCOL.md 9. */
 enum { EBUSY = 14, ETIMEDOUT = 18 };
@@ -68,11 +72,14 @@ enum { EBUSY = 14, ETIMEDOUT = 18 };
 #define P99_SLACK  5e3
 
 /* One attacking connection, run in a loop by its thread: a request of
- * one d x d x d fp64 job (3 d^2 8 bytes of slab), its payload trickled. */
+ * one d x d x d fp64 job (3 d^2 8 bytes of slab), its payload trickled;
+ * or, for a non-reader, NONREAD_REQS such requests whole, their replies
+ * never read. */
 typedef struct attacker {
 	pthread_t thread;
 	const char *url;
 	uint32_t d;
+	int nonreader;
 	int stop;
 	/* What it saw. */
 	unsigned attacks, cut, busy, other;
@@ -126,6 +133,26 @@ out:
 	close(fd);
 }
 
+/* Sends NONREAD_REQS requests whole and reads nothing, until told to
+ * stop: the daemon drops the connection at send_timeout_ms, once its
+ * replies fill the socket. */
+static void nonread(attacker *a, const uint8_t *req, size_t len)
+{
+	int fd;
+
+	if ((fd = rc_connect(a->url, NULL)) < 0) {
+		a->other++;
+		return;
+	}
+	a->attacks++;
+	for (int i = 0; i < NONREAD_REQS; i++)
+		if (rc_write(fd, req, len) != 0)
+			break;
+	while (!__atomic_load_n(&a->stop, __ATOMIC_ACQUIRE))
+		usleep(10000);
+	close(fd);
+}
+
 static void *attacker_run(void *arg)
 {
 	static double zeros[512 * 512];
@@ -137,7 +164,10 @@ static void *attacker_run(void *arg)
 	j.a = j.b = zeros;
 	req = rc_gemm(7, 1, 0, 0, &j, 1, &len);
 	while (req != NULL && !__atomic_load_n(&a->stop, __ATOMIC_ACQUIRE)) {
-		attack_once(a, req, len);
+		if (a->nonreader)
+			nonread(a, req, len);
+		else
+			attack_once(a, req, len);
 		/* A refusal comes at once: do not spin on it. */
 		usleep(20000);
 	}
@@ -289,7 +319,8 @@ struct hostage_case {
 	const char *name;
 	uint32_t d[MAX_ATTACKS];
 	const char *holding;
-	int pageable; /* its requests are over the pool */
+	int pageable;  /* its requests are over the pool */
+	int nonreader; /* it reads no replies */
 };
 
 static const struct hostage_case cases[] = {
@@ -302,16 +333,23 @@ static const struct hostage_case cases[] = {
      * are refused EBUSY for the principal's share (8 MiB) of the 32 MiB
      * cap, which would take all three. */
     {"three pageable tricklers of 6 MiB", {512, 512, 512}, "pageable.bytes", 1},
+    /* 384 KiB each (128 KiB of reply), 64 on each of three connections:
+     * more replies than the sockets take, so that their slabs stay; were
+     * they let in while the client is between two jobs, they would fill
+     * the pool until send_timeout_ms. */
+    {"three non-readers", {128, 128, 128}, "pool.used", 0, 1},
 };
 
 static void run_case(const struct hostage_case *k)
 {
-	const char *args[] = {
-	    "--set", "pool_bytes=4M",	    "--set", "pageable_max_bytes=32M",
-	    "--set", "payload_min_rate=1M", "--set", GRACE_ARG,
-	    NULL};
+	const char *args[] = {"--set", "pool_bytes=4M",
+			      "--set", "pageable_max_bytes=32M",
+			      "--set", "payload_min_rate=1M",
+			      "--set", GRACE_ARG,
+			      "--set", SEND_ARG,
+			      NULL};
 	attacker at[MAX_ATTACKS] = {0};
-	double p50_quiet, p99_quiet, p50_hit, p99_hit, dropped, open0;
+	double p50_quiet, p99_quiet, p50_hit, p99_hit, dropped;
 	double max_quiet, max_hit;
 	int n_quiet, n_hit;
 	unsigned attacks = 0, cut = 0, busy = 0, other = 0;
@@ -323,11 +361,11 @@ static void run_case(const struct hostage_case *k)
 	assert_int_equal(it_start(&d, args), 0);
 	assert_true((c = rc_connect(d.ipc, NULL)) >= 0);
 	assert_true((mon = rc_connect(d.ipc, NULL)) >= 0);
-	open0 = rc_stat_fd(mon, "connections.open");
 	p99_quiet = timed_jobs(c, QUIET_MS, &p50_quiet, &max_quiet, &n_quiet);
 	for (int i = 0; i < MAX_ATTACKS && k->d[i] != 0; i++) {
 		at[i].url = d.tcp;
 		at[i].d = k->d[i];
+		at[i].nonreader = k->nonreader;
 		assert_int_equal(
 		    pthread_create(&at[i].thread, NULL, attacker_run, &at[i]),
 		    0);
@@ -358,7 +396,12 @@ static void run_case(const struct hostage_case *k)
 		p99_hit / p99_quiet,
 		rc_stat_fd(mon, "pageable.peak_bytes") / (1 << 20));
 	assert_int_equal(other, 0);
-	assert_true(cut > 0);
+	if (k->nonreader)
+		assert_true(
+		    rc_stat_fd(mon, "connections.dropped_by.send_timeout") >=
+		    1);
+	else
+		assert_true(cut > 0);
 	assert_true(longest < CUT_BOUND_US);
 	/* An attack stopped as it was cut is counted by the daemon only. */
 	assert_true(dropped >= cut && dropped <= cut + MAX_ATTACKS);
@@ -370,7 +413,9 @@ static void run_case(const struct hostage_case *k)
 	assert_true(max_hit < GRACE_MS / 2 * 1e3);
 	/* Everything back: the attackers' connections closed, their slabs
 	 * returned. */
-	assert_int_equal(wait_stat(mon, "connections.open", open0, 0), open0);
+	/* The client's and mon alone (it_start's ping may still have been
+	 * open at the start). */
+	assert_int_equal(wait_stat(mon, "connections.open", 2, 0), 2);
 	assert_int_equal(wait_stat(mon, "pool.used", 0, 0), 0);
 	assert_int_equal(rc_stat_fd(mon, "pageable.bytes"), 0);
 	assert_int_equal(rc_stat_fd(mon, "connections.unsent_bytes"), 0);
@@ -398,6 +443,12 @@ static void test_pageable_tricklers(void **state)
 	run_case(&cases[2]);
 }
 
+static void test_nonreaders(void **state)
+{
+	(void)state;
+	run_case(&cases[3]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -405,6 +456,7 @@ int main(void)
 	    cmocka_unit_test(test_tricklers),
 	    cmocka_unit_test(test_not_fitting),
 	    cmocka_unit_test(test_pageable_tricklers),
+	    cmocka_unit_test(test_nonreaders),
 	};
 
 	if (getenv("GEMMD") == NULL) {
