@@ -272,3 +272,27 @@ const gm_conn_ops gm_admit_ops = {
     .ctrl = gm_ctrl_handle,
     .frames_done = gm_request_frames_done,
 };
+
+int gm_admit_open(gm_loop *l)
+{
+	const gm_config *cfg = l->cfg;
+	gm_poolq_limits lim = {
+	    .bypass_max = cfg->pool_bypass_max,
+	    .bypass_ms = cfg->pool_bypass_ms,
+	    .share_bytes =
+		gm_share_cap(gm_pool_size(l->pool), cfg->principal_share_pct),
+	};
+	int rv;
+
+	if ((rv = gm_shares_create(&l->shares)) != GM_OK)
+		return rv;
+	return gm_poolq_create(l->pool, &lim, gm_admit_granted, l, &l->poolq);
+}
+
+void gm_admit_close(gm_loop *l)
+{
+	gm_poolq_destroy(l->poolq);
+	l->poolq = NULL;
+	gm_shares_destroy(l->shares);
+	l->shares = NULL;
+}

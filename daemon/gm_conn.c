@@ -115,9 +115,14 @@ bool gm_conn_may_read(const gm_conn *c)
 {
 	const gm_config *cfg = c->l->cfg;
 
+	/* Replies are written from slabs, in the pool or pageable memory:
+	 * a principal's unsent bytes are held to its share of both. */
 	return c->inflight < cfg->conn_inflight &&
 	       c->q.bytes <= cfg->conn_unsent_bytes &&
-	       (c->share == NULL || c->share->unsent <= c->l->unsent_share);
+	       (c->share == NULL ||
+		c->share->unsent <= gm_share_cap(gm_pool_size(c->l->pool) +
+						     c->l->stats.pageable.limit,
+						 cfg->principal_share_pct));
 }
 
 void gm_conn_begin(gm_conn *c)

@@ -388,11 +388,6 @@ static void open_pageable(gm_loop *l)
 	uint64_t cap = gm_pageable_init(&l->stats.pageable, want, host,
 					l->cfg->principal_share_pct);
 
-	/* Replies are written from slabs, in the pool or pageable: one
-	 * principal's unsent bytes are bounded by its share of both. */
-	l->unsent_share = gm_share_cap(gm_pool_size(l->pool) + cap,
-				       l->cfg->principal_share_pct);
-
 	if (cap == 0)
 		GM_LOG(GM_LOG_INFO, "requests larger than the pool: refused "
 				    "(pageable_max_bytes=0)");
@@ -403,24 +398,6 @@ static void open_pageable(gm_loop *l)
 		       "%" PRIu64 " MiB%s)",
 		       cap >> 20, want >> 20,
 		       cap < want ? ", cut to half the host's memory" : "");
-}
-
-/* The queue for pool room, under its bypass and share keys, and the
- * principals' shares it counts in. */
-static int open_poolq(gm_loop *l)
-{
-	const gm_config *cfg = l->cfg;
-	gm_poolq_limits lim = {
-	    .bypass_max = cfg->pool_bypass_max,
-	    .bypass_ms = cfg->pool_bypass_ms,
-	    .share_bytes =
-		gm_share_cap(gm_pool_size(l->pool), cfg->principal_share_pct),
-	};
-	int rv;
-
-	if ((rv = gm_shares_create(&l->shares)) != GM_OK)
-		return rv;
-	return gm_poolq_create(l->pool, &lim, gm_admit_granted, l, &l->poolq);
 }
 
 /* The engine (its warm-up started), its host pool and the queue for
@@ -460,7 +437,7 @@ static int open_core(gm_loop *l)
 	}
 	arena = gm_engine_arena(l->eng, &size);
 	if ((rv = gm_pool_create(arena, size, &l->pool)) != 0 ||
-	    (rv = open_poolq(l)) != 0) {
+	    (rv = gm_admit_open(l)) != 0) {
 		GM_LOG(GM_LOG_ERROR, "host pool: %s", gm_strerror(rv));
 		goto fail_pool;
 	}
@@ -494,10 +471,7 @@ fail_detach:
 	l->sched = NULL;
 fail_sched:
 fail_pool:
-	gm_poolq_destroy(l->poolq);
-	l->poolq = NULL;
-	gm_shares_destroy(l->shares);
-	l->shares = NULL;
+	gm_admit_close(l);
 	if (l->pool != NULL)
 		gm_pool_destroy(l->pool);
 	l->pool = NULL;
@@ -514,8 +488,7 @@ static void close_core(gm_loop *l)
 	gm_regions_destroy(l->regions);
 	gm_detach_destroy(l->detach);
 	gm_sched_destroy(l->sched);
-	gm_poolq_destroy(l->poolq);
-	gm_shares_destroy(l->shares);
+	gm_admit_close(l);
 	if (l->pool != NULL)
 		gm_pool_destroy(l->pool);
 	if (l->eng != NULL)

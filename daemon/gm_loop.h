@@ -73,12 +73,8 @@ struct gm_loop {
 	uv_loop_t uv;
 	gm_engine *eng;
 	gm_pool *pool;
-	gm_poolq *poolq; /* requests waiting for pool room */
-	/* What each principal holds (gm_share.h), and the reply bytes one
-	 * may have waiting on all its connections (principal_share_percent
-	 * of the pool and the pageable cap). */
-	gm_shares *shares;
-	uint64_t unsent_share;
+	gm_poolq *poolq;   /* requests waiting for pool room */
+	gm_shares *shares; /* what each principal holds (gm_share.h) */
 	gm_sched *sched;
 	gm_listen *listen;
 	gm_conns conns;
