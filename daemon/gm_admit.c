@@ -210,6 +210,7 @@ static int on_gemm(gm_loop *l, gm_conn *c, const gm_hdr *h, const gm_batch *b,
 		start_payload(rq);
 	} else {
 		rq->waiting = true; /* never GM_ETOOBIG: step 24 */
+		gm_conn_read_wait(c, rq);
 	}
 	return GM_OK;
 }

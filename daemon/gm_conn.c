@@ -233,7 +233,7 @@ void gm_conn_fail(gm_conn *c, uint64_t id, int code, const char *text,
 void gm_conn_close(gm_conn *c, int reason)
 {
 	gm_conns *cs = &c->l->conns;
-	void *owner = c->owner;
+	void *owner;
 
 	if (c->closing)
 		return;
@@ -255,8 +255,11 @@ void gm_conn_close(gm_conn *c, int reason)
 		c->admitted = false;
 	}
 	gm_outq_drop(&c->q);
-	/* A payload being read into its slab is abandoned when that read
+	/* Read only now: the slabs the drop gave back may have let a request
+	 * of c waiting for room in, and gone with it (gm_conn_read_payload).
+	 * A payload being read into its slab is abandoned when that read
 	 * ends: until then the slab is the stream's. */
+	owner = c->owner;
 	if (owner != NULL && !(c->rs == RS_PAYLOAD && c->rd_busy)) {
 		c->owner = NULL;
 		cs->ops->abandon(c->l, c, owner);

@@ -152,6 +152,10 @@ int gm_conn_push_heap(gm_conn *c, uint8_t *p, uint64_t len);
 void gm_conn_frame(const gm_conn *c, const uint8_t **head,
 		   const uint8_t **desc);
 
+/* The request c handed over last (accepted by ops->gemm), owner, waits
+ * for pool room: should c close meanwhile, ops->abandon is told. */
+void gm_conn_read_wait(gm_conn *c, void *owner);
+
 /* Reads the payload of the request c handed over last (accepted by
  * ops->gemm) into dst: its first bytes from what c already read, the
  * rest straight from the socket; ops->payload or ops->abandon follows

@@ -290,12 +290,20 @@ void gm_conn_frame(const gm_conn *c, const uint8_t **head, const uint8_t **desc)
 	*desc = *head + c->head_len;
 }
 
+void gm_conn_read_wait(gm_conn *c, void *owner)
+{
+	/* Known to c, so that its close takes the request out of the queue
+	 * rather than leave it to be granted room nobody will fill. */
+	c->owner = owner;
+}
+
 void gm_conn_read_payload(gm_conn *c, void *owner, uint8_t *dst)
 {
 	if (c->closing) {
-		/* Closed while the request waited for pool room (a send or
-		 * another deadline): nothing will be read into its slab, which
-		 * would otherwise be held for good, and c with it. */
+		/* Closed as the request was given its room (within a grant,
+		 * say): nothing will be read into its slab, which would
+		 * otherwise be held for good, and c with it. */
+		c->owner = NULL;
 		c->l->conns.ops->abandon(c->l, c, owner);
 		return;
 	}
