@@ -326,13 +326,21 @@ struct hostage_case {
 static const struct hostage_case cases[] = {
     /* 3 MiB each of a 4 MiB pool: one holds, the other would take its
      * principal past its share. */
-    {"two tricklers of 3 MiB", {362, 362}, "pool.used", 0},
+    {"two tricklers of 3 MiB", {362, 362}, "pool.used", 0, 0},
     /* 1.5 MiB does not fit beside the 3 MiB: it waits, then trickles. */
-    {"a trickler and a request that does not fit", {362, 256}, "pool.used", 0},
+    {"a trickler and a request that does not fit",
+     {362, 256},
+     "pool.used",
+     0,
+     0},
     /* 6 MiB each, over the pool: one holds pageable memory, the others
      * are refused EBUSY for the principal's share (8 MiB) of the 32 MiB
      * cap, which would take all three. */
-    {"three pageable tricklers of 6 MiB", {512, 512, 512}, "pageable.bytes", 1},
+    {"three pageable tricklers of 6 MiB",
+     {512, 512, 512},
+     "pageable.bytes",
+     1,
+     0},
     /* 384 KiB each (128 KiB of reply), 64 on each of three connections:
      * more replies than the sockets take, so that their slabs stay; were
      * they let in while the client is between two jobs, they would fill
@@ -417,6 +425,7 @@ static void run_case(const struct hostage_case *k)
 	 * open at the start). */
 	assert_int_equal(wait_stat(mon, "connections.open", 2, 0), 2);
 	assert_int_equal(wait_stat(mon, "pool.used", 0, 0), 0);
+	assert_int_equal(rc_stat_fd(mon, "pool.waiting"), 0);
 	assert_int_equal(rc_stat_fd(mon, "pageable.bytes"), 0);
 	assert_int_equal(rc_stat_fd(mon, "connections.unsent_bytes"), 0);
 	close(mon);
