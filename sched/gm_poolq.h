@@ -16,13 +16,13 @@
  *   stream of small ones; and a client that sends a request too large
  *   for the room left cannot stall everyone else with it;
  * - a request that would take its principal (gm_share.h) past
- *   share_bytes of the pool is passed over while another principal
- *   waits, unless its principal holds nothing; alone (no other
- *   principal holds room or waits for it, nor asked for or gave back any
- *   within bypass_ms), a principal may take the whole pool. Such a request is granted when it fits, but
- *   never blocks those behind it, however long it waits: otherwise one
- *   client could keep the pool to itself, one large request waited for
- *   after another.
+ *   share_bytes of the pool is passed over unless its principal holds
+ *   nothing or has the pool to itself (no other principal holds room or
+ *   waits for it, nor asked for or gave back any within bypass_ms:
+ *   alone, a principal may take the whole pool). Such a request is
+ *   granted when it fits, but never blocks those behind it, however
+ *   long it waits: otherwise one client could keep the pool to itself,
+ *   one large request waited for after another.
  *
  * Whoever frees a slab gives it back through gm_poolq_put, which serves
  * the waiters that may go now. Nothing is allocated per waiter: the
