@@ -104,6 +104,18 @@ typedef struct gm_config {
 	 * into pageable memory, all at once; 0: refused. The daemon uses at
 	 * most half of the host's memory, whatever it says. */
 	uint64_t pageable_max_bytes;
+
+	/* A payload being read must come at payload_min_rate bytes a
+	 * second on average, from payload_grace_ms after it began (0: no
+	 * minimum). */
+	uint64_t payload_min_rate; /* "payload_min_rate" */
+	unsigned payload_grace_ms; /* "payload_grace_ms" */
+	/* Pool waiters that fit passing one that does not (gm_poolq.h). */
+	unsigned pool_bypass_max; /* "pool_bypass_max" */
+	unsigned pool_bypass_ms;  /* "pool_bypass_ms" */
+	/* "principal_share_percent": of the pool, pageable memory and unsent
+	 * reply bytes (gm_share.h). */
+	unsigned principal_share_pct;
 } gm_config;
 
 /* Fills c with the default of every key. Cannot fail: defaults live in

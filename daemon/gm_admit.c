@@ -103,12 +103,13 @@ static int check_detach(const gm_hdr *h, const gm_batch *b, const uint8_t *head,
 	return GM_OK;
 }
 
-/* Steps 21-24 (19 and 20, the regions, came first): GM_OK with the
- * queue room reserved and *pageable saying where the slab comes from,
- * or the refusal and text. */
+/* Steps 21-24 (19 and 20, the regions, came first), for a request of
+ * principal who: GM_OK with the queue room reserved and *pageable saying
+ * where the slab comes from, or the refusal and text. */
 static int check_state(gm_loop *l, const gm_hdr *h, const gm_batch *b,
 		       const uint8_t *head, const uint8_t *desc, uint64_t slab,
-		       bool *pageable, char *text, size_t len)
+		       const gm_share *who, bool *pageable, char *text,
+		       size_t len)
 {
 	int detach = (b->flags & GM_BATCH_DETACH) != 0, rv;
 
@@ -133,7 +134,7 @@ static int check_state(gm_loop *l, const gm_hdr *h, const gm_batch *b,
 		return rv;
 	}
 	if ((rv = gm_pageable_admit(&l->stats.pageable, gm_pool_size(l->pool),
-				    slab, pageable, text, len)) != GM_OK)
+				    slab, who, pageable, text, len)) != GM_OK)
 		return rv;
 	return gm_sched_reserve(l->sched, b->priority, h->count);
 }
@@ -164,6 +165,7 @@ static int on_gemm(gm_loop *l, gm_conn *c, const gm_hdr *h, const gm_batch *b,
 	char text[GM_MSG_TEXT + 1];
 	int detach = (b->flags & GM_BATCH_DETACH) != 0;
 	uint64_t slab = gm_request_slab_bytes(h, head, desc, payload);
+	gm_share *who = gm_conn_share(c);
 	gm_request *rq = NULL;
 	bool pageable;
 	uint32_t nrefs;
@@ -175,7 +177,7 @@ static int on_gemm(gm_loop *l, gm_conn *c, const gm_hdr *h, const gm_batch *b,
 	    (rv = gm_regions_check_req(l->regions, gm_conn_peer(c), h, head,
 				       desc, &nrefs, text, sizeof(text))) !=
 		GM_OK ||
-	    (rv = check_state(l, h, b, head, desc, slab, &pageable, text,
+	    (rv = check_state(l, h, b, head, desc, slab, who, &pageable, text,
 			      sizeof(text))) != GM_OK) {
 		l->stats.jobs_rejected += h->count;
 		gm_conn_error(c, h->id, rv, text);
@@ -183,11 +185,11 @@ static int on_gemm(gm_loop *l, gm_conn *c, const gm_hdr *h, const gm_batch *b,
 	}
 	if ((!detach && gm_conn_reserve(c, h->count) != GM_OK) ||
 	    (pageable &&
-	     gm_pageable_take(&l->stats.pageable, slab, &mem) != GM_OK) ||
+	     gm_pageable_take(&l->stats.pageable, who, slab, &mem) != GM_OK) ||
 	    (rq = gm_request_new(l, c, h, b, head, desc, nrefs, payload)) ==
 		NULL) {
 		if (mem != NULL)
-			gm_pageable_give(&l->stats.pageable, mem, slab);
+			gm_pageable_give(&l->stats.pageable, who, mem, slab);
 		if (!detach)
 			gm_conn_unreserve(c, h->count);
 		gm_sched_unreserve(l->sched, b->priority, h->count);
@@ -197,6 +199,8 @@ static int on_gemm(gm_loop *l, gm_conn *c, const gm_hdr *h, const gm_batch *b,
 	}
 	l->stats.requests++;
 	gm_conn_begin(c);
+	/* Its own holder: the record may outlive its connection. */
+	rq->wait.who = gm_share_hold(who);
 	if (pageable) {
 		/* Its own memory, never waited for: read it now. */
 		rq->pageable = true;
@@ -206,6 +210,7 @@ static int on_gemm(gm_loop *l, gm_conn *c, const gm_hdr *h, const gm_batch *b,
 		start_payload(rq);
 	} else {
 		rq->waiting = true; /* never GM_ETOOBIG: step 24 */
+		gm_conn_read_wait(c, rq);
 	}
 	return GM_OK;
 }
@@ -271,3 +276,27 @@ const gm_conn_ops gm_admit_ops = {
     .ctrl = gm_ctrl_handle,
     .frames_done = gm_request_frames_done,
 };
+
+int gm_admit_open(gm_loop *l)
+{
+	const gm_config *cfg = l->cfg;
+	gm_poolq_limits lim = {
+	    .bypass_max = cfg->pool_bypass_max,
+	    .bypass_ms = cfg->pool_bypass_ms,
+	    .share_bytes =
+		gm_share_cap(gm_pool_size(l->pool), cfg->principal_share_pct),
+	};
+	int rv;
+
+	if ((rv = gm_shares_create(&l->shares)) != GM_OK)
+		return rv;
+	return gm_poolq_create(l->pool, &lim, gm_admit_granted, l, &l->poolq);
+}
+
+void gm_admit_close(gm_loop *l)
+{
+	gm_poolq_destroy(l->poolq);
+	l->poolq = NULL;
+	gm_shares_destroy(l->shares);
+	l->shares = NULL;
+}

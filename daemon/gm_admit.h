@@ -23,4 +23,14 @@ extern const gm_conn_ops gm_admit_ops;
 /* gm_poolq's grant callback (arg the gm_loop): a request's slab. */
 void gm_admit_granted(gm_poolq_wait *w, void *arg);
 
+/* Makes l->poolq, in front of l->pool under the keys pool_bypass_max,
+ * pool_bypass_ms and principal_share_percent, and l->shares, the
+ * principals' it counts in. GM_OK or GM_ENOMEM; on failure
+ * gm_admit_close frees what was made. Loop thread, at start. */
+int gm_admit_open(gm_loop *l);
+
+/* Frees l->poolq and l->shares (NULL ones skipped), once no request is
+ * left. */
+void gm_admit_close(gm_loop *l);
+
 #endif

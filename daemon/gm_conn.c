@@ -85,6 +85,11 @@ gm_principal *gm_conn_principal(const gm_conn *c)
 	return c->principal;
 }
 
+gm_share *gm_conn_share(const gm_conn *c)
+{
+	return c->share;
+}
+
 uint32_t gm_conn_id(const gm_conn *c)
 {
 	return c->id;
@@ -110,8 +115,14 @@ bool gm_conn_may_read(const gm_conn *c)
 {
 	const gm_config *cfg = c->l->cfg;
 
+	/* Replies are written from slabs, in the pool or pageable memory:
+	 * a principal's unsent bytes are held to its share of both. */
 	return c->inflight < cfg->conn_inflight &&
-	       c->q.bytes <= cfg->conn_unsent_bytes;
+	       c->q.bytes <= cfg->conn_unsent_bytes &&
+	       (c->share == NULL ||
+		c->share->unsent <= gm_share_cap(gm_pool_size(c->l->pool) +
+						     c->l->stats.pageable.limit,
+						 cfg->principal_share_pct));
 }
 
 void gm_conn_begin(gm_conn *c)
@@ -240,7 +251,7 @@ void gm_conn_refuse(gm_conn *c, int code, const char *text)
 void gm_conn_close(gm_conn *c, int reason)
 {
 	gm_conns *cs = &c->l->conns;
-	void *owner = c->owner;
+	void *owner;
 
 	if (c->closing)
 		return;
@@ -261,8 +272,11 @@ void gm_conn_close(gm_conn *c, int reason)
 		c->admitted = false;
 	}
 	gm_outq_drop(&c->q);
-	/* A payload being read into its slab is abandoned when that read
+	/* Read only now: the slabs the drop gave back may have let a request
+	 * of c waiting for room in, and gone with it (gm_conn_read_payload).
+	 * A payload being read into its slab is abandoned when that read
 	 * ends: until then the slab is the stream's. */
+	owner = c->owner;
 	if (owner != NULL && !(c->rs == RS_PAYLOAD && c->rd_busy)) {
 		c->owner = NULL;
 		cs->ops->abandon(c->l, c, owner);
@@ -302,6 +316,7 @@ void gm_conn_maybe_free(gm_conn *c)
 	gm_outq_fini(&c->q);
 	gm_conn_read_free(c);
 	gm_principal_release(c->principal);
+	gm_shares_release(c->l->shares, c->share);
 	munmap(c->rbuf, GM_CONN_RBUF);
 	if (c->settled != NULL)
 		c->settled(c->l, c->settled_arg);
@@ -394,6 +409,7 @@ static void rd_cb(gm_io *io, int rv, size_t n)
 
 	if (rv == 0) {
 		atomic_store(&c->rd_last_us, gm_conn_now_us());
+		atomic_fetch_add(&c->rd_count, n);
 		if (c->rd_mode == RM_BUF) {
 			c->rd_got = n;
 		} else if ((c->rd_left -= n) > 0) {

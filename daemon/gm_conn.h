@@ -118,6 +118,10 @@ const gm_peer *gm_conn_peer(const gm_conn *c);
  * keeps it takes a reference. */
 gm_principal *gm_conn_principal(const gm_conn *c);
 
+/* What c's principal holds (gm_share.h), set with the principal; a
+ * caller that keeps it takes a holder (gm_share_hold). */
+gm_share *gm_conn_share(const gm_conn *c);
+
 /* A number for the scheduler's turns, never 0. */
 uint32_t gm_conn_id(const gm_conn *c);
 
@@ -154,9 +158,14 @@ int gm_conn_push_heap(gm_conn *c, uint8_t *p, uint64_t len);
 void gm_conn_frame(const gm_conn *c, const uint8_t **head,
 		   const uint8_t **desc);
 
+/* The request c handed over last (accepted by ops->gemm), owner, waits
+ * for pool room: should c close meanwhile, ops->abandon is told. */
+void gm_conn_read_wait(gm_conn *c, void *owner);
+
 /* Reads the payload of the request c handed over last (accepted by
  * ops->gemm) into dst: its first bytes from what c already read, the
- * rest straight from the socket; ops->payload or ops->abandon follows. */
+ * rest straight from the socket; ops->payload or ops->abandon follows
+ * (abandon at once when c closed while the request waited). */
 void gm_conn_read_payload(gm_conn *c, void *owner, uint8_t *dst);
 
 /* Answers request id with an ERROR (code, text): the request is refused

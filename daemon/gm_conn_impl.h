@@ -61,6 +61,7 @@ struct gm_conn {
 	gm_stream *s;
 	gm_peer peer;		 /* as of its first frame header */
 	gm_principal *principal; /* from its first frame header on */
+	gm_share *share;	 /* its principal's, from then on */
 	char peer_key[GM_PEER_KEY];
 	uint32_t id;
 	unsigned refs;	  /* holders: requests, parked waits */
@@ -98,6 +99,9 @@ struct gm_conn {
 	uint64_t v1_len;   /* RS_V1: the request's body length */
 	unsigned inflight; /* requests in the daemon */
 	double want_since; /* when it last began waiting for bytes */
+	double pay_since;  /* RS_PAYLOAD: when its reading began */
+	uint64_t pay_mark; /* RS_PAYLOAD: rd_count when its receive began */
+	bool pay_cut;	   /* RS_PAYLOAD: too slow, refused; closing */
 	gm_io rio;
 	gm_event rd_ev;
 	bool rd_busy;
@@ -107,6 +111,7 @@ struct gm_conn {
 	size_t rd_got;		     /* rd: RM_BUF */
 	int rd_rv;		     /* rd */
 	_Atomic uint64_t rd_last_us; /* rd writes, loop reads: progress */
+	_Atomic uint64_t rd_count;   /* rd writes, loop reads: bytes ever */
 
 	/* Write side. */
 	gm_outq q;
@@ -133,6 +138,12 @@ bool gm_conn_read_mid_frame(const gm_conn *c);
 
 /* Frees what the read side holds (c is being freed). */
 void gm_conn_read_free(gm_conn *c);
+
+/* The payload rate deadline (payload_min_rate after payload_grace_ms):
+ * a payload that comes too slowly by now is refused ETIMEDOUT and c
+ * closed once that is written, or after GM_CONN_LINGER_MS. Returns
+ * true when it closed c. */
+bool gm_conn_read_check_rate(gm_conn *c, double now);
 
 /* ---- gm_conn.c ---- */
 

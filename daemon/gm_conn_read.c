@@ -152,8 +152,12 @@ static void discard(gm_conn *c, uint64_t left)
 static bool identify(gm_conn *c)
 {
 	gm_stream_peer(c->s, &c->peer);
-	if ((c->principal = gm_principal_new(&c->peer)) != NULL)
+	if ((c->principal = gm_principal_new(&c->peer)) != NULL &&
+	    (c->share = gm_shares_hold(
+		 c->l->shares, gm_principal_name(c->principal))) != NULL) {
+		gm_outq_count_in(&c->q, &c->share->unsent);
 		return true;
+	}
 	gm_conn_fail(c, 0, GM_ENOMEM, "no memory for the connection",
 		     GM_CONN_DROPPED_PROTOCOL);
 	return false;
@@ -290,14 +294,93 @@ void gm_conn_frame(const gm_conn *c, const uint8_t **head, const uint8_t **desc)
 	*desc = *head + c->head_len;
 }
 
+void gm_conn_read_wait(gm_conn *c, void *owner)
+{
+	/* Known to c, so that its close takes the request out of the queue
+	 * rather than leave it to be granted room nobody will fill. */
+	c->owner = owner;
+}
+
 void gm_conn_read_payload(gm_conn *c, void *owner, uint8_t *dst)
 {
+	if (c->closing) {
+		/* Closed as the request was given its room (within a grant,
+		 * say): nothing will be read into its slab, which would
+		 * otherwise be held for good, and c with it. */
+		c->owner = NULL;
+		c->l->conns.ops->abandon(c->l, c, owner);
+		return;
+	}
 	consume(c, c->need);
 	c->owner = owner;
 	c->dst = dst;
 	c->left = c->payload;
 	c->rs = RS_PAYLOAD;
+	c->pay_since = gm_clock_now_us();
+	c->pay_mark = atomic_load(&c->rd_count);
+	c->pay_cut = false;
 	gm_conn_read_process(c);
+}
+
+/* The payload's bytes in so far: those taken before the receive into
+ * the slab began, and what it has received since. */
+static uint64_t payload_got(gm_conn *c)
+{
+	return c->payload - c->left + (atomic_load(&c->rd_count) - c->pay_mark);
+}
+
+/* Refuses the payload for its rate: the client is told why, and c is
+ * closed once that is written (wr_done) or the linger is over, whichever
+ * comes first; what still comes is not read into the slab (read_done). */
+static void cut_payload(gm_conn *c, double now, uint64_t got)
+{
+	const gm_config *cfg = c->l->cfg;
+	/* Longer than a reply's message may be: gm_conn_error cuts it. */
+	char text[2 * GM_MSG_TEXT], in[GM_SIZE_TEXT], all[GM_SIZE_TEXT],
+	    rate[GM_SIZE_TEXT];
+
+	c->pay_cut = true;
+	c->l->conns.n.dropped++;
+	c->l->conns.n.dropped_by[GM_CONN_DROPPED_PAYLOAD_RATE]++;
+	gm_size_text(got, in);
+	gm_size_text(c->payload, all);
+	gm_size_text(cfg->payload_min_rate, rate);
+	snprintf(text, sizeof(text),
+		 "payload too slow: %s of %s in %.1f s, payload_min_rate=%s/s",
+		 in, all, (now - c->pay_since) / 1e6, rate);
+	GM_LOG(GM_LOG_INFO,
+	       "connection %u (%s) dropped: request %" PRIu64 ": %s", c->id,
+	       c->peer_key[0] ? c->peer_key : "?", c->h.id, text);
+	gm_conn_error(c, c->h.id, GM_ETIMEDOUT, text);
+	c->close_after = true;
+	c->linger_until = now + GM_CONN_LINGER_MS * 1e3;
+}
+
+bool gm_conn_read_check_rate(gm_conn *c, double now)
+{
+	const gm_config *cfg = c->l->cfg;
+	uint64_t got;
+
+	if (c->rs != RS_PAYLOAD || c->closing)
+		return false;
+	if (c->pay_cut) {
+		if (now < c->linger_until)
+			return false;
+		gm_conn_close(c, -1); /* counted when it was cut */
+		return true;
+	}
+	if (cfg->payload_min_rate == 0)
+		return false;
+	/* Due at the grace after its start, plus the time its bytes so far
+	 * take at the rate: a client that keeps the rate never falls
+	 * behind, one that trickles does once the grace is spent, whatever
+	 * the size it announced. */
+	got = payload_got(c);
+	if (now <= c->pay_since + cfg->payload_grace_ms * 1e3 +
+		       (double)got / (double)cfg->payload_min_rate * 1e6)
+		return false;
+	cut_payload(c, now, got);
+	return false;
 }
 
 /* The payload is in: the request goes its way, the next frame comes. */
@@ -324,6 +407,7 @@ static bool step_payload(gm_conn *c)
 		payload_in(c);
 		return true;
 	}
+	c->pay_mark = atomic_load(&c->rd_count);
 	recv_exact(c, c->dst, c->left);
 	return false;
 }
@@ -452,7 +536,10 @@ void gm_conn_read_done(gm_event *ev, gm_loop *l)
 	if (c->rd_rv == GM_OK)
 		l->stats.bytes_in +=
 		    c->rd_mode == RM_BUF ? c->rd_got : c->rd_total;
-	if (c->rd_rv != GM_OK || c->closing) {
+	/* A payload refused for its rate is not handed on if it does come
+	 * whole meanwhile. */
+	if (c->rd_rv != GM_OK || c->closing ||
+	    (c->rs == RS_PAYLOAD && c->pay_cut)) {
 		void *owner = c->rs == RS_PAYLOAD ? c->owner : NULL;
 
 		if (owner != NULL) {

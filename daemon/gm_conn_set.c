@@ -36,6 +36,8 @@ static int check_deadlines(gm_conn *c, double now)
 
 	if (c->closing)
 		return NONE;
+	if (gm_conn_read_check_rate(c, now))
+		return CLOSED;
 	if (c->admitted && !c->got_hdr &&
 	    now > c->born_us + cfg->handshake_ms * 1e3)
 		reason = GM_CONN_DROPPED_HANDSHAKE;

@@ -372,7 +372,8 @@ static void open_pageable(gm_loop *l)
 	uint64_t host =
 	    pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
 	uint64_t want = l->cfg->pageable_max_bytes;
-	uint64_t cap = gm_pageable_init(&l->stats.pageable, want, host);
+	uint64_t cap = gm_pageable_init(&l->stats.pageable, want, host,
+					l->cfg->principal_share_pct);
 
 	if (cap == 0)
 		GM_LOG(GM_LOG_INFO, "requests larger than the pool: refused "
@@ -424,8 +425,7 @@ static int open_core(gm_loop *l)
 	}
 	arena = gm_engine_arena(l->eng, &size);
 	if ((rv = gm_pool_create(arena, size, &l->pool)) != 0 ||
-	    (rv = gm_poolq_create(l->pool, gm_admit_granted, l, &l->poolq)) !=
-		0) {
+	    (rv = gm_admit_open(l)) != 0) {
 		GM_LOG(GM_LOG_ERROR, "host pool: %s", gm_strerror(rv));
 		goto fail_pool;
 	}
@@ -459,8 +459,7 @@ fail_detach:
 	l->sched = NULL;
 fail_sched:
 fail_pool:
-	gm_poolq_destroy(l->poolq);
-	l->poolq = NULL;
+	gm_admit_close(l);
 	if (l->pool != NULL)
 		gm_pool_destroy(l->pool);
 	l->pool = NULL;
@@ -477,7 +476,7 @@ static void close_core(gm_loop *l)
 	gm_regions_destroy(l->regions);
 	gm_detach_destroy(l->detach);
 	gm_sched_destroy(l->sched);
-	gm_poolq_destroy(l->poolq);
+	gm_admit_close(l);
 	if (l->pool != NULL)
 		gm_pool_destroy(l->pool);
 	if (l->eng != NULL)

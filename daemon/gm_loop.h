@@ -73,7 +73,8 @@ struct gm_loop {
 	uv_loop_t uv;
 	gm_engine *eng;
 	gm_pool *pool;
-	gm_poolq *poolq; /* requests waiting for pool room */
+	gm_poolq *poolq;   /* requests waiting for pool room */
+	gm_shares *shares; /* what each principal holds (gm_share.h) */
 	gm_sched *sched;
 	gm_listen *listen;
 	gm_conns conns;

@@ -30,10 +30,27 @@ static void release(gm_outq *q, gm_outq_seg *s)
 		q->done(s->owner, s->nframes, q->arg);
 }
 
+/* bytes fewer queued, in q and in the principal's count. */
+static void less(gm_outq *q, uint64_t bytes)
+{
+	q->bytes -= bytes;
+	if (q->also != NULL)
+		*q->also -= bytes;
+}
+
+void gm_outq_count_in(gm_outq *q, uint64_t *also)
+{
+	q->also = also;
+	if (also != NULL)
+		*also += q->bytes;
+}
+
 void gm_outq_fini(gm_outq *q)
 {
 	for (uint64_t i = 0; i < q->n; i++)
 		release(q, &q->seg[q->head + i]);
+	less(q, q->bytes);
+	q->also = NULL;
 	free(q->seg);
 	q->seg = NULL;
 	q->cap = q->head = q->n = q->nsending = q->bytes = q->reserved = 0;
@@ -92,6 +109,8 @@ static void append(gm_outq *q, const gm_outq_seg *s)
 	    q->n > q->nsending ? &q->seg[q->head + q->n - 1] : NULL;
 
 	q->bytes += s->len;
+	if (q->also != NULL)
+		*q->also += s->len;
 	if (last != NULL && joins(last, s)) {
 		last->len += s->len;
 		last->nframes += s->nframes;
@@ -178,7 +197,7 @@ uint64_t gm_outq_sent(gm_outq *q)
 		bytes += s->len;
 		release(q, s);
 	}
-	q->bytes -= bytes;
+	less(q, bytes);
 	q->head += q->nsending;
 	q->n -= q->nsending;
 	q->nsending = 0;
@@ -192,7 +211,7 @@ void gm_outq_drop(gm_outq *q)
 	for (uint64_t i = q->nsending; i < q->n; i++) {
 		gm_outq_seg *s = &q->seg[q->head + i];
 
-		q->bytes -= s->len;
+		less(q, s->len);
 		release(q, s);
 	}
 	q->n = q->nsending;

@@ -44,6 +44,7 @@ typedef struct gm_outq {
 	uint64_t nsending; /* pieces of the send in flight */
 	uint64_t reserved; /* room promised to accepted requests */
 	uint64_t bytes;	   /* queued and in flight */
+	uint64_t *also;	   /* counts them too (a principal's), or NULL */
 	int sorted;	   /* the waiting pieces are in order */
 	gm_outq_done_fn done;
 	void *arg;
@@ -51,8 +52,14 @@ typedef struct gm_outq {
 
 void gm_outq_init(gm_outq *q, gm_outq_done_fn done, void *arg);
 
-/* Drops every frame (owners told, heap frames freed) and frees the
- * queue's memory. No send may be in flight. */
+/* From now on also counts the bytes queued and in flight, those queued
+ * already included, beside q->bytes: a principal's share (gm_share.h)
+ * over all its connections. */
+void gm_outq_count_in(gm_outq *q, uint64_t *also);
+
+/* Drops every frame (owners told, heap frames freed), takes its bytes
+ * out of the count it was given, and frees the queue's memory. No send
+ * may be in flight. */
 void gm_outq_fini(gm_outq *q);
 
 /* Makes room for n more slab frames, for an accepted request.

@@ -192,8 +192,10 @@ static void free_request(gm_request *rq)
 {
 	gm_loop *l = rq->l;
 	gm_conn *c = rq->conn;
-	void *slab = rq->wait.slab;
-	uint64_t bytes = rq->wait.bytes;
+	/* A copy: the record goes first. */
+	gm_poolq_wait w = rq->wait;
+	void *slab = w.slab;
+	uint64_t bytes = w.bytes;
 	bool pageable = rq->pageable;
 
 	gm_regions_holds_drop(l->regions, rq->holds);
@@ -209,9 +211,10 @@ static void free_request(gm_request *rq)
 	l->requests--;
 	gm_conn_release(c);
 	if (slab != NULL && pageable)
-		gm_pageable_give(&l->stats.pageable, slab, bytes);
+		gm_pageable_give(&l->stats.pageable, w.who, slab, bytes);
 	else if (slab != NULL)
-		gm_poolq_put(l->poolq, slab);
+		gm_poolq_put(l->poolq, &w);
+	gm_shares_release(l->shares, w.who);
 }
 
 static void maybe_free(gm_request *rq)

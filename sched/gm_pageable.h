@@ -14,7 +14,10 @@
  * (the CPU engine runs them where they are). Such slabs never wait: a
  * request that would take the total past the cap is refused EBUSY (try
  * again later), one larger than the cap ETOOBIG; both messages name the
- * key.
+ * key. One principal (gm_share.h) may hold at most its share of the
+ * cap (principal_share_percent) beside what it holds already: a request
+ * that would take it past that is refused EBUSY, unless the principal
+ * holds none now (so that a request as large as the cap can run).
  *
  * The struct is plain: it is both the admission's state and the counts
  * the stats document shows (gm_stats.pageable). Loop thread only.
@@ -26,8 +29,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gm_share.h"
+
 typedef struct gm_pageable {
 	uint64_t limit;	     /* in effect: 0 when off */
+	uint64_t share;	     /* what one principal may hold of it */
 	uint64_t bytes;	     /* held now, by requests alive */
 	uint64_t peak_bytes; /* the most held at once */
 	uint64_t held;	     /* requests holding some now */
@@ -39,27 +45,33 @@ typedef struct gm_pageable {
 /*
  * Zeroes p and sets its cap: the configured limit, but at most half of
  * host_bytes (the host's memory), so that no setting lets requests take
- * the memory the rest of the host needs. 0 turns the path off. Returns
- * the cap in effect.
+ * the memory the rest of the host needs. 0 turns the path off. One
+ * principal may hold share_percent of the cap. Returns the cap in
+ * effect.
  */
-uint64_t gm_pageable_init(gm_pageable *p, uint64_t limit, uint64_t host_bytes);
+uint64_t gm_pageable_init(gm_pageable *p, uint64_t limit, uint64_t host_bytes,
+			  unsigned share_percent);
 
 /*
- * The admission decision for a request whose slab is bytes, with a pool
- * of pool_size: GM_OK with *pageable false (the pool's: wait for room
- * there) or true (a pageable slab is free to take now); or GM_ETOOBIG
- * (more than the pool and than the cap, or the path is off: the message
- * names pool_bytes and pageable_max_bytes) or GM_EBUSY (the cap holds
- * other requests now) with text, counted in p.
+ * The admission decision for a request of principal who (NULL: none's)
+ * whose slab is bytes, with a pool of pool_size: GM_OK with *pageable
+ * false (the pool's: wait for room there) or true (a pageable slab is
+ * free to take now); or GM_ETOOBIG (more than the pool and than the cap,
+ * or the path is off: the message names pool_bytes and
+ * pageable_max_bytes) or GM_EBUSY (the cap holds other requests now, or
+ * who would pass its share: the message names principal_share_percent)
+ * with text, counted in p.
  */
 int gm_pageable_admit(gm_pageable *p, uint64_t pool_size, uint64_t bytes,
-		      bool *pageable, char *text, size_t len);
+		      const gm_share *who, bool *pageable, char *text,
+		      size_t len);
 
-/* Maps bytes of anonymous memory for a request gm_pageable_admit let in
- * and counts them: GM_OK with *mem, or GM_ENOMEM. */
-int gm_pageable_take(gm_pageable *p, uint64_t bytes, void **mem);
+/* Maps bytes of anonymous memory for a request of who (NULL: none's)
+ * that gm_pageable_admit let in and counts them: GM_OK with *mem, or
+ * GM_ENOMEM. */
+int gm_pageable_take(gm_pageable *p, gm_share *who, uint64_t bytes, void **mem);
 
-/* Unmaps a slab of gm_pageable_take (its bytes as taken). */
-void gm_pageable_give(gm_pageable *p, void *mem, uint64_t bytes);
+/* Unmaps a slab of gm_pageable_take (its bytes and who as taken). */
+void gm_pageable_give(gm_pageable *p, gm_share *who, void *mem, uint64_t bytes);
 
 #endif

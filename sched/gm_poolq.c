@@ -1,29 +1,43 @@
 /*
- * gm_poolq.c - the FIFO of requests waiting for pool room; see
+ * gm_poolq.c - the queue of requests waiting for pool room; see
  * gm_poolq.h.
  */
 #include "gm_poolq.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 
+#include "gm_clock.h"
 #include "gm_error.h"
 
 struct gm_poolq {
 	gm_pool *pool;
+	gm_poolq_limits lim;
 	gm_poolq_wait *head, *tail;
-	uint64_t n, bytes;
+	uint64_t n, bytes, bypasses;
+	uint64_t held; /* granted, of waiters with a principal */
+	/* The two principals seen last (asking for room or giving it back),
+	 * most recent first, and when: the last time any principal but a
+	 * given one was seen is always here. Compared, never followed: a
+	 * share may be gone since. */
+	struct {
+		const gm_share *who;
+		double us;
+	} seen[2];
 	int serving; /* in serve(): a nested call leaves it to the loop */
 	gm_poolq_fn fn;
 	void *arg;
 };
 
-int gm_poolq_create(gm_pool *p, gm_poolq_fn fn, void *arg, gm_poolq **out)
+int gm_poolq_create(gm_pool *p, const gm_poolq_limits *lim, gm_poolq_fn fn,
+		    void *arg, gm_poolq **out)
 {
 	gm_poolq *q = calloc(1, sizeof(*q));
 
 	if (q == NULL)
 		return GM_ENOMEM;
 	q->pool = p;
+	q->lim = *lim;
 	q->fn = fn;
 	q->arg = arg;
 	*out = q;
@@ -33,6 +47,21 @@ int gm_poolq_create(gm_pool *p, gm_poolq_fn fn, void *arg, gm_poolq **out)
 void gm_poolq_destroy(gm_poolq *q)
 {
 	free(q);
+}
+
+static void link_wait(gm_poolq *q, gm_poolq_wait *w)
+{
+	w->next = NULL;
+	w->prev = q->tail;
+	if (q->tail != NULL)
+		q->tail->next = w;
+	else
+		q->head = w;
+	q->tail = w;
+	q->n++;
+	q->bytes += w->bytes;
+	if (w->who != NULL)
+		w->who->waiting++;
 }
 
 static void unlink_wait(gm_poolq *q, gm_poolq_wait *w)
@@ -48,12 +77,101 @@ static void unlink_wait(gm_poolq *q, gm_poolq_wait *w)
 	w->next = w->prev = NULL;
 	q->n--;
 	q->bytes -= w->bytes;
+	if (w->who != NULL)
+		w->who->waiting--;
 }
 
-/* Grants the waiters at the head while they fit. A grant's callback
- * may free a slab (a request all of whose jobs fail at once): the
- * running loop then serves what that made room for, without
- * recursing. */
+/* Whether w keeps its principal within its share of the pool. */
+static bool within_share(const gm_poolq *q, const gm_poolq_wait *w)
+{
+	const gm_share *s = w->who;
+
+	return s == NULL || q->lim.share_bytes == 0 ||
+	       s->pool + w->bytes <= q->lim.share_bytes;
+}
+
+/* who asked for room or gave it back now. */
+static void saw(gm_poolq *q, const gm_share *who, double now)
+{
+	if (who == NULL)
+		return;
+	if (q->seen[0].who != who)
+		q->seen[1] = q->seen[0];
+	q->seen[0].who = who;
+	q->seen[0].us = now;
+}
+
+/* Whether s has the pool to itself: no other principal holds room or
+ * waits for it (w, s's, is counted as waiting), nor asked for or gave
+ * back any within pool_bypass_ms. A client that runs one request at a
+ * time holds nothing between two of them: without the last, another
+ * would take the whole pool in that gap. */
+static bool alone(const gm_poolq *q, const gm_share *s, double now)
+{
+	int other = q->seen[0].who != s ? 0 : 1;
+
+	return q->n == s->waiting && q->held == s->pool &&
+	       (q->seen[other].who == NULL ||
+		now - q->seen[other].us >= q->lim.bypass_ms * 1e3);
+}
+
+/* Whether w may be granted when it fits: within its principal's share,
+ * or its principal holds nothing, or has the pool to itself. */
+static bool may_take(const gm_poolq *q, const gm_poolq_wait *w, double now)
+{
+	return within_share(q, w) || w->who->pool == 0 || alone(q, w->who, now);
+}
+
+/* Whether w, which does not fit, may be passed by later ones: for a
+ * while, and always when it would take its principal past its share.
+ * Such a request goes when the room it needs is free, but never holds
+ * the others back for it: that is how one client would hold the pool
+ * hostage, one large request after another, each waited for. */
+static bool passable(const gm_poolq *q, const gm_poolq_wait *w, double now)
+{
+	return !within_share(q, w) ||
+	       (w->passed < q->lim.bypass_max &&
+		now - w->since_us < q->lim.bypass_ms * 1e3);
+}
+
+/* The first waiter that may go now, its slab taken, or NULL: waiters
+ * that may not take more now are skipped, those that do not fit are
+ * passed while they may be, each counting the pass. */
+static gm_poolq_wait *take_next(gm_poolq *q)
+{
+	double now = gm_clock_now_us();
+	gm_poolq_wait *w;
+
+	for (w = q->head; w != NULL; w = w->next) {
+		if (!may_take(q, w, now))
+			continue;
+		if (gm_pool_alloc(q->pool, w->bytes, &w->slab) == GM_OK)
+			break;
+		if (!passable(q, w, now))
+			return NULL;
+	}
+	if (w == NULL)
+		return NULL;
+	for (gm_poolq_wait *x = q->head; x != w; x = x->next)
+		if (may_take(q, x, now)) {
+			x->passed++;
+			q->bypasses++;
+		}
+	return w;
+}
+
+static void grant(gm_poolq *q, gm_poolq_wait *w)
+{
+	unlink_wait(q, w);
+	if (w->who != NULL) {
+		w->who->pool += w->bytes;
+		q->held += w->bytes;
+	}
+}
+
+/* Grants the waiters that may go, one by one. A grant's callback may
+ * free a slab (a request all of whose jobs fail at once): the running
+ * loop then serves what that made room for, without recursing. */
 static void serve(gm_poolq *q)
 {
 	gm_poolq_wait *w;
@@ -61,9 +179,8 @@ static void serve(gm_poolq *q)
 	if (q->serving)
 		return;
 	q->serving = 1;
-	while ((w = q->head) != NULL &&
-	       gm_pool_alloc(q->pool, w->bytes, &w->slab) == GM_OK) {
-		unlink_wait(q, w);
+	while ((w = take_next(q)) != NULL) {
+		grant(q, w);
 		q->fn(w, q->arg);
 	}
 	q->serving = 0;
@@ -71,38 +188,47 @@ static void serve(gm_poolq *q)
 
 int gm_poolq_get(gm_poolq *q, gm_poolq_wait *w)
 {
-	int rv;
+	gm_poolq_wait *first;
 
 	w->slab = NULL;
-	w->next = w->prev = NULL;
+	w->passed = 0;
+	w->since_us = gm_clock_now_us();
 	if (w->bytes > gm_pool_size(q->pool))
 		return GM_ETOOBIG;
-	if (q->head == NULL &&
-	    (rv = gm_pool_alloc(q->pool, w->bytes, &w->slab)) != GM_ENOMEM)
-		return rv == GM_OK ? GM_OK : GM_ETOOBIG;
-	w->prev = q->tail;
-	if (q->tail != NULL)
-		q->tail->next = w;
-	else
-		q->head = w;
-	q->tail = w;
-	q->n++;
-	q->bytes += w->bytes;
+	saw(q, w->who, w->since_us);
+	/* Queued first, so that the rules see it among the others; it goes
+	 * at once when they let it. */
+	link_wait(q, w);
+	if (q->serving)
+		return GM_EBUSY; /* the running serve() sees it next */
+	if ((first = take_next(q)) == w) {
+		grant(q, w);
+		return GM_OK;
+	}
+	if (first != NULL) {
+		/* One before w may go: cannot happen while serve() runs after
+		 * every put and cancel, but never leak its slab. */
+		gm_pool_free(q->pool, first->slab);
+		first->slab = NULL;
+	}
 	return GM_EBUSY;
 }
 
 void gm_poolq_cancel(gm_poolq *q, gm_poolq_wait *w)
 {
-	int was_head = q->head == w;
-
 	unlink_wait(q, w);
-	if (was_head)
-		serve(q);
+	serve(q);
 }
 
-void gm_poolq_put(gm_poolq *q, void *slab)
+void gm_poolq_put(gm_poolq *q, gm_poolq_wait *w)
 {
-	gm_pool_free(q->pool, slab);
+	gm_pool_free(q->pool, w->slab);
+	if (w->who != NULL) {
+		w->who->pool -= w->bytes;
+		q->held -= w->bytes;
+		saw(q, w->who, gm_clock_now_us());
+	}
+	w->slab = NULL;
 	serve(q);
 }
 
@@ -114,4 +240,9 @@ uint64_t gm_poolq_waiting(const gm_poolq *q)
 uint64_t gm_poolq_waiting_bytes(const gm_poolq *q)
 {
 	return q->bytes;
+}
+
+uint64_t gm_poolq_bypasses(const gm_poolq *q)
+{
+	return q->bypasses;
 }

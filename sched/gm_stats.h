@@ -148,13 +148,14 @@ typedef struct gm_stats_regions {
 
 /* Why the daemon closed a connection it had taken: its deadlines, a
  * frame it cannot read past (a bad header, a length over a limit), a
- * client of protocol version 1. */
+ * client of protocol version 1, a payload that came too slowly. */
 #define GM_CONN_DROP_MAP(X)               \
 	X(HANDSHAKE, "handshake_timeout") \
 	X(STALL, "stall_timeout")         \
 	X(SEND, "send_timeout")           \
 	X(PROTOCOL, "protocol")           \
-	X(V1_CLIENT, "v1_client")
+	X(V1_CLIENT, "v1_client")         \
+	X(PAYLOAD_RATE, "payload_rate")
 
 enum gm_conn_refusal {
 #define GM_CONN_ENUM(name, key) GM_CONN_REFUSED_##name,

@@ -4,7 +4,10 @@
  * they were queued in; older requests' frames go first; heap frames are
  * freed and slab frames counted back to their owner when sent or
  * dropped; at most max pieces per send, none while one is in flight;
- * reserved room makes queueing a request's frames allocation-free.
+ * reserved room makes queueing a request's frames allocation-free; the
+ * bytes of two queues counted into one total (a principal's, over its
+ * connections), those queued before included, through sends, drops and
+ * the end.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -147,6 +150,39 @@ static void test_many(void **state)
 	gm_outq_fini(&q);
 }
 
+static void test_count_in(void **state)
+{
+	static uint8_t a[1024];
+	uint64_t total = 0;
+	nng_iov iov[8];
+	gm_outq q, r;
+
+	(void)state;
+	open_q(&q);
+	gm_outq_init(&r, on_done, NULL);
+	assert_int_equal(gm_outq_reserve(&q, 4), GM_OK);
+	assert_int_equal(gm_outq_reserve(&r, 2), GM_OK);
+	gm_outq_push(&q, a, 10, &owners[0], 1);
+	gm_outq_count_in(&q, &total);
+	assert_int_equal(total, 10);
+	gm_outq_count_in(&r, &total);
+	gm_outq_push(&r, a + 100, 20, &owners[1], 2);
+	assert_int_equal(gm_outq_push_heap(&q, malloc(5), 5, 3), GM_OK);
+	assert_int_equal(total, 35);
+	assert_int_equal(total, q.bytes + r.bytes);
+	assert_int_equal(gm_outq_next(&q, iov, 1), 1);
+	gm_outq_push(&q, a + 200, 30, &owners[2], 4);
+	assert_int_equal(gm_outq_sent(&q), 10);
+	assert_int_equal(total, 55);
+	gm_outq_drop(&q);
+	assert_int_equal(total, 20);
+	assert_int_equal(total, q.bytes + r.bytes);
+	gm_outq_fini(&r);
+	assert_int_equal(total, 0);
+	gm_outq_fini(&q);
+	assert_int_equal(total, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -154,6 +190,7 @@ int main(void)
 	    cmocka_unit_test(test_order_and_limit),
 	    cmocka_unit_test(test_drop),
 	    cmocka_unit_test(test_many),
+	    cmocka_unit_test(test_count_in),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -8,7 +8,10 @@
  * give it back, refused ETOOBIG when over the cap or with the path off,
  * each refusal counted and its message naming the keys. The memory: a
  * slab taken is mapped and writable end to end, counted while held, the
- * peak kept after it is given back.
+ * peak kept after it is given back. The share: a principal holding
+ * nothing is let in up to the cap, one holding some only within
+ * principal_share_percent of it, refused EBUSY naming the key past it
+ * while another principal is let in, each principal's bytes counted.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -85,10 +88,10 @@ static void test_admit(void **state)
 		bool pageable = !c->pageable;
 		int rv;
 
-		gm_pageable_init(&p, c->limit, 0);
+		gm_pageable_init(&p, c->limit, 0, 100);
 		p.bytes = c->held;
-		rv = gm_pageable_admit(&p, POOL, c->bytes, &pageable, text,
-				       sizeof(text));
+		rv = gm_pageable_admit(&p, POOL, c->bytes, NULL, &pageable,
+				       text, sizeof(text));
 		if (rv != c->rv || pageable != c->pageable)
 			fail_msg("%s: rv %d pageable %d, want %d %d (%s)",
 				 c->what, rv, pageable, c->rv, c->pageable,
@@ -111,18 +114,21 @@ static void test_cap(void **state)
 
 	(void)state;
 	/* As configured, within half the host. */
-	assert_int_equal(gm_pageable_init(&p, 16 * GIB, 64 * GIB), 16 * GIB);
+	assert_int_equal(gm_pageable_init(&p, 16 * GIB, 64 * GIB, 100),
+			 16 * GIB);
 	assert_int_equal(p.limit, 16 * GIB);
-	assert_int_equal(gm_pageable_init(&p, 32 * GIB, 64 * GIB), 32 * GIB);
+	assert_int_equal(gm_pageable_init(&p, 32 * GIB, 64 * GIB, 100),
+			 32 * GIB);
 	/* Cut to half the host. */
-	assert_int_equal(gm_pageable_init(&p, 16 * GIB, 24 * GIB), 12 * GIB);
+	assert_int_equal(gm_pageable_init(&p, 16 * GIB, 24 * GIB, 100),
+			 12 * GIB);
 	assert_int_equal(p.limit, 12 * GIB);
 	/* Off stays off; an unknown host size cuts nothing. */
-	assert_int_equal(gm_pageable_init(&p, 0, 24 * GIB), 0);
-	assert_int_equal(gm_pageable_init(&p, 16 * GIB, 0), 16 * GIB);
+	assert_int_equal(gm_pageable_init(&p, 0, 24 * GIB, 100), 0);
+	assert_int_equal(gm_pageable_init(&p, 16 * GIB, 0, 100), 16 * GIB);
 	/* A fresh start counts nothing. */
 	p.busy = p.requests = 3;
-	gm_pageable_init(&p, CAP, 0);
+	gm_pageable_init(&p, CAP, 0, 100);
 	assert_int_equal(p.busy, 0);
 	assert_int_equal(p.requests, 0);
 }
@@ -136,42 +142,45 @@ static void test_take_give(void **state)
 	bool pageable;
 
 	(void)state;
-	gm_pageable_init(&p, CAP, 0);
-	assert_int_equal(gm_pageable_admit(&p, POOL, 10 * MIB, &pageable, text,
-					   sizeof(text)),
+	gm_pageable_init(&p, CAP, 0, 100);
+	assert_int_equal(gm_pageable_admit(&p, POOL, 10 * MIB, NULL, &pageable,
+					   text, sizeof(text)),
 			 GM_OK);
 	assert_true(pageable);
-	assert_int_equal(gm_pageable_take(&p, 10 * MIB, (void **)&a), GM_OK);
+	assert_int_equal(gm_pageable_take(&p, NULL, 10 * MIB, (void **)&a),
+			 GM_OK);
 	a[0] = 1;
 	a[10 * MIB - 1] = 2;
-	assert_int_equal(
-	    gm_pageable_admit(&p, POOL, 6 * MIB, &pageable, text, sizeof(text)),
-	    GM_OK);
-	assert_int_equal(gm_pageable_take(&p, 6 * MIB, (void **)&b), GM_OK);
+	assert_int_equal(gm_pageable_admit(&p, POOL, 6 * MIB, NULL, &pageable,
+					   text, sizeof(text)),
+			 GM_OK);
+	assert_int_equal(gm_pageable_take(&p, NULL, 6 * MIB, (void **)&b),
+			 GM_OK);
 	memset(b, 0x5a, 6 * MIB);
 	assert_int_equal(a[10 * MIB - 1], 2);
 	assert_int_equal(p.bytes, CAP);
 	assert_int_equal(p.held, 2);
 	assert_int_equal(p.requests, 2);
-	assert_int_equal(gm_pageable_admit(&p, POOL, POOL + 1, &pageable, text,
-					   sizeof(text)),
+	assert_int_equal(gm_pageable_admit(&p, POOL, POOL + 1, NULL, &pageable,
+					   text, sizeof(text)),
 			 GM_EBUSY);
 	/* The pool's requests go on meanwhile. */
-	assert_int_equal(
-	    gm_pageable_admit(&p, POOL, POOL, &pageable, text, sizeof(text)),
-	    GM_OK);
+	assert_int_equal(gm_pageable_admit(&p, POOL, POOL, NULL, &pageable,
+					   text, sizeof(text)),
+			 GM_OK);
 	assert_false(pageable);
-	gm_pageable_give(&p, a, 10 * MIB);
+	gm_pageable_give(&p, NULL, a, 10 * MIB);
 	assert_int_equal(p.bytes, 6 * MIB);
 	assert_int_equal(p.held, 1);
-	assert_int_equal(gm_pageable_admit(&p, POOL, POOL + 1, &pageable, text,
-					   sizeof(text)),
+	assert_int_equal(gm_pageable_admit(&p, POOL, POOL + 1, NULL, &pageable,
+					   text, sizeof(text)),
 			 GM_OK);
 	assert_true(pageable);
-	assert_int_equal(gm_pageable_take(&p, POOL + 1, (void **)&c), GM_OK);
+	assert_int_equal(gm_pageable_take(&p, NULL, POOL + 1, (void **)&c),
+			 GM_OK);
 	c[POOL] = 3;
-	gm_pageable_give(&p, c, POOL + 1);
-	gm_pageable_give(&p, b, 6 * MIB);
+	gm_pageable_give(&p, NULL, c, POOL + 1);
+	gm_pageable_give(&p, NULL, b, 6 * MIB);
 	assert_int_equal(p.bytes, 0);
 	assert_int_equal(p.held, 0);
 	assert_int_equal(p.requests, 3);
@@ -180,12 +189,68 @@ static void test_take_give(void **state)
 	assert_int_equal(p.too_big, 0);
 }
 
+/* Admits and takes bytes for who: the admission's result. */
+static int take(gm_pageable *p, gm_share *who, uint64_t bytes, void **mem,
+		char *text)
+{
+	bool pageable;
+	int rv = gm_pageable_admit(p, POOL, bytes, who, &pageable, text, 97);
+
+	if (rv == GM_OK) {
+		assert_true(pageable);
+		assert_int_equal(gm_pageable_take(p, who, bytes, mem), GM_OK);
+	}
+	return rv;
+}
+
+static void test_share(void **state)
+{
+	char text[97] = "";
+	gm_shares *t;
+	gm_share *a, *b;
+	void *a1, *a2, *b1, *big;
+	gm_pageable p;
+
+	(void)state;
+	assert_int_equal(gm_shares_create(&t), GM_OK);
+	a = gm_shares_hold(t, "uid 1");
+	b = gm_shares_hold(t, "uid 2");
+	gm_pageable_init(&p, 2 * CAP, 0, 50);
+	assert_int_equal(p.share, CAP);
+	/* Holding nothing, a takes more than its share. */
+	assert_int_equal(take(&p, a, 20 * MIB, &big, text), GM_OK);
+	assert_int_equal(a->pageable, 20 * MIB);
+	assert_int_equal(take(&p, a, 5 * MIB, &a1, text), GM_EBUSY);
+	assert_non_null(strstr(text, "principal_share_percent"));
+	assert_non_null(strstr(text, "uid 1"));
+	gm_pageable_give(&p, a, big, 20 * MIB);
+	/* Within its share, then past it while b is let in. */
+	assert_int_equal(take(&p, a, 10 * MIB, &a1, text), GM_OK);
+	assert_int_equal(take(&p, a, 6 * MIB + 1, &a2, text), GM_EBUSY);
+	assert_int_equal(take(&p, b, 10 * MIB, &b1, text), GM_OK);
+	assert_int_equal(take(&p, a, 6 * MIB, &a2, text), GM_OK);
+	assert_int_equal(a->pageable, CAP);
+	assert_int_equal(b->pageable, 10 * MIB);
+	assert_int_equal(p.bytes, 26 * MIB);
+	assert_int_equal(p.busy, 2);
+	gm_pageable_give(&p, a, a1, 10 * MIB);
+	gm_pageable_give(&p, a, a2, 6 * MIB);
+	gm_pageable_give(&p, b, b1, 10 * MIB);
+	assert_int_equal(a->pageable, 0);
+	assert_int_equal(b->pageable, 0);
+	assert_int_equal(p.bytes, 0);
+	gm_shares_release(t, a);
+	gm_shares_release(t, b);
+	gm_shares_destroy(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_admit),
 	    cmocka_unit_test(test_cap),
 	    cmocka_unit_test(test_take_give),
+	    cmocka_unit_test(test_share),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
