@@ -480,8 +480,8 @@ static void test_sigterm_reads_frame_begun(void **state)
 	};
 	/* Short enough to wait for, long enough for the frame's first
 	 * bytes to come before SIGTERM on a loaded host. */
-	const char *sets[] = {"handshake_timeout_ms=2000",
-			      "stall_timeout_ms=2000", NULL};
+	const char *sets[] = {"handshake_timeout_ms=3000",
+			      "stall_timeout_ms=3000", NULL};
 	uint8_t buf[4096];
 	it_daemon d;
 	int mon, fd, st;
