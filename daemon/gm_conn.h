@@ -96,8 +96,11 @@ void gm_conns_free(gm_loop *l);
  * last call: after a batch of replies, so that they go in few sends. */
 void gm_conns_flush(gm_loop *l);
 
-/* Whether no connection is in the middle of a request frame nor has
- * replies waiting to be written: what a stop waits for. */
+/* Whether no connection is in the middle of a request frame (any of
+ * its bytes read, its answer not yet queued) nor has replies waiting to
+ * be written: what a stop waits for. A frame that stops coming is
+ * ended by its deadline (handshake, stall), kept while the daemon
+ * stops. */
 int gm_conns_quiet(const gm_loop *l);
 
 /* The stats document's counts (gm_stats.h). */

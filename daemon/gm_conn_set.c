@@ -171,11 +171,31 @@ void gm_conns_flush(gm_loop *l)
 	}
 }
 
+/* Whether c has begun a frame it has not answered: part of a header, a
+ * head or descriptors still coming, a payload waiting for the pool or
+ * coming, a v1 client's request. Closed now, its client would lose a
+ * request it had written whole, the daemon having read only its start.
+ * A refused frame's rest (RS_DISCARD) and a linger follow an ERROR
+ * already queued: nothing there waits for an answer. */
+static bool frame_begun(const gm_conn *c)
+{
+	switch (c->rs) {
+	case RS_HDR:
+		return c->roff < c->rlen;
+	case RS_BODY:
+	case RS_WAIT:
+	case RS_PAYLOAD:
+	case RS_V1:
+		return true;
+	default:
+		return false;
+	}
+}
+
 int gm_conns_quiet(const gm_loop *l)
 {
 	for (const gm_conn *c = l->conns.head; c != NULL; c = c->next)
-		if (!c->closing && (c->rs == RS_WAIT || c->rs == RS_PAYLOAD ||
-				    !gm_outq_empty(&c->q)))
+		if (!c->closing && (frame_begun(c) || !gm_outq_empty(&c->q)))
 			return 0;
 	return 1;
 }

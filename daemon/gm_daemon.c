@@ -250,7 +250,8 @@ static void close_all_handles(gm_loop *l)
 	uv_walk(&l->uv, close_handle, NULL);
 }
 
-/* A stop: once every accepted job is answered and written, the
+/* A stop: once every accepted job is answered and written, and every
+ * request frame begun is read and answered (gm_conns_quiet), the
  * listeners and connections close; once the connections are freed (or
  * after CLOSE_WAIT_US), every handle. */
 static void stop_poll(uv_timer_t *t)
