@@ -508,7 +508,14 @@ void gm_sched_complete(gm_sched *s, gm_job *job)
 	 * never began waited until it was handed back. */
 	double start = job->start_us > 0.0 ? job->start_us : gm_clock_now_us();
 
-	take_back(s, j);
+	/* One the engine hands back without having started it (its
+	 * deadline passed in the engine's queue, met there between two
+	 * pieces before the loop's sweep took it) has no more place in the
+	 * order of starts than one the sweep took back. */
+	if (j->state == GM_SCHED_JOB_HANDED)
+		withdraw(s, j);
+	else
+		take_back(s, j);
 	j->state = GM_SCHED_JOB_DONE;
 	j->t.queue_us = fmax(start - j->req->recv_us, 0.0);
 	j->t.h2d_us = job->h2d_us;

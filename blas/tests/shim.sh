@@ -23,7 +23,9 @@ if ! ldd "$umath" | grep -Eq 'lib(c?blas|openblas)'; then
 	exit 77
 fi
 
-start_gemmd --engine cpu --set cpu_threads=1
+# Each job runs whole (cpu_piece_us at its most): a job behind a long
+# one waits for all of it, not for a piece (the busy case below).
+start_gemmd --engine cpu --set cpu_threads=1 --set cpu_piece_us=10000000
 jobs_ok() {
 	"$GEMMCTL" stats --json --url "$ipc" |
 		"$PYTHON" -c 'import json, sys; print(json.load(sys.stdin)["stats"]["jobs"]["ok"])'
@@ -112,18 +114,26 @@ shim "$ipc" GEMMD_BLAS_TIMEOUT_MS=300 GEMMD_BLAS_RETRY_MS=500 \
 	[ "$(grep -c -- "-> gemmd (region)" "$work/log")" -eq 4 ] ||
 	fail "a stalled daemon: $(cat "$work/log")"
 
-# gemmd busy past the timeout with another client's long job: the first
+# gemmd busy past the timeout with another client's long jobs: the first
 # call is the host's, and gemmd never runs it (the timeout is the job's
 # deadline); the shim pauses, and the host has the next calls at once.
+# The long job is larger than gemmd's budget of bytes in flight (64 MiB
+# on the CPU), so it starts beside others; a filler of 3 * 1672^2
+# doubles, within 17 KB of that budget, waits behind it and takes the
+# budget, so that the shim's calls (none under 22 KB) wait in gemmd's
+# queue instead of running beside the long job.
 "$GEMMCTL" rand 2500x2500 -o "$work/big.npy"
+"$GEMMCTL" rand 1672x1672 -o "$work/filler.npy"
 id=$("$GEMMCTL" submit "$work/big.npy" "$work/big.npy" --detach --url "$ipc")
+fid=$("$GEMMCTL" submit "$work/filler.npy" "$work/filler.npy" --detach --url "$ipc")
 before=$(jobs_ok)
 shim "$ipc" GEMMD_BLAS_TIMEOUT_MS=300 GEMMD_BLAS_RETRY_MS=60000 "$GEMM_CALLS"
 [ "$(grep -c -- "-> host: gemmd said ETIMEDOUT" "$work/log")" -eq 1 ] &&
 	[ "$(grep -c -- "-> host: gemmd not reachable now" "$work/log")" -eq "$(($(calls) - 1))" ] ||
 	fail "a busy gemmd: $(head -5 "$work/log")"
 "$GEMMCTL" wait "$id" -o "$work/big_out.npy" --url "$ipc" >/dev/null
-expect_jobs 1 "$before"
+"$GEMMCTL" wait "$fid" -o "$work/filler_out.npy" --url "$ipc" >/dev/null
+expect_jobs 2 "$before"
 
 # gemmd stopped before a program's first GEMM, which makes the shim's
 # region: the hand-off times out, the host computes the call within the

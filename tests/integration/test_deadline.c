@@ -8,9 +8,12 @@
  * that waits FOREVER_MS, each returns GM_ETRANSPORT within DEAD_MS. A
  * call that gave up takes its job with it: a job still queued behind a
  * long one when its caller's timeout passes never runs (gemmd counts it
- * ETIMEDOUT, not ok). Closing a client of a stopped gemmd returns at
- * once, and opening one against a TCP listener that accepts nothing
- * returns GM_ETIMEDOUT within its timeout.
+ * ETIMEDOUT, not ok): there the daemon runs each job whole
+ * (cpu_piece_us at its most) and the job is too large for the side
+ * thread that runs the smallest jobs beside a piece, so that it really
+ * waits, in the engine's queue, until the long one ends. Closing a client of a
+ * stopped gemmd returns at once, and opening one against a TCP listener that
+ * accepts nothing returns GM_ETIMEDOUT within its timeout.
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -36,7 +39,11 @@
 #define DEAD_MS	   1000	 /* the most a call may take to see the kill */
 #define STAGED	   512	 /* m = n = k of a job staged through shm (6 MiB) */
 #define BLOCKER	   2500	 /* one BLAS thread takes seconds on it */
-#define DEAF_FDS   8	 /* a listener and what fills its backlog */
+/* m = n = k of a job that waits behind the blocker: over the 64^3 that
+ * OpenBLAS runs on one thread, which the CPU engine runs beside a
+ * piece instead of after it. */
+#define QUEUED	 72
+#define DEAF_FDS 8 /* a listener and what fills its backlog */
 
 static const gemmd_open_opts socket_only = {.flags = GEMMD_OPEN_NO_SHM};
 
@@ -46,14 +53,31 @@ static struct {
 	gemmd_region *r;
 } fx;
 
+static void start(const char *const *args)
+{
+	memset(&fx, 0, sizeof(fx));
+	if (it_setup(&fx.d) != 0 || it_start(&fx.d, args) != 0)
+		fail_msg("gemmd did not start; see %s", fx.d.log);
+}
+
 static int setup(void **state)
 {
 	const char *args[] = {"--set", "cpu_threads=1", NULL};
 
 	(void)state;
-	memset(&fx, 0, sizeof(fx));
-	if (it_setup(&fx.d) != 0 || it_start(&fx.d, args) != 0)
-		fail_msg("gemmd did not start; see %s", fx.d.log);
+	start(args);
+	return 0;
+}
+
+/* gemmd running each job whole: a job behind a long one waits for all
+ * of it, not for a piece. */
+static int setup_whole(void **state)
+{
+	const char *args[] = {"--set", "cpu_threads=1", "--set",
+			      "cpu_piece_us=10000000", NULL};
+
+	(void)state;
+	start(args);
 	return 0;
 }
 
@@ -538,6 +562,9 @@ static void test_open_not_accepting(void **state)
 
 /* ---- a timed-out call takes its job with it ---- */
 
+/* A job waiting in the engine's queue behind the blocker when its
+ * call's timeout passes: gemmd takes it back and fails it ETIMEDOUT;
+ * it never runs. */
 static void test_timeout_cancels_job(void **state)
 {
 	gemmd_job blocker, j;
@@ -554,7 +581,7 @@ static void test_timeout_cancels_job(void **state)
 	for (int i = 0; i < 5000 && it_stat(fx.c, "jobs.inflight") < 1; i++)
 		usleep(1000);
 	assert_int_equal(it_stat(fx.c, "jobs.inflight"), 1);
-	it_job(&j, 64, 64, 64, 6);
+	it_job(&j, QUEUED, QUEUED, QUEUED, 6);
 	rv = gemmd_submit(fx.c, &j, 1, NULL, TIMEOUT_MS);
 	/* The call's timeout and the job's deadline in gemmd end together:
 	 * either the call gave up first, or gemmd's answer that the job
@@ -608,8 +635,8 @@ int main(void)
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_dead_lazy_waits, setup,
 					    teardown),
-	    cmocka_unit_test_setup_teardown(test_timeout_cancels_job, setup,
-					    teardown),
+	    cmocka_unit_test_setup_teardown(test_timeout_cancels_job,
+					    setup_whole, teardown),
 	    cmocka_unit_test_setup_teardown(test_close_stopped, setup,
 					    teardown),
 	    cmocka_unit_test(test_open_not_accepting),

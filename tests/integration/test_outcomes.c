@@ -12,9 +12,12 @@
  * in the queue. A request is plain or detached, sent to an idle engine
  * or queued behind a "blocker" (one job sized, by a calibration run, to
  * keep one BLAS thread busy for about BLOCK_S seconds), then left alone,
- * canceled, or given a deadline that passes while it waits. The table
- * at the bottom says what each job of each case must end with, and for
- * each case the test checks that:
+ * canceled, or given a deadline that passes while it waits. The daemon
+ * runs each job whole (cpu_piece_us at its most), and a small job is
+ * 72^3, over the 64^3 that OpenBLAS runs on one thread and the CPU
+ * engine runs beside a piece: so a job behind the blocker really waits
+ * for all of it. The table at the bottom says what each job of each
+ * case must end with, and for each case the test checks that:
  *
  *  - the request gets exactly one answer: one GEMM_REPLY per job (each
  *    index once) or one ERROR; detached, one CTRL_REPLY with an id per
@@ -60,7 +63,7 @@
 #define DEADLINE_MS 50	  /* passes while a job waits behind a blocker */
 #define QUEUE_DEPTH 3	  /* a request of 4 jobs never fits */
 #define DETACH_MAX  (1u << 20)
-#define SMALL	    16	 /* m = n = k of a small job */
+#define SMALL	    72	 /* m = n = k of a small job (see above) */
 #define WIDE	    400	 /* m = n of a job whose result passes DETACH_MAX */
 #define HUGE	    4096 /* m = n = k of a job larger than the pool */
 
@@ -833,10 +836,13 @@ static uint32_t calibrate(void)
 static int setup(void **state)
 {
 	static char depth[32], detach[48];
-	const char *args[] = {
-	    "--set", "cpu_threads=1", "--set", "pageable_max_bytes=0",
-	    "--set", depth,	      "--set", detach,
-	    "--set", fx.pool_arg,     NULL};
+	const char *args[] = {"--set", "cpu_threads=1",
+			      "--set", "cpu_piece_us=10000000",
+			      "--set", "pageable_max_bytes=0",
+			      "--set", depth,
+			      "--set", detach,
+			      "--set", fx.pool_arg,
+			      NULL};
 	uint64_t pool;
 
 	(void)state;

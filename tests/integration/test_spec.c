@@ -167,8 +167,19 @@ static void test_header_at_once(void **state)
 
 /* ---- 5.1, 7.1, 11: a job whose deadline passed in the queue ---- */
 
-/* Sends a blocker (an fp64 n^3 job that keeps the one-thread engine
- * busy) on fd as request 1, then one 1x1x1 job with a deadline of 1 ms
+/* The daemon of the late job: one BLAS thread running each job whole
+ * (cpu_piece_us at its most), so that a job behind the blocker waits
+ * for all of it. */
+static const char *const late_args[] = {"--set", "cpu_threads=1", "--set",
+					"cpu_piece_us=10000000", NULL};
+
+/* m = n = k of the late job: over the 64^3 that OpenBLAS runs on one
+ * thread, which the CPU engine runs beside the blocker instead of after
+ * it. */
+#define LATE 72
+
+/* Sends a blocker (an fp64 1000^3 job that keeps the one-thread engine
+ * busy) on fd as request 1, then one LATE^3 job with a deadline of 1 ms
  * as request 2, with batch flags bflags. */
 static void send_late(int fd, uint32_t bflags, rc_job *blk, rc_job *late,
 		      double **ops)
@@ -177,7 +188,7 @@ static void send_late(int fd, uint32_t bflags, rc_job *blk, rc_job *late,
 	size_t len;
 
 	rc_job_fp64(blk, 1000, 1000, 1000, 1, &ops[0], &ops[1]);
-	rc_job_fp64(late, 1, 1, 1, 2, &ops[2], &ops[3]);
+	rc_job_fp64(late, LATE, LATE, LATE, 2, &ops[2], &ops[3]);
 	assert_non_null(req = rc_gemm(1, 1, 0, 0, blk, 1, &len));
 	assert_int_equal(rc_write(fd, req, len), 0);
 	free(req);
@@ -207,7 +218,6 @@ static void check_late(const rc_frame *f)
 
 static void test_late_job(void **state)
 {
-	static const char *const args[] = {"--set", "cpu_threads=1", NULL};
 	double *ops[4];
 	rc_job blk, late;
 	rc_frame f;
@@ -215,7 +225,7 @@ static void test_late_job(void **state)
 	int fd, seen = 0;
 
 	(void)state;
-	start(&d, args);
+	start(&d, late_args);
 	assert_true((fd = rc_connect(d.ipc, NULL)) >= 0);
 	send_late(fd, 0, &blk, &late, ops);
 	while (seen != 3) {
@@ -238,7 +248,6 @@ static void test_late_job(void **state)
  * 176-byte record of 7.1. */
 static void test_late_detached(void **state)
 {
-	static const char *const args[] = {"--set", "cpu_threads=1", NULL};
 	char json[96], *ids;
 	unsigned long long job;
 	double *ops[4];
@@ -248,7 +257,7 @@ static void test_late_detached(void **state)
 	int fd;
 
 	(void)state;
-	start(&d, args);
+	start(&d, late_args);
 	assert_true((fd = rc_connect(d.ipc, NULL)) >= 0);
 	send_late(fd, 1 /* DETACH */, &blk, &late, ops);
 	/* Its ids come at once, before the blocker's reply. */

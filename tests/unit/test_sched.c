@@ -1099,8 +1099,9 @@ static void test_priority_limits(void **state)
  * count as queued, not running; one is canceled and one expires through
  * gm_sched_expire, both taken back from the engine, never run; one whose
  * deadline passes there with nobody asking is failed by the engine as
- * it reaches it; and the one that runs has a queue time that lasts until
- * its BLAS call, after the engine was let go.
+ * it reaches it (start_seq 0, as for those taken back); and the one
+ * that runs has a queue time that lasts until its BLAS call, after the
+ * engine was let go.
  */
 static void test_engine_queue(void **state)
 {
@@ -1138,6 +1139,7 @@ static void test_engine_queue(void **state)
 	assert_int_equal(gm_sched_expire(h.sched), 1);
 	assert_int_equal(late->done, 1);
 	assert_int_equal(late->r->jobs[0].job.status, GM_ETIMEDOUT);
+	assert_int_equal(late->r->jobs[0].t.start_seq, 0);
 	assert_int_equal(gm_sched_on_engine(h.sched), 2);
 	assert_true(gm_sched_next_deadline(h.sched) == 0.0);
 
@@ -1149,6 +1151,10 @@ static void test_engine_queue(void **state)
 	drain();
 	assert_int_equal(gone->r->jobs[0].job.status, GM_ETIMEDOUT);
 	assert_int_equal(gone->back[0], 1);
+	/* Failed by the engine or taken back from it, a job that never
+	 * started has no place in the order of starts. */
+	assert_int_equal(gone->r->jobs[0].t.start_seq, 0);
+	assert_true(wait->r->jobs[0].t.start_seq != 0);
 	check_all_ok(blk);
 	check_all_ok(wait);
 	assert_true(wait->r->recv_us + wait->r->jobs[0].t.queue_us >= released);
