@@ -207,65 +207,64 @@ static void timed_join(timed *tc, int ms)
 	pthread_join(tc->t, NULL);
 }
 
-/* ---- stopped ---- */
+/* ---- each entry point: stopped, killed, dead ---- */
 
-/* gemmd stopped under fn: GM_ETIMEDOUT within TIMEOUT_MS + SLACK_MS;
- * continued, it serves fn again. */
-static void stopped_under(call_fn fn)
+/* Where the fault falls: gemmd stopped under the call, killed under
+ * it, or dead before it. Bits, for entry.region. */
+enum { STOPPED = 1, KILLED = 2, DEAD = 4 };
+
+/* One entry point of the client library, a row of the table at the
+ * bottom: how its client is opened, under which faults a region is made
+ * first (fx.r), the call, and what the stopped case checks once gemmd
+ * serves again. */
+typedef struct entry {
+	const char *name;
+	const gemmd_open_opts *open; /* NULL: with shared memory */
+	unsigned region;	     /* STOPPED | KILLED | DEAD */
+	call_fn call;
+	void (*served_again)(void); /* NULL: nothing more */
+} entry;
+
+/* The row in *state, its client opened and its region made for fault. */
+static const entry *open_entry(void **state, unsigned fault)
 {
+	const entry *e = *state;
+
+	open_client(e->open);
+	if (e->region & fault)
+		assert_int_equal(gemmd_region_create(fx.c, 1 << 20, &fx.r),
+				 GM_OK);
+	return e;
+}
+
+/* gemmd stopped under the call: GM_ETIMEDOUT within TIMEOUT_MS +
+ * SLACK_MS; continued, it serves the call again. */
+static void test_stopped(void **state)
+{
+	const entry *e = open_entry(state, STOPPED);
 	timed tc;
 
-	assert_int_equal(fn(FOREVER_MS), GM_OK); /* connected, warm */
+	assert_int_equal(e->call(FOREVER_MS), GM_OK); /* connected, warm */
 	assert_int_equal(kill(fx.d.pid, SIGSTOP), 0);
-	timed_start(&tc, fn, TIMEOUT_MS);
+	timed_start(&tc, e->call, TIMEOUT_MS);
 	timed_join(&tc, FOREVER_MS);
 	assert_int_equal(kill(fx.d.pid, SIGCONT), 0);
-	fprintf(stderr, "stopped: %s after %.1f ms, timeout %d ms\n",
-		gemmd_errname(tc.rv), tc.ms, TIMEOUT_MS);
+	fprintf(stderr, "stopped %s: %s after %.1f ms, timeout %d ms\n",
+		e->name, gemmd_errname(tc.rv), tc.ms, TIMEOUT_MS);
 	assert_int_equal(tc.rv, GM_ETIMEDOUT);
 	if (tc.ms < TIMEOUT_MS - 5 || tc.ms > TIMEOUT_MS + SLACK_MS)
-		fail_msg("returned after %.0f ms, timeout %d ms", tc.ms,
-			 TIMEOUT_MS);
-	assert_int_equal(fn(FOREVER_MS), GM_OK);
+		fail_msg("%s returned after %.0f ms, timeout %d ms", e->name,
+			 tc.ms, TIMEOUT_MS);
+	assert_int_equal(e->call(FOREVER_MS), GM_OK);
+	if (e->served_again != NULL)
+		e->served_again();
 }
 
-static void test_stopped_socket(void **state)
+/* After a region made while gemmd was stopped: the region made before
+ * is gemmd's still, and the one gemmd made after the call had given up
+ * was released by the next call. */
+static void regions_kept(void)
 {
-	(void)state;
-	open_client(&socket_only);
-	stopped_under(call_socket);
-}
-
-static void test_stopped_region(void **state)
-{
-	(void)state;
-	open_client(NULL);
-	assert_int_equal(gemmd_region_create(fx.c, 1 << 20, &fx.r), GM_OK);
-	stopped_under(call_region);
-}
-
-static void test_stopped_staged(void **state)
-{
-	(void)state;
-	open_client(NULL);
-	stopped_under(call_staged);
-}
-
-static void test_stopped_ping(void **state)
-{
-	(void)state;
-	open_client(&socket_only);
-	stopped_under(call_ping);
-}
-
-static void test_stopped_region_create(void **state)
-{
-	(void)state;
-	open_client(NULL);
-	assert_int_equal(gemmd_region_create(fx.c, 1 << 20, &fx.r), GM_OK);
-	stopped_under(call_region_create);
-	/* The region made before is gemmd's still, and the one gemmd made
-	 * after the call had given up was released by the next call. */
 	assert_int_equal(call_region(FOREVER_MS), GM_OK);
 	assert_int_equal(it_stat(fx.c, "regions.count"), 1);
 }
@@ -287,119 +286,51 @@ static void test_stopped_first_region(void **state)
 	assert_int_equal(call_region_create(FOREVER_MS), GM_OK);
 }
 
-/* ---- killed ---- */
-
-/* gemmd stopped, then killed under fn waiting FOREVER_MS: GM_ETRANSPORT
- * within DEAD_MS of the kill. */
-static void killed_under(call_fn fn)
+/* gemmd stopped, then killed under the call waiting FOREVER_MS:
+ * GM_ETRANSPORT within DEAD_MS of the kill. */
+static void test_killed(void **state)
 {
+	const entry *e = open_entry(state, KILLED);
 	timed tc;
 	double t0;
 
-	assert_int_equal(fn(FOREVER_MS), GM_OK);
+	assert_int_equal(e->call(FOREVER_MS), GM_OK);
 	assert_int_equal(kill(fx.d.pid, SIGSTOP), 0);
-	timed_start(&tc, fn, FOREVER_MS);
+	timed_start(&tc, e->call, FOREVER_MS);
 	usleep(200 * 1000); /* the call is waiting */
 	t0 = it_now_us();
 	it_kill(&fx.d);
 	timed_join(&tc, FOREVER_MS);
-	fprintf(stderr, "killed: %s %.1f ms after the kill, timeout %d ms\n",
-		gemmd_errname(tc.rv), (tc.end_us - t0) / 1e3, FOREVER_MS);
+	fprintf(stderr, "killed %s: %s %.1f ms after the kill, timeout %d ms\n",
+		e->name, gemmd_errname(tc.rv), (tc.end_us - t0) / 1e3,
+		FOREVER_MS);
 	assert_int_equal(tc.rv, GM_ETRANSPORT);
 	if ((tc.end_us - t0) / 1e3 > DEAD_MS)
-		fail_msg("returned %.0f ms after the kill",
+		fail_msg("%s returned %.0f ms after the kill", e->name,
 			 (tc.end_us - t0) / 1e3);
 }
 
-static void test_killed_socket(void **state)
+/* gemmd killed before the call, twice over (the second finds the
+ * redial backing off): GM_ETRANSPORT within DEAD_MS, not at
+ * FOREVER_MS. */
+static void test_dead(void **state)
 {
-	(void)state;
-	open_client(&socket_only);
-	killed_under(call_socket);
-}
+	const entry *e = open_entry(state, DEAD);
 
-static void test_killed_region(void **state)
-{
-	(void)state;
-	open_client(NULL);
-	assert_int_equal(gemmd_region_create(fx.c, 1 << 20, &fx.r), GM_OK);
-	killed_under(call_region);
-}
-
-static void test_killed_staged(void **state)
-{
-	(void)state;
-	open_client(NULL);
-	killed_under(call_staged);
-}
-
-static void test_killed_ping(void **state)
-{
-	(void)state;
-	open_client(&socket_only);
-	killed_under(call_ping);
-}
-
-static void test_killed_region_create(void **state)
-{
-	(void)state;
-	open_client(NULL);
-	killed_under(call_region_create);
-}
-
-/* gemmd killed before fn, twice over (the second finds the redial
- * backing off): GM_ETRANSPORT within DEAD_MS, not at FOREVER_MS. */
-static void dead_before(call_fn fn)
-{
-	assert_int_equal(fn(FOREVER_MS), GM_OK);
+	assert_int_equal(e->call(FOREVER_MS), GM_OK);
 	it_kill(&fx.d);
 	for (int i = 0; i < 2; i++) {
 		double t0 = it_now_us(), ms;
-		int rv = fn(FOREVER_MS);
+		int rv = e->call(FOREVER_MS);
 
 		ms = (it_now_us() - t0) / 1e3;
-		fprintf(stderr, "dead: call %d %s after %.1f ms\n", i,
-			gemmd_errname(rv), ms);
+		fprintf(stderr, "dead %s: call %d %s after %.1f ms\n", e->name,
+			i, gemmd_errname(rv), ms);
 		assert_int_equal(rv, GM_ETRANSPORT);
 		if (ms > DEAD_MS)
-			fail_msg("call %d returned after %.0f ms", i, ms);
+			fail_msg("%s: call %d returned after %.0f ms", e->name,
+				 i, ms);
 	}
-}
-
-static void test_dead_socket(void **state)
-{
-	(void)state;
-	open_client(&socket_only);
-	dead_before(call_socket);
-}
-
-static void test_dead_region(void **state)
-{
-	(void)state;
-	open_client(NULL);
-	assert_int_equal(gemmd_region_create(fx.c, 1 << 20, &fx.r), GM_OK);
-	dead_before(call_region);
-}
-
-static void test_dead_staged(void **state)
-{
-	(void)state;
-	open_client(NULL);
-	dead_before(call_staged);
-}
-
-static void test_dead_ping(void **state)
-{
-	(void)state;
-	open_client(&socket_only);
-	dead_before(call_ping);
-}
-
-static void test_dead_region_create(void **state)
-{
-	(void)state;
-	open_client(NULL);
-	dead_before(call_region_create);
 }
 
 /* Opened GEMMD_OPEN_LAZY, a call waits for the daemon to come back,
@@ -602,37 +533,50 @@ static void test_timeout_cancels_job(void **state)
 	it_job_free(&blocker);
 }
 
+/* ---- the table ---- */
+
+static entry at_socket = {
+    .name = "socket", .open = &socket_only, .call = call_socket};
+static entry at_region = {
+    .name = "region", .region = STOPPED | KILLED | DEAD, .call = call_region};
+static entry at_staged = {.name = "staged", .call = call_staged};
+static entry at_ping = {
+    .name = "ping", .open = &socket_only, .call = call_ping};
+/* A region made first when stopped only: regions_kept checks that the
+ * call that gave up left it be. */
+static entry at_region_create = {.name = "region_create",
+				 .region = STOPPED,
+				 .call = call_region_create,
+				 .served_again = regions_kept};
+
+/* Fault f at entry point e: test_<f>_<e>, the row as its state. */
+#define CASE(f, e)                                                    \
+	{                                                             \
+		"test_" #f "_" #e, test_##f, setup, teardown, &at_##e \
+	}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup_teardown(test_stopped_socket, setup,
-					    teardown),
-	    cmocka_unit_test_setup_teardown(test_stopped_region, setup,
-					    teardown),
-	    cmocka_unit_test_setup_teardown(test_stopped_staged, setup,
-					    teardown),
-	    cmocka_unit_test_setup_teardown(test_stopped_ping, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_stopped_region_create, setup,
-					    teardown),
+	    CASE(stopped, socket),
+	    CASE(stopped, region),
+	    CASE(stopped, staged),
+	    CASE(stopped, ping),
+	    CASE(stopped, region_create),
 	    cmocka_unit_test_setup_teardown(test_stopped_first_region, setup,
 					    teardown),
-	    cmocka_unit_test_setup_teardown(test_killed_socket, setup,
-					    teardown),
-	    cmocka_unit_test_setup_teardown(test_killed_region, setup,
-					    teardown),
-	    cmocka_unit_test_setup_teardown(test_killed_staged, setup,
-					    teardown),
-	    cmocka_unit_test_setup_teardown(test_killed_ping, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_killed_region_create, setup,
-					    teardown),
+	    CASE(killed, socket),
+	    CASE(killed, region),
+	    CASE(killed, staged),
+	    CASE(killed, ping),
+	    CASE(killed, region_create),
 	    cmocka_unit_test_setup_teardown(test_killed_running, setup,
 					    teardown),
-	    cmocka_unit_test_setup_teardown(test_dead_socket, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_dead_region, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_dead_staged, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_dead_ping, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_dead_region_create, setup,
-					    teardown),
+	    CASE(dead, socket),
+	    CASE(dead, region),
+	    CASE(dead, staged),
+	    CASE(dead, ping),
+	    CASE(dead, region_create),
 	    cmocka_unit_test_setup_teardown(test_dead_lazy_waits, setup,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_timeout_cancels_job,
