@@ -243,14 +243,15 @@ static void warm_up(struct cpu_engine *ce)
 	gm_engine_warmed(&ce->base, GM_OK, NULL);
 }
 
-/* Microseconds of the fastest of CAL_RUNS calls of a CAL_EDGE^3 GEMM of
- * dtype on buf (three CAL_EDGE^2 matrices), or 0 when none took any. */
+/* Microseconds of the median of CAL_RUNS calls of a CAL_EDGE^3 GEMM of
+ * dtype on buf (three CAL_EDGE^2 matrices). */
 static double time_calibration(int dtype, void *buf)
 {
 	const size_t mat = (size_t)CAL_EDGE * CAL_EDGE;
-	double best = 0.0, t0, us;
+	double us[CAL_RUNS], t0, x;
+	int i, j;
 
-	for (int i = 0; i < CAL_RUNS; i++) {
+	for (i = 0; i < CAL_RUNS; i++) {
 		t0 = gm_engine_now_us();
 		if (dtype == GM_FP64)
 			cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans,
@@ -262,16 +263,17 @@ static double time_calibration(int dtype, void *buf)
 				    CAL_EDGE, CAL_EDGE, CAL_EDGE, 1.0f, buf,
 				    CAL_EDGE, (float *)buf + mat, CAL_EDGE,
 				    0.0f, (float *)buf + 2 * mat, CAL_EDGE);
-		us = gm_engine_now_us() - t0;
-		if (us > 0.0 && (best == 0.0 || us < best))
-			best = us;
+		x = gm_engine_now_us() - t0;
+		for (j = i; j > 0 && us[j - 1] > x; j--) /* kept sorted */
+			us[j] = us[j - 1];
+		us[j] = x;
 	}
-	return best;
+	return us[CAL_RUNS / 2];
 }
 
 /*
  * Sizes the pieces of each dtype once, before the first job, at what
- * the BLAS does in piece_us by its fastest calibration call: from then on
+ * the BLAS does in piece_us by its median calibration call: from then on
  * a job's cut depends on its shape and dtype alone, so the same job
  * always gets the same BLAS calls and so the same bytes, whatever the
  * load (gm_cpu_piece.h). Without memory for the calibration, the guess.

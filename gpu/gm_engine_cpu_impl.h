@@ -36,10 +36,11 @@
 #define RATE_GUESS 4000.0
 /* The GEMM the engine times at its start to size its pieces, an edge of
  * CAL_EDGE^3 (fp64 113 MFLOP: a few ms on two cores, past OpenBLAS's
- * one-thread size, so on all its threads as pieces are), the fastest of
- * CAL_RUNS calls: the one least slowed by other processes. */
+ * one-thread size, so on all its threads as pieces are), the median of
+ * CAL_RUNS calls: a call slowed by a burst of other processes, or one
+ * that had a busy host's cores alone for once, does not move it. */
 #define CAL_EDGE 384
-#define CAL_RUNS 3
+#define CAL_RUNS 5
 
 /* A job larger than one piece, started and run a piece per turn. */
 struct turn {
