@@ -74,24 +74,6 @@ void gm_cpu_piece_plan(gm_cpu_piece *p, const gm_job_desc *d,
 	}
 }
 
-void gm_cpu_piece_aim(gm_cpu_piece *p, double flops)
-{
-	gm_cpu_piece q;
-	uint64_t wide;
-
-	gm_cpu_piece_plan(&q, &p->d, &p->op, p->beta, flops);
-	if (p->c == 0)
-		p->rows = q.rows; /* a band not yet begun */
-	if (p->rows == q.rows) {
-		p->cols = q.cols;
-		return;
-	}
-	wide = (uint64_t)(flops / (2.0 * p->d.k * p->rows));
-	if (wide < GM_CPU_PIECE_EDGE)
-		wide = GM_CPU_PIECE_EDGE;
-	p->cols = min_u32(wide, p->d.n);
-}
-
 /* Copies the rows x cols block of C at (r, c) to out, where BLAS then
  * updates it in place. */
 static void place_c(const gm_cpu_piece *p, uint32_t rows, uint32_t cols,

@@ -9,9 +9,15 @@
  * 0.3 gives results that depend on how a call is shared among its
  * threads and on which edge kernels a block's size takes (a 1000^3 fp64
  * job cut into 100-row panels differs from the whole call in the last
- * bit of some elements on two threads, not on one). A job that fits in
- * one piece is one call, exactly as before. Plain C over cblas; the
- * caller owns the job and its memory. One thread per gm_cpu_piece.
+ * bit of some elements on two threads, not on one). So the cut is a
+ * function of the job's shape and dtype and of the FLOPs of a piece
+ * alone, and the engine fixes those FLOPs for its life: the same job
+ * always gets the same calls and the same bytes, whatever else runs
+ * (nothing else changes a call's rounding: OpenBLAS splits a call among
+ * its threads by the call's shape and thread count, and a job run on
+ * another thread meanwhile has its own buffers). A job that fits in one
+ * piece is one call. Plain C over cblas; the caller owns the job and its
+ * memory. One thread per gm_cpu_piece.
  */
 #ifndef GM_CPU_PIECE_H
 #define GM_CPU_PIECE_H
@@ -61,13 +67,6 @@ int gm_cpu_piece_prepare(gm_cpu_piece *p, gm_job *job, double flops);
 void gm_cpu_piece_plan(gm_cpu_piece *p, const gm_job_desc *d,
 		       const gm_cpu_operands *op, double beta, double flops);
 
-/* Re-aims the blocks not yet run at about flops each, for a rate of
- * the BLAS that has changed since the plan: a band of blocks not yet
- * begun takes the height a new plan would give, and each block the
- * width that makes flops at its band's height. The blocks still cover C
- * once each. */
-void gm_cpu_piece_aim(gm_cpu_piece *p, double flops);
-
 /* Runs the next block: places its part of C in out (when C is not
  * already there), then out = alpha*op(A)*op(B) + beta*out over it.
  * Returns the block's FLOPs. Blocks for the length of a BLAS call. */
@@ -76,8 +75,7 @@ double gm_cpu_piece_run(gm_cpu_piece *p);
 /* Whether every block has run. */
 int gm_cpu_piece_done(const gm_cpu_piece *p);
 
-/* How many blocks the plan has in all (as planned, before any
- * gm_cpu_piece_aim). */
+/* How many blocks the plan has in all. */
 uint64_t gm_cpu_piece_count(const gm_cpu_piece *p);
 
 #endif

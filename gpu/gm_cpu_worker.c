@@ -7,6 +7,7 @@
 
 #include <cblas.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gm_error.h"
@@ -140,35 +141,25 @@ static void start_taken(struct cpu_engine *ce, struct taken *t)
 }
 
 /* Runs one piece of p, the side thread free to run small jobs beside
- * it meanwhile; returns its FLOPs. */
-static double run_piece(struct cpu_engine *ce, gm_cpu_piece *p)
+ * it meanwhile. */
+static void run_piece(struct cpu_engine *ce, gm_cpu_piece *p)
 {
-	double flops;
-
 	pthread_mutex_lock(&ce->mu);
 	ce->in_piece = 1;
 	if (ce->head != NULL)
 		pthread_cond_signal(&ce->side_wake);
 	pthread_mutex_unlock(&ce->mu);
-	flops = gm_cpu_piece_run(p);
+	gm_cpu_piece_run(p);
 	pthread_mutex_lock(&ce->mu);
 	ce->in_piece = 0;
 	pthread_mutex_unlock(&ce->mu);
-	return flops;
 }
 
-static double *rate_of(struct cpu_engine *ce, const gm_job *job)
+/* FLOPs of one piece of job: fixed for the engine's life (gm_engine_cpu.c
+ * says why), by the job's dtype alone. */
+static double piece_flops(const struct cpu_engine *ce, const gm_job *job)
 {
-	return &ce->rate[job->d.dtype == GM_FP64 ? 0 : 1];
-}
-
-/* FLOPs of one piece of job: what the engine runs in piece_us by the
- * rate it timed for the job's dtype. */
-static double piece_flops(struct cpu_engine *ce, const gm_job *job)
-{
-	if (ce->piece_flops > 0.0)
-		return ce->piece_flops;
-	return *rate_of(ce, job) * ce->piece_us;
+	return ce->piece_flops[job->d.dtype == GM_FP64 ? 0 : 1];
 }
 
 /* Runs the next piece of turns[i]; hands its job back after its last,
@@ -177,20 +168,10 @@ static double piece_flops(struct cpu_engine *ce, const gm_job *job)
 static void run_turn(struct cpu_engine *ce, unsigned i)
 {
 	struct turn *t = &ce->turns[i];
-	double t0 = gm_engine_now_us(), flops, us, *rate;
 
 	if (t->job->start_us == 0.0)
-		t->job->start_us = t0;
-	else /* the rate may have moved since the last piece */
-		gm_cpu_piece_aim(&t->p, piece_flops(ce, t->job));
-	flops = run_piece(ce, &t->p);
-	us = gm_engine_now_us() - t0;
-	rate = rate_of(ce, t->job);
-	/* A slower BLAS (another process took a core) shortens the next
-	 * piece at once; a faster one lengthens pieces step by step. */
-	if (flops >= RATE_MIN_FLOPS && us > 0.0)
-		*rate = flops / us < *rate ? flops / us
-					   : 0.75 * *rate + 0.25 * (flops / us);
+		t->job->start_us = gm_engine_now_us();
+	run_piece(ce, &t->p);
 	if (!gm_cpu_piece_done(&t->p)) {
 		ce->cursor = i + 1;
 		return;
@@ -262,6 +243,61 @@ static void warm_up(struct cpu_engine *ce)
 	gm_engine_warmed(&ce->base, GM_OK, NULL);
 }
 
+/* Microseconds of the median of CAL_RUNS calls of a CAL_EDGE^3 GEMM of
+ * dtype on buf (three CAL_EDGE^2 matrices). */
+static double time_calibration(int dtype, void *buf)
+{
+	const size_t mat = (size_t)CAL_EDGE * CAL_EDGE;
+	double us[CAL_RUNS], t0, x;
+	int i, j;
+
+	for (i = 0; i < CAL_RUNS; i++) {
+		t0 = gm_engine_now_us();
+		if (dtype == GM_FP64)
+			cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans,
+				    CAL_EDGE, CAL_EDGE, CAL_EDGE, 1.0, buf,
+				    CAL_EDGE, (double *)buf + mat, CAL_EDGE,
+				    0.0, (double *)buf + 2 * mat, CAL_EDGE);
+		else
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans,
+				    CAL_EDGE, CAL_EDGE, CAL_EDGE, 1.0f, buf,
+				    CAL_EDGE, (float *)buf + mat, CAL_EDGE,
+				    0.0f, (float *)buf + 2 * mat, CAL_EDGE);
+		x = gm_engine_now_us() - t0;
+		for (j = i; j > 0 && us[j - 1] > x; j--) /* kept sorted */
+			us[j] = us[j - 1];
+		us[j] = x;
+	}
+	return us[CAL_RUNS / 2];
+}
+
+/*
+ * Sizes the pieces of each dtype once, before the first job, at what
+ * the BLAS does in piece_us by its median calibration call: from then on
+ * a job's cut depends on its shape and dtype alone, so the same job
+ * always gets the same BLAS calls and so the same bytes, whatever the
+ * load (gm_cpu_piece.h). Without memory for the calibration, the guess.
+ */
+static void size_pieces(struct cpu_engine *ce)
+{
+	const double flops = 2.0 * CAL_EDGE * CAL_EDGE * CAL_EDGE;
+	double guess = RATE_GUESS * openblas_get_num_threads(), us;
+	void *buf;
+
+	if (ce->piece_flops[0] > 0.0)
+		return; /* set at open */
+	buf = calloc(3 * (size_t)CAL_EDGE * CAL_EDGE, sizeof(double));
+	for (int i = 0; i < 2; i++) {
+		int dtype = i == 0 ? GM_FP64 : GM_FP32;
+		double rate = (i + 1) * guess;
+
+		if (buf != NULL && (us = time_calibration(dtype, buf)) > 0.0)
+			rate = flops / us;
+		ce->piece_flops[i] = rate * ce->piece_us;
+	}
+	free(buf);
+}
+
 /* Whether the worker has jobs, waiting or in turns. Under mu. */
 static int has_work(const struct cpu_engine *ce)
 {
@@ -272,6 +308,7 @@ void *gm_cpu_worker_main(void *arg)
 {
 	struct cpu_engine *ce = arg;
 
+	size_pieces(ce);
 	pthread_mutex_lock(&ce->mu);
 	for (;;) {
 		while (!has_work(ce) && !ce->warm && !ce->stopping)

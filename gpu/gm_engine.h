@@ -73,8 +73,9 @@ typedef struct gm_engine_config {
 	 * GM_CPU_PIECE_US): the engine runs the small jobs waiting between
 	 * two pieces (those that come during one beside it), and large
 	 * jobs a piece each in turn, so that a small job waits about one
-	 * piece behind any job at most (gm_cpu_piece.h). It times its own
-	 * BLAS calls to size pieces by FLOPs.
+	 * piece behind any job at most (gm_cpu_piece.h). It times a GEMM
+	 * once at its start to size pieces by FLOPs, fixed from then on so
+	 * that a job's result never depends on the load of the moment.
 	 */
 	unsigned cpu_piece_us;
 	/* CPU: FLOPs of one piece instead, whatever they take (0: by

@@ -12,8 +12,12 @@
  * crew of helper threads (gm_crew.h), each job on one core, so that a
  * wave of small jobs costs one wake-up per helper, not one per job; then
  * one piece (gm_cpu_piece.h, about cpu_piece_us of BLAS on OpenBLAS's
- * own threads) of the large job whose turn it is. Large jobs take turns,
- * at most TURNS_MAX at once, a new one joining after the others have had
+ * own threads) of the large job whose turn it is. A piece's FLOPs are
+ * fixed once, before the first job, by a GEMM the worker times then
+ * (gm_cpu_worker.c): a job's cut never follows the moment's load, so
+ * that the same job gives the same bytes each time; a host loaded later
+ * than that makes pieces longer than cpu_piece_us instead. Large jobs take
+ * turns, at most TURNS_MAX at once, a new one joining after the others have had
  * their piece. While the worker is in a piece, a side thread runs the
  * small jobs that come meanwhile, one after another, beside it: the
  * kernel gives its few microseconds a core between the BLAS threads'
@@ -254,9 +258,7 @@ int gm_engine_cpu_open(const gm_engine_config *cfg, gm_engine_done_fn done,
 		 openblas_get_num_threads());
 	ce->piece_us =
 	    cfg->cpu_piece_us != 0 ? cfg->cpu_piece_us : GM_CPU_PIECE_US;
-	ce->piece_flops = (double)cfg->cpu_piece_flops;
-	ce->rate[0] = RATE_GUESS * openblas_get_num_threads();
-	ce->rate[1] = 2.0 * ce->rate[0];
+	ce->piece_flops[0] = ce->piece_flops[1] = (double)cfg->cpu_piece_flops;
 	if (start_threads(ce) != GM_OK) {
 		snprintf(msg, msglen, "cannot start the cpu worker threads");
 		pthread_cond_destroy(&ce->side_wake);

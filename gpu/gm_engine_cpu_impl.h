@@ -30,12 +30,17 @@
  * piece within a few pieces, and those not taken still wait where
  * cancel and their deadlines reach them. */
 #define TURNS_MAX 4
-/* A first guess of what one BLAS thread does in a microsecond, in
- * FLOPs, before the engine has timed its own pieces (fp64; fp32 twice):
- * low, so that the first pieces are short rather than long. */
+/* What one BLAS thread does in a microsecond, in FLOPs (fp64; fp32
+ * twice), when the engine cannot time its BLAS: low, so that pieces are
+ * short rather than long. */
 #define RATE_GUESS 4000.0
-/* Pieces of fewer FLOPs are too short to time the BLAS by. */
-#define RATE_MIN_FLOPS 1e7
+/* The GEMM the engine times at its start to size its pieces, an edge of
+ * CAL_EDGE^3 (fp64 113 MFLOP: a few ms on two cores, past OpenBLAS's
+ * one-thread size, so on all its threads as pieces are), the median of
+ * CAL_RUNS calls: a call slowed by a burst of other processes, or one
+ * that had a busy host's cores alone for once, does not move it. */
+#define CAL_EDGE 384
+#define CAL_RUNS 5
 
 /* A job larger than one piece, started and run a piece per turn. */
 struct turn {
@@ -61,20 +66,23 @@ struct cpu_engine {
 	void *arena;
 	uint64_t arena_bytes;
 	char name[64];
-	double piece_us;    /* a piece's length, by the rate below */
-	double piece_flops; /* a piece's FLOPs instead; 0: by piece_us */
+	double piece_us; /* a piece's length, at the rate timed at start */
+	/* FLOPs of an fp64, fp32 piece: cpu_piece_flops, else set once by
+	 * the worker before its first job (gm_cpu_worker_main), then
+	 * read-only: a job's cut never follows the moment's load. */
+	double piece_flops[2];
 	/* The worker's: */
 	gm_crew *crew;
 	gm_job *burst[BURST_MAX];
 	gm_job *side_burst[SIDE_MAX]; /* the side thread's */
-	double rate[2]; /* FLOPs per us of fp64, fp32 pieces, timed */
 	struct turn turns[TURNS_MAX];
 	unsigned nturns;
 	unsigned cursor; /* turns[cursor] runs next; nturns: a new one */
 };
 
-/* The worker thread: runs the jobs submitted in rounds (see
- * gm_engine_cpu.c) until stopping is set and every job is back. */
+/* The worker thread: sizes the pieces (unless set at open), then runs
+ * the jobs submitted in rounds (see gm_engine_cpu.c) until stopping is
+ * set and every job is back. */
 void *gm_cpu_worker_main(void *arg);
 
 /* The side thread: while the worker is in a piece, runs the small jobs

@@ -178,15 +178,10 @@ static void test_same_results(void **state)
 	struct ops o;
 	void *out[PATHS][NJOBS];
 	char tls[64], cert[160], key[160], ca[160];
-	/* Each job whole (cpu_piece_us at its most): the engine cuts a job
-	 * into pieces by the speed it timed a moment before, which a loaded
-	 * host changes from one path to the next, and a job cut otherwise
-	 * is not the same bit for bit on two BLAS threads
-	 * (gm_cpu_piece.h). */
-	const char *args[] = {
-	    "-l", tls,	   "--set", cert,    "--set",
-	    key,  "--set", ca,	    "--set", "cpu_piece_us=10000000",
-	    NULL};
+	/* cpu_piece_us at its default: the engine cuts a job by its shape
+	 * alone, so the paths compare bit for bit (gm_cpu_piece.h). */
+	const char *args[] = {"-l", tls,     "--set", cert, "--set",
+			      key,  "--set", ca,      NULL};
 	gemmd_open_opts tls_o,
 	    stripe_o = {.flags = GEMMD_OPEN_NO_SHM, .connections = 3},
 	    socket_o = {.flags = GEMMD_OPEN_NO_SHM};

@@ -3,12 +3,13 @@
  * (gm_cpu_piece.h): how a job is cut (a table of shapes and piece
  * sizes), results of jobs cut into many pieces against the long double
  * reference for both dtypes, both layouts, every transpose pair, with
- * and without C, C updated in place, several alpha and beta, odd sizes,
- * and pieces re-aimed at other sizes on the way; and, through the engine the
- * way the daemon drives it, small jobs run between a large job's pieces, large
- * jobs taking turns, and cancel and deadlines reaching the jobs that wait while
- * one runs in pieces. The order of events is fixed by holding the worker in the
- * start callback, never by sleeping. GM_TEST_SEED replays a run's operands.
+ * and without C, C updated in place, several alpha and beta, odd sizes;
+ * and, through the engine the way the daemon drives it, small jobs run
+ * between a large job's pieces, large jobs taking turns, cancel and
+ * deadlines reaching the jobs that wait while one runs in pieces, and the
+ * same job giving the same bytes each time, alone or loaded. The order of
+ * events is fixed by holding the worker in the start callback, never by
+ * sleeping. GM_TEST_SEED replays a run's operands.
  */
 #include <math.h>
 #include <pthread.h>
@@ -163,18 +164,16 @@ static void release(void)
 	pthread_mutex_unlock(&ev.mu);
 }
 
-/* A CPU engine whose pieces are flops each, on threads BLAS threads. */
-static gm_engine *open_engine(uint64_t flops, unsigned threads, int hold)
+/* A CPU engine of cfg, its start held while hold is set. */
+static gm_engine *open_config(gm_engine_config *cfg, int hold)
 {
-	gm_engine_config cfg = {.kind = GM_ENGINE_CPU,
-				.pool_bytes = 1u << 20,
-				.cpu_threads = threads,
-				.cpu_piece_flops = flops};
 	gm_engine *e = NULL;
 	char msg[128] = "";
 
+	cfg->kind = GM_ENGINE_CPU;
+	cfg->pool_bytes = 1u << 20;
 	assert_int_equal(
-	    gm_engine_open(&cfg, on_done, NULL, &e, msg, sizeof(msg)), GM_OK);
+	    gm_engine_open(cfg, on_done, NULL, &e, msg, sizeof(msg)), GM_OK);
 	gm_engine_on_start(e, on_start);
 	pthread_mutex_lock(&ev.mu);
 	ev.back = ev.started = ev.holding = 0;
@@ -182,6 +181,15 @@ static gm_engine *open_engine(uint64_t flops, unsigned threads, int hold)
 	ev.first = NULL;
 	pthread_mutex_unlock(&ev.mu);
 	return e;
+}
+
+/* A CPU engine whose pieces are flops each, on threads BLAS threads. */
+static gm_engine *open_engine(uint64_t flops, unsigned threads, int hold)
+{
+	gm_engine_config cfg = {.cpu_threads = threads,
+				.cpu_piece_flops = flops};
+
+	return open_config(&cfg, hold);
 }
 
 static void submit(gm_engine *e, struct tjob *t)
@@ -289,37 +297,6 @@ static void test_cut_thin(void **state)
 {
 	(void)state;
 	run_cut(3, 701, 33, 2.0 * 33 * 64);
-}
-
-/* A job whose pieces are re-aimed between any two of them, as the
- * engine does when its timed rate moves: bands of other heights, blocks
- * of other widths, C still covered once, for both dtypes and layouts,
- * run on the calling thread through gm_cpu_piece alone. */
-static void test_aim(void **state)
-{
-	static const double aims[] = {2.0 * 37 * 64 * 70, 2.0 * 37 * 9000,
-				      2.0 * 37 * 64 * 64, 2.0 * 37 * 517 * 90};
-
-	(void)state;
-	for (int i = 0; i < 4; i++) {
-		struct tjob t;
-		gm_cpu_piece p;
-		unsigned runs = 0;
-
-		make_job(&t, i & 1 ? GM_FP32 : GM_FP64, i >> 1, 1, 0, 1, 0, 203,
-			 517, 37);
-		assert_int_equal(gm_cpu_piece_prepare(&p, &t.job, aims[0]),
-				 GM_OK);
-		while (!gm_cpu_piece_done(&p)) {
-			gm_cpu_piece_aim(&p, aims[(runs + (unsigned)i) % 4]);
-			assert_true(gm_cpu_piece_run(&p) > 0.0);
-			runs++;
-		}
-		assert_true(runs > 4);
-		t.job.status = GM_OK;
-		check_job(&t, t.c);
-		free(t.a);
-	}
 }
 
 /* ---- the engine between pieces ---- */
@@ -433,6 +410,112 @@ static void test_cancel_deadline(void **state)
 	gm_engine_close(e);
 }
 
+/* ---- the same job, the same bytes ---- */
+
+/* A core kept busy in this process while hog_on is set, so that the
+ * engine's BLAS threads run slower than when it timed them. */
+static int hog_on;
+
+static void *hog(void *arg)
+{
+	volatile double x = 1.0;
+
+	(void)arg;
+	while (__atomic_load_n(&hog_on, __ATOMIC_RELAXED))
+		x = x * 1.0000001 + 1e-9;
+	return NULL;
+}
+
+#define SAME	  640 /* fp64 640^3: 524 MFLOP, several 2 ms pieces */
+#define SAME_RUNS 3
+
+/* Runs same (its result poisoned first) once; when loaded, beside a
+ * core kept busy, a second large job taking turns with it and small
+ * jobs submitted during its pieces (the side thread runs them beside
+ * the piece under way), and checks that a small one came back before
+ * it: it ran in pieces. */
+static void run_same(gm_engine *e, struct tjob *same, int loaded)
+{
+	enum { SMALL = 24 };
+	struct tjob other, small[SMALL];
+	pthread_t th;
+	int back = 1;
+
+	for (size_t i = 0; i < (size_t)SAME * SAME; i++)
+		gm_testref_put(GM_FP64, same->out, i, NAN);
+	same->job.status = -1;
+	same->back = 0;
+	pthread_mutex_lock(&ev.mu);
+	ev.back = 0;
+	ev.hold = loaded;
+	pthread_mutex_unlock(&ev.mu);
+	if (loaded) {
+		__atomic_store_n(&hog_on, 1, __ATOMIC_RELAXED);
+		assert_int_equal(pthread_create(&th, NULL, hog, NULL), 0);
+	}
+	submit(e, same);
+	if (loaded) {
+		wait_holding(); /* same is taken, its first piece not run */
+		make_job(&other, GM_FP64, GM_COL_MAJOR, 1, 1, 1, 0, 300, 300,
+			 300);
+		submit(e, &other);
+		release();
+		for (int i = 0; i < SMALL; i++) {
+			make_job(&small[i], GM_FP64, GM_ROW_MAJOR, 0, 0, 1, 0,
+				 8, 8, 8);
+			submit(e, &small[i]);
+			usleep(500);
+		}
+		back += 1 + SMALL;
+	}
+	wait_back(back);
+	assert_int_equal(same->job.status, GM_OK);
+	if (!loaded)
+		return;
+	__atomic_store_n(&hog_on, 0, __ATOMIC_RELAXED);
+	pthread_join(th, NULL);
+	assert_true(small[0].back < same->back);
+	check_job(&other, other.c);
+	free(other.a);
+	for (int i = 0; i < SMALL; i++) {
+		check_job(&small[i], small[i].c);
+		free(small[i].a);
+	}
+}
+
+/*
+ * The same large job, cut into pieces by cpu_piece_us (as the daemon
+ * sizes them, by the rate the engine timed), run again and again in one
+ * engine, alone and loaded (run_same), gives the same bytes each time:
+ * its cut follows its shape, never the load of the moment.
+ */
+static void test_same_bytes(void **state)
+{
+	gm_engine_config cfg = {.cpu_piece_us = 2000};
+	gm_engine *e = open_config(&cfg, 0);
+	size_t bytes = (size_t)SAME * SAME * sizeof(double);
+	struct tjob same;
+	void *first;
+
+	(void)state;
+	make_job(&same, GM_FP64, GM_ROW_MAJOR, 0, 1, 1, 0, SAME, SAME, SAME);
+	assert_non_null(first = malloc(bytes));
+	for (int i = 0; i < 2 * SAME_RUNS; i++) {
+		run_same(e, &same, i % 2);
+		if (i == 0) {
+			check_job(&same, same.c);
+			memcpy(first, same.out, bytes);
+		}
+		print_message(
+		    "run %d (%s): %s\n", i, i % 2 ? "loaded" : "alone",
+		    memcmp(first, same.out, bytes) ? "differs" : "same bytes");
+		assert_memory_equal(first, same.out, bytes);
+	}
+	free(first);
+	free(same.a);
+	gm_engine_close(e);
+}
+
 static int setup_seed(void **state)
 {
 	(void)state;
@@ -447,10 +530,10 @@ int main(void)
 	    cmocka_unit_test(test_cut_panels),
 	    cmocka_unit_test(test_cut_blocks),
 	    cmocka_unit_test(test_cut_thin),
-	    cmocka_unit_test(test_aim),
 	    cmocka_unit_test(test_small_between),
 	    cmocka_unit_test(test_turns),
 	    cmocka_unit_test(test_cancel_deadline),
+	    cmocka_unit_test(test_same_bytes),
 	};
 
 	return cmocka_run_group_tests(tests, setup_seed, NULL);
