@@ -4,6 +4,7 @@ Operands are fresh random values each run (never zeros); numpy is the
 reference."""
 
 import os
+import random
 import shutil
 import socket
 import subprocess
@@ -17,9 +18,23 @@ import gemmd
 
 
 def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free port below the kernel's ephemeral range, where no other
+    process's outgoing connection can take it before gemmd binds it."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    rng = random.Random(os.getpid() * 7919 + time.monotonic_ns())
+    for _ in range(1000):
+        port = rng.randrange(1024, max(low, 2048))
+        with socket.socket() as s:
+            try:
+                s.bind(("", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free port below the ephemeral range")
 
 
 class Daemon:
@@ -37,18 +52,20 @@ class Daemon:
             [binary, "--engine", "cpu", "--listen", self.ipc, "--listen",
              self.tcp, "--set", "cpu_threads=1", *options],
             stderr=self.log)
+        # Ready: its engine warm (the CPU engine sizes its pieces first,
+        # which a loaded host can make take a second).
         deadline = time.monotonic() + 20
         while True:
             try:
                 with gemmd.Client(self.ipc, timeout=1) as c:
-                    c.ping()
-                return
+                    if c.ping().get("ready", True):
+                        return
             except gemmd.Error:
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    self.log.seek(0)
-                    raise RuntimeError("gemmd did not start:\n" +
-                                       self.log.read())
-                time.sleep(0.05)
+                pass
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.log.seek(0)
+                raise RuntimeError("gemmd did not start:\n" + self.log.read())
+            time.sleep(0.05)
 
     def stop(self):
         self.proc.terminate()

@@ -32,20 +32,42 @@ double it_now_us(void)
 	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
 }
 
+/* Ports below the kernel's ephemeral range: a port the kernel handed out
+ * for bind(port 0) may be taken a moment later as the local end of
+ * another process's outgoing connection (tests make thousands), and the
+ * gemmd meant to listen there then fails to start. Below the range no
+ * outgoing connection takes it; the port is picked at random there and
+ * checked free on every address. */
 int it_free_port(void)
 {
-	struct sockaddr_in sa = {.sin_family = AF_INET};
-	socklen_t len = sizeof(sa);
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	int port = -1;
+	static unsigned seq;
+	unsigned low = 32768;
+	FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
 
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
-	    getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
-		port = ntohs(sa.sin_port);
-	if (fd >= 0)
+	if (f != NULL) {
+		if (fscanf(f, "%u", &low) != 1 || low < 2048)
+			low = 32768;
+		fclose(f);
+	}
+	for (int tries = 0; tries < 1000; tries++) {
+		struct sockaddr_in sa = {.sin_family = AF_INET};
+		unsigned r =
+		    (unsigned)getpid() * 7919u +
+		    __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED) * 104729u +
+		    (unsigned)tries;
+		int port = (int)(1024 + r % (low - 1024));
+		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), ok;
+
+		if (fd < 0)
+			return -1;
+		sa.sin_addr.s_addr = htonl(INADDR_ANY);
+		sa.sin_port = htons((uint16_t)port);
+		ok = bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
 		close(fd);
-	return port;
+		if (ok)
+			return port;
+	}
+	return -1;
 }
 
 int it_setup(it_daemon *d)
@@ -90,6 +112,10 @@ static int exit_status(int st)
 }
 
 /* Whether gemmd at url answers a ping within ms. */
+/* Whether gemmd at url answers a ping saying it is ready: the tests
+ * start on a warm engine (the CPU engine sizes its pieces first, which a
+ * loaded host can make take a second), as a client that waits for
+ * /readyz would. */
 static int pings(const char *url, int ms)
 {
 	int fd = rc_connect(url, NULL), rv;
@@ -99,8 +125,9 @@ static int pings(const char *url, int ms)
 		return 0;
 	rv = rc_ctrl(fd, 1, "{\"op\":\"ping\"}", &doc, ms);
 	close(fd);
+	rv = rv == 0 && doc != NULL && strstr(doc, "\"ready\":true") != NULL;
 	free(doc);
-	return rv == 0;
+	return rv;
 }
 
 int it_start(it_daemon *d, const char *const *args)

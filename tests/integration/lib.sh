@@ -23,16 +23,18 @@ fail() {
 	exit 1
 }
 
-# start_gemmd [gemmd options...]: listens on $ipc and $tcp.
+# start_gemmd [gemmd options...]: listens on $ipc and $tcp; returns once
+# gemmd says it is ready (its engine warm).
 start_gemmd() {
 	"$GEMMD" --listen "$ipc" --listen "$tcp" "$@" 2>"$work/gemmd.log" &
 	pid=$!
-	for _ in $(seq 100); do
-		"$GEMMCTL" ping --url "$ipc" --timeout 300 >/dev/null 2>&1 && return 0
+	for _ in $(seq 300); do
+		"$GEMMCTL" ping --url "$ipc" --timeout 300 2>/dev/null |
+			grep -q "state ready" && return 0
 		kill -0 "$pid" 2>/dev/null || fail "gemmd exited at start"
 		sleep 0.1
 	done
-	fail "gemmd did not answer ping"
+	fail "gemmd did not say it was ready"
 }
 
 # stop_gemmd: SIGTERM, and expect exit status 0.
