@@ -1,7 +1,7 @@
 /*
  * test_queue.c - gemmd as a job queue, through a real daemon: priority
  * order on a loaded queue, a deadline that passes while the engine is
- * busy, fairness between two connections flooding one priority, queue
+ * busy, fairness between two principals flooding one priority, queue
  * limits per priority, detached jobs (status, wait, cancel of queued
  * and running jobs, results that expire, the bound on their memory),
  * drain and resume, by request and by SIGUSR1, and jobs whose phases
@@ -324,11 +324,13 @@ static void test_deadline_while_busy(void **state)
 }
 
 /*
- * Two connections flood the same priority behind a blocker, the first
- * sending all its jobs before the second sends any. They start taking
- * turns, in the daemon's own start order (start_seq, not the order the
- * replies happen to arrive in on two connections): strictly A, B, A,
- * B, ..., each connection's jobs in the order it sent them.
+ * Two connections of two principals (a uid over ipc://, the plain
+ * tcp:// one: turns are taken between principals, and one principal's
+ * connections share its queue) flood the same priority behind a blocker,
+ * the first sending all its jobs before the second sends any. They start
+ * taking turns, in the daemon's own start order (start_seq, not the
+ * order the replies happen to arrive in on two connections): strictly
+ * A, B, A, B, ..., each connection's jobs in the order it sent them.
  */
 static void test_fairness(void **state)
 {
@@ -342,7 +344,7 @@ static void test_fairness(void **state)
 	gemmd_client *c = start(&d, NULL);
 
 	assert_int_equal(gemmd_open(d.ipc, &socket_only, &ca), GM_OK);
-	assert_int_equal(gemmd_open(d.ipc, &socket_only, &cb), GM_OK);
+	assert_int_equal(gemmd_open(d.tcp, &socket_only, &cb), GM_OK);
 	send_blocker(c, &blk);
 	for (int i = 0; i < N; i++)
 		queue_small(ca, c, &a[i], 30 + i, GEMMD_PRIORITY_DEFAULT,
