@@ -2,11 +2,10 @@
  * test_queue.c - gemmd as a job queue, through a real daemon: priority
  * order on a loaded queue, a deadline that passes while the engine is
  * busy, fairness between two principals flooding one priority (one of
- * them over four connections), queue
- * limits per priority, detached jobs (status, wait, cancel of queued
- * and running jobs, results that expire, the bound on their memory),
- * drain and resume, by request and by SIGUSR1, and jobs whose phases
- * add up to their totals.
+ * them over four connections), queue limits per priority, detached jobs
+ * (status, wait, cancel of queued and running jobs, results that expire, the
+ * bound on their memory), drain and resume, by request and by SIGUSR1, and jobs
+ * whose phases add up to their totals.
  *
  * A "blocker" is one job sized, by a calibration run, to keep the CPU
  * engine (one BLAS thread) busy for about BLOCK_S seconds, larger than
