@@ -132,6 +132,8 @@ gm_request *gm_request_new(gm_loop *l, gm_conn *c, const gm_hdr *h,
 		r->id = h->id;
 		r->batch = *b;
 		r->conn = gm_conn_id(c);
+		/* The record holds the share (wait.who) past its jobs. */
+		r->principal = gm_conn_share(c);
 		r->reserved = 1;
 		r->user = rq;
 	}

@@ -1,8 +1,8 @@
 /*
- * gm_fairq.c - per-priority heaps of per-connection FIFOs ordered by
- * work; see gm_fairq.h. Flows are found by (connection, priority) in a
+ * gm_fairq.c - per-priority heaps of per-principal FIFOs ordered by
+ * work; see gm_fairq.h. Flows are found by (principal, priority) in a
  * chained hash table sized with the flow pool, so pushing a request's
- * jobs costs a short chain walk, not a scan of every connection; the
+ * jobs costs a short chain walk, not a scan of every principal; the
  * flow whose turn it is is a heap's top, so a take costs log(flows).
  */
 #include "gm_fairq.h"
@@ -11,9 +11,16 @@
 
 #define NPRIO (GM_BATCH_PRIO_MAX + 1)
 
-/* The jobs one connection has waiting at one priority, oldest first. */
+/* Whose turns a flow takes: a principal, or a connection that names
+ * none (who NULL). */
+typedef struct key {
+	const void *who;
+	uint32_t conn; /* 0 when who is set */
+} key;
+
+/* The jobs one principal has waiting at one priority, oldest first. */
 typedef struct flow {
-	uint32_t conn;
+	key k;
 	unsigned prio;
 	gm_sched_job *head, *tail;
 	double tag;	    /* work served at the priority when head starts */
@@ -144,27 +151,43 @@ static void heap_remove(level *lv, uint32_t i)
 
 /* ---- flows ---- */
 
-static flow **bucket(const gm_fairq *q, uint32_t conn, unsigned prio)
+static key key_of(const gm_sched_request *r)
 {
-	uint32_t h = (conn * 4u + prio) * 2654435761u; /* Knuth's multiplier */
+	return (key){.who = r->principal,
+		     .conn = r->principal != NULL ? 0 : r->conn};
+}
+
+static int same(key a, key b)
+{
+	return a.who == b.who && a.conn == b.conn;
+}
+
+static flow **bucket(const gm_fairq *q, key k, unsigned prio)
+{
+	uintptr_t w = (uintptr_t)k.who;
+	/* Knuth's multiplier over the key's bits; the low ones of a
+	 * pointer are alike, so its higher ones are folded in. */
+	uint32_t h = ((uint32_t)(w >> 4) ^ (uint32_t)((uint64_t)w >> 32) ^
+		      k.conn * 4u ^ prio) *
+		     2654435761u;
 
 	return &q->buckets[(h ^ (h >> 16)) & q->mask];
 }
 
-static flow *find(const gm_fairq *q, uint32_t conn, unsigned prio)
+static flow *find(const gm_fairq *q, key k, unsigned prio)
 {
-	flow *f = *bucket(q, conn, prio);
+	flow *f = *bucket(q, k, prio);
 
-	while (f != NULL && (f->conn != conn || f->prio != prio))
+	while (f != NULL && (!same(f->k, k) || f->prio != prio))
 		f = f->hnext;
 	return f;
 }
 
-/* The flow of (conn, prio); a new one starts at the priority's clock,
+/* The flow of (k, prio); a new one starts at the priority's clock,
  * after the flows already there at the same tag. */
-static flow *get_flow(gm_fairq *q, uint32_t conn, unsigned prio)
+static flow *get_flow(gm_fairq *q, key k, unsigned prio)
 {
-	flow *f = find(q, conn, prio), **b;
+	flow *f = find(q, k, prio), **b;
 	level *lv = &q->lv[prio];
 
 	if (f != NULL)
@@ -173,12 +196,12 @@ static flow *get_flow(gm_fairq *q, uint32_t conn, unsigned prio)
 	 * so the pool is never empty here. */
 	f = q->free;
 	q->free = f->next;
-	*f = (flow){.conn = conn,
+	*f = (flow){.k = k,
 		    .prio = prio,
 		    .tag = lv->now,
 		    .seq = ++q->seq,
 		    .at = lv->n++};
-	b = bucket(q, conn, prio);
+	b = bucket(q, k, prio);
 	f->hnext = *b;
 	*b = f;
 	lv->heap[f->at] = f;
@@ -189,7 +212,7 @@ static flow *get_flow(gm_fairq *q, uint32_t conn, unsigned prio)
 /* Frees an empty flow, out of the heap already, from the hash table. */
 static void free_flow(gm_fairq *q, flow *f)
 {
-	flow **b = bucket(q, f->conn, f->prio);
+	flow **b = bucket(q, f->k, f->prio);
 
 	while (*b != f)
 		b = &(*b)->hnext;
@@ -216,7 +239,7 @@ static void drop_flow(gm_fairq *q, flow *f)
 void gm_fairq_push(gm_fairq *q, gm_sched_job *j)
 {
 	unsigned prio = j->req->batch.priority;
-	flow *f = get_flow(q, j->req->conn, prio);
+	flow *f = get_flow(q, key_of(j->req), prio);
 
 	j->qnext = NULL;
 	if (f->tail != NULL)
@@ -277,7 +300,7 @@ gm_sched_job *gm_fairq_take(gm_fairq *q, unsigned prio)
 
 void gm_fairq_remove(gm_fairq *q, gm_sched_job *j)
 {
-	flow *f = find(q, j->req->conn, j->req->batch.priority);
+	flow *f = find(q, key_of(j->req), j->req->batch.priority);
 	gm_sched_job *prev = NULL, *at = f->head;
 
 	while (at != j) {

@@ -1,22 +1,25 @@
 /*
  * gm_fairq.h - the waiting jobs of a scheduler, fair between
- * connections in work, not in jobs.
+ * principals in work, not in jobs nor in connections.
  *
- * Per priority, every connection with jobs waiting has its own FIFO (a
- * flow). Each flow carries a tag: the work (gm_fairq_work) its
- * connection has had started at that priority, on a clock shared by the
- * priority's flows, and the job whose turn it is heads the flow of the
- * least tag (the older tag first on a tie); taking it adds its work to
- * the flow's tag. That is start-time fair queueing: connections that
- * keep jobs waiting get equal work started, whatever the size of their
- * jobs, so one that sends a few huge jobs does not get more than its
- * share over one that sends many small ones, and with jobs of one size
- * they take turns, one job each, as a ring would. A flow new to the
- * queue starts at the tag of the last job taken at its priority: it is
- * served after the flows that have had no more than that, and gets no
- * credit for the time it had nothing waiting. A connection's own jobs
- * keep their order. A job peeked but not taken (it does not fit yet)
- * keeps its flow's tag and so its turn.
+ * Per priority, every principal with jobs waiting (gm_sched_request.
+ * principal; a request that names none is its connection's own) has one
+ * FIFO (a flow), its jobs in the order they were pushed, whatever
+ * connection they came on. Each flow carries a tag: the work
+ * (gm_fairq_work) its principal has had started at that priority, on a
+ * clock shared by the priority's flows, and the job whose turn it is
+ * heads the flow of the least tag (the older tag first on a tie); taking
+ * it adds its work to the flow's tag. That is start-time fair queueing:
+ * principals that keep jobs waiting get equal work started, whatever the
+ * size of their jobs, so one that sends a few huge jobs does not get
+ * more than its share over one that sends many small ones, and with jobs
+ * of one size they take turns, one job each, as a ring would. Opening
+ * more connections gets a principal no more turns: they all feed its one
+ * flow. A flow new to the queue starts at the tag of the last job taken
+ * at its priority: it is served after the flows that have had no more
+ * than that, and gets no credit for the time it had nothing waiting. A
+ * job peeked but not taken (it does not fit yet) keeps its flow's tag
+ * and so its turn.
  *
  * Flows come from a pool made at creation, one per job the queue may
  * hold (each flow holds a job at least), so nothing here allocates after
@@ -48,8 +51,9 @@ double gm_fairq_work(const gm_sched_job *j);
 int gm_fairq_create(unsigned cap, gm_fairq **out);
 void gm_fairq_destroy(gm_fairq *q);
 
-/* Appends j to the flow of (j->req->conn, j->req->batch.priority). The
- * queue must hold fewer than cap jobs. */
+/* Appends j to the flow of its request's principal (its connection when
+ * it names none) at its priority. The queue must hold fewer than cap
+ * jobs. */
 void gm_fairq_push(gm_fairq *q, gm_sched_job *j);
 
 /* The job whose turn it is at priority prio, or NULL when none waits. */

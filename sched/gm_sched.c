@@ -1,7 +1,7 @@
 /*
  * gm_sched.c - bounded priority queue in front of an engine; see
  * gm_sched.h for the rules it keeps. The waiting jobs themselves, and
- * the turns connections take, are gm_fairq's.
+ * the turns principals take, are gm_fairq's.
  */
 #include "gm_sched.h"
 
@@ -340,7 +340,7 @@ static int may_pass(const gm_sched *s, const gm_sched_job *j)
 /*
  * Moves the jobs whose turn it is into the wave while they fit; returns
  * how many. The first that does not fit keeps its turn (s->waiting);
- * the jobs of other connections and lower priorities that fit start
+ * the jobs of other principals and lower priorities that fit start
  * past it, up to a bounded number of bytes until it starts, so that it
  * waits at most for the work ahead of it and that much more, never
  * starved by smaller ones, while they do not wait for all of it.

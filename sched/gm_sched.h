@@ -11,15 +11,16 @@
  * on the engine stays within a budget of jobs and bytes: the engine is kept
  * busy, priorities still decide what starts next, and the small jobs of
  * one request still reach the engine together, where they are batched.
- * Within a priority each connection has its own FIFO and the connections
- * take turns by work (gm_fairq.h): each gets an equal share of the work
- * started while it has jobs waiting, whether it sends few huge jobs or
- * many small ones, so one client flooding the queue cannot starve
- * another at the same priority; jobs of one connection start in the
- * order they came.
+ * Within a priority each principal (gm_sched_request.principal) has its
+ * own FIFO and the principals take turns by work (gm_fairq.h): each gets
+ * an equal share of the work started while it has jobs waiting, whether
+ * it sends few huge jobs or many small ones, and over however many
+ * connections, so one client flooding the queue cannot starve another
+ * at the same priority; jobs of one principal start in the order they
+ * came, whatever connection they came on.
  *
- * A job that does not fit in the budget keeps its connection's turn
- * until work comes back; jobs of other connections and lower priorities
+ * A job that does not fit in the budget keeps its principal's turn
+ * until work comes back; jobs of other principals and lower priorities
  * that fit start past it, but only up to a quarter of the byte budget
  * until it starts, so a large job is never starved by smaller ones of
  * its priority or below, and small jobs do not wait for it. A job larger than
@@ -107,7 +108,7 @@ gm_sched_request *gm_sched_alloc_request(uint32_t njobs);
 void gm_sched_free_request(gm_sched_request *r);
 
 /*
- * Queues every job of r at the back of its connection's FIFO at its
+ * Queues every job of r at the back of its principal's FIFO at its
  * priority. GM_EINVAL for no jobs; else, unless r->reserved (its room
  * was reserved: then it is used, and this cannot fail, even after
  * gm_sched_stop), as gm_sched_room for all of them; then r stays the

@@ -59,13 +59,16 @@ struct gm_sched_job {
 	gm_sched_handoff started, back; /* the caller's, see above */
 };
 
-/* A request: the caller fills id, batch, conn, recv_us, reserved and
- * user. */
+/* A request: the caller fills id, batch, conn, principal, recv_us,
+ * reserved and user. */
 struct gm_sched_request {
 	uint64_t id;
 	gm_batch batch;
-	uint32_t conn; /* the connection it came on; turns are taken
-			  between these */
+	uint32_t conn; /* the connection it came on */
+	/* Whom it speaks for, as a key that stays put while it waits (the
+	 * daemon's gm_share of its principal); turns are taken between
+	 * these. NULL: its connection alone, as a principal of its own. */
+	const void *principal;
 	uint32_t njobs;
 	uint32_t left; /* jobs not yet back */
 	int reserved;  /* its queue room was reserved (gm_sched_reserve) */

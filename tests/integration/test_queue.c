@@ -1,11 +1,11 @@
 /*
  * test_queue.c - gemmd as a job queue, through a real daemon: priority
  * order on a loaded queue, a deadline that passes while the engine is
- * busy, fairness between two connections flooding one priority, queue
- * limits per priority, detached jobs (status, wait, cancel of queued
- * and running jobs, results that expire, the bound on their memory),
- * drain and resume, by request and by SIGUSR1, and jobs whose phases
- * add up to their totals.
+ * busy, fairness between two principals flooding one priority (one of
+ * them over four connections), queue limits per priority, detached jobs
+ * (status, wait, cancel of queued and running jobs, results that expire, the
+ * bound on their memory), drain and resume, by request and by SIGUSR1, and jobs
+ * whose phases add up to their totals.
  *
  * A "blocker" is one job sized, by a calibration run, to keep the CPU
  * engine (one BLAS thread) busy for about BLOCK_S seconds, larger than
@@ -324,11 +324,13 @@ static void test_deadline_while_busy(void **state)
 }
 
 /*
- * Two connections flood the same priority behind a blocker, the first
- * sending all its jobs before the second sends any. They start taking
- * turns, in the daemon's own start order (start_seq, not the order the
- * replies happen to arrive in on two connections): strictly A, B, A,
- * B, ..., each connection's jobs in the order it sent them.
+ * Two connections of two principals (a uid over ipc://, the plain
+ * tcp:// one: turns are taken between principals, and one principal's
+ * connections share its queue) flood the same priority behind a blocker,
+ * the first sending all its jobs before the second sends any. They start
+ * taking turns, in the daemon's own start order (start_seq, not the
+ * order the replies happen to arrive in on two connections): strictly
+ * A, B, A, B, ..., each connection's jobs in the order it sent them.
  */
 static void test_fairness(void **state)
 {
@@ -342,7 +344,7 @@ static void test_fairness(void **state)
 	gemmd_client *c = start(&d, NULL);
 
 	assert_int_equal(gemmd_open(d.ipc, &socket_only, &ca), GM_OK);
-	assert_int_equal(gemmd_open(d.ipc, &socket_only, &cb), GM_OK);
+	assert_int_equal(gemmd_open(d.tcp, &socket_only, &cb), GM_OK);
 	send_blocker(c, &blk);
 	for (int i = 0; i < N; i++)
 		queue_small(ca, c, &a[i], 30 + i, GEMMD_PRIORITY_DEFAULT,
@@ -379,6 +381,69 @@ static void test_fairness(void **state)
 	it_job_free(&blk.job);
 	gemmd_close(ca);
 	gemmd_close(cb);
+	stop(&d, c);
+}
+
+/*
+ * One principal's connections share its turn: behind a blocker, a uid
+ * over ipc:// queues 2 jobs, then the plain tcp:// principal 2 on each
+ * of 4 connections (in turn, one on each). The uid goes first: it is
+ * the blocker's principal, over its share of the pool, and would wait
+ * for pool room (PROTOCOL.md 2.2) behind another principal's requests.
+ * The two principals take turns: in start order the uid's jobs are the
+ * first and the third (U T U T T ...), where turns by connection gave
+ * it the first and the sixth; and the tcp:// principal's jobs start in
+ * the order they came, whatever their connection.
+ */
+static void test_fairness_principals(void **state)
+{
+	enum { NC = 4, PER = 2, NT = NC * PER, NU = 2 };
+	slot blk = {0}, t[NT] = {0}, u[NU] = {0};
+	struct done_at order[NT + NU];
+	char text[NT + NU + 1];
+	gemmd_client *ct[NC], *cu;
+	it_daemon d;
+	gemmd_client *c = start(&d, NULL);
+
+	for (int i = 0; i < NC; i++)
+		assert_int_equal(gemmd_open(d.tcp, &socket_only, &ct[i]),
+				 GM_OK);
+	assert_int_equal(gemmd_open(d.ipc, &socket_only, &cu), GM_OK);
+	send_blocker(c, &blk);
+	for (int i = 0; i < NU; i++)
+		queue_small(cu, c, &u[i], 90 + i, GEMMD_PRIORITY_DEFAULT,
+			    i + 1);
+	for (int i = 0; i < NT; i++)
+		queue_small(ct[i % NC], c, &t[i], 60 + i,
+			    GEMMD_PRIORITY_DEFAULT, NU + i + 1);
+	assert_int_equal(it_stat(c, "jobs.inflight"), 1);
+	end_blocker(&blk);
+	for (int i = 0; i < NT; i++) {
+		wait_done(&t[i]);
+		assert_true(it_job_ok(&t[i].job));
+		order[i] = (struct done_at){t[i].seq, 'T'};
+		if (i > 0)
+			assert_true(t[i - 1].seq < t[i].seq);
+	}
+	for (int i = 0; i < NU; i++) {
+		wait_done(&u[i]);
+		assert_true(it_job_ok(&u[i].job));
+		order[NT + i] = (struct done_at){u[i].seq, 'U'};
+	}
+	qsort(order, NT + NU, sizeof(order[0]), by_seq);
+	for (int i = 0; i < NT + NU; i++)
+		text[i] = (char)order[i].tag;
+	text[NT + NU] = '\0';
+	print_message("start order %s\n", text);
+	assert_string_equal(text, "UTUTTTTTTT");
+	for (int i = 0; i < NT; i++)
+		it_job_free(&t[i].job);
+	for (int i = 0; i < NU; i++)
+		it_job_free(&u[i].job);
+	it_job_free(&blk.job);
+	for (int i = 0; i < NC; i++)
+		gemmd_close(ct[i]);
+	gemmd_close(cu);
 	stop(&d, c);
 }
 
@@ -798,6 +863,7 @@ int main(void)
 	    cmocka_unit_test(test_priority_order),
 	    cmocka_unit_test(test_deadline_while_busy),
 	    cmocka_unit_test(test_fairness),
+	    cmocka_unit_test(test_fairness_principals),
 	    cmocka_unit_test(test_priority_limit),
 	    cmocka_unit_test(test_detach_wait),
 	    cmocka_unit_test(test_detach_cancel),

@@ -5,8 +5,10 @@
  * equal jobs), a newcomer served after those that had no more than it,
  * a job that is peeked but not taken keeping its connection's turn,
  * removal from anywhere, removal by a predicate, and the counts, on a
- * queue filled to its capacity. Jobs here are bare gm_sched_job records:
- * nothing runs.
+ * queue filled to its capacity; and turns taken by principal, not by
+ * connection (a table: several connections of one principal against one
+ * of another share one turn, in arrival order). Jobs here are bare gm_sched_job
+ * records: nothing runs.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -334,6 +336,92 @@ static void test_hold(void **state)
 	gm_fairq_destroy(q);
 }
 
+/* Two principals, as the daemon keys them (any stable address). */
+static const char who_a, who_b;
+
+/* A principal's connections against one connection of another: heavy
+ * jobs (ratio times the work of a light one) of principal A, pushed in
+ * turn over nconn connections, against light ones of principal B's one
+ * connection; or, with keyed 0, the same with no principal named, where
+ * each connection takes its own turns. */
+struct principal_case {
+	unsigned nconn; /* A's connections */
+	uint32_t m;	/* A's jobs: 2m FLOPs */
+	unsigned ratio; /* their work over a light job's */
+	int keyed;	/* requests name their principal */
+};
+
+static const struct principal_case principals[] = {
+    {1, 0, 1, 1},	   /* one connection each: a ring */
+    {2, 0, 1, 1},	   /* two of A share one turn */
+    {4, 0, 1, 1},	   /* four of A share one turn */
+    {4, 3u << 19, 4, 1},   /* heavy, over four: still A's one share */
+    {8, 59u << 19, 60, 1}, /* sixty times, over eight */
+    {4, 0, 1, 0},	   /* unnamed: four connections, four turns */
+};
+
+/* The jobs light has had started when A's have all started: A's share
+ * is its work (what B had) with a principal, nconn times B's without. */
+static void test_principals(void **state)
+{
+	(void)state;
+	for (size_t c = 0; c < sizeof(principals) / sizeof(principals[0]);
+	     c++) {
+		const struct principal_case *pc = &principals[c];
+		gm_fairq *q = open_q();
+		enum { NA = 8 };
+		gm_sched_job *a[NA], *b[NA * 60];
+		unsigned nb = NA * pc->ratio, ai = 0, bi = 0;
+		double got[2] = {0, 0}, unit = GM_FAIRQ_JOB_WORK;
+
+		for (unsigned i = 0; i < NA; i++) {
+			a[i] = job_of(10 + i % pc->nconn, pc->m, 0);
+			a[i]->req->principal = pc->keyed ? &who_a : NULL;
+		}
+		for (unsigned i = 0; i < nb; i++) {
+			b[i] = job_of(1, 0, 0);
+			b[i]->req->principal = pc->keyed ? &who_b : NULL;
+		}
+		/* Arrival: A's connections each push, then B, in turn. */
+		for (unsigned i = 0; i < NA || ai < nb; i++) {
+			if (i < NA)
+				gm_fairq_push(q, a[i]);
+			for (unsigned k = 0; k < pc->ratio && ai < nb; k++)
+				gm_fairq_push(q, b[ai++]);
+		}
+		ai = 0;
+		while (ai < NA) {
+			gm_sched_job *j = gm_fairq_take(q, 1);
+
+			if (j->req->principal == &who_b || j->req->conn == 1) {
+				assert_ptr_equal(j, b[bi++]);
+				got[1] += gm_fairq_work(j);
+			} else {
+				/* A's jobs in the order they came, over
+				 * all its connections. */
+				assert_ptr_equal(j, a[ai++]);
+				got[0] += gm_fairq_work(j);
+			}
+			if (pc->keyed)
+				assert_true(fabs(got[0] - got[1]) <=
+					    pc->ratio * unit);
+		}
+		if (pc->keyed) {
+			assert_true(got[1] >= got[0] - pc->ratio * unit);
+		} else {
+			/* Each of A's connections had B's share: B had
+			 * about one nconn-th of A's work. */
+			assert_true(got[1] * pc->nconn <=
+				    got[0] + pc->nconn * pc->ratio * unit);
+			assert_true(got[1] * pc->nconn >=
+				    got[0] - pc->nconn * pc->ratio * unit);
+		}
+		gm_fairq_remove(q, b[bi]); /* found by its principal */
+		assert_int_equal(gm_fairq_total(q), nb - bi - 1);
+		gm_fairq_destroy(q);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -346,6 +434,7 @@ int main(void)
 	    cmocka_unit_test(test_work),
 	    cmocka_unit_test(test_no_credit),
 	    cmocka_unit_test(test_hold),
+	    cmocka_unit_test(test_principals),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -959,6 +959,74 @@ static void test_fairness(void **state)
 	h_close();
 }
 
+/* Two principals, as the daemon keys them (any stable address). */
+static const char who_a, who_b;
+
+/* Where job j came back, of the h.nback jobs back. */
+static size_t back_at(const gm_job *j)
+{
+	for (size_t i = 0; i < h.nback; i++)
+		if (h.back[i] == j)
+			return i;
+	fail_msg("job never back");
+	return 0;
+}
+
+/*
+ * Turns are the principal's, not the connection's: behind a blocker,
+ * principal A queues eight jobs over nconn connections (in turn), then
+ * principal B four over one. A's jobs start in the order they came,
+ * whatever their connection, and B's second job starts at b1_at: with
+ * the principals named, A and B alternate however many connections A
+ * has; with none named, each of A's connections takes a turn of its own.
+ */
+static void test_fair_principals(void **state)
+{
+	static const struct {
+		uint32_t nconn;
+		int keyed;
+		size_t b1_at;
+	} cases[] = {
+	    {1, 1, 4},	/* blk a0 b0 a1 b1 */
+	    {2, 1, 4},	/* the same over two connections */
+	    {4, 1, 4},	/* and over four */
+	    {2, 0, 6},	/* blk a0 a1 b0 a2 a3 b1 */
+	    {4, 0, 10}, /* blk a0..a3 b0 a4..a7 b1 */
+	};
+
+	for (size_t c = 0; c < NELEMS(cases); c++) {
+		struct treq *blk, *a[8], *b[4];
+
+		h_open(cost_of(&SMALL), 32);
+		blk = conn_req(9, &SMALL);
+		assert_int_equal(submit(blk), GM_OK);
+		for (uint32_t i = 0; i < 8; i++) {
+			a[i] = conn_req(10 + i % cases[c].nconn, &SMALL);
+			a[i]->r->principal = cases[c].keyed ? &who_a : NULL;
+			assert_int_equal(submit(a[i]), GM_OK);
+		}
+		for (int i = 0; i < 4; i++) {
+			b[i] = conn_req(2, &SMALL);
+			b[i]->r->principal = cases[c].keyed ? &who_b : NULL;
+			assert_int_equal(submit(b[i]), GM_OK);
+		}
+		drain();
+		assert_int_equal(h.nback, 13);
+		assert_ptr_equal(h.back[0], &blk->r->jobs[0].job);
+		for (int i = 1; i < 8; i++)
+			assert_true(back_at(&a[i - 1]->r->jobs[0].job) <
+				    back_at(&a[i]->r->jobs[0].job));
+		assert_int_equal(back_at(&b[1]->r->jobs[0].job),
+				 cases[c].b1_at);
+		for (int i = 0; i < 8; i++)
+			check_all_ok(a[i]);
+		for (int i = 0; i < 4; i++)
+			check_all_ok(b[i]);
+		check_all_ok(blk);
+		h_close();
+	}
+}
+
 /* A large job that does not fit keeps its connection's turn, and
  * another connection's small job that fits starts past it, although the
  * large one came first. */
@@ -1248,6 +1316,7 @@ int main(void)
 	    cmocka_unit_test_teardown(test_stop, h_free),
 	    cmocka_unit_test_teardown(test_fairness, h_free),
 	    cmocka_unit_test_teardown(test_fair_head_of_line, h_free),
+	    cmocka_unit_test_teardown(test_fair_principals, h_free),
 	    cmocka_unit_test_teardown(test_cancel, h_free),
 	    cmocka_unit_test_teardown(test_expire, h_free),
 	    cmocka_unit_test_teardown(test_engine_queue, h_free),
