@@ -290,7 +290,8 @@ int gm_admit_open(gm_loop *l)
 
 	if ((rv = gm_shares_create(&l->shares)) != GM_OK)
 		return rv;
-	return gm_poolq_create(l->pool, &lim, gm_admit_granted, l, &l->poolq);
+	return gm_poolq_create(l->pool, l->shares, &lim, gm_admit_granted, l,
+			       &l->poolq);
 }
 
 void gm_admit_close(gm_loop *l)

@@ -18,25 +18,31 @@ struct gm_poolq {
 	uint64_t held; /* granted, of waiters with a principal */
 	/* The two principals seen last (asking for room or giving it back),
 	 * most recent first, and when: the last time any principal but a
-	 * given one was seen is always here. Compared, never followed: a
-	 * share may be gone since. */
+	 * given one was seen is always here. Each is held (a reference on
+	 * its share), since principals are told apart by their shares'
+	 * addresses: one freed when its last connection closed could come
+	 * back as another share of the same principal, counted as a second
+	 * one for pool_bypass_ms, or its memory be reused by another
+	 * principal's, taken for the first. */
 	struct {
-		const gm_share *who;
+		gm_share *who;
 		double us;
 	} seen[2];
-	int serving; /* in serve(): a nested call leaves it to the loop */
+	gm_shares *shares; /* of the shares held in seen[] */
+	int serving;	   /* in serve(): a nested call leaves it to the loop */
 	gm_poolq_fn fn;
 	void *arg;
 };
 
-int gm_poolq_create(gm_pool *p, const gm_poolq_limits *lim, gm_poolq_fn fn,
-		    void *arg, gm_poolq **out)
+int gm_poolq_create(gm_pool *p, gm_shares *shares, const gm_poolq_limits *lim,
+		    gm_poolq_fn fn, void *arg, gm_poolq **out)
 {
 	gm_poolq *q = calloc(1, sizeof(*q));
 
 	if (q == NULL)
 		return GM_ENOMEM;
 	q->pool = p;
+	q->shares = shares;
 	q->lim = *lim;
 	q->fn = fn;
 	q->arg = arg;
@@ -46,6 +52,10 @@ int gm_poolq_create(gm_pool *p, const gm_poolq_limits *lim, gm_poolq_fn fn,
 
 void gm_poolq_destroy(gm_poolq *q)
 {
+	if (q == NULL)
+		return;
+	gm_shares_release(q->shares, q->seen[0].who);
+	gm_shares_release(q->shares, q->seen[1].who);
 	free(q);
 }
 
@@ -91,13 +101,15 @@ static bool within_share(const gm_poolq *q, const gm_poolq_wait *w)
 }
 
 /* who asked for room or gave it back now. */
-static void saw(gm_poolq *q, const gm_share *who, double now)
+static void saw(gm_poolq *q, gm_share *who, double now)
 {
 	if (who == NULL)
 		return;
-	if (q->seen[0].who != who)
+	if (q->seen[0].who != who) {
+		gm_shares_release(q->shares, q->seen[1].who);
 		q->seen[1] = q->seen[0];
-	q->seen[0].who = who;
+		q->seen[0].who = gm_share_hold(who);
+	}
 	q->seen[0].us = now;
 }
 

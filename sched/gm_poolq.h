@@ -61,9 +61,15 @@ typedef struct gm_poolq_limits {
 } gm_poolq_limits;
 
 /* A queue in front of pool p (which stays the caller's) under lim; fn
- * with arg is told of each grant. GM_ENOMEM. */
-int gm_poolq_create(gm_pool *p, const gm_poolq_limits *lim, gm_poolq_fn fn,
-		    void *arg, gm_poolq **out);
+ * with arg is told of each grant. The waiters' shares come from shares,
+ * which must outlive the queue: it holds the two principals it saw last
+ * (asking for room or giving it back) until it sees others, so that a
+ * principal all of whose holders went is still itself when it comes
+ * back within bypass_ms. GM_ENOMEM. */
+int gm_poolq_create(gm_pool *p, gm_shares *shares, const gm_poolq_limits *lim,
+		    gm_poolq_fn fn, void *arg, gm_poolq **out);
+
+/* Lets go of the shares it holds and frees q (NULL: nothing). */
 void gm_poolq_destroy(gm_poolq *q);
 
 /* Asks for w->bytes. GM_OK: granted now, w->slab is set and fn is not

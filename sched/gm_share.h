@@ -12,7 +12,8 @@
  * principals, not connections: opening more connections takes no more.
  *
  * A share is found by the principal's name, created on first use and
- * freed with its last holder (a connection, a request). A principal's
+ * freed with its last holder (a connection, a request, or the pool
+ * queue, which holds the two principals it saw last). A principal's
  * name is kept here as a copy, so that sched/ needs nothing of the
  * daemon's principals. Loop thread only.
  */

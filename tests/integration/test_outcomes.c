@@ -839,6 +839,7 @@ static int setup(void **state)
 	const char *args[] = {"--set", "cpu_threads=1",
 			      "--set", "cpu_piece_us=10000000",
 			      "--set", "pageable_max_bytes=0",
+			      "--set", "principal_share_percent=25",
 			      "--set", depth,
 			      "--set", detach,
 			      "--set", fx.pool_arg,
@@ -857,8 +858,13 @@ static int setup(void **state)
 	if (it_stop(&fx.d) != 0)
 		return -1;
 	it_cleanup(&fx.d);
-	/* The blocker and small jobs fit; a HUGE job never does. */
-	pool = 3ull * fx.blocker_n * fx.blocker_n * 8 + (16u << 20);
+	/* The blocker and small jobs fit; a HUGE job never does. The
+	 * blocker's result, read last, is within a quarter of the pool, its
+	 * principal's share of unsent reply bytes: past it, gemmd would
+	 * read none of the test's connections until the blocker's reply is
+	 * read. Its slab, three times that, is past the share: the test's
+	 * other requests go in beside it as those of a principal alone. */
+	pool = 4ull * fx.blocker_n * fx.blocker_n * 8 + (16u << 20);
 	snprintf(fx.pool_arg, sizeof(fx.pool_arg), "pool_bytes=%llu",
 		 (unsigned long long)(((pool >> 20) + 1) << 20));
 	print_message("blocker %u^3, %s\n", fx.blocker_n, fx.pool_arg);

@@ -703,7 +703,9 @@ static void on_done(void *arg, int rv)
 }
 
 /* A region released while a job still uses it stays mapped until the
- * job is back, and the job succeeds. */
+ * job is back, and the job succeeds. It is released once gemmd holds
+ * the request (requests.total), which found the region then: released
+ * before, the job would rightly fail ENOTFOUND. */
 static void test_release_in_use(void **state)
 {
 	struct done dn = {0};
@@ -713,6 +715,7 @@ static void test_release_in_use(void **state)
 	placed p;
 	tjob t;
 	gemmd_job j;
+	double before;
 
 	(void)state;
 	start(&d, NULL);
@@ -720,10 +723,13 @@ static void test_release_in_use(void **state)
 	make(&t, GEMMD_FP64, 0, 0, 0, 512, 512, 512, 1);
 	assert_int_equal(gemmd_region_create(c, 8 << 20, &r), GM_OK);
 	j = in_region(&t, r, 15, 0, &p);
+	before = it_rstat(&d, "requests.total");
 	assert_int_equal(
 	    gemmd_submit_async(c, &j, 1, NULL, TIMEOUT_MS, on_done, &dn),
 	    GM_OK);
-	usleep(1000);
+	assert_int_equal(
+	    it_wait_stat(&d, "requests.total", before + 1, TIMEOUT_MS),
+	    before + 1);
 	assert_int_equal(gemmd_region_release(r), GM_OK);
 	while (!__atomic_load_n(&dn.fired, __ATOMIC_ACQUIRE))
 		usleep(1000);

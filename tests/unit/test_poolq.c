@@ -10,8 +10,11 @@
  * has waited pool_bypass_ms, then it blocks them until it is served;
  * one that would take its principal past its share never blocks them.
  * The shares: a principal over its share waits while another principal
- * waits, not when it waits alone nor when it holds nothing; each
- * principal's pool bytes and waiters counted, and back to 0 at the end.
+ * waits, not when it waits alone nor when it holds nothing, nor when
+ * the others were seen longer than pool_bypass_ms ago; a principal all
+ * of whose holders went is still itself when it comes back, and another
+ * is never taken for it; each principal's pool bytes and waiters
+ * counted, and back to 0 at the end.
  * The layout: replies right after the payload, each
  * result aligned, padding only where alignment needs it, a constant
  * stride for jobs of one shape.
@@ -58,9 +61,9 @@ static void open_lim(const gm_poolq_limits *lim)
 {
 	memset(&t, 0, sizeof(t));
 	assert_int_equal(gm_pool_create(arena, ARENA, &t.pool), GM_OK);
-	assert_int_equal(gm_poolq_create(t.pool, lim, on_grant, &t, &t.q),
-			 GM_OK);
 	assert_int_equal(gm_shares_create(&t.shares), GM_OK);
+	assert_int_equal(
+	    gm_poolq_create(t.pool, t.shares, lim, on_grant, &t, &t.q), GM_OK);
 }
 
 /* Strict order: no waiter passes another. */
@@ -76,9 +79,10 @@ static void close_q(void)
 	assert_int_equal(gm_poolq_waiting(t.q), 0);
 	assert_int_equal(gm_poolq_waiting_bytes(t.q), 0);
 	assert_int_equal(gm_pool_used(t.pool), 0);
+	/* The queue holds the principals it saw last, until it goes. */
+	gm_poolq_destroy(t.q);
 	assert_int_equal(gm_shares_count(t.shares), 0);
 	gm_shares_destroy(t.shares);
-	gm_poolq_destroy(t.q);
 	gm_pool_destroy(t.pool);
 }
 
@@ -370,19 +374,25 @@ static void test_share_alone(void **state)
 	close_q();
 }
 
-/* Shares are found by name, and freed with their last holder. */
 /* P holds 8 units, over its share of 4, and waits for 8 more, alone:
- * granted unless Q asked for room within pool_bypass_ms, though Q holds
- * none now and waits for none (a client between two requests). */
+ * granted unless another principal asked for room within
+ * pool_bypass_ms, though it holds none now and waits for none (a client
+ * between two requests). The one that asked first (first) let go of its
+ * share before P's came; a bystander's share may be made between the
+ * two, where the first one's was (moved), so that P's is not. */
 struct alone_case {
 	const char *what;
+	const char *first;
+	int moved;
 	uint32_t bypass_ms;
 	int rv;
 };
 
 static const struct alone_case alone_cases[] = {
-    {"Q seen just now", 10000, GM_EBUSY},
-    {"Q not seen within pool_bypass_ms", 0, GM_OK},
+    {"Q seen just now", "uid 2", 1, 10000, GM_EBUSY},
+    {"P itself seen just now, its share made anew", "uid 1", 1, 10000, GM_OK},
+    {"Q seen just now, P's share where Q's was", "uid 2", 0, 10000, GM_EBUSY},
+    {"Q not seen within pool_bypass_ms", "uid 2", 1, 0, GM_OK},
 };
 
 static void test_share_recent(void **state)
@@ -393,14 +403,17 @@ static void test_share_recent(void **state)
 		const struct alone_case *k = &alone_cases[i];
 		gm_poolq_limits lim = {64, k->bypass_ms, 4 * UNIT};
 		gm_poolq_wait a, b, q;
+		gm_share *bystander = NULL;
 		int rv;
 
 		open_lim(&lim);
-		a = waiter(8 * UNIT, "uid 1");
-		b = waiter(8 * UNIT, "uid 1");
-		q = waiter(2 * UNIT, "uid 2");
+		q = waiter(2 * UNIT, k->first);
 		assert_int_equal(gm_poolq_get(t.q, &q), GM_OK);
 		done(&q);
+		if (k->moved)
+			bystander = gm_shares_hold(t.shares, "uid 3");
+		a = waiter(8 * UNIT, "uid 1");
+		b = waiter(8 * UNIT, "uid 1");
 		assert_int_equal(gm_poolq_get(t.q, &a), GM_OK);
 		rv = gm_poolq_get(t.q, &b);
 		if (rv != k->rv)
@@ -409,10 +422,12 @@ static void test_share_recent(void **state)
 		if (rv != GM_OK)
 			assert_int_equal(t.ngranted, 1);
 		done(&b);
+		gm_shares_release(t.shares, bystander);
 		close_q();
 	}
 }
 
+/* Shares are found by name, and freed with their last holder. */
 static void test_shares(void **state)
 {
 	gm_shares *ts;
