@@ -278,7 +278,7 @@ static double time_calibration(int dtype, void *buf)
  * always gets the same BLAS calls and so the same bytes, whatever the
  * load (gm_cpu_piece.h). Without memory for the calibration, the guess.
  */
-static void size_pieces(struct cpu_engine *ce)
+void gm_cpu_worker_size_pieces(struct cpu_engine *ce)
 {
 	const double flops = 2.0 * CAL_EDGE * CAL_EDGE * CAL_EDGE;
 	double guess = RATE_GUESS * openblas_get_num_threads(), us;
@@ -308,7 +308,6 @@ void *gm_cpu_worker_main(void *arg)
 {
 	struct cpu_engine *ce = arg;
 
-	size_pieces(ce);
 	pthread_mutex_lock(&ce->mu);
 	for (;;) {
 		while (!has_work(ce) && !ce->warm && !ce->stopping)

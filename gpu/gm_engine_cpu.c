@@ -259,6 +259,7 @@ int gm_engine_cpu_open(const gm_engine_config *cfg, gm_engine_done_fn done,
 	ce->piece_us =
 	    cfg->cpu_piece_us != 0 ? cfg->cpu_piece_us : GM_CPU_PIECE_US;
 	ce->piece_flops[0] = ce->piece_flops[1] = (double)cfg->cpu_piece_flops;
+	gm_cpu_worker_size_pieces(ce);
 	if (start_threads(ce) != GM_OK) {
 		snprintf(msg, msglen, "cannot start the cpu worker threads");
 		pthread_cond_destroy(&ce->side_wake);

@@ -67,9 +67,9 @@ struct cpu_engine {
 	uint64_t arena_bytes;
 	char name[64];
 	double piece_us; /* a piece's length, at the rate timed at start */
-	/* FLOPs of an fp64, fp32 piece: cpu_piece_flops, else set once by
-	 * the worker before its first job (gm_cpu_worker_main), then
-	 * read-only: a job's cut never follows the moment's load. */
+	/* FLOPs of an fp64, fp32 piece: cpu_piece_flops, else set once at
+	 * open (gm_cpu_worker_size_pieces), then read-only: a job's cut
+	 * never follows the moment's load. */
 	double piece_flops[2];
 	/* The worker's: */
 	gm_crew *crew;
@@ -80,9 +80,16 @@ struct cpu_engine {
 	unsigned cursor; /* turns[cursor] runs next; nturns: a new one */
 };
 
-/* The worker thread: sizes the pieces (unless set at open), then runs
- * the jobs submitted in rounds (see gm_engine_cpu.c) until stopping is
- * set and every job is back. */
+/* Times the BLAS and sizes ce's pieces, unless cpu_piece_flops set them:
+ * on the opening thread, before the engine's threads start, so that
+ * open returns with no BLAS call running (a process that forks after it,
+ * as one that starts a gemmd does, must not fork inside OpenBLAS: its
+ * fork handlers tear down its thread pool, and a call running then never
+ * returned). Blocks for tens of ms. */
+void gm_cpu_worker_size_pieces(struct cpu_engine *ce);
+
+/* The worker thread: runs the jobs submitted in rounds (see
+ * gm_engine_cpu.c) until stopping is set and every job is back. */
 void *gm_cpu_worker_main(void *arg);
 
 /* The side thread: while the worker is in a piece, runs the small jobs
