@@ -5,6 +5,7 @@
 #include "itest.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -92,4 +93,23 @@ int it_job_untouched(const gemmd_job *j)
 		if (p[i] != 0xA5)
 			return 0;
 	return 1;
+}
+
+double it_timed_job(gemmd_client *c, uint32_t m, uint32_t n, uint32_t k,
+		    unsigned seed, int timeout_ms)
+{
+	gemmd_job j;
+	double t0, us;
+	int rv, ok;
+
+	it_job(&j, m, n, k, seed);
+	t0 = it_now_us();
+	rv = gemmd_submit(c, &j, 1, NULL, timeout_ms);
+	us = it_now_us() - t0;
+	ok = rv == GM_OK && it_job_ok(&j);
+	if (!ok)
+		fprintf(stderr, "job %ux%ux%u: %s, status %d\n", m, n, k,
+			gemmd_errname(rv), j.status);
+	it_job_free(&j);
+	return ok ? us : -1.0;
 }

@@ -33,6 +33,13 @@ void it_job_free(gemmd_job *j);
 /* Whether j succeeded and out is A*B to fp64 rounding. */
 int it_job_ok(const gemmd_job *j);
 
+/* Runs one it_job of m x n x k from seed on c within timeout_ms and
+ * checks it: its round trip in microseconds, or -1 when the call failed
+ * or the result was wrong (reported on stderr). The well-behaved client
+ * of the attack tests. */
+double it_timed_job(gemmd_client *c, uint32_t m, uint32_t n, uint32_t k,
+		    unsigned seed, int timeout_ms);
+
 /* Whether out still holds the 0xA5 fill: no byte of a result landed. */
 int it_job_untouched(const gemmd_job *j);
 

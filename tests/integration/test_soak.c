@@ -459,19 +459,12 @@ static void hostile_child(const soak *s, size_t i, int out)
 
 /* ---- the well-behaved client ---- */
 
-/* One job of fresh random operands, checked against the reference; its
- * round trip in microseconds. */
+/* One small job on c, checked; its round trip in microseconds. */
 static double good_job(gemmd_client *c, unsigned seed)
 {
-	gemmd_job j;
-	double t0, us;
+	double us = it_timed_job(c, 32, 33, 34, seed, WAIT_MS);
 
-	it_job(&j, 32, 33, 34, seed);
-	t0 = it_now_us();
-	assert_int_equal(gemmd_submit(c, &j, 1, NULL, WAIT_MS), GM_OK);
-	us = it_now_us() - t0;
-	assert_true(it_job_ok(&j));
-	it_job_free(&j);
+	assert_true(us >= 0);
 	return us;
 }
 
