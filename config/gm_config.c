@@ -204,6 +204,8 @@ static const gm_config_row keys[] = {
     ROW("cpu_threads", uint, engine.cpu_threads, 0, 1024, 0),
     ROW("cpu_piece_us", uint, engine.cpu_piece_us, 100, 10000000,
 	GM_CPU_PIECE_US),
+    ROW("cpu_piece_flops", size, engine.cpu_piece_flops, 0,
+	UINT64_C(1000000000000000), 0),
     ROW("spin_us", uint, engine.spin_us, 0, 100000, GM_SPIN_US),
     ROW("ooc_share_percent", uint, engine.ooc_share_pct, 10, 90,
 	GM_OOC_SHARE_PCT),

@@ -78,9 +78,10 @@ typedef struct gm_engine_config {
 	 * that a job's result never depends on the load of the moment.
 	 */
 	unsigned cpu_piece_us;
-	/* CPU: FLOPs of one piece instead, whatever they take (0: by
-	 * cpu_piece_us). Not a configuration key: tests cut jobs into
-	 * many pieces with it. */
+	/* CPU: FLOPs of one piece instead, whatever they take (0: sized
+	 * from cpu_piece_us by the GEMM timed at start). Set, a job's cut
+	 * is the same on every start and every host, not only for one
+	 * daemon's life. */
 	uint64_t cpu_piece_flops;
 	/*
 	 * CUDA: a job whose host bytes (A + B + C + result) are at most

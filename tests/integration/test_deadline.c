@@ -8,8 +8,9 @@
  * that waits FOREVER_MS, each returns GM_ETRANSPORT within DEAD_MS. A
  * call that gave up takes its job with it: a job still queued behind a
  * long one when its caller's timeout passes never runs (gemmd counts it
- * ETIMEDOUT, not ok): there the daemon runs each job whole
- * (cpu_piece_us at its most) and the job is too large for the side
+ * ETIMEDOUT, not ok): there the daemon runs each job whole (pieces
+ * of cpu_piece_flops far over the long one's FLOPs, not a time the
+ * load at start would scale) and the job is too large for the side
  * thread that runs the smallest jobs beside a piece, so that it really
  * waits, in the engine's queue, until the long one ends. Closing a client of a
  * stopped gemmd returns at once, and opening one against a TCP listener that
@@ -70,11 +71,12 @@ static int setup(void **state)
 }
 
 /* gemmd running each job whole: a job behind a long one waits for all
- * of it, not for a piece. */
+ * of it, not for a piece. (cpu_piece_us would not do: pieces it sizes
+ * at the speed timed at start, and a loaded host times a slow one.) */
 static int setup_whole(void **state)
 {
 	const char *args[] = {"--set", "cpu_threads=1", "--set",
-			      "cpu_piece_us=10000000", NULL};
+			      "cpu_piece_flops=1000000000000000", NULL};
 
 	(void)state;
 	start(args);
