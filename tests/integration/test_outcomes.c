@@ -13,8 +13,8 @@
  * or queued behind a "blocker" (one job sized, by a calibration run, to
  * keep one BLAS thread busy for about BLOCK_S seconds), then left alone,
  * canceled, or given a deadline that passes while it waits. The daemon
- * runs each job whole (cpu_piece_us at its most), and a small job is
- * 72^3, over the 64^3 that OpenBLAS runs on one thread and the CPU
+ * runs each job whole (pieces of cpu_piece_flops far over any job here), and a
+ * small job is 72^3, over the 64^3 that OpenBLAS runs on one thread and the CPU
  * engine runs beside a piece: so a job behind the blocker really waits
  * for all of it. The table at the bottom says what each job of each
  * case must end with, and for each case the test checks that:
@@ -837,7 +837,7 @@ static int setup(void **state)
 {
 	static char depth[32], detach[48];
 	const char *args[] = {"--set", "cpu_threads=1",
-			      "--set", "cpu_piece_us=10000000",
+			      "--set", "cpu_piece_flops=1000000000000000",
 			      "--set", "pageable_max_bytes=0",
 			      "--set", "principal_share_percent=25",
 			      "--set", depth,

@@ -13,9 +13,9 @@
  * others), followed by a "filler" that takes that budget, so that
  * whatever is sent while they run waits in the scheduler's queue, and
  * starts, in the scheduler's order, once the filler is done. The daemon
- * runs each job whole here (cpu_piece_us at its most): the order these
- * tests read is the scheduler's, not the engine's turns between pieces
- * (test_fair.c has those). The host pool is made large enough for both
+ * runs each job whole here (pieces of cpu_piece_flops far over any job here):
+ * the order these tests read is the scheduler's, not the engine's turns between
+ * pieces (test_fair.c has those). The host pool is made large enough for both
  * and the small jobs beside them (a request waiting for pool bytes waits
  * in arrival order, before the scheduler sees it). The order is read
  * from each job's start_seq, the daemon's own numbering of the jobs it
@@ -172,7 +172,7 @@ static int by_seq(const void *a, const void *b)
 static gemmd_client *start(it_daemon *d, const char *const *extra)
 {
 	const char *args[24] = {"--set", "cpu_threads=1",
-				"--set", "cpu_piece_us=10000000",
+				"--set", "cpu_piece_flops=1000000000000000",
 				"--set", pool_arg};
 	int n = 6;
 	gemmd_client *c;

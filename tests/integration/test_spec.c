@@ -168,10 +168,11 @@ static void test_header_at_once(void **state)
 /* ---- 5.1, 7.1, 11: a job whose deadline passed in the queue ---- */
 
 /* The daemon of the late job: one BLAS thread running each job whole
- * (cpu_piece_us at its most), so that a job behind the blocker waits
- * for all of it. */
+ * (pieces of cpu_piece_flops far over any job here), so that a job behind the
+ * blocker waits for all of it. */
 static const char *const late_args[] = {"--set", "cpu_threads=1", "--set",
-					"cpu_piece_us=10000000", NULL};
+					"cpu_piece_flops=1000000000000000",
+					NULL};
 
 /* m = n = k of the late job: over the 64^3 that OpenBLAS runs on one
  * thread, which the CPU engine runs beside the blocker instead of after
