@@ -41,8 +41,10 @@ if [ -n "$CUDA_RPATH" ]; then
 		fail "the installed plugin has no rpath to $CUDA_RPATH"
 fi
 
-# The Python package, by import, from where it was installed.
-LD_LIBRARY_PATH=$libdir PYTHONPATH=$pydir "$PYTHON" -c '
+# The Python package, by import, from where it was installed (under the
+# sanitizers, their runtime first, as for the shim below).
+LD_LIBRARY_PATH=$libdir PYTHONPATH=$pydir LD_PRELOAD="$SAN_PRELOAD" \
+	ASAN_OPTIONS=detect_leaks=0 "$PYTHON" -c '
 import sys
 import numpy as np
 import gemmd
