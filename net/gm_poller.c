@@ -1,8 +1,16 @@
 /*
- * gm_poller.c - receives a spinning thread takes itself; see
- * gm_poller.h. The poller's lock guards its list of streams, what is
- * parked and every node; tries run under it, callbacks outside it, with
- * the node marked busy so that a stream being freed waits for them.
+ * gm_poller.c - receives a spinning thread takes itself (gm_poller.h),
+ * and the read ahead of a plain stream a listener accepts, which tries
+ * a receive at once in the same way. The poller's lock guards its list
+ * of streams, what is parked and every node; tries run under it,
+ * callbacks outside it, with the node marked busy so that a stream
+ * being freed waits for them. Lock order: the poller's lock, then the
+ * stream's; a stream never calls into its poller with its own lock
+ * held.
+ *
+ * A plain stream put in a poller runs on the ops here: its receives
+ * park, its close and free take it out of the poller. gm_stream.c, under
+ * them, knows nothing of pollers.
  */
 #include "gm_poller.h"
 #include "gm_poller_impl.h"
@@ -11,6 +19,7 @@
 #include <stdlib.h>
 
 #include "gm_error.h"
+#include "gm_stream_impl.h"
 
 struct gm_poller {
 	pthread_mutex_t mu;
@@ -81,7 +90,8 @@ static void run_busy(gm_poller *p, gm_poll_node *list,
 	}
 }
 
-void gm_poller_join(gm_poller *p, gm_poll_node *n)
+/* Puts n, of a stream just made, in p. */
+static void join(gm_poller *p, gm_poll_node *n)
 {
 	pthread_mutex_lock(&p->mu);
 	n->prev = NULL;
@@ -92,7 +102,10 @@ void gm_poller_join(gm_poller *p, gm_poll_node *n)
 	pthread_mutex_unlock(&p->mu);
 }
 
-bool gm_poller_park(gm_poller *p, gm_poll_node *n)
+/* Parks the receive n's stream has just begun, when p is started and
+ * has room: true, and a poll or the stop ends it; false: the stream
+ * hands it to nng. */
+static bool park(gm_poller *p, gm_poll_node *n)
 {
 	bool parked = false;
 
@@ -107,7 +120,10 @@ bool gm_poller_park(gm_poller *p, gm_poll_node *n)
 	return parked;
 }
 
-bool gm_poller_close_node(gm_poller *p, gm_poll_node *n)
+/* n's stream is closing: it never parks again. Returns whether its
+ * receive was parked, which the stream then hands to nng (where the
+ * close ends it). */
+static bool close_node(gm_poller *p, gm_poll_node *n)
 {
 	bool was;
 
@@ -119,7 +135,9 @@ bool gm_poller_close_node(gm_poller *p, gm_poll_node *n)
 	return was;
 }
 
-void gm_poller_leave(gm_poller *p, gm_poll_node *n)
+/* n's stream is being freed: out of p, once no poll or stop runs its
+ * receive any more. */
+static void leave(gm_poller *p, gm_poll_node *n)
 {
 	pthread_mutex_lock(&p->mu);
 	n->closed = true;
@@ -134,19 +152,68 @@ void gm_poller_leave(gm_poller *p, gm_poll_node *n)
 	pthread_mutex_unlock(&p->mu);
 }
 
+/* ---- a plain stream, for its poller ---- */
+
+/* Whether s's receive io is one for its poller to take. */
+static bool pollable(const gm_stream *s, const gm_io *io)
+{
+	size_t len = 0;
+
+	for (unsigned i = 0; i < io->niov; i++)
+		len += io->iov[i].iov_len;
+	return len <= GM_POLLER_MAX_BYTES;
+}
+
+/* Starts a receive on aio, which has no callback, and takes it back at
+ * once: it reads what has come, on this thread, or nothing
+ * (NNG_ECANCELED). Returns nng's code, the bytes read in *n. */
+static int try_now(nng_stream *ns, nng_aio *aio, unsigned niov,
+		   const nng_iov *iov, size_t *n)
+{
+	nng_aio_set_iov(aio, niov, iov);
+	nng_stream_recv(ns, aio);
+	nng_aio_cancel(aio);
+	nng_aio_wait(aio);
+	*n = nng_aio_count(aio);
+	return nng_aio_result(aio);
+}
+
+/* Tries the parked receive of s once: true when it ended, with nng's
+ * code and the bytes it brought. Under the poller's lock. */
+static bool try_recv(gm_stream *s, int *nrv, size_t *n)
+{
+	*nrv = try_now(s->ns, s->paio, s->rio->niov, s->rio->iov, n);
+	return *nrv != NNG_ECANCELED;
+}
+
+/* Cancels the receive of s in nng's hands, if one is: when the
+ * cancellation comes back, the receive parks (taken_back). Under the
+ * poller's lock (nng runs no callback inside the cancel); the cancel
+ * under the stream's, as the start: the receive it cancels is the one
+ * marked, not a later one begun after this one ended. */
+static void take_back(gm_stream *s)
+{
+	pthread_mutex_lock(&s->mu);
+	if (s->rarmed && !s->pulling && !s->closed && pollable(s, s->rio)) {
+		s->pulling = true;
+		nng_aio_cancel(s->raio);
+	}
+	pthread_mutex_unlock(&s->mu);
+}
+
 void gm_poller_start(gm_poller *p)
 {
 	pthread_mutex_lock(&p->mu);
 	if (p->started++ == 0 && (p->flags & GM_POLLER_TAKE_BACK))
 		for (gm_poll_node *n = p->nodes; n != NULL; n = n->next)
 			if (!n->closed)
-				gm_stream_take_back(n->s);
+				take_back(n->s);
 	pthread_mutex_unlock(&p->mu);
 }
 
 static void complete(gm_poll_node *n)
 {
-	gm_stream_polled(n->s, n->nrv, n->n);
+	gm_stream_end(n->s, &n->s->rio, n->nrv, n->n);
 }
 
 int gm_poller_poll(gm_poller *p)
@@ -156,7 +223,7 @@ int gm_poller_poll(gm_poller *p)
 
 	pthread_mutex_lock(&p->mu);
 	for (pp = &p->parked; (n = *pp) != NULL;) {
-		if (!gm_stream_try_recv(n->s, &n->nrv, &n->n)) {
+		if (!try_recv(n->s, &n->nrv, &n->n)) {
 			pp = &n->park_next;
 			continue;
 		}
@@ -175,7 +242,7 @@ int gm_poller_poll(gm_poller *p)
 
 static void unpark(gm_poll_node *n)
 {
-	gm_stream_unpark(n->s);
+	gm_stream_arm_recv(n->s);
 }
 
 void gm_poller_stop(gm_poller *p)
@@ -206,4 +273,117 @@ unsigned gm_poller_parked(gm_poller *p)
 	n = p->nparked;
 	pthread_mutex_unlock(&p->mu);
 	return n;
+}
+
+/* ---- a plain stream in a poller: its ops ---- */
+
+/* raio's receive ended: whether it was taken back for the poller with
+ * nothing read, in which case it parks (or goes to nng again when the
+ * poller stopped meanwhile) instead of completing. */
+static bool taken_back(gm_stream *s)
+{
+	bool pulled, closed;
+
+	pthread_mutex_lock(&s->mu);
+	s->rarmed = false;
+	pulled = s->pulling;
+	s->pulling = false;
+	closed = s->closed;
+	pthread_mutex_unlock(&s->mu);
+	if (!pulled || nng_aio_result(s->raio) != NNG_ECANCELED)
+		return false;
+	/* Closed meanwhile: it ends here, as the close would have ended
+	 * it; raio may be stopped already (gm_stream_free). */
+	if (closed)
+		gm_stream_end(s, &s->rio, NNG_ECLOSED, 0);
+	else if (!park(s->poller, &s->pnode))
+		gm_stream_arm_recv(s);
+	return true;
+}
+
+static void polled_recv(gm_stream *s, gm_io *io)
+{
+	if (gm_stream_hand_ahead(s, io))
+		return;
+	s->rio = io;
+	if (!pollable(s, io) || !park(s->poller, &s->pnode))
+		gm_stream_arm_recv(s);
+}
+
+static void polled_close(gm_stream *s)
+{
+	gm_stream_mark_closed(s);
+	/* A parked receive goes to nng, which ends it with the close. */
+	if (close_node(s->poller, &s->pnode))
+		gm_stream_arm_recv(s);
+	nng_stream_close(s->ns);
+}
+
+static void polled_leave(gm_stream *s)
+{
+	leave(s->poller, &s->pnode);
+}
+
+static const struct gm_stream_ops polled_ops = {
+    .recv = polled_recv,
+    .send = gm_stream_plain_send,
+    .close = polled_close,
+    .taken_back = taken_back,
+    .leave = polled_leave,
+};
+
+void gm_stream_set_poller(gm_stream *s, gm_poller *p)
+{
+	if (s->kind == GM_URL_TLS)
+		return;
+	/* Its callback completes in the thread that ends it: the poll's
+	 * own, inside the try. */
+	if (s->paio == NULL && nng_aio_alloc(&s->paio, NULL, NULL) != 0)
+		return; /* not polled: a cost, not a failure */
+	s->poller = p;
+	s->pnode.s = s;
+	s->ops = &polled_ops;
+	join(p, &s->pnode);
+}
+
+/* ---- the read ahead ---- */
+
+/*
+ * nng 1.5.2 adds an accepted connection's descriptor to its epoll set
+ * with no events asked for, which still reports a hang-up (EPOLLHUP,
+ * and a UNIX-domain socket's peer closing is one), over and over until
+ * the first read arms the descriptor one-shot: nng's poller thread
+ * spins on it until then. So a plain stream accepted by a listener
+ * tries one read at once, on the thread that accepted it, with an aio
+ * of the listener's that has no callback: nng completes such an aio on
+ * the thread that finishes it. A read that finds nothing is taken back
+ * at once, and leaves the descriptor armed one-shot, which stops the
+ * spin; one that brought bytes leaves them in ahead_buf for the first
+ * receive; one that found the peer gone closes the stream there and
+ * then, so its descriptor leaves the set without waiting for another
+ * thread. The first receive takes what the read ahead brought through
+ * raio, as any receive completes (its callback, never inside
+ * gm_stream_recv; gm_stream_hand_ahead).
+ */
+void gm_stream_read_ahead(gm_stream *s, nng_aio *aio)
+{
+	size_t n;
+	int nrv = 0;
+
+	while (nrv == 0 && s->ahead_len < GM_STREAM_AHEAD_BYTES) {
+		nng_iov iov = {s->ahead_buf + s->ahead_len,
+			       GM_STREAM_AHEAD_BYTES - s->ahead_len};
+
+		if ((nrv = try_now(s->ns, aio, 1, &iov, &n)) == 0)
+			s->ahead_len += n;
+	}
+	if (nrv == NNG_ECANCELED)
+		nrv = 0;
+	s->ahead = s->ahead_len > 0 || nrv != 0;
+	s->ahead_nrv = nrv;
+	if (nrv != 0) {
+		gm_stream_set_error(s, "connection", nrv);
+		s->closed = true;
+		nng_stream_close(s->ns);
+	}
 }

@@ -95,7 +95,7 @@ int gm_listener_open(const char *url, const gm_tls_ctx *tls, int ipc_mode,
  * thread. One accept at a time; the callback may start the next. A
  * plain stream so accepted has read what had come already, up to a
  * frame header and a small request: its first receives take that
- * (gm_stream.c says why), and gm_stream_gone says whether its peer had
+ * (gm_poller.c says why), and gm_stream_gone says whether its peer had
  * gone. */
 void gm_listener_accept(gm_listener *l, gm_accept_fn fn, void *arg);
 

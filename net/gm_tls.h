@@ -6,7 +6,7 @@
  * moves one 16 KiB record per asynchronous operation, which measured
  * 0.25 GB/s on a host where the same TCP connection carries 2.2 GB/s,
  * whichever TLS library is under it; the stream layer here moves a whole
- * buffer of records per operation (gm_stream.c). A context holds the
+ * buffer of records per operation (gm_stream_tls.c). A context holds the
  * certificates and settings; each connection gets its own state from it.
  * Contexts are made once, at startup or open, and are read-only after:
  * any thread may use one.

@@ -1,5 +1,5 @@
 /*
- * gm_tls_impl.h - private to net/: what gm_stream.c needs of a TLS
+ * gm_tls_impl.h - private to net/: what gm_stream_tls.c needs of a TLS
  * context to run a connection.
  */
 #ifndef GM_TLS_IMPL_H

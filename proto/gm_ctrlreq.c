@@ -14,7 +14,10 @@
 
 #include "gm_ctrlreq_json.h"
 #include "gm_error.h"
-#include "gm_proto_wire.h"
+#include "gm_proto_impl.h"
+
+_Static_assert(GM_CTRLREQ_JSON_DEPTH_MAX == GM_CTRLREQ_DEPTH_MAX,
+	       "the JSON pass reads the nesting that gm_ctrlreq.h promises");
 
 static const struct {
 	const char *name;

@@ -3,7 +3,7 @@
  * body validated as JSON (RFC 8259, with the stricter rules of
  * gm_ctrlreq.h: valid UTF-8, no NUL in strings, no member twice and at
  * most GM_CTRLREQ_MEMBERS_MAX in any object, however deep, nesting at
- * most GM_CTRLREQ_DEPTH_MAX), noting the top object's members for the
+ * most GM_CTRLREQ_JSON_DEPTH_MAX), noting the top object's members for the
  * second pass (gm_ctrlreq.c). Integers are accumulated in 64 bits as
  * their digits are read.
  */
@@ -13,7 +13,7 @@
 #include <sys/random.h>
 
 #include "gm_error.h"
-#include "gm_proto_wire.h"
+#include "gm_proto_impl.h"
 
 /* A member name of an object still open: a hash of its decoded text,
  * so that names are compared in full only when their hashes match, and
@@ -23,9 +23,9 @@ struct seen {
 	size_t at;
 };
 
-/* Objects open at once, at most GM_CTRLREQ_DEPTH_MAX, each with at most
+/* Objects open at once, at most GM_CTRLREQ_JSON_DEPTH_MAX, each with at most
  * GM_CTRLREQ_MEMBERS_MAX names. */
-#define SEEN_MAX (GM_CTRLREQ_DEPTH_MAX * GM_CTRLREQ_MEMBERS_MAX)
+#define SEEN_MAX (GM_CTRLREQ_JSON_DEPTH_MAX * GM_CTRLREQ_MEMBERS_MAX)
 /* The names in seen[] are found through an open-addressed table of
  * their indexes, twice as large so that probes stay short: a name is
  * checked against the few its hash leads to, not against every name of
@@ -497,7 +497,7 @@ static int value(struct reader *r, gm_ctrlreq_member *m)
 	switch (*r->p) {
 	case '{':
 	case '[':
-		if (++r->depth > GM_CTRLREQ_DEPTH_MAX)
+		if (++r->depth > GM_CTRLREQ_JSON_DEPTH_MAX)
 			return bad(r, "nested more than 16 deep");
 		rv = *r->p == '{' ? object(r, NULL, NULL) : array(r);
 		r->depth--;

@@ -11,9 +11,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gm_ctrlreq.h"
-
 #define GM_CTRLREQ_MEMBERS_MAX 256 /* in any object: a request has three */
+/* Nesting read at most: GM_CTRLREQ_DEPTH_MAX of gm_ctrlreq.h, which
+ * gm_ctrlreq.c checks; this pass builds on no other file of proto/. */
+#define GM_CTRLREQ_JSON_DEPTH_MAX 16
 /* A member name or op longer than this is none of ours. */
 #define GM_CTRLREQ_NAME_MAX 32
 

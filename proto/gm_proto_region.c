@@ -8,7 +8,7 @@
  * fits in it is the daemon's to check, since only it knows the regions.
  */
 #include "gm_proto_region.h"
-#include "gm_proto_wire.h"
+#include "gm_proto_impl.h"
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "gm_proto.h"
-#include "gm_proto_wire.h"
+#include "gm_proto_impl.h"
 
 /* ---- GEMM reply ---- */
 

@@ -1,12 +1,12 @@
 /*
- * gm_proto_wire.h - private to proto/: the little-endian byte helpers and
- * the checks that the request and reply decoders share.
+ * gm_proto_impl.h - private to proto/: the little-endian byte helpers and
+ * the checks of gm_proto.c that the other decoders of proto/ share.
  *
  * Every field is read and written one byte at a time, so the code depends
  * neither on the host's byte order nor on the alignment of the buffer.
  */
-#ifndef GM_PROTO_WIRE_H
-#define GM_PROTO_WIRE_H
+#ifndef GM_PROTO_IMPL_H
+#define GM_PROTO_IMPL_H
 
 #include <stdint.h>
 #include <string.h>
@@ -92,6 +92,16 @@ gm_proto_fail(int code, char *msg, size_t msglen, const char *fmt, ...);
 
 /* Decodes the job header at p (48 bytes present), unchecked. */
 void gm_proto_parse_job(const uint8_t *p, gm_job_desc *d);
+
+/* What a job header at p says on its own (dtype, reserved bytes,
+ * fields, dims), in PROTOCOL.md's order. */
+int gm_proto_check_job_head(const uint8_t *p, const gm_limits *lim, char *msg,
+			    size_t msglen);
+
+/* GM_ETOOBIG when bytes, what a job carries in the message (what of
+ * A + B + C is inline), pass lim->max_job_bytes; what names them. */
+int gm_proto_check_job_bytes(uint64_t bytes, const gm_limits *lim,
+			     const char *what, char *msg, size_t msglen);
 
 /* GM_EMSGTYPE unless h is of type. */
 int gm_proto_want_type(const gm_hdr *h, uint16_t type, char *msg,
