@@ -47,7 +47,7 @@
 /* The client's p99 under load may reach 5x its p99 unloaded. On a host
  * of 2 cores the ipc:// connect storm weighed most: nng 1.5.2's poller
  * spun on the hang-up of each connection closed before its first read
- * (gm_stream.c), and every such connection was made, armed and torn down
+ * (gm_poller.c), and every such connection was made, armed and torn down
  * on the loop. A stream accepted now reads ahead at once and one whose
  * peer is gone is freed where it was accepted (gm_listen.c), which took
  * the soak from 5-19x, then 5-6x, to 1.4-2.5x (0.37-0.54 ms against

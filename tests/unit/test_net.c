@@ -558,7 +558,7 @@ static void test_close_and_peer_gone(void **state)
 
 /*
  * A plain stream accepted by a listener reads ahead before its first
- * receive is started (gm_stream.c): what came before the accept reaches
+ * receive is started (gm_poller.c): what came before the accept reaches
  * the first receives, in any sizes, delivered without recursing; a receive
  * started before anything came gets it; a peer that is gone before the first
  * receive fails it, rather than hang; one gone before the accept leaves
