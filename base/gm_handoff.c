@@ -86,6 +86,22 @@ bool gm_handoff_push_all(gm_handoff *q, void *const *items, size_t n)
 	return true;
 }
 
+bool gm_handoff_insert(gm_handoff *q, void *prev, void *item)
+{
+	void **at;
+
+	if (q->closed)
+		return false;
+	at = prev != NULL ? link_of(q, prev) : &q->head;
+	*link_of(q, item) = *at;
+	*at = item;
+	if (q->tail == prev)
+		q->tail = item;
+	bump(q);
+	wake(q, 1);
+	return true;
+}
+
 void *gm_handoff_pop(gm_handoff *q)
 {
 	void *item = q->head;

@@ -105,6 +105,11 @@ bool gm_handoff_push(gm_handoff *q, void *item);
  * there are items (one broadcast when that is all of them). */
 bool gm_handoff_push_all(gm_handoff *q, void *const *items, size_t n);
 
+/* Puts item right after prev, an item of q (NULL: first), waking as
+ * push does: for items that go ahead of others (urgent tasks). Returns
+ * false, keeping nothing, once q is closed. */
+bool gm_handoff_insert(gm_handoff *q, void *prev, void *item);
+
 /* Takes the oldest item off q; NULL when q is empty. */
 void *gm_handoff_pop(gm_handoff *q);
 

@@ -3,7 +3,8 @@
  * (base/gm_handoff.h, base/gm_spin.h): items come out in the order they
  * went in and are taken back from anywhere; many producers to one
  * consumer and to many lose, repeat and reorder nothing; a close wakes
- * every consumer asleep and still lets what was queued out; a kick
+ * every consumer asleep and still lets what was queued out; an item put
+ * after another, or first, comes out there; a kick
  * makes one wait return; two threads handing one item back and forth
  * many times never stall (no lost wake-up), sleeping or polling; a
  * consumer that polls gets a push without being signalled; one thread of
@@ -120,6 +121,34 @@ static void test_fifo_and_take_back(void **state)
 	assert_false(gm_handoff_push(&b.q, &it[2]));
 	assert_ptr_equal(gm_handoff_pop_wait(&b.q), &it[1]);
 	assert_null(gm_handoff_pop_wait(&b.q));
+	pthread_mutex_unlock(&b.mu);
+	box_fini(&b);
+}
+
+/* Inserted first into an empty queue, first before others, after the
+ * last (the tail moves), after one in the middle. */
+static void test_insert(void **state)
+{
+	struct item it[5] = {
+	    {.seq = 0}, {.seq = 1}, {.seq = 2}, {.seq = 3}, {.seq = 4}};
+	int order[5] = {1, 0, 3, 2, 4};
+	struct box b;
+
+	box_init(&b, 0);
+	pthread_mutex_lock(&b.mu);
+	assert_true(gm_handoff_insert(&b.q, NULL, &it[0]));
+	assert_true(gm_handoff_insert(&b.q, NULL, &it[1]));
+	assert_true(gm_handoff_insert(&b.q, &it[0], &it[2]));
+	assert_true(gm_handoff_push(&b.q, &it[4]));
+	assert_true(gm_handoff_insert(&b.q, &it[0], &it[3]));
+	for (int i = 0; i < 5; i++)
+		assert_ptr_equal(gm_handoff_pop(&b.q), &it[order[i]]);
+	assert_null(gm_handoff_pop(&b.q));
+	assert_true(gm_handoff_insert(&b.q, NULL, &it[0]));
+	assert_true(gm_handoff_push(&b.q, &it[1]));
+	assert_ptr_equal(gm_handoff_next(&b.q, &it[0]), &it[1]);
+	gm_handoff_close(&b.q);
+	assert_false(gm_handoff_insert(&b.q, NULL, &it[2]));
 	pthread_mutex_unlock(&b.mu);
 	box_fini(&b);
 }
@@ -499,6 +528,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_fifo_and_take_back),
+	    cmocka_unit_test(test_insert),
 	    cmocka_unit_test(test_remove_if_takes_oldest_match),
 	    cmocka_unit_test(test_many_producers_one_consumer),
 	    cmocka_unit_test(test_many_producers_many_consumers),
