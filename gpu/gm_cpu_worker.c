@@ -67,17 +67,6 @@ static void run_burst(struct cpu_engine *ce, size_t n, double flops)
 		finish(ce, ce->burst[i]);
 }
 
-/* Unlinks *at, which follows prev, from the FIFO. Under mu. */
-static gm_job *unlink_at(struct cpu_engine *ce, gm_job **at, gm_job *prev)
-{
-	gm_job *job = *at;
-
-	if ((*at = job->next) == NULL)
-		ce->tail = prev;
-	job->next = NULL;
-	return job;
-}
-
 /* What one pass over the FIFO takes (take()). */
 struct taken {
 	gm_job **burst; /* small jobs, at most max */
@@ -95,27 +84,29 @@ struct taken {
 static void take(struct cpu_engine *ce, int want_large, struct taken *t)
 {
 	double now = gm_engine_now_us();
-	gm_job **at = &ce->head, *prev = NULL, *job;
+	gm_job *job = gm_handoff_first(&ce->fifo), *prev = NULL, *next;
 	int small;
 
 	t->n = 0;
 	t->flops = 0;
 	t->large = t->late = NULL;
-	while (*at != NULL && (t->n < t->max || (want_large && !t->large))) {
-		job = *at;
+	for (; job != NULL && (t->n < t->max || (want_large && !t->large));
+	     job = next) {
+		next = gm_handoff_next(&ce->fifo, job);
 		small = gm_cpu_worker_small(job);
 		if (gm_engine_expired(job, now)) {
-			job = unlink_at(ce, at, prev);
+			gm_handoff_unlink(&ce->fifo, prev, job);
 			job->next = t->late;
 			t->late = job;
 		} else if (small && t->n < t->max) {
 			t->flops += gm_job_flops(&job->d);
-			t->burst[t->n++] = unlink_at(ce, at, prev);
+			gm_handoff_unlink(&ce->fifo, prev, job);
+			t->burst[t->n++] = job;
 		} else if (!small && want_large && t->large == NULL) {
-			t->large = unlink_at(ce, at, prev);
+			gm_handoff_unlink(&ce->fifo, prev, job);
+			t->large = job;
 		} else {
 			prev = job;
-			at = &job->next;
 		}
 	}
 }
@@ -146,7 +137,7 @@ static void run_piece(struct cpu_engine *ce, gm_cpu_piece *p)
 {
 	pthread_mutex_lock(&ce->mu);
 	ce->in_piece = 1;
-	if (ce->head != NULL)
+	if (gm_handoff_first(&ce->fifo) != NULL)
 		pthread_cond_signal(&ce->side_wake);
 	pthread_mutex_unlock(&ce->mu);
 	gm_cpu_piece_run(p);
@@ -301,7 +292,7 @@ void gm_cpu_worker_size_pieces(struct cpu_engine *ce)
 /* Whether the worker has jobs, waiting or in turns. Under mu. */
 static int has_work(const struct cpu_engine *ce)
 {
-	return ce->head != NULL || ce->nturns > 0;
+	return gm_handoff_first(&ce->fifo) != NULL || ce->nturns > 0;
 }
 
 void *gm_cpu_worker_main(void *arg)
@@ -310,8 +301,9 @@ void *gm_cpu_worker_main(void *arg)
 
 	pthread_mutex_lock(&ce->mu);
 	for (;;) {
-		while (!has_work(ce) && !ce->warm && !ce->stopping)
-			pthread_cond_wait(&ce->wake, &ce->mu);
+		/* Turns under way are work of its own: no wait for them. */
+		if (ce->nturns == 0 && !ce->warm)
+			gm_handoff_wait(&ce->fifo);
 		if (ce->warm) {
 			ce->warm = 0;
 			pthread_mutex_unlock(&ce->mu);
@@ -319,8 +311,11 @@ void *gm_cpu_worker_main(void *arg)
 			pthread_mutex_lock(&ce->mu);
 			continue;
 		}
-		if (!has_work(ce))
-			break; /* stopping, and every job is back */
+		if (!has_work(ce)) {
+			if (gm_handoff_closed(&ce->fifo))
+				break; /* every job is back */
+			continue;      /* a kick already spent */
+		}
 		if (!ce->running) {
 			ce->running = 1;
 			ce->busy_since = gm_engine_now_us();
@@ -342,9 +337,10 @@ void *gm_cpu_worker_side(void *arg)
 
 	pthread_mutex_lock(&ce->mu);
 	for (;;) {
-		while (!ce->stopping && !(ce->in_piece && ce->head != NULL))
+		while (!gm_handoff_closed(&ce->fifo) &&
+		       !(ce->in_piece && gm_handoff_first(&ce->fifo) != NULL))
 			pthread_cond_wait(&ce->side_wake, &ce->mu);
-		if (ce->stopping)
+		if (gm_handoff_closed(&ce->fifo))
 			break;
 		take(ce, 0, &t);
 		if (t.n == 0 && t.late == NULL) {

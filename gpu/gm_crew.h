@@ -3,12 +3,12 @@
  * with the calling thread, for work that comes in bursts: the CUDA
  * engine's staging copies and the CPU engine's runs of small jobs.
  *
- * A call is one generation: the caller and every crew thread take items
- * off one atomic counter until none is left, and the call returns once
- * every thread has checked out of it, so that none can still be using
- * the call's items afterwards. The threads sleep on a condition variable
- * between calls: a call wakes each of them once, whatever its number of
- * items. Plain C, no CUDA.
+ * A call hands each thread a ticket (gm_handoff.h): the caller and every
+ * crew thread take items off one atomic counter until none is left, and
+ * the call returns once every ticket is back, so that no thread can
+ * still be using the call's items afterwards. The threads sleep on the
+ * ticket queue between calls: a call wakes each of them once, whatever
+ * its number of items. Plain C, no CUDA.
  */
 #ifndef GM_CREW_H
 #define GM_CREW_H

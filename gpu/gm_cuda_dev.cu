@@ -11,6 +11,7 @@
  */
 #include "gm_cuda_dev.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -215,6 +216,46 @@ static void show_from(struct gm_cuda_dev *d, double now)
 		gm_tl_shown_init(&d->show_stream[i], now);
 }
 
+/* The device's queues and their spin policies; GM_ENOMEM with none
+ * left made. */
+static int init_queues(struct gm_cuda_dev *d)
+{
+	unsigned spin_us = d->sh->cfg.spin_us, i;
+
+	gm_spin_init(&d->spin_waves, spin_us);
+	gm_spin_init(&d->spin_ends, spin_us);
+	gm_spin_init(&d->spin_idle, spin_us);
+	if (gm_handoff_init(&d->waves, &d->mu,
+			    offsetof(struct gm_cuda_wave, next),
+			    &d->spin_waves) != 0)
+		return GM_ENOMEM;
+	if (gm_handoff_init(&d->ooc_jobs, &d->mu, offsetof(gm_job, next),
+			    NULL) != 0)
+		goto fail_ooc;
+	for (i = 0; i < d->nstreams; i++)
+		if (gm_handoff_init(&d->streams[i].done, &d->mu,
+				    offsetof(struct gm_cuda_ctx, next),
+				    &d->spin_idle) != 0)
+			goto fail_done;
+	return GM_OK;
+
+fail_done:
+	while (i-- > 0)
+		gm_handoff_destroy(&d->streams[i].done);
+	gm_handoff_destroy(&d->ooc_jobs);
+fail_ooc:
+	gm_handoff_destroy(&d->waves);
+	return GM_ENOMEM;
+}
+
+static void destroy_queues(struct gm_cuda_dev *d)
+{
+	for (unsigned i = 0; i < d->nstreams; i++)
+		gm_handoff_destroy(&d->streams[i].done);
+	gm_handoff_destroy(&d->ooc_jobs);
+	gm_handoff_destroy(&d->waves);
+}
+
 static int alloc_dev(struct gm_cuda_shared *sh, int index,
 		     struct gm_cuda_dev **out)
 {
@@ -235,6 +276,14 @@ static int alloc_dev(struct gm_cuda_shared *sh, int index,
 	d->index = index;
 	show_from(d, gm_engine_now_us());
 	pthread_mutex_init(&d->mu, NULL);
+	for (i = 0; i < d->nstreams; i++)
+		d->streams[i].dev = d;
+	if (init_queues(d) != GM_OK) {
+		pthread_mutex_destroy(&d->mu);
+		free(d->streams);
+		free(d);
+		return GM_ENOMEM;
+	}
 	/* On the clock of the jobs' deadlines (gm_cuda_issue.cu waits for
 	 * memory until one). */
 	pthread_condattr_init(&ca);
@@ -242,10 +291,6 @@ static int alloc_dev(struct gm_cuda_shared *sh, int index,
 	pthread_cond_init(&d->issue_cv, &ca);
 	pthread_condattr_destroy(&ca);
 	pthread_cond_init(&d->ooc_cv, NULL);
-	for (i = 0; i < d->nstreams; i++) {
-		d->streams[i].dev = d;
-		pthread_cond_init(&d->streams[i].cv, NULL);
-	}
 	*out = d;
 	return GM_OK;
 }
@@ -322,17 +367,15 @@ static void stop_threads(struct gm_cuda_dev *d)
 	unsigned i;
 
 	pthread_mutex_lock(&d->mu);
-	d->stopping = 1;
-	pthread_cond_signal(&d->issue_cv);
+	gm_handoff_close(&d->waves);
 	pthread_mutex_unlock(&d->mu);
 	if (d->issue_started)
 		pthread_join(d->issue_thread, NULL);
 	gm_cuda_ooc_stop(d);
 
 	pthread_mutex_lock(&d->mu);
-	d->done_stopping = 1;
 	for (i = 0; i < d->nstreams; i++)
-		pthread_cond_signal(&d->streams[i].cv);
+		gm_handoff_close(&d->streams[i].done);
 	pthread_mutex_unlock(&d->mu);
 	for (i = 0; i < d->nstreams; i++)
 		if (d->streams[i].started)
@@ -366,7 +409,6 @@ void gm_cuda_dev_close(struct gm_cuda_dev *d)
 			cublasDestroy(st->blas);
 		if (st->s != NULL)
 			cudaStreamDestroy(st->s);
-		pthread_cond_destroy(&st->cv);
 	}
 	gm_pool_destroy(d->pool);
 	if (d->mem != NULL)
@@ -374,6 +416,7 @@ void gm_cuda_dev_close(struct gm_cuda_dev *d)
 	(void)cudaGetLastError();
 	pthread_cond_destroy(&d->issue_cv);
 	pthread_cond_destroy(&d->ooc_cv);
+	destroy_queues(d);
 	pthread_mutex_destroy(&d->mu);
 	free(d->streams);
 	free(d);
@@ -406,7 +449,7 @@ void gm_cuda_dev_warm(struct gm_cuda_dev *d)
 {
 	pthread_mutex_lock(&d->mu);
 	d->warm = 1;
-	pthread_cond_signal(&d->issue_cv);
+	gm_handoff_kick(&d->waves);
 	pthread_mutex_unlock(&d->mu);
 }
 
@@ -446,7 +489,9 @@ int gm_cuda_dev_take_back(struct gm_cuda_dev *d, gm_job *job)
 	if (rv != GM_OK && unlink_job(&d->held, job, UINT32_MAX))
 		rv = GM_OK;
 	/* An emptied wave issues nothing. */
-	for (w = d->waves; w != NULL && rv != GM_OK; w = w->next)
+	for (w = (struct gm_cuda_wave *)gm_handoff_first(&d->waves);
+	     w != NULL && rv != GM_OK;
+	     w = (struct gm_cuda_wave *)gm_handoff_next(&d->waves, w))
 		if (unlink_job(&w->head, job, UINT32_MAX))
 			rv = GM_OK;
 	if (rv == GM_OK)
@@ -468,37 +513,11 @@ double gm_cuda_dev_start_of(struct gm_cuda_dev *d, const double *at,
 void gm_cuda_dev_queue(struct gm_cuda_dev *d, struct gm_cuda_wave *w,
 		       uint64_t bytes)
 {
-	w->next = NULL;
 	pthread_mutex_lock(&d->mu);
-	if (d->waves_tail != NULL)
-		d->waves_tail->next = w;
-	else
-		d->waves = w;
-	d->waves_tail = w;
+	(void)gm_handoff_push(&d->waves, w); /* closed only after the loop
+						 stopped queueing */
 	d->outstanding += bytes;
-	__atomic_add_fetch(&d->posted, 1, __ATOMIC_RELEASE);
-	pthread_cond_signal(&d->issue_cv);
 	pthread_mutex_unlock(&d->mu);
-}
-
-void gm_cuda_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#endif
-}
-
-int gm_cuda_poll(const unsigned *count, unsigned seen, double since,
-		 unsigned spin_us)
-{
-	double until = since + spin_us;
-
-	while (__atomic_load_n(count, __ATOMIC_ACQUIRE) == seen) {
-		if (gm_engine_now_us() >= until)
-			return 0;
-		gm_cuda_relax();
-	}
-	return 1;
 }
 
 uint64_t gm_cuda_dev_load(struct gm_cuda_dev *d)

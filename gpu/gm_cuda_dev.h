@@ -28,6 +28,12 @@
  * event is at most the soonest of those sightings less their times after
  * the event.
  *
+ * Threads cross on gm_handoff queues (gm_handoff.h has the map): the
+ * loop's waves to the issue thread, tiled jobs to the runner, each
+ * stream's contexts to its completion thread, all under mu, with the
+ * device's spin policies (gm_spin.h) for the issue thread's waves, the
+ * completion threads' end events and their queues.
+ *
  * Locking: the fields under "guarded by mu" are only touched with mu
  * held; the CUDA objects are made before the threads start and destroyed
  * after they stop. The done callback is called without mu.
@@ -48,7 +54,9 @@
 #include "gm_cuda_stage.h"
 #include "gm_timeline.h"
 #include "gm_engine.h"
+#include "gm_handoff.h"
 #include "gm_pool.h"
+#include "gm_spin.h"
 
 /* Jobs in one batch, at most: what one batched call takes. */
 #define GM_CUDA_BATCH_JOBS GM_CUDA_LT_COUNT
@@ -136,9 +144,9 @@ struct gm_cuda_stream {
 	void *ws;	     /* that workspace, also cuBLASLt's on s */
 	pthread_t thread;    /* completion thread */
 	int started;
-	pthread_cond_t cv;		 /* work in the queue, or stop */
-	struct gm_cuda_ctx *head, *tail; /* issued, in stream order; mu */
-	unsigned queued; /* atomic: contexts queued, ever (gm_cuda_poll) */
+	/* Contexts issued, in stream order, through next, under the
+	 * device's mu; closed: the thread hands back the rest and exits. */
+	gm_handoff done;
 };
 
 /* Where the device-timed span of the current busy period stands. */
@@ -165,9 +173,10 @@ struct gm_cuda_dev {
 	cudaEvent_t span_ev; /* start of the busy period's span */
 	pthread_t issue_thread;
 	int issue_started;
-	int spinners;	 /* atomic: completion threads polling an event */
-	int idlers;	 /* atomic: completion threads polling their queue */
-	unsigned posted; /* atomic: waves queued, ever (gm_cuda_poll) */
+	/* The spin policies (gm_engine_config.spin_us): the issue thread
+	 * polling for a wave; one completion thread at a time polling its
+	 * end event, one its queue. */
+	gm_spin spin_waves, spin_ends, spin_idle;
 	struct gm_cuda_ooc *ooc; /* the runner's own */
 	pthread_t ooc_thread;
 	int ooc_started;
@@ -186,15 +195,16 @@ struct gm_cuda_dev {
 	uint64_t small_bytes, batch_bytes; /* see gm_cuda_issue.cu */
 
 	pthread_mutex_t mu;
-	pthread_cond_t issue_cv; /* wave queued, memory freed, fault, stop */
-	pthread_cond_t ooc_cv;	 /* tiled job queued, memory freed, fault,
-				    stop */
+	pthread_cond_t issue_cv; /* memory freed, a job taken back, fault */
+	pthread_cond_t ooc_cv;	 /* memory freed, fault */
 	/* guarded by mu: */
-	struct gm_cuda_wave *waves, *waves_tail;
-	gm_job *ooc_head, *ooc_tail; /* tiled jobs for the runner */
-	uint64_t ooc_want;	     /* the runner waits for this much of the
-					pool: start nothing new meanwhile */
-	int ooc_stopping;
+	gm_handoff waves;    /* for the issue thread, through next; a
+				warm-up asked for kicks it; closed: issue
+				what is queued, then exit */
+	gm_handoff ooc_jobs; /* tiled jobs for the runner, through
+				gm_job.next; closed: run them, then exit */
+	uint64_t ooc_want;   /* the runner waits for this much of the
+				pool: start nothing new meanwhile */
 	struct gm_cuda_wave *free_waves; /* wave records to reuse */
 	/* Jobs of the wave being issued that are still queued, linked by
 	 * next: held, those that go one context each and have none yet,
@@ -225,9 +235,7 @@ struct gm_cuda_dev {
 	double span_end_us;    /* latest job end in the open period */
 	struct gm_timeline tl; /* copy/kernel overlap */
 	double stream_busy_us[GM_MAX_STREAMS]; /* job spans per stream */
-	int faulted;	   /* also read without mu, atomically */
-	int stopping;	   /* issue thread: drain, then exit */
-	int done_stopping; /* completion threads: drain, then exit */
+	int faulted; /* also read without mu, atomically */
 };
 
 /* Sets up device index: streams, handles, memory, threads. On failure
@@ -334,15 +342,5 @@ void *gm_cuda_issue_main(void *arg);
 void *gm_cuda_done_main(void *arg);
 
 double gm_cuda_now_us(void);
-
-/* Polls *count until it differs from seen or until spin_us after since
- * (gm_engine_now_us): whether it changed. For a thread about to sleep
- * on work another posts, counting each post (gm_engine_config.spin_us). */
-int gm_cuda_poll(const unsigned *count, unsigned seen, double since,
-		 unsigned spin_us);
-
-/* One step of a polling loop: tells the core so (pause), leaving more
- * of it to a hyperthread beside the poller. */
-void gm_cuda_relax(void);
 
 #endif

@@ -3,10 +3,10 @@
  * back, in the order they were issued on it, a batch's all at once with
  * the batch's timings.
  *
- * The thread sleeps on its queue, then waits for the context's end
- * event. Waking from a blocking-sync wait costs about 20 us (55 us
- * against 36 us for a 64^3 job's round trip, DESIGN.md), so one thread
- * per device first polls the event for up to spin_us (gm_engine.h),
+ * The thread sleeps on its queue (gm_handoff.h), then waits for the
+ * context's end event. Waking from a blocking-sync wait costs about 20 us (55
+ * us against 36 us for a 64^3 job's round trip, DESIGN.md), so one thread per
+ * device first polls the event for up to spin_us (gm_engine.h, gm_spin.h),
  * which a small job finishes within; only then does it sleep in
  * cudaEventSynchronize, a blocking-sync event, until the device
  * interrupts. Likewise, having handed its last context back, one thread
@@ -138,24 +138,28 @@ static void copy_out(struct gm_cuda_ctx *c)
 			memcpy(j->copy_out, j->out, sz.out);
 }
 
-/* Polls ev for up to spin_us when no other thread of d polls, then
- * sleeps on it. */
+/* An end event polled, and what the last query said. */
+struct end_poll {
+	cudaEvent_t ev;
+	cudaError_t e;
+};
+
+static bool ended(void *arg)
+{
+	struct end_poll *p = (struct end_poll *)arg;
+
+	return (p->e = cudaEventQuery(p->ev)) != cudaErrorNotReady;
+}
+
+/* Polls ev for up to spin_us when no other thread of d polls an event
+ * (gm_spin.h), then sleeps on it. */
 static cudaError_t wait_event(struct gm_cuda_dev *d, cudaEvent_t ev)
 {
-	cudaError_t e = cudaErrorNotReady;
-	unsigned spin_us = d->sh->cfg.spin_us;
+	struct end_poll p = {ev, cudaErrorNotReady};
 
-	if (spin_us > 0 &&
-	    __atomic_fetch_add(&d->spinners, 1, __ATOMIC_ACQ_REL) == 0) {
-		double until = gm_engine_now_us() + spin_us;
-
-		while ((e = cudaEventQuery(ev)) == cudaErrorNotReady &&
-		       gm_engine_now_us() < until)
-			gm_cuda_relax();
-	}
-	if (spin_us > 0)
-		__atomic_fetch_sub(&d->spinners, 1, __ATOMIC_ACQ_REL);
-	return e == cudaErrorNotReady ? cudaEventSynchronize(ev) : e;
+	if (gm_spin_until(&d->spin_ends, ended, &p))
+		return p.e;
+	return cudaEventSynchronize(ev);
 }
 
 /*
@@ -212,24 +216,6 @@ static void complete(struct gm_cuda_dev *d, struct gm_cuda_ctx *c)
 	gm_cuda_dev_finish_n(d, j, n);
 }
 
-/* Under mu, with st's queue empty after a completion: polls it for
- * spin_us when no other thread of d polls its own (see the file
- * comment). */
-static void poll_queue(struct gm_cuda_dev *d, struct gm_cuda_stream *st)
-{
-	unsigned seen = __atomic_load_n(&st->queued, __ATOMIC_ACQUIRE);
-	unsigned spin_us = d->sh->cfg.spin_us;
-
-	if (spin_us == 0 || st->head != NULL || d->done_stopping)
-		return;
-	pthread_mutex_unlock(&d->mu);
-	if (__atomic_fetch_add(&d->idlers, 1, __ATOMIC_ACQ_REL) == 0)
-		(void)gm_cuda_poll(&st->queued, seen, gm_engine_now_us(),
-				   spin_us);
-	__atomic_fetch_sub(&d->idlers, 1, __ATOMIC_ACQ_REL);
-	pthread_mutex_lock(&d->mu);
-}
-
 void *gm_cuda_done_main(void *arg)
 {
 	struct gm_cuda_stream *st = (struct gm_cuda_stream *)arg;
@@ -237,18 +223,14 @@ void *gm_cuda_done_main(void *arg)
 	struct gm_cuda_ctx *c;
 
 	cudaSetDevice(d->index);
+	/* An empty queue is polled for spin_us by one thread of d at a time
+	 * (d->spin_idle), then slept on (see the file comment). */
 	pthread_mutex_lock(&d->mu);
-	for (;;) {
-		while (st->head == NULL && !d->done_stopping)
-			pthread_cond_wait(&st->cv, &d->mu);
-		if ((c = st->head) == NULL)
-			break;
-		if ((st->head = c->next) == NULL)
-			st->tail = NULL;
+	while ((c = (struct gm_cuda_ctx *)gm_handoff_pop_wait(&st->done)) !=
+	       NULL) {
 		pthread_mutex_unlock(&d->mu);
 		complete(d, c);
 		pthread_mutex_lock(&d->mu);
-		poll_queue(d, st);
 	}
 	pthread_mutex_unlock(&d->mu);
 	return NULL;

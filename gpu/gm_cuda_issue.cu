@@ -589,15 +589,9 @@ static void hand_over(struct gm_cuda_dev *d, struct gm_cuda_ctx *ctx)
 	else if (!(ctx->ended = cudaEventRecord(gm_cuda_ctx_ev(ctx, EV_END),
 						st->s) == cudaSuccess))
 		(void)cudaGetLastError();
-	ctx->next = NULL;
 	pthread_mutex_lock(&d->mu);
-	if (st->tail != NULL)
-		st->tail->next = ctx;
-	else
-		st->head = ctx;
-	st->tail = ctx;
-	__atomic_add_fetch(&st->queued, 1, __ATOMIC_RELEASE);
-	pthread_cond_signal(&st->cv);
+	/* Closed only after the issue thread stopped. */
+	(void)gm_handoff_push(&st->done, ctx);
 	pthread_mutex_unlock(&d->mu);
 }
 
@@ -861,20 +855,6 @@ static void warm_if_asked(struct gm_cuda_dev *d)
 	pthread_mutex_lock(&d->mu);
 }
 
-/* Under mu, with no wave queued: polls for one for spin_us after the
- * last before the thread sleeps (gm_engine_config.spin_us). */
-static void poll_waves(struct gm_cuda_dev *d)
-{
-	unsigned seen = __atomic_load_n(&d->posted, __ATOMIC_ACQUIRE);
-	unsigned spin_us = d->sh->cfg.spin_us;
-
-	if (spin_us == 0 || d->waves != NULL || d->warm || d->stopping)
-		return;
-	pthread_mutex_unlock(&d->mu);
-	(void)gm_cuda_poll(&d->posted, seen, gm_engine_now_us(), spin_us);
-	pthread_mutex_lock(&d->mu);
-}
-
 void *gm_cuda_issue_main(void *arg)
 {
 	struct gm_cuda_dev *d = (struct gm_cuda_dev *)arg;
@@ -883,21 +863,20 @@ void *gm_cuda_issue_main(void *arg)
 	cudaSetDevice(d->index);
 	pthread_mutex_lock(&d->mu);
 	for (;;) {
-		while (d->waves == NULL && !d->warm && !d->stopping)
-			pthread_cond_wait(&d->issue_cv, &d->mu);
+		/* With no wave queued, polls for one for spin_us after the
+		 * last before it sleeps (gm_engine_config.spin_us). */
+		gm_handoff_wait(&d->waves);
 		warm_if_asked(d);
-		if ((w = d->waves) == NULL) {
-			if (d->stopping)
+		w = (struct gm_cuda_wave *)gm_handoff_pop(&d->waves);
+		if (w == NULL) {
+			if (gm_handoff_closed(&d->waves))
 				break;
 			continue;
 		}
-		if ((d->waves = w->next) == NULL)
-			d->waves_tail = NULL;
 		pthread_mutex_unlock(&d->mu);
 		issue_wave(d, w->head);
 		gm_cuda_dev_wave_free(d, w);
 		pthread_mutex_lock(&d->mu);
-		poll_waves(d);
 	}
 	pthread_mutex_unlock(&d->mu);
 	return NULL;

@@ -325,13 +325,7 @@ static void *ooc_main(void *arg)
 
 	cudaSetDevice(d->index);
 	pthread_mutex_lock(&d->mu);
-	for (;;) {
-		while (d->ooc_head == NULL && !d->ooc_stopping)
-			pthread_cond_wait(&d->ooc_cv, &d->mu);
-		if ((j = d->ooc_head) == NULL)
-			break;
-		if ((d->ooc_head = j->next) == NULL)
-			d->ooc_tail = NULL;
+	while ((j = (gm_job *)gm_handoff_pop_wait(&d->ooc_jobs)) != NULL) {
 		pthread_mutex_unlock(&d->mu);
 		run(d, j);
 		pthread_mutex_lock(&d->mu);
@@ -352,38 +346,21 @@ int gm_cuda_ooc_start(struct gm_cuda_dev *d, char *msg, size_t msglen)
 
 void gm_cuda_ooc_queue(struct gm_cuda_dev *d, gm_job *j)
 {
-	j->next = NULL;
 	pthread_mutex_lock(&d->mu);
-	if (d->ooc_tail != NULL)
-		d->ooc_tail->next = j;
-	else
-		d->ooc_head = j;
-	d->ooc_tail = j;
-	pthread_cond_signal(&d->ooc_cv);
+	/* Closed only after the issue thread stopped. */
+	(void)gm_handoff_push(&d->ooc_jobs, j);
 	pthread_mutex_unlock(&d->mu);
 }
 
 int gm_cuda_ooc_take_back(struct gm_cuda_dev *d, gm_job *job)
 {
-	gm_job **at, *prev = NULL;
-
-	for (at = &d->ooc_head; *at != NULL; prev = *at, at = &(*at)->next) {
-		if (*at != job)
-			continue;
-		*at = job->next;
-		if (d->ooc_tail == job)
-			d->ooc_tail = prev;
-		job->next = NULL;
-		return GM_OK;
-	}
-	return GM_ENOTFOUND;
+	return gm_handoff_remove(&d->ooc_jobs, job) ? GM_OK : GM_ENOTFOUND;
 }
 
 void gm_cuda_ooc_stop(struct gm_cuda_dev *d)
 {
 	pthread_mutex_lock(&d->mu);
-	d->ooc_stopping = 1;
-	pthread_cond_broadcast(&d->ooc_cv);
+	gm_handoff_close(&d->ooc_jobs);
 	pthread_mutex_unlock(&d->mu);
 	if (d->ooc_started)
 		pthread_join(d->ooc_thread, NULL);

@@ -2,15 +2,15 @@
  * gm_engine_cpu.c - the CPU engine: OpenBLAS on one worker thread and a
  * small crew.
  *
- * gm_engine_submit appends jobs to a FIFO and wakes a dedicated worker
- * thread (never libuv's pool: a GEMM there would starve the daemon's file
- * system work). The worker takes from the FIFO only what it runs next,
- * so that the jobs behind still wait where gm_engine_cancel can take them
- * back and their deadlines still count. It works in rounds: first every
- * small job waiting (m n k at most SMALL_MNK, which OpenBLAS runs on the
- * calling thread only) runs, as one burst shared by the worker and a
- * crew of helper threads (gm_crew.h), each job on one core, so that a
- * wave of small jobs costs one wake-up per helper, not one per job; then
+ * gm_engine_submit appends jobs to a FIFO (gm_handoff.h, under the
+ * engine's lock) and wakes a dedicated worker thread (never libuv's pool: a
+ * GEMM there would starve the daemon's file system work). The worker takes from
+ * the FIFO only what it runs next, so that the jobs behind still wait where
+ * gm_engine_cancel can take them back and their deadlines still count. It works
+ * in rounds: first every small job waiting (m n k at most SMALL_MNK, which
+ * OpenBLAS runs on the calling thread only) runs, as one burst shared by the
+ * worker and a crew of helper threads (gm_crew.h), each job on one core, so
+ * that a wave of small jobs costs one wake-up per helper, not one per job; then
  * one piece (gm_cpu_piece.h, about cpu_piece_us of BLAS on OpenBLAS's
  * own threads) of the large job whose turn it is. A piece's FLOPs are
  * fixed once, before the first job, by a GEMM the worker times then
@@ -43,6 +43,7 @@
 
 #include <cblas.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,22 +60,12 @@ static int cpu_supports(const gm_engine *e, const gm_job_desc *d, char *msg,
 static int cpu_cancel(gm_engine *e, gm_job *job)
 {
 	struct cpu_engine *ce = (struct cpu_engine *)e;
-	gm_job **at, *prev = NULL;
-	int rv = GM_ENOTFOUND;
+	bool found;
 
 	pthread_mutex_lock(&ce->mu);
-	for (at = &ce->head; *at != NULL; prev = *at, at = &(*at)->next) {
-		if (*at != job)
-			continue;
-		*at = job->next;
-		if (ce->tail == job)
-			ce->tail = prev;
-		job->next = NULL;
-		rv = GM_OK;
-		break;
-	}
+	found = gm_handoff_remove(&ce->fifo, job);
 	pthread_mutex_unlock(&ce->mu);
-	return rv;
+	return found ? GM_OK : GM_ENOTFOUND;
 }
 
 static int cpu_warmup(gm_engine *e)
@@ -83,7 +74,7 @@ static int cpu_warmup(gm_engine *e)
 
 	pthread_mutex_lock(&ce->mu);
 	ce->warm = 1;
-	pthread_cond_signal(&ce->wake);
+	gm_handoff_kick(&ce->fifo);
 	pthread_mutex_unlock(&ce->mu);
 	return GM_OK;
 }
@@ -91,21 +82,11 @@ static int cpu_warmup(gm_engine *e)
 static int cpu_submit(gm_engine *e, gm_job **jobs, size_t n)
 {
 	struct cpu_engine *ce = (struct cpu_engine *)e;
-	size_t i;
 
 	if (n == 0)
 		return GM_OK;
-	for (i = 0; i + 1 < n; i++)
-		jobs[i]->next = jobs[i + 1];
-	jobs[n - 1]->next = NULL;
-
 	pthread_mutex_lock(&ce->mu);
-	if (ce->tail != NULL)
-		ce->tail->next = jobs[0];
-	else
-		ce->head = jobs[0];
-	ce->tail = jobs[n - 1];
-	pthread_cond_signal(&ce->wake);
+	gm_handoff_push_all(&ce->fifo, (void *const *)jobs, n);
 	if (ce->in_piece)
 		pthread_cond_signal(&ce->side_wake);
 	pthread_mutex_unlock(&ce->mu);
@@ -117,8 +98,7 @@ static void cpu_close(gm_engine *e)
 	struct cpu_engine *ce = (struct cpu_engine *)e;
 
 	pthread_mutex_lock(&ce->mu);
-	ce->stopping = 1;
-	pthread_cond_signal(&ce->wake);
+	gm_handoff_close(&ce->fifo);
 	pthread_cond_signal(&ce->side_wake);
 	pthread_mutex_unlock(&ce->mu);
 	/* The side thread first: it may hold jobs taken off the FIFO, which
@@ -129,7 +109,7 @@ static void cpu_close(gm_engine *e)
 	gm_crew_close(ce->crew);
 	munmap(ce->arena, ce->arena_bytes);
 	pthread_cond_destroy(&ce->side_wake);
-	pthread_cond_destroy(&ce->wake);
+	gm_handoff_destroy(&ce->fifo);
 	pthread_mutex_destroy(&ce->mu);
 	free(ce);
 }
@@ -221,8 +201,7 @@ static int start_threads(struct cpu_engine *ce)
 
 fail_side:
 	pthread_mutex_lock(&ce->mu);
-	ce->stopping = 1;
-	pthread_cond_signal(&ce->wake);
+	gm_handoff_close(&ce->fifo);
 	pthread_mutex_unlock(&ce->mu);
 	pthread_join(ce->worker, NULL);
 fail_worker:
@@ -249,8 +228,19 @@ int gm_engine_cpu_open(const gm_engine_config *cfg, gm_engine_done_fn done,
 	ce->base.done = done;
 	ce->base.done_arg = arg;
 	pthread_mutex_init(&ce->mu, NULL);
-	pthread_cond_init(&ce->wake, NULL);
 	pthread_cond_init(&ce->side_wake, NULL);
+	/* The worker sleeps at once: the CPU engine has no wake-up on a
+	 * small job's path worth polling for (spin_us is the CUDA
+	 * engine's). */
+	if (gm_handoff_init(&ce->fifo, &ce->mu, offsetof(gm_job, next), NULL) !=
+	    0) {
+		snprintf(msg, msglen, "cannot make the cpu engine's queue");
+		pthread_cond_destroy(&ce->side_wake);
+		pthread_mutex_destroy(&ce->mu);
+		munmap(ce->arena, ce->arena_bytes);
+		free(ce);
+		return GM_ENOMEM;
+	}
 	/* OpenBLAS keeps one thread count per process. */
 	if (cfg->cpu_threads != 0)
 		openblas_set_num_threads((int)cfg->cpu_threads);
@@ -263,7 +253,7 @@ int gm_engine_cpu_open(const gm_engine_config *cfg, gm_engine_done_fn done,
 	if (start_threads(ce) != GM_OK) {
 		snprintf(msg, msglen, "cannot start the cpu worker threads");
 		pthread_cond_destroy(&ce->side_wake);
-		pthread_cond_destroy(&ce->wake);
+		gm_handoff_destroy(&ce->fifo);
 		pthread_mutex_destroy(&ce->mu);
 		munmap(ce->arena, ce->arena_bytes);
 		free(ce);

@@ -12,6 +12,7 @@
 #include "gm_cpu_piece.h"
 #include "gm_crew.h"
 #include "gm_engine_impl.h"
+#include "gm_handoff.h"
 
 /*
  * OpenBLAS 0.3 runs a GEMM with m n k <= 65536 * 4 (SMP_THRESHOLD_MIN
@@ -52,10 +53,11 @@ struct cpu_engine {
 	struct gm_engine base; /* first: gm_engine.c casts back */
 	pthread_t worker, side;
 	pthread_mutex_t mu;	  /* guards everything below it */
-	pthread_cond_t wake;	  /* the worker's */
 	pthread_cond_t side_wake; /* the side thread's */
-	gm_job *head, *tail;
-	int stopping;
+	/* Jobs submitted and not yet taken, through gm_job.next: the
+	 * worker waits on it; a warm-up asked for kicks it; closed, the
+	 * engine stops. */
+	gm_handoff fifo;
 	int warm;	   /* a warm-up is asked for */
 	int running;	   /* the worker is running jobs since busy_since */
 	double busy_since; /* host clock */
@@ -89,11 +91,12 @@ struct cpu_engine {
 void gm_cpu_worker_size_pieces(struct cpu_engine *ce);
 
 /* The worker thread: runs the jobs submitted in rounds (see
- * gm_engine_cpu.c) until stopping is set and every job is back. */
+ * gm_engine_cpu.c) until the FIFO is closed and every job is back. */
 void *gm_cpu_worker_main(void *arg);
 
 /* The side thread: while the worker is in a piece, runs the small jobs
- * waiting, one after another, beside it; returns once stopping is set. */
+ * waiting, one after another, beside it; returns once the FIFO is
+ * closed. */
 void *gm_cpu_worker_side(void *arg);
 
 /* Whether job is small: OpenBLAS runs it on the calling thread alone. */
