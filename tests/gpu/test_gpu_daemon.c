@@ -22,18 +22,15 @@
  * GM_TEST_FILTER=pattern picks cases.
  */
 #include <cjson/cJSON.h>
-#include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
 #include <setjmp.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -43,6 +40,7 @@
 #include "gm_build.h"
 #include "gm_engine.h"
 #include "gm_testref.h"
+#include "itest.h"
 
 #define REQ_JOBS     16 /* trans_a x trans_b x layout x C */
 #define SHAPES	     4
@@ -50,17 +48,7 @@
 #define START_S	     30.0   /* CUDA start-up and the pinned pool */
 #define FAULT_EXIT_S 5.0    /* a faulted gemmd is gone within this */
 #define EXIT_FAULT   3	    /* gemmd's exit status after a GPU fault */
-#define LOG_TAIL     4096   /* bytes of gemmd's log shown on failure */
 #define MIB	     (1024ull * 1024)
-
-/* One gemmd child on a temporary ipc:// socket. */
-struct daemon_proc {
-	pid_t pid; /* 0 once reaped */
-	char dir[64];
-	char url[128];
-	char log[128];
-	int show_log;
-};
 
 /* What the CPU knows of one job: its operands as sent, in fp64 (rc NULL
  * without C), the product, and the magnitude bound of the product. */
@@ -95,8 +83,9 @@ static const struct shape shapes[SHAPES] = {
     {1024, 1000, 999},
 };
 
-static struct daemon_proc dmn; /* the current case's gemmd */
-static gm_engine *cpu;	       /* the reference, open for the whole run */
+static it_daemon dmn;  /* the current case's gemmd */
+static int show_log;   /* its log goes to stderr after the case */
+static gm_engine *cpu; /* the reference, open for the whole run */
 static pthread_mutex_t cpu_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cpu_cv = PTHREAD_COND_INITIALIZER;
 static size_t cpu_done;
@@ -171,151 +160,48 @@ static double seconds(void)
 	return t.tv_sec + t.tv_nsec / 1e9;
 }
 
-/* ---- the daemon --------------------------------------------------------- */
+/* ---- the daemon (the fixture of support/itest.h) ------------------------ */
 
-/* gemmd's environment: ours, with GEMMD_INJECT_FAULT=fault or without
- * it. Built before fork: the child may only exec. */
-static char **child_env(const char *fault)
-{
-	static char var[64];
-	size_t n = 0, k = 0;
-	char **env;
-
-	while (environ[n] != NULL)
-		n++;
-	assert_non_null(env = calloc(n + 2, sizeof(*env)));
-	for (size_t i = 0; i < n; i++)
-		if (strncmp(environ[i], "GEMMD_INJECT_FAULT=", 19) != 0)
-			env[k++] = environ[i];
-	if (fault != NULL) {
-		snprintf(var, sizeof(var), "GEMMD_INJECT_FAULT=%s", fault);
-		env[k++] = var;
-	}
-	return env;
-}
-
-/* Starts gemmd --engine cuda with "--set" options and GEMMD_INJECT_FAULT
+/* Starts gemmd --engine=cuda with "--set" options and GEMMD_INJECT_FAULT
  * = fault (none when NULL); waits until it answers ping. */
 static void start_daemon(const char *const *sets, const char *fault)
 {
-	const char *argv[32];
-	char **env = child_env(fault);
-	int argc = 0, st, fd;
-	gemmd_client *c;
-	double until;
+	const char *args[32];
+	int argc = 0;
 
-	memset(&dmn, 0, sizeof(dmn));
-	snprintf(dmn.dir, sizeof(dmn.dir), "/tmp/gemmd-gpu.XXXXXX");
-	assert_non_null(mkdtemp(dmn.dir));
-	snprintf(dmn.url, sizeof(dmn.url), "ipc://%s/s", dmn.dir);
-	snprintf(dmn.log, sizeof(dmn.log), "%s/gemmd.log", dmn.dir);
-	argv[argc++] = getenv("GEMMD");
-	argv[argc++] = "--engine=cuda";
-	argv[argc++] = "--listen";
-	argv[argc++] = dmn.url;
+	assert_int_equal(it_setup(&dmn), 0);
+	dmn.engine = "cuda";
+	dmn.fault = fault;
+	dmn.start_ms = START_S * 1000;
+	dmn.answer_only = true;
 	for (int i = 0; sets != NULL && sets[i] != NULL; i++) {
-		argv[argc++] = "--set";
-		argv[argc++] = sets[i];
+		args[argc++] = "--set";
+		args[argc++] = sets[i];
 	}
-	argv[argc] = NULL;
-	fd = open(dmn.log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	assert_true(fd >= 0);
-	dmn.pid = fork();
-	if (dmn.pid == 0) {
-		/* Threads of the CPU engine and nng run in this process:
-		 * nothing but async-signal-safe calls until exec. */
-		dup2(fd, STDERR_FILENO);
-		execve(argv[0], (char *const *)argv, env);
-		_exit(127);
-	}
-	close(fd);
-	free(env);
-	assert_true(dmn.pid > 0);
-	assert_int_equal(
-	    gemmd_open(dmn.url, &(gemmd_open_opts){.flags = GEMMD_OPEN_LAZY},
-		       &c),
-	    GM_OK);
-	until = seconds() + START_S;
-	while (gemmd_ping(c, NULL, 200) != GM_OK && seconds() < until) {
-		if (waitpid(dmn.pid, &st, WNOHANG) == dmn.pid) {
-			dmn.pid = 0;
-			dmn.show_log = 1;
-			gemmd_close(c);
-			fail_msg("gemmd exited at start, status 0x%x", st);
-		}
-		usleep(50000);
-	}
-	dmn.show_log = 1; /* until it answers */
-	assert_int_equal(gemmd_ping(c, NULL, 1000), GM_OK);
-	dmn.show_log = 0;
-	gemmd_close(c);
-}
-
-/* Waits up to limit_s for gemmd to exit; returns its exit status, or -1
- * (still running) / 128 + signal. Sets *took to the seconds waited. */
-static int wait_exit(double limit_s, double *took)
-{
-	double t0 = seconds();
-	int st;
-
-	for (;;) {
-		if (waitpid(dmn.pid, &st, WNOHANG) == dmn.pid)
-			break;
-		if (seconds() - t0 > limit_s)
-			return -1;
-		usleep(2000);
-	}
-	*took = seconds() - t0;
-	dmn.pid = 0;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	args[argc] = NULL;
+	show_log = 1; /* until it answers */
+	assert_int_equal(it_start(&dmn, args), 0);
+	show_log = 0;
 }
 
 /* SIGTERM; gemmd must drain and exit 0. */
 static void stop_daemon(void)
 {
-	double took;
-	int rv;
+	int rv = it_stop(&dmn);
 
-	kill(dmn.pid, SIGTERM);
-	rv = wait_exit(60, &took);
-	dmn.show_log = rv != 0;
+	show_log = rv != 0;
 	assert_int_equal(rv, 0);
-}
-
-static void show_log(void)
-{
-	char buf[LOG_TAIL + 1];
-	FILE *f = fopen(dmn.log, "r");
-	size_t n;
-
-	if (f == NULL)
-		return;
-	if (fseek(f, -LOG_TAIL, SEEK_END) != 0)
-		rewind(f);
-	n = fread(buf, 1, LOG_TAIL, f);
-	buf[n] = '\0';
-	fclose(f);
-	printf("---- %s (tail)\n%s---- end of log\n", dmn.log, buf);
 }
 
 /* After each case: a case that failed half-way leaves gemmd running. */
 static int reap_daemon(void **state)
 {
-	char cmd[128];
-	int st;
-
-	if (dmn.pid > 0) {
-		dmn.show_log = 1;
-		kill(dmn.pid, SIGKILL);
-		waitpid(dmn.pid, &st, 0);
-		dmn.pid = 0;
-	}
-	if (dmn.show_log)
-		show_log();
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dmn.dir);
-	if (dmn.dir[0] != '\0' && system(cmd) != 0)
-		printf("could not remove %s\n", dmn.dir);
-	dmn.dir[0] = '\0';
+	if (dmn.pid > 0)
+		show_log = 1;
+	if (show_log && dmn.dir[0] != '\0')
+		it_tail_log(&dmn, "gemmd's log");
+	it_cleanup(&dmn);
+	show_log = 0;
 	return 0;
 }
 
@@ -729,7 +615,7 @@ static unsigned sweep(const struct variant *v, size_t nv, int mapped)
 	gemmd_client *c;
 
 	assert_non_null(q);
-	assert_int_equal(gemmd_open(dmn.url, NULL, &c), GM_OK);
+	assert_int_equal(gemmd_open(dmn.ipc, NULL, &c), GM_OK);
 	for (size_t i = 0; i < nq; i++) {
 		make_req(&q[i], &v[i / SHAPES], &shapes[i % SHAPES], REQ_JOBS);
 		submit_req(c, &q[i], TIMEOUT_MS);
@@ -750,7 +636,7 @@ static void check_idle(unsigned ok, unsigned failed)
 {
 	gemmd_client *c;
 
-	assert_int_equal(gemmd_open(dmn.url, NULL, &c), GM_OK);
+	assert_int_equal(gemmd_open(dmn.ipc, NULL, &c), GM_OK);
 	check_stats_idle(c, ok, failed);
 	gemmd_close(c);
 }
@@ -869,7 +755,7 @@ static void test_phases_add_up(void **state)
 
 	assert_non_null(q);
 	start_daemon(sets, NULL);
-	assert_int_equal(gemmd_open(dmn.url, NULL, &c), GM_OK);
+	assert_int_equal(gemmd_open(dmn.ipc, NULL, &c), GM_OK);
 	busy0 = busy_s(c);
 	t0 = seconds();
 	for (int i = 0; i < N; i++) {
@@ -937,7 +823,7 @@ static void test_fault_oom(void **state)
 	if (!GEMMD_FAULT_INJECTION)
 		skip();
 	start_daemon(NULL, "oom");
-	assert_int_equal(gemmd_open(dmn.url, NULL, &c), GM_OK);
+	assert_int_equal(gemmd_open(dmn.ipc, NULL, &c), GM_OK);
 	make_req(&q[0], &v64, &shapes[2], 4);
 	submit_req(c, &q[0], TIMEOUT_MS);
 	wait_reqs(&q[0], 1, TIMEOUT_MS / 1000.0);
@@ -985,7 +871,7 @@ static void test_fault_sticky(void **state)
 	if (!GEMMD_FAULT_INJECTION)
 		skip();
 	start_daemon(sets, "sticky");
-	assert_int_equal(gemmd_open(dmn.url, NULL, &c), GM_OK);
+	assert_int_equal(gemmd_open(dmn.ipc, NULL, &c), GM_OK);
 	st = fetch_stats(c);
 	ndev = cJSON_GetArraySize(cJSON_GetObjectItem(st, "devices"));
 	cJSON_Delete(st);
@@ -1024,7 +910,7 @@ static void test_fault_sticky(void **state)
 	assert_true(illegal >= 1);
 	make_req(&probe, &v, &small, 1);
 	submit_req(c, &probe, 3000);
-	rv = wait_exit(30, &took);
+	rv = it_wait_exit(&dmn, 30000, NULL);
 	took = seconds() - t0;
 	printf("  sticky: \"%s\"\n", text);
 	printf("  sticky: %u jobs answered EGPUFAULT (%u naming the illegal "
@@ -1032,7 +918,7 @@ static void test_fault_sticky(void **state)
 	       "all answered after %.0f ms; gemmd exited %d after %.0f ms\n",
 	       ran, illegal, refused, elsewhere, answered * 1e3, rv,
 	       took * 1e3);
-	dmn.show_log = 1;
+	show_log = 1;
 	assert_int_equal(rv, EXIT_FAULT);
 	assert_true(took <= FAULT_EXIT_S);
 	wait_reqs(&probe, 1, 10);
@@ -1064,7 +950,7 @@ static void test_pageable(void **state)
 	cJSON *st;
 
 	start_daemon(sets, NULL);
-	assert_int_equal(gemmd_open(dmn.url, &socket, &c), GM_OK);
+	assert_int_equal(gemmd_open(dmn.ipc, &socket, &c), GM_OK);
 	for (size_t i = 0; i < 3; i++)
 		for (int sh = 2; sh < SHAPES; sh++) {
 			make_req(&q, &v[i], &shapes[sh], REQ_JOBS);

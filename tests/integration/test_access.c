@@ -39,8 +39,7 @@ static void test_socket_modes(void **state)
 	it_daemon d;
 	mode_t old = umask(0077); /* gemmd inherits it */
 
-	assert_int_equal(it_setup(&d), 0);
-	assert_int_equal(it_start(&d, NULL), 0);
+	assert_int_equal(it_launch(&d, NULL), 0);
 	umask(old);
 	snprintf(run, sizeof(run), "%s/run", d.dir);
 	assert_int_equal(stat(run, &st), 0);
@@ -72,8 +71,7 @@ static void test_allow_list_refuses(void **state)
 
 	snprintf(uids, sizeof(uids), "allow_uids=%u", other_id(getuid()));
 	snprintf(gids, sizeof(gids), "allow_gids=%u", other_id(getgid()));
-	assert_int_equal(it_setup(&d), 0);
-	assert_int_equal(it_start(&d, args), 0);
+	assert_int_equal(it_launch(&d, args), 0);
 	assert_int_equal(gemmd_open(d.tcp, NULL, &mon), GM_OK);
 	/* The connection is answered EACCES and closed as soon as it is
 	 * made ... */
@@ -178,13 +176,11 @@ static void test_plain_tcp_warning(void **state)
 	snprintf(url, sizeof(url), "tcp://0.0.0.0:%d", it_free_port());
 	snprintf(off, sizeof(off),
 		 "%s is plain TCP off the loopback: unauthenticated", url);
-	assert_int_equal(it_setup(&d), 0);
-	assert_int_equal(it_start(&d, args), 0);
+	assert_int_equal(it_launch(&d, args), 0);
 	assert_int_equal(it_stop(&d), 0);
 	assert_true(it_file_has(d.log, off));
 	it_cleanup(&d);
-	assert_int_equal(it_setup(&d), 0);
-	assert_int_equal(it_start(&d, NULL), 0);
+	assert_int_equal(it_launch(&d, NULL), 0);
 	assert_int_equal(it_stop(&d), 0);
 	snprintf(loopback, sizeof(loopback),
 		 "%s is plain TCP on the loopback: unauthenticated", d.tcp);
@@ -215,8 +211,7 @@ static void start_for_nobody(it_daemon *d, const char *const *args)
 		fprintf(stderr, "not root: no other uid to ask as\n");
 		skip();
 	}
-	assert_int_equal(it_setup(d), 0);
-	assert_int_equal(it_start(d, args), 0);
+	assert_int_equal(it_launch(d, args), 0);
 	snprintf(run, sizeof(run), "%s/run", d->dir);
 	assert_int_equal(chmod(d->dir, 0755), 0);
 	assert_int_equal(chmod(run, 0755), 0);

@@ -26,7 +26,7 @@
 
 #include <cmocka.h>
 
-#include "itest_core.h"
+#include "itest.h"
 
 #define WAIT_MS 10000
 
@@ -303,8 +303,7 @@ static void test_malformed(void **state)
 
 	for (size_t i = 0; i < NCASES; i++)
 		fatal += bad_cases[i].fatal;
-	assert_int_equal(it_setup(&d), 0);
-	assert_int_equal(it_start(&d, args), 0);
+	assert_int_equal(it_launch(&d, args), 0);
 	assert_int_equal(send_cases(d.ipc) + send_cases(d.tcp), 0);
 	/* The valid cases ran, the rest were refused whole. */
 	assert_int_equal(it_rstat(&d, "jobs.ok"), 4);
@@ -371,8 +370,7 @@ static void test_state_refusals(void **state)
 	rc_frame f;
 	int fd, adm;
 
-	assert_int_equal(it_setup(&d), 0);
-	assert_int_equal(it_start(&d, args), 0);
+	assert_int_equal(it_launch(&d, args), 0);
 	assert_true((adm = rc_connect(d.ipc, NULL)) >= 0);
 	for (int u = 0; u < 2; u++) {
 		assert_true((fd = rc_connect(u ? d.tcp : d.ipc, NULL)) >= 0);
@@ -443,8 +441,7 @@ static void test_lying_lengths(void **state)
 	rc_frame f;
 	int fd;
 
-	assert_int_equal(it_setup(&d), 0);
-	assert_int_equal(it_start(&d, args), 0);
+	assert_int_equal(it_launch(&d, args), 0);
 	assert_non_null(req = rc_gemm(3, 1, 0, 0, &j, 1, &len));
 	/* All but its last 100 bytes, then silence. */
 	assert_true((fd = rc_connect(d.tcp, NULL)) >= 0);
@@ -532,8 +529,7 @@ static void test_go_away(void **state)
 	size_t gl, wl, rl;
 	it_daemon d;
 
-	assert_int_equal(it_setup(&d), 0);
-	assert_int_equal(it_start(&d, NULL), 0);
+	assert_int_equal(it_launch(&d, NULL), 0);
 	/* 4 MiB of payload; 8 MiB of result; a descriptor to cut. */
 	assert_non_null(g = rc_gemm(1, 1, 0, 0, &big, 1, &gl));
 	assert_non_null(w = rc_gemm(2, 1, 0, 0, &wide, 1, &wl));
@@ -668,8 +664,7 @@ static void test_stalled_frames(void **state)
 	int c, mon;
 
 	assert_true(n > 0);
-	assert_int_equal(it_setup(&d), 0);
-	assert_int_equal(it_start(&d, args), 0);
+	assert_int_equal(it_launch(&d, args), 0);
 	assert_true((c = rc_connect(d.ipc, NULL)) >= 0);
 	assert_true((mon = rc_connect(d.tcp, NULL)) >= 0);
 	assert_true((m.fd = rc_connect(d.tcp, NULL)) >= 0);
@@ -718,10 +713,5 @@ int main(void)
 	    cmocka_unit_test(test_stalled_frames),
 	};
 
-	if (getenv("GEMMD") == NULL) {
-		fprintf(stderr, "GEMMD is not set\n");
-		return 77;
-	}
-	signal(SIGPIPE, SIG_IGN);
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return IT_RUN(tests);
 }

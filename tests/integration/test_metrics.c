@@ -248,7 +248,7 @@ static void test_readyz_while_draining(void **state)
 	gemmd_job j;
 	http_reply r;
 	char *body;
-	int i, st = -1;
+	int i;
 
 	(void)state;
 	start(one_thread);
@@ -281,11 +281,7 @@ static void test_readyz_while_draining(void **state)
 	it_job_free(&j);
 	/* It exits by itself; a second SIGTERM could land after its loop
 	 * let go of the signal, while it frees the engine. */
-	for (i = 0; i < WAIT_S * 100 && waitpid(fx.d.pid, &st, WNOHANG) == 0;
-	     i++)
-		usleep(10 * 1000);
-	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	fx.d.pid = 0;
+	assert_int_equal(it_wait_exit(&fx.d, WAIT_S * 1000, NULL), 0);
 }
 
 /* {"op":"drain"} makes gemmd not ready, {"op":"resume"} ready again. */

@@ -55,7 +55,7 @@
 
 #include <cmocka.h>
 
-#include "itest_core.h"
+#include "itest.h"
 
 #define WAIT_MS	    20000 /* for answers that should never take it */
 #define QUIET_MS    200	  /* nothing more comes on a connection within */
@@ -649,8 +649,7 @@ static void test_pipelined_then_closed(void **state)
 
 	(void)state;
 	j.a = j.b = zeros;
-	assert_int_equal(it_setup(&d), 0);
-	assert_int_equal(it_start(&d, args), 0);
+	assert_int_equal(it_launch(&d, args), 0);
 	before = counts_now(&d);
 	assert_non_null(req = rc_gemm(1, 1, 0, 0, &j, 1, &len));
 	for (int c = 0; c < CONNS; c++) {
@@ -852,7 +851,7 @@ static int setup(void **state)
 	snprintf(depth, sizeof(depth), "queue_depth=%d", QUEUE_DEPTH);
 	snprintf(detach, sizeof(detach), "detach_max_bytes=%u", DETACH_MAX);
 	snprintf(fx.pool_arg, sizeof(fx.pool_arg), "pool_bytes=%d", 256 << 20);
-	if (it_setup(&fx.d) != 0 || it_start(&fx.d, args) != 0)
+	if (it_launch(&fx.d, args) != 0)
 		return -1;
 	fx.blocker_n = calibrate();
 	if (it_stop(&fx.d) != 0)
@@ -868,7 +867,7 @@ static int setup(void **state)
 	snprintf(fx.pool_arg, sizeof(fx.pool_arg), "pool_bytes=%llu",
 		 (unsigned long long)(((pool >> 20) + 1) << 20));
 	print_message("blocker %u^3, %s\n", fx.blocker_n, fx.pool_arg);
-	if (it_setup(&fx.d) != 0 || it_start(&fx.d, args) != 0)
+	if (it_launch(&fx.d, args) != 0)
 		return -1;
 	return 0;
 }

@@ -180,8 +180,7 @@ static gemmd_client *start(it_daemon *d, const char *const *extra)
 	for (int i = 0; extra != NULL && extra[i] != NULL; i++)
 		args[n++] = extra[i];
 	args[n] = NULL;
-	assert_int_equal(it_setup(d), 0);
-	assert_int_equal(it_start(d, args), 0);
+	assert_int_equal(it_launch(d, args), 0);
 	assert_int_equal(gemmd_open(d->ipc, &socket_only, &c), GM_OK);
 	return c;
 }
@@ -832,8 +831,7 @@ static int calibrate(void **state)
 	double flops_per_us, n;
 	uint64_t bytes;
 
-	if (it_setup(&d) != 0 || it_start(&d, args) != 0 ||
-	    gemmd_open(d.ipc, NULL, &c) != GM_OK)
+	if (it_launch(&d, args) != 0 || gemmd_open(d.ipc, NULL, &c) != GM_OK)
 		return -1;
 	it_job(&j, 400, 400, 400, 1);
 	for (int i = 0; i < 2; i++) /* the first warms OpenBLAS up */

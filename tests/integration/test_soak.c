@@ -543,8 +543,7 @@ static void test_soak(void **state)
 	snprintf(admin_uids, sizeof(admin_uids), "admin_uids=0");
 	snprintf(ctrl, sizeof(ctrl), "max_ctrl_bytes=%d", MAX_CTRL);
 	snprintf(jobs, sizeof(jobs), "max_jobs_per_request=%d", MAX_JOBS);
-	assert_int_equal(it_setup(&d), 0);
-	assert_int_equal(it_start(&d, args), 0);
+	assert_int_equal(it_launch(&d, args), 0);
 	s = (soak){.d = &d, .as_nobody = getuid() == 0};
 	if (s.as_nobody) {
 		char run[160];
@@ -649,10 +648,5 @@ int main(void)
 	    cmocka_unit_test(test_soak),
 	};
 
-	if (getenv("GEMMD") == NULL) {
-		fprintf(stderr, "GEMMD is not set\n");
-		return 77;
-	}
-	signal(SIGPIPE, SIG_IGN);
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return IT_RUN(tests);
 }

@@ -34,7 +34,7 @@
 
 #include <cmocka.h>
 
-#include "itest_core.h"
+#include "itest.h"
 
 #define NELEMS(a) (sizeof(a) / sizeof((a)[0]))
 #define WAIT_MS	  10000
@@ -195,8 +195,7 @@ static void assert_idle(const it_daemon *d, double open, const snapshot *base,
 
 static void start(it_daemon *d, const char *const *args)
 {
-	assert_int_equal(it_setup(d), 0);
-	assert_int_equal(it_start(d, args), 0);
+	assert_int_equal(it_launch(d, args), 0);
 }
 
 static void finish(it_daemon *d)
@@ -976,10 +975,5 @@ int main(void)
 	    cmocka_unit_test(test_ctrl_over_max),
 	};
 
-	if (getenv("GEMMD") == NULL) {
-		fprintf(stderr, "GEMMD is not set\n");
-		return 77;
-	}
-	signal(SIGPIPE, SIG_IGN);
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return IT_RUN(tests);
 }
