@@ -29,7 +29,6 @@ void poison(struct tjob *t)
 	t->job.status = -1;
 }
 
-/* Runs each job of t as a wave of its own and keeps its result. */
 void run_alone(struct bench *b, struct tjob *t, size_t n, char **saved)
 {
 	for (size_t i = 0; i < n; i++) {

@@ -25,30 +25,6 @@ size_t cpu_done;
 
 uint64_t seed;
 
-/*
- * Error bounds, relative to M = |alpha||op(A)||op(B)| + |beta||C|, for a
- * result against the fp64 reference computed from the same inputs.
- * Against M, unlike against the result, cancellation cannot inflate the
- * ratio, and both sources of rounding below are bounded by it:
- * - accumulation: any summation order, FMA or not, errs by at most
- *   (K+2)u M per element (the gamma bound; +2 for alpha and beta). With
- *   random signs the errors add like a random walk and the Frobenius
- *   norm of the error stays near u ||M|| whatever K; 4 sqrt(K) u leaves
- *   room for blocked, split-K and tensor-core sums and for the fp64
- *   reference's own rounding. fp32, tf32, fp16 and bf16 accumulate in
- *   fp32 (u = 2^-24), fp64 in fp64 (2^-53).
- * - a fixed part: the output rounded to its dtype (fp16 2^-11, bf16
- *   2^-8, relative to the result and so to M), doubled; for tf32, the
- *   inputs (rounded here) rounded again by hardware that truncates where
- *   we rounded: 2^-11 on each of A and B.
- * So fp64 ~1e-14 and fp32 ~1e-6 (8e-6 at K = 999), tf32 and fp16 ~1e-3,
- * bf16 ~8e-3. A transposed operand or a wrong layout errs by about
- * 2/sqrt(K) of M (0.06 at K = 999), above every bound; fp32 computed
- * through TF32 errs by some 4e-4/sqrt(K), far above for K = 5 and 65.
- * Each element must also stay within the worst-case accumulation,
- * doubled for adders that truncate, plus one fp16 normal spacing of
- * absolute slack for fp16 results in the subnormal range (or flushed).
- */
 double unit_acc(int dtype)
 {
 	return dtype == GEMMD_FP64 ? 0x1p-53 : 0x1p-24;
@@ -92,8 +68,6 @@ double seconds(void)
 	return t.tv_sec + t.tv_nsec / 1e9;
 }
 
-/* Starts gemmd --engine=cuda with "--set" options and GEMMD_INJECT_FAULT
- * = fault (none when NULL); waits until it answers ping. */
 void start_daemon(const char *const *sets, const char *fault)
 {
 	const char *args[32];
@@ -114,7 +88,6 @@ void start_daemon(const char *const *sets, const char *fault)
 	show_log = 0;
 }
 
-/* SIGTERM; gemmd must drain and exit 0. */
 void stop_daemon(void)
 {
 	int rv = it_stop(&dmn);
@@ -123,7 +96,6 @@ void stop_daemon(void)
 	assert_int_equal(rv, 0);
 }
 
-/* After each case: a case that failed half-way leaves gemmd running. */
 int reap_daemon(void **state)
 {
 	if (dmn.pid > 0)
@@ -135,7 +107,6 @@ int reap_daemon(void **state)
 	return 0;
 }
 
-/* The number at a dotted path of the stats document; NAN when absent. */
 double stat_at(const cJSON *stats, const char *path)
 {
 	char buf[128], *save = NULL, *part;
@@ -162,8 +133,6 @@ cJSON *fetch_stats(gemmd_client *c)
 	return stats;
 }
 
-/* After every reply came back: job counts as expected, nothing queued
- * or running, every slab of the host pool and every device byte back. */
 void check_stats_idle(gemmd_client *c, double ok, double failed)
 {
 	cJSON *s = fetch_stats(c);
@@ -197,8 +166,6 @@ void check_stats_idle(gemmd_client *c, double ok, double failed)
 	cJSON_Delete(s);
 }
 
-/* Fills n elements of dtype at p with random values; returns what was
- * stored, in fp64. */
 double *fill(int dtype, void *p, size_t n, uint64_t *s)
 {
 	double *ref = malloc(n * sizeof(double));
@@ -208,7 +175,6 @@ double *fill(int dtype, void *p, size_t n, uint64_t *s)
 	return ref;
 }
 
-/* The bits of combo choose trans_a, trans_b, layout and C. */
 void make_job(gemmd_job *j, struct tref *r, const struct variant *v,
 	      const struct shape *sh, unsigned combo)
 {
@@ -305,7 +271,6 @@ void on_cpu_done(gm_job *job, void *arg)
 	pthread_mutex_unlock(&cpu_mu);
 }
 
-/* Runs g[0..n-1] on the CPU engine and waits for them. */
 void cpu_run(gm_job *g, size_t n)
 {
 	gm_job *wave[REQ_JOBS];
@@ -331,8 +296,6 @@ void absolute(double *p, size_t n)
 		p[i] = fabs(p[i]);
 }
 
-/* Computes ref and mag of every job of q that succeeded, in fp64; the
- * operands are left as their absolute values. */
 void compute_refs(struct treq *q)
 {
 	gm_job g[REQ_JOBS];
@@ -398,9 +361,6 @@ void describe(const gemmd_job *j, char *buf, size_t len)
 		 j->c != NULL ? "C" : "noC");
 }
 
-/* Whether the engine coalesces j (its host bytes at most
- * GM_SMALL_JOB_BYTES): its result then comes back in its batch's copy,
- * mapped output or not. */
 uint64_t host_bytes(const gemmd_job *j)
 {
 	uint64_t es = gm_dtype_size(j->dtype);
@@ -414,10 +374,6 @@ int coalesced(const gemmd_job *j)
 	return host_bytes(j) <= GM_SMALL_JOB_BYTES;
 }
 
-/* Each phase ran (d2h none with mapped output, but for small jobs) and
- * lies inside the total; so does their sum, less a little for the two
- * clocks, unless the job was tiled: its copies and GEMMs overlap, and
- * each phase is a sum over its tiles (PROTOCOL.md, Timings). */
 void check_timings(const gemmd_job *j, int mapped, int tiled)
 {
 	const gemmd_timings *t = &j->t;
@@ -446,7 +402,6 @@ void check_timings(const gemmd_job *j, int mapped, int tiled)
 	assert_true(ok);
 }
 
-/* Checks one result against its reference; returns error / tolerance. */
 double check_result(const gemmd_job *j, const struct tref *r)
 {
 	size_t n = (size_t)j->m * j->n, bad = n;
@@ -481,8 +436,6 @@ double check_result(const gemmd_job *j, const struct tref *r)
 	return err;
 }
 
-/* Checks every job of an answered request: failed ones with code fail
- * (counted in *failed), the rest against the CPU. Prints a line. */
 void check_req(struct treq *q, int mapped, int fail, unsigned *failed)
 {
 	double worst = 0, h = 0, k = 0, d = 0, ran = 0, flops;
@@ -525,8 +478,6 @@ void check_req(struct treq *q, int mapped, int fail, unsigned *failed)
 	       k > 0 ? flops * ran / k / 1e3 : 0, d / ran);
 }
 
-/* Every variant on every shape, one request each, all in flight at once;
- * returns the number of jobs, all of which must have succeeded. */
 unsigned sweep(const struct variant *v, size_t nv, int mapped)
 {
 	size_t nq = nv * SHAPES;
@@ -561,7 +512,6 @@ void check_idle(unsigned ok, unsigned failed)
 	gemmd_close(c);
 }
 
-/* One gemmd with the defaults runs the variants, then stops cleanly. */
 void run_case(const struct variant *v, size_t nv)
 {
 	unsigned jobs;

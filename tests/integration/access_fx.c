@@ -4,7 +4,6 @@
  */
 #include "access_fx.h"
 
-/* For client c: status, wait and cancel of id all ENOTFOUND. */
 void not_found_to(gemmd_client *c, uint64_t id)
 {
 	gemmd_job_info in;

@@ -4,7 +4,6 @@
  */
 #include "metrics_fx.h"
 
-/* GET url with nng's HTTP client; 0 or nng's error. */
 int http_get(const char *url, http_reply *r)
 {
 	nng_url *u = NULL;
@@ -53,7 +52,6 @@ out:
 	return rv;
 }
 
-/* GET http://127.0.0.1:port/path; the test fails when nothing answers. */
 http_reply get(int port, const char *path)
 {
 	char url[256];
@@ -85,7 +83,6 @@ void start(const char *const *extra)
 	assert_int_equal(gemmd_open(fx.d.ipc, &socket_only, &fx.c), GM_OK);
 }
 
-/* Stops gemmd, which must exit 0. */
 void finish(void)
 {
 	gemmd_close(fx.c);
@@ -122,7 +119,6 @@ int cleanup(void **state)
 	return 0;
 }
 
-/* Runs n fp64 jobs of 64^3, one request each; all must succeed. */
 void run_ok_jobs(gemmd_client *c, int n)
 {
 	gemmd_job j;
@@ -135,8 +131,6 @@ void run_ok_jobs(gemmd_client *c, int n)
 	}
 }
 
-/* One fp64 job larger than a 1 MiB pool, with no pageable memory
- * beyond it: its request is refused whole with ETOOBIG. */
 void run_too_big_job(gemmd_client *c)
 {
 	gemmd_job j;

@@ -52,9 +52,6 @@ rc_job job_of(enum shape s)
 	return j;
 }
 
-/* Sends a request of o's jobs on fd: detached or not, with deadline
- * dl_ms. A request larger than the pool is sent up to its payload
- * only: the daemon refuses it from its head. Returns its id. */
 uint64_t send_request(int fd, const outcome *o, int detached, uint32_t dl_ms)
 {
 	rc_job j[4];
@@ -74,8 +71,6 @@ uint64_t send_request(int fd, const outcome *o, int detached, uint32_t dl_ms)
 	return id;
 }
 
-/* The blocker: one fp64 job of fx.blocker_n^3 on a connection of its
- * own, running once this returns. */
 int send_blocker(void)
 {
 	uint32_t n = fx.blocker_n;
@@ -92,8 +87,6 @@ int send_blocker(void)
 	return fd;
 }
 
-/* Reads the blocker's reply: it ran, and it ran long enough to have
- * held the jobs queued behind it for their deadlines. */
 void end_blocker(int fd)
 {
 	rc_reply r;
@@ -107,7 +100,6 @@ void end_blocker(int fd)
 	close(fd);
 }
 
-/* The JSON object of a CTRL_REPLY (cJSON_Delete it). */
 cJSON *json_of(const rc_frame *f)
 {
 	cJSON *doc;
@@ -119,7 +111,6 @@ cJSON *json_of(const rc_frame *f)
 	return doc;
 }
 
-/* A CTRL_REPLY's code: 0 when "ok" is true. */
 int code_of(const cJSON *doc)
 {
 	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(doc, "ok")))
@@ -128,7 +119,6 @@ int code_of(const cJSON *doc)
 	    cJSON_GetObjectItemCaseSensitive(doc, "code"));
 }
 
-/* Sends CTRL json on fd and reads its answer into f. */
 void ctrl(int fd, const char *json, rc_frame *f)
 {
 	uint64_t id = ++fx.next_id;
@@ -138,8 +128,6 @@ void ctrl(int fd, const char *json, rc_frame *f)
 	assert_int_equal(f->id, id);
 }
 
-/* A CTRL request answered with a CTRL_REPLY: its code, its "state"
- * into state (32 bytes) when not NULL. */
 int ctrl_code(int fd, const char *json, char *state)
 {
 	const cJSON *s;
@@ -159,8 +147,6 @@ int ctrl_code(int fd, const char *json, char *state)
 	return code;
 }
 
-/* A wait for detached job id: the status of its GEMM_REPLY, or the code
- * of a CTRL_REPLY refusing it (ECANCELED: the job's status then). */
 int wait_job(int fd, uint64_t id)
 {
 	char json[96];
@@ -186,7 +172,6 @@ int wait_job(int fd, uint64_t id)
 	return rv;
 }
 
-/* Nothing more comes on fd: every answer was one answer. */
 void quiet(int fd)
 {
 	rc_frame f;
@@ -194,8 +179,6 @@ void quiet(int fd)
 	assert_int_equal(rc_read_frame(fd, &f, QUIET_MS), -2);
 }
 
-/* The same, or fd is closed: a stopping gemmd closes its connections
- * once it has answered every job. */
 void quiet_or_closed(int fd)
 {
 	rc_frame f;
@@ -229,8 +212,6 @@ static const struct {
     {"detached.pending", 0}, {"requests.inflight", 1}, {"connections.open", 1},
 };
 
-/* Waits (WAIT_MS at most) until d holds nothing, then says which key
- * does not read as idle. */
 void assert_idle(const it_daemon *d, const char *what)
 {
 	double v = 0;
@@ -253,8 +234,6 @@ void assert_idle(const it_daemon *d, const char *what)
 		 idle_keys[i].idle);
 }
 
-/* Reads the answer of plain request id of o: one frame per job, or one
- * ERROR; the statuses (or REFUSED | code) into got. */
 void read_plain(int fd, uint64_t id, const outcome *o, int *got)
 {
 	int seen[4] = {0};
@@ -279,8 +258,6 @@ void read_plain(int fd, uint64_t id, const outcome *o, int *got)
 	}
 }
 
-/* Reads the answer of detached request id of n jobs: 0 with their ids
- * in ids, or REFUSED | the code of the ERROR that refused it. */
 int read_ids(int fd, uint64_t id, uint32_t n, uint64_t *ids)
 {
 	const cJSON *jobs;
@@ -308,10 +285,6 @@ int read_ids(int fd, uint64_t id, uint32_t n, uint64_t *ids)
 	return OK;
 }
 
-/* Reads the answer of detached request id of o: its ids, or one ERROR
- * (then REFUSED | code into got). Cancels the jobs when asked to, then
- * waits for each: its outcome into got, taken once, its status the
- * same. */
 void read_detached(int fd, uint64_t id, const outcome *o, int cancel, int *got)
 {
 	char json[96], state[32];
@@ -345,8 +318,6 @@ void read_detached(int fd, uint64_t id, const outcome *o, int cancel, int *got)
 	}
 }
 
-/* The stats' counts moved by what the case's jobs ended with (want),
- * and the blocker's one job ok when there was one. */
 void assert_counted(const counts *before, const outcome *o, const int *want,
 		    int blocker)
 {
@@ -417,7 +388,6 @@ void run_case(const outcome *o, int kind)
 	assert_counted(&before, o, want, blocker >= 0);
 }
 
-/* Sizes the blocker to BLOCK_S on one BLAS thread, from a 400^3 job. */
 uint32_t calibrate(void)
 {
 	rc_job j = {.dtype = 1, .m = 400, .n = 400, .k = 400, .alpha = 1};

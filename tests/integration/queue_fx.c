@@ -45,8 +45,6 @@ slot filler;
 
 int queued_base;
 
-/* Waits until the daemon has at least n jobs queued besides the
- * filler. */
 void wait_queued(gemmd_client *c, double n)
 {
 	n += queued_base;
@@ -55,8 +53,6 @@ void wait_queued(gemmd_client *c, double n)
 	assert_true(it_stat(c, "jobs.queued") >= n);
 }
 
-/* Starts a blocker on c and its filler, and returns once the engine
- * runs the blocker with the filler handed to it, waiting. */
 void send_blocker(gemmd_client *c, slot *s)
 {
 	it_job(&s->job, blocker_n, blocker_n, blocker_n, 1);
@@ -72,7 +68,6 @@ void send_blocker(gemmd_client *c, slot *s)
 	queued_base = 1;
 }
 
-/* Waits for the blocker s and its filler to end. */
 void end_blocker(slot *s)
 {
 	wait_done(s);
@@ -82,10 +77,6 @@ void end_blocker(slot *s)
 	it_job_free(&filler.job);
 }
 
-/* Sends a small job on c and waits (asking on stats) until it is the
- * nth queued, so that jobs sent one after another arrive in that order:
- * requests on different contexts of one socket may overtake each
- * other. */
 void queue_small(gemmd_client *c, gemmd_client *stats, slot *s, unsigned seed,
 		 int prio, double nth)
 {
@@ -102,9 +93,6 @@ int by_seq(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* Starts gemmd with one BLAS thread running each job whole, the
- * blocker's pool and extra arguments, and opens a client on its ipc://
- * socket. */
 gemmd_client *start(it_daemon *d, const char *const *extra)
 {
 	const char *args[24] = {"--set", "cpu_threads=1",
@@ -137,7 +125,6 @@ gemmd_job_info status_of(gemmd_client *c, uint64_t id)
 	return in;
 }
 
-/* Polls job id until it is in state (10 s at most). */
 void wait_state(gemmd_client *c, uint64_t id, int state)
 {
 	for (int i = 0; i < 10000 && status_of(c, id).state != state; i++)
@@ -145,7 +132,6 @@ void wait_state(gemmd_client *c, uint64_t id, int state)
 	assert_int_equal(status_of(c, id).state, state);
 }
 
-/* Whether the stats say the daemon is draining. */
 int draining(gemmd_client *c)
 {
 	cJSON *s = it_stats(c);
@@ -155,8 +141,6 @@ int draining(gemmd_client *c)
 	return on;
 }
 
-/* What a ping says of the daemon's readiness (as /readyz): 1, 0, or -1
- * when it says nothing. */
 int ready(gemmd_client *c)
 {
 	char *doc = NULL;
@@ -174,12 +158,6 @@ int ready(gemmd_client *c)
 	return on;
 }
 
-/*
- * Sizes the blocker from the engine's speed on this host: one 400^3 job
- * with one BLAS thread gives the rate; the blocker is the cube that
- * takes BLOCK_S at it (at least 1700^3, over the budget), and the pool
- * is made large enough for it, the filler and SMALLS_ROOM more.
- */
 int calibrate(void **state)
 {
 	const char *args[] = {"--set", "cpu_threads=1", NULL};

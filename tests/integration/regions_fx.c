@@ -27,7 +27,6 @@ gemmd_client *open_ipc(const it_daemon *d)
 	return c;
 }
 
-/* Waits up to 10 s for the daemon to have no region mapped. */
 void assert_regions_gone(gemmd_client *c)
 {
 	double count = -1, mapped = -1, reg = -1;
@@ -98,8 +97,6 @@ void drop(tjob *t)
 	free(t->out);
 }
 
-/* Results x and y of a dtype agree to a few units in the last place of
- * the magnitudes around: the same engine, perhaps another stream. */
 int close_enough(int dtype, const void *x, const void *y, size_t bytes)
 {
 	size_t n = bytes / gm_testref_esize(dtype);
@@ -119,8 +116,6 @@ int close_enough(int dtype, const void *x, const void *y, size_t bytes)
 	return 1;
 }
 
-/* Copies t's inputs into r (those in mask: 1 A, 2 B, 4 C, 8 out) and
- * points a copy of t's job at them; in_place puts out over C. */
 gemmd_job in_region(const tjob *t, gemmd_region *r, unsigned mask, int in_place,
 		    placed *p)
 {
@@ -159,9 +154,6 @@ gemmd_job in_region(const tjob *t, gemmd_region *r, unsigned mask, int in_place,
 	return j;
 }
 
-/* Sends one job d with region descriptor ref (inline operands zeros)
- * over url in a raw frame; returns the code of the ERROR reply, or the
- * job's status. */
 int raw(const char *url, const gm_job_desc *d, const gm_region_ref *ref)
 {
 	static uint8_t zeros[1 << 16];
@@ -203,8 +195,6 @@ int raw(const char *url, const gm_job_desc *d, const gm_region_ref *ref)
 	return rv;
 }
 
-/* Runs this program again as a child in role (see main), as nobody
- * with drop; nng cannot be used in a forked child, so it execs. */
 pid_t spawn_self(const char *role, const char *url, uint64_t id, int drop)
 {
 	char idtext[24];
@@ -232,7 +222,6 @@ int wait_child(pid_t pid)
 	return WEXITSTATUS(st);
 }
 
-/* As another user: the region of id, root's, is refused; its own work. */
 int child_other_user(const char *url, uint64_t id)
 {
 	gm_job_desc jd = {.dtype = GM_FP64, .m = 4, .n = 4, .k = 4};
@@ -266,7 +255,6 @@ void on_done(void *arg, int rv)
 	__atomic_store_n(&d->fired, 1, __ATOMIC_RELEASE);
 }
 
-/* Makes regions, starts a job on one, and exits without a word. */
 int child_dies(const char *url)
 {
 	static struct done dn;

@@ -8,7 +8,6 @@ bool running(const soak *s)
 	return it_now_us() < s->until_us;
 }
 
-/* Connects to ipc:// (as the hostile uid) or tcp:// by turns. */
 int connect_any(const soak *s, unsigned long i)
 {
 	return rc_connect(i % 2 ? s->d->tcp : s->d->ipc, NULL);
@@ -16,8 +15,6 @@ int connect_any(const soak *s, unsigned long i)
 
 unsigned long refused;
 
-/* Reads one frame on fd: an ERROR with code want, or the refusal of
- * the connection (then *was_refused). */
 bool got_error(int fd, uint32_t want, bool *was_refused)
 {
 	char msg[97];
@@ -39,8 +36,6 @@ bool got_error(int fd, uint32_t want, bool *was_refused)
 	return ok;
 }
 
-/* A connection to url that gemmd admitted, retried while it is refused
- * for a cap; -1 when there is none before the end. */
 int connect_admitted(const soak *s, const char *url)
 {
 	int fd = -1;
@@ -52,7 +47,6 @@ int connect_admitted(const soak *s, const char *url)
 	return fd;
 }
 
-/* One small fp64 job, answered right, on fd. */
 bool one_job(int fd, unsigned seed)
 {
 	double *a, *b;
@@ -77,10 +71,6 @@ bool one_job(int fd, unsigned seed)
 	return ok;
 }
 
-/* Frames that break the protocol: a bad magic and a length over the
- * limit (answered, then the connection closes); garbage, then gone; a
- * count over max_jobs_per_request (answered, and the connection serves
- * the next request). */
 int malformed(const soak *s, unsigned long *ops)
 {
 	uint8_t hdr[RC_HDR], junk[200];
@@ -140,7 +130,6 @@ int malformed(const soak *s, unsigned long *ops)
 	return 0;
 }
 
-/* Connections opened and closed at once, some after half a header. */
 int storms(const soak *s, unsigned long *ops)
 {
 	static const uint8_t half[16] = {0x47, 0x45, 0x4d, 0x4d, 2};
@@ -158,9 +147,6 @@ int storms(const soak *s, unsigned long *ops)
 	return 0;
 }
 
-/* Connections that send requests, results of 32 KiB each, as long as
- * the socket takes them and never read: held until gemmd gives up on
- * them (send_timeout_ms) or a second has passed. */
 int non_readers(const soak *s, unsigned long *ops)
 {
 	double *a, *b;
@@ -208,8 +194,6 @@ int non_readers(const soak *s, unsigned long *ops)
 	return 0;
 }
 
-/* Control bodies over max_ctrl_bytes (refused, then closed) and at it,
- * full of garbage (refused; the connection serves on). */
 int big_ctrl(const soak *s, unsigned long *ops)
 {
 	static char body[MAX_CTRL];
@@ -264,8 +248,6 @@ int big_ctrl(const soak *s, unsigned long *ops)
 	return 0;
 }
 
-/* status, wait and cancel of id on fd, each answered as an id that
- * names nothing is; false otherwise. */
 bool unknown(int fd, uint64_t id, uint64_t *req)
 {
 	static const char *const ops[] = {"status", "wait", "cancel"};
@@ -294,8 +276,6 @@ bool unknown(int fd, uint64_t id, uint64_t *req)
 	return true;
 }
 
-/* Another principal's job id, those around it and random ones, from
- * tcp:// (anonymous) and, as nobody, from ipc://: never known. */
 int probes(const soak *s, unsigned long *ops)
 {
 	int fd[2] = {connect_admitted(s, s->d->tcp),
@@ -322,8 +302,6 @@ int probes(const soak *s, unsigned long *ops)
 	return 0;
 }
 
-/* drain and resume from a uid not in admin_uids: refused, naming the
- * key. */
 int admin(const soak *s, unsigned long *ops)
 {
 	int fd = connect_admitted(s, s->d->ipc);
@@ -363,8 +341,6 @@ const struct hostile_proc hostile[] = {
 _Static_assert(sizeof(hostile) / sizeof(hostile[0]) == NHOSTILE,
 	       "NHOSTILE counts the rows of hostile[]");
 
-/* In a child: becomes nobody when asked, runs hostile[i], writes its
- * count to out and exits with its status. */
 void hostile_child(const soak *s, size_t i, int out)
 {
 	unsigned long ops = 0;

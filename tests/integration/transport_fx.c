@@ -17,7 +17,6 @@ void tjob_free(tjob *t)
 	free(t->b);
 }
 
-/* Sends the n jobs t[] as one request id on fd. */
 void send_req(int fd, uint64_t id, const tjob *t, uint32_t n, uint32_t bflags)
 {
 	rc_job j[64];
@@ -32,9 +31,6 @@ void send_req(int fd, uint64_t id, const tjob *t, uint32_t n, uint32_t bflags)
 	free(req);
 }
 
-/* Reads one frame, which must be a GEMM_REPLY of request id whose job
- * (its index in t) succeeded with the right result; returns its
- * index. */
 uint32_t read_ok(int fd, uint64_t id, const tjob *t, uint32_t n)
 {
 	rc_frame f;
@@ -55,8 +51,6 @@ uint32_t read_ok(int fd, uint64_t id, const tjob *t, uint32_t n)
 	return idx;
 }
 
-/* Runs one small job on a fresh connection to url; returns its round
- * trip in microseconds, connection included. */
 double one_job(const char *url, unsigned seed)
 {
 	double t0 = it_now_us();
@@ -72,8 +66,6 @@ double one_job(const char *url, unsigned seed)
 	return it_now_us() - t0;
 }
 
-/* Runs n small jobs one after another on fd; returns the p99 round trip
- * in microseconds and sets *p50. */
 double timed_jobs(int fd, int n, double *p50)
 {
 	double *lat = calloc((size_t)n, sizeof(double)), p99;
@@ -95,8 +87,6 @@ double timed_jobs(int fd, int n, double *p50)
 	return p99;
 }
 
-/* An ERROR frame within ms: its status, id and message; then whether
- * the daemon closed the connection. */
 uint32_t read_error(int fd, uint64_t *id, char msg[97])
 {
 	rc_frame f;
@@ -115,8 +105,6 @@ snapshot snap(const it_daemon *d)
 	return (snapshot){it_fds(d->pid), it_rss_kb(d->pid)};
 }
 
-/* Waits until gemmd holds nothing for clients but open connections,
- * then checks its descriptors against base (open more than base had). */
 void assert_idle(const it_daemon *d, double open, const snapshot *base,
 		 int more_fds)
 {

@@ -63,7 +63,7 @@ void fill_nan(void *p, int dtype, size_t count)
 }
 
 void make_job(struct tjob *t, int dtype, int layout, int ta, int tb, int has_c,
-	      uint32_t m, uint32_t n, uint32_t k)
+	      int in_place, uint32_t m, uint32_t n, uint32_t k)
 {
 	size_t mk = (size_t)m * k, kn = (size_t)k * n, mn = (size_t)m * n;
 	gm_job_desc *d = &t->job.d;
@@ -92,22 +92,16 @@ void make_job(struct tjob *t, int dtype, int layout, int ta, int tb, int has_c,
 	t->job.a = t->a;
 	t->job.b = t->b;
 	t->job.c = has_c ? t->c : NULL;
-	t->job.out = t->out;
+	t->job.out = in_place ? t->c : t->out;
 	t->job.status = -1;
 }
 
-/*
- * Checks t's result (at out) against the long double reference of
- * gm_testref_check: every element written, the error within the bound.
- */
-void check_result(const struct tjob *t, const void *out)
+/* Asserts that out is t's product against the long double reference,
+ * with c (NULL: none) as C. */
+static void check_ref(const struct tjob *t, const void *c, const void *out)
 {
 	const gm_job_desc *d = &t->job.d;
 
-	assert_int_equal(t->job.status, GM_OK);
-	assert_int_equal(t->job.device, -1);
-	assert_true(t->job.kernel_us >= 0.0);
-	assert_true(t->job.h2d_us == 0.0 && t->job.d2h_us == 0.0);
 	assert_true(gm_testref_check(
 	    &(gm_testref_gemm){.dtype = d->dtype,
 			       .layout = d->layout,
@@ -120,8 +114,23 @@ void check_result(const struct tjob *t, const void *out)
 			       .beta = d->beta,
 			       .a = t->a,
 			       .b = t->b,
-			       .c = d->flags & GM_JOB_HAS_C ? t->c : NULL,
+			       .c = d->flags & GM_JOB_HAS_C ? c : NULL,
 			       .out = out}));
+}
+
+void check_result(const struct tjob *t, const void *out)
+{
+	assert_int_equal(t->job.status, GM_OK);
+	assert_int_equal(t->job.device, -1);
+	assert_true(t->job.kernel_us >= 0.0);
+	assert_true(t->job.h2d_us == 0.0 && t->job.d2h_us == 0.0);
+	check_ref(t, t->c, out);
+}
+
+void check_job(const struct tjob *t, const void *c_before)
+{
+	assert_int_equal(t->job.status, GM_OK);
+	check_ref(t, c_before, t->job.out);
 }
 
 void free_job(struct tjob *t)
@@ -129,8 +138,6 @@ void free_job(struct tjob *t)
 	free(t->a);
 }
 
-/* Runs wave[0..n-1] (the jobs of t) as one wave on a fresh engine e,
- * checks and frees every job, and reads the stats after. */
 void run_checked(gm_engine *e, struct tjob *t, gm_job **wave, int n,
 		 gm_device_stats *s)
 {

@@ -51,23 +51,32 @@ size_t done_count(void);
 
 gm_engine *open_engine(int kind, unsigned threads);
 
-/* A job and the buffers it owns, with the description it was built from. */
+/* A job and the buffers it owns, with the description it was built from:
+ * A, B and C back to back as on the wire, then the result. */
 struct tjob {
 	gm_job job;
 	size_t es;
 	uint8_t *a, *b, *c, *out;
+	int back; /* for a test that counts them: the order it came back in */
 };
 
 void fill_nan(void *p, int dtype, size_t count);
 
+/* A job of random A, B and C (from rs), alpha ALPHA and beta BETA, its
+ * result poisoned with NaN; out is c itself when in_place. */
 void make_job(struct tjob *t, int dtype, int layout, int ta, int tb, int has_c,
-	      uint32_t m, uint32_t n, uint32_t k);
+	      int in_place, uint32_t m, uint32_t n, uint32_t k);
 
 /*
  * Checks t's result (at out) against the long double reference of
  * gm_testref_check: every element written, the error within the bound.
  */
 void check_result(const struct tjob *t, const void *out);
+
+/* Asserts that t succeeded and its out is the reference's product; a
+ * job updated in place compares against c_before, a copy of C taken
+ * before it ran. Asserts nothing of where or how long it ran. */
+void check_job(const struct tjob *t, const void *c_before);
 
 void free_job(struct tjob *t);
 

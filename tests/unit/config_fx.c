@@ -17,7 +17,6 @@ void assert_same_string(const char *a, const char *b)
 		assert_string_equal(a, b);
 }
 
-/* Field by field, so that the check does not lean on gm_config_to_json. */
 void assert_config_equal(const gm_config *a, const gm_config *b)
 {
 	assert_int_equal(a->nlisten, b->nlisten);

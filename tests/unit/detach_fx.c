@@ -62,7 +62,6 @@ void close_t(gm_detach *t)
 	gm_principal_release(anon);
 }
 
-/* A one-job fp64 m x m x m request, its job queued. */
 gm_sched_request *req(uint32_t m)
 {
 	gm_sched_request *r = gm_sched_alloc_request(1);
@@ -83,7 +82,6 @@ uint64_t reply_bytes(uint32_t m)
 	return GM_HDR_SIZE + GM_REPLY_JOB_SIZE + (uint64_t)m * m * 8;
 }
 
-/* Records r's job after making room for it. */
 uint64_t add(gm_detach *t, gm_sched_request *r)
 {
 	uint32_t m = r->jobs[0].job.d.m;
@@ -93,8 +91,6 @@ uint64_t add(gm_detach *t, gm_sched_request *r)
 	return gm_detach_add(t, r, reply_bytes(m), me);
 }
 
-/* r's reply frame (malloc'd, *len bytes): its result (every byte 0x5a)
- * when status is 0. */
 uint8_t *reply(const gm_sched_request *r, int status, uint64_t *len)
 {
 	const gm_job_desc *d = &r->jobs[0].job.d;
@@ -117,7 +113,6 @@ uint8_t *reply(const gm_sched_request *r, int status, uint64_t *len)
 	return m;
 }
 
-/* Finishes r's job (id) with status. */
 void finish(gm_detach *t, gm_sched_request *r, uint64_t id, int status)
 {
 	uint64_t len;
@@ -160,8 +155,6 @@ gm_stats_detach counts(gm_detach *t)
 	return c;
 }
 
-/* The GEMM_REPLY a wait was answered with: its header carries the
- * wait's request id and job index 0. */
 void check_result(uint64_t req_id, int status)
 {
 	gm_hdr h;
@@ -189,7 +182,6 @@ void sleep_ms(long ms)
 	nanosleep(&ts, NULL);
 }
 
-/* The number at key of job id's status document. */
 double status_num(gm_detach *t, uint64_t id, const char *key)
 {
 	cJSON *doc = status_doc(t, id);

@@ -9,7 +9,6 @@ int have_pki;
 
 char dir[] = "/tmp/gemmd-test-net.XXXXXX";
 
-/* Opens a listener on url (port 0 for TCP) and a dialer for it. */
 void pair_listen(struct pair *p, const char *url, gm_tls_ctx *sctx,
 		 gm_tls_ctx *cctx)
 {

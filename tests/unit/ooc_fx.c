@@ -24,7 +24,6 @@ gm_job_desc desc(int dtype, uint32_t m, uint32_t n, uint32_t k)
 	return d;
 }
 
-/* What every plan promises, whatever the job and budget. */
 void check_plan(const gm_ooc_plan *p, uint64_t budget)
 {
 	const gm_job_desc *d = &p->d;

@@ -5,22 +5,18 @@
 
 uint8_t buf[PROTO_BUF];
 
-/* What the tables run against: 4 jobs of dims up to 64 and 4096 bytes,
- * GEMM bodies up to 1024 bytes, CTRL bodies up to 64. */
 const gm_limits lim_small = {.max_jobs = 4,
 			     .max_dim = 64,
 			     .max_job_bytes = 4096,
 			     .max_frame = 1024,
 			     .max_ctrl = 64};
 
-/* No limit below the hard ceilings. */
 const gm_limits lim_open = {.max_jobs = GM_MAX_JOBS,
 			    .max_dim = GM_MAX_DIM,
 			    .max_job_bytes = UINT64_MAX,
 			    .max_frame = UINT64_MAX,
 			    .max_ctrl = UINT64_MAX};
 
-/* Fills n bytes with a pattern that differs per seed. */
 void fill(uint8_t *p, uint64_t n, uint8_t seed)
 {
 	for (uint64_t i = 0; i < n; i++)
@@ -128,9 +124,6 @@ void exact_free(uint8_t *p)
 		free(p - 1);
 }
 
-/* The next n bytes, as an exact copy. The stream must hold them: a
- * reader asking for bytes the checks so far did not promise is a test
- * failure. */
 uint8_t *take(struct stream *s, uint64_t n)
 {
 	uint8_t *q;
@@ -149,10 +142,6 @@ void request_free(struct request *r)
 	r->head = r->desc = r->body = NULL;
 }
 
-/* What the daemon relies on once a request passed: the iterator, with
- * and without the payload at hand, locates every inline operand inside
- * the payload, back to back in job order; the jobs fill the payload
- * exactly; each job header re-encodes to the bytes it came from. */
 void check_walk(const struct request *r)
 {
 	const uint8_t *job = r->head + GM_BATCH_SIZE;
@@ -197,14 +186,6 @@ void check_walk(const struct request *r)
 	assert_int_equal(off, r->payload_bytes);
 }
 
-/*
- * Reads one request frame from s as the daemon reads a connection
- * (PROTOCOL.md §8): on a fresh connection its first 4 bytes (a v1
- * client?), then the header, and after each check only what it allows:
- * a CTRL's body, or a GEMM's head, descriptors and payload. Returns the
- * first failure's code, r->at naming the check, or GM_OK with the
- * frame read whole and its jobs walked.
- */
 int read_request(struct stream *s, const gm_limits *lim, struct request *r,
 		 char *msg, size_t msglen)
 {
@@ -256,7 +237,6 @@ int read_request(struct stream *s, const gm_limits *lim, struct request *r,
 	return GM_OK;
 }
 
-/* Reads a whole frame of len bytes at p as a fresh connection's first. */
 int read_one(const uint8_t *p, size_t len, const gm_limits *lim,
 	     struct request *r, char *msg, size_t msglen)
 {
@@ -268,10 +248,6 @@ int read_one(const uint8_t *p, size_t len, const gm_limits *lim,
 	return rv;
 }
 
-/* Reads one frame from the daemon as a client waiting for the replies
- * of a request of njobs jobs does: an ERROR by gm_proto_get_error on a
- * body of the length its header says, anything else as a GEMM_REPLY,
- * its record and then its result. */
 int read_answer(struct stream *s, uint32_t njobs, struct answer *a, char *msg,
 		size_t msglen)
 {
@@ -311,7 +287,6 @@ int read_answer(struct stream *s, uint32_t njobs, struct answer *a, char *msg,
 	return GM_OK;
 }
 
-/* Field by field: the struct has padding that no decoder writes. */
 void assert_job_equal(const gm_job_desc *x, const gm_job_desc *y)
 {
 	assert_int_equal(x->dtype, y->dtype);
@@ -327,8 +302,6 @@ void assert_job_equal(const gm_job_desc *x, const gm_job_desc *y)
 	assert_memory_equal(&x->beta, &y->beta, sizeof(double));
 }
 
-/* A GEMM_REPLY frame for job index of a request, result filled with
- * seed 40 + index; returns its length. */
 size_t put_reply(uint8_t *p, uint64_t id, uint32_t index, const gm_reply_job *r)
 {
 	gm_proto_put_hdr(p, GM_MSG_GEMM_REPLY, id, index,

@@ -10,8 +10,6 @@ uint64_t rs;
 
 uint64_t next_id;
 
-/* Engine thread: notes job at the end of list (*n of them so far) and
- * wakes the test thread. Under mu. */
 void note(struct harness *hs, gm_job **list, size_t *n, gm_job *job)
 {
 	if (*n < MAXBACK)
@@ -20,9 +18,6 @@ void note(struct harness *hs, gm_job **list, size_t *n, gm_job *job)
 	pthread_cond_signal(&hs->cv);
 }
 
-/* Engine thread: only hand the job over; while the gate is closed the
- * engine thread waits here, so that what was handed to the engine after
- * this job waits in the engine's own queue. */
 void on_engine_done(gm_job *job, void *arg)
 {
 	struct harness *hs = arg;
@@ -34,7 +29,6 @@ void on_engine_done(gm_job *job, void *arg)
 	pthread_mutex_unlock(&hs->mu);
 }
 
-/* Engine thread: only note that the job started. */
 void on_engine_start(gm_job *job, uint32_t n, void *arg)
 {
 	struct harness *hs = arg;
@@ -53,7 +47,6 @@ void set_gate(int closed)
 	pthread_mutex_unlock(&h.mu);
 }
 
-/* Tells the scheduler of every start noted so far, as the loop would. */
 void deliver_starts(void)
 {
 	size_t n;
@@ -66,7 +59,6 @@ void deliver_starts(void)
 		gm_sched_started(h.sched, h.starts[h.ndelivered]);
 }
 
-/* Test thread, from the scheduler: job j is finished. */
 void on_job_done(gm_sched_job *j, void *arg)
 {
 	struct treq *tr = j->req->user;
@@ -77,7 +69,6 @@ void on_job_done(gm_sched_job *j, void *arg)
 	tr->finished[j->idx]++;
 }
 
-/* Test thread, from the scheduler: every job of r is back. */
 void on_request_done(gm_sched_request *r, void *arg)
 {
 	struct harness *hs = arg;
@@ -98,7 +89,6 @@ void on_request_done(gm_sched_request *r, void *arg)
 	}
 }
 
-/* Checks what must hold between any two calls into the scheduler. */
 void check_books(void)
 {
 	uint64_t inflight = gm_sched_on_engine(h.sched);
@@ -113,7 +103,6 @@ void check_books(void)
 		h.peak_inflight = inflight;
 }
 
-/* A scheduler keeping at most budget bytes of work on the engine. */
 void h_open(uint64_t budget, unsigned depth)
 {
 	gm_engine_config cfg = {
@@ -139,7 +128,6 @@ void h_open(uint64_t budget, unsigned depth)
 			 GM_OK);
 }
 
-/* Bytes of the budget one job of shape s takes: A, B, C and result. */
 uint64_t cost_of(const struct shape *s)
 {
 	gm_job_desc d = {.dtype = s->dtype,
@@ -153,8 +141,6 @@ uint64_t cost_of(const struct shape *s)
 	return z.a + z.b + z.c + z.out;
 }
 
-/* A request of njobs jobs, job i of shape sh[i % nsh], kept by the
- * harness until h_close. */
 struct treq *new_req(uint32_t njobs, uint8_t prio, uint32_t deadline_ms,
 		     const struct shape *sh, size_t nsh)
 {
@@ -206,7 +192,6 @@ struct treq *new_req(uint32_t njobs, uint8_t prio, uint32_t deadline_ms,
 	return tr;
 }
 
-/* A request of n jobs all of shape s. */
 struct treq *new_req_of(uint32_t n, const struct shape *s)
 {
 	return new_req(n, GM_BATCH_PRIO_DEFAULT, 0, s, 1);
@@ -223,7 +208,6 @@ int submit(struct treq *tr)
 	return rv;
 }
 
-/* Waits up to WAIT_S until *count (under mu) reaches n; returns it. */
 size_t wait_count(const size_t *count, size_t n)
 {
 	struct timespec until;
@@ -240,7 +224,6 @@ size_t wait_count(const size_t *count, size_t n)
 	return got;
 }
 
-/* Waits until at least n jobs have come back from the engine. */
 void wait_back(size_t n)
 {
 	size_t got = wait_count(&h.nback, n);
@@ -250,8 +233,6 @@ void wait_back(size_t n)
 			 got, n);
 }
 
-/* Waits until at least n jobs have started on the engine, and tells the
- * scheduler. */
 void wait_started(size_t n)
 {
 	if (wait_count(&h.nstarts, n) < n)
@@ -259,8 +240,6 @@ void wait_started(size_t n)
 	deliver_starts();
 }
 
-/* Completes the next job the engine returned, as the loop would, after
- * the starts that came before it. */
 void take_one(void)
 {
 	gm_sched_job *j;
@@ -275,7 +254,6 @@ void take_one(void)
 	check_books();
 }
 
-/* Completes jobs until no request is left. */
 void drain(void)
 {
 	while (gm_sched_requests(h.sched) > 0)
@@ -312,7 +290,6 @@ uint64_t out_bytes(const gm_job_desc *d)
 	return z.out;
 }
 
-/* The checks every test ends with. */
 void h_check(void)
 {
 	assert_int_equal(gm_sched_in_queue(h.sched), 0);
@@ -352,8 +329,6 @@ void h_check(void)
 		assert_int_equal(h.st.phase[p].count, h.ok);
 }
 
-/* Frees what h_open made, whatever state a failed test left it in: the
- * engine is closed first, which waits for every job it holds. */
 int h_free(void **state)
 {
 	if (h.eng == NULL)
@@ -384,11 +359,6 @@ void h_close(void)
 	h_free(NULL);
 }
 
-/*
- * Checks job i of tr against gm_testref_check's long double reference
- * (every element written, the error within the dtype's bound), the
- * payload left as it came, and timings in the order they were taken.
- */
 void check_result(const struct treq *tr, uint32_t i)
 {
 	const gm_sched_job *j = &tr->r->jobs[i];
@@ -426,7 +396,6 @@ void check_all_ok(const struct treq *tr)
 		check_result(tr, i);
 }
 
-/* Every dtype, layout, transpose pair and C choice of one size. */
 struct treq *new_req_all_kinds(uint32_t m, uint32_t n, uint32_t k)
 {
 	struct shape sh[MAXJOBS];
@@ -445,7 +414,6 @@ struct treq *new_req_all_kinds(uint32_t m, uint32_t n, uint32_t k)
 
 const struct shape SMALL = {GM_FP64, GM_ROW_MAJOR, 0, 0, 0, 8, 8, 8};
 
-/* One single-job request of connection conn. */
 struct treq *conn_req(uint32_t conn, const struct shape *s)
 {
 	struct treq *tr = new_req_of(1, s);

@@ -114,7 +114,7 @@ static void run_shape(uint32_t m, uint32_t n, uint32_t k)
 
 	for (i = 0; i < N; i++) {
 		make_job(&t[i], i & 1 ? GM_FP32 : GM_FP64, (i >> 1) & 1,
-			 (i >> 2) & 1, (i >> 3) & 1, (i >> 4) & 1, m, n, k);
+			 (i >> 2) & 1, (i >> 3) & 1, (i >> 4) & 1, 0, m, n, k);
 		wave[i] = &t[i].job;
 	}
 	run_checked(e, t, wave, N, &s);
@@ -150,7 +150,7 @@ static void run_copy(int dtype, int layout, int has_c, int use_copy_out)
 	gm_job *job = &t.job;
 	uint8_t *in_copy, *dst;
 
-	make_job(&t, dtype, layout, 1, 0, has_c, 31, 17, 9);
+	make_job(&t, dtype, layout, 1, 0, has_c, 0, 31, 17, 9);
 	in_copy = malloc(inn * t.es);
 	dst = malloc(outn * t.es);
 	assert_non_null(in_copy);
@@ -197,7 +197,7 @@ static void test_copy_in_short(void **state)
 	struct tjob t;
 	gm_job *job = &t.job;
 
-	make_job(&t, GM_FP64, GM_ROW_MAJOR, 0, 0, 1, 4, 4, 4);
+	make_job(&t, GM_FP64, GM_ROW_MAJOR, 0, 0, 1, 0, 4, 4, 4);
 	job->copy_in = t.a;
 	job->copy_in_bytes = 3 * 16 * 8 - 1;
 	assert_int_equal(gm_engine_submit(e, &job, 1), GM_OK);
@@ -227,7 +227,7 @@ static void test_unsupported_dtypes(void **state)
 
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		/* Buffers sized as fp32, ample for these dtypes. */
-		make_job(&t, GM_FP32, GM_ROW_MAJOR, 0, 0, 0, 3, 3, 3);
+		make_job(&t, GM_FP32, GM_ROW_MAJOR, 0, 0, 0, 0, 3, 3, 3);
 		t.job.d.dtype = cases[i].dtype;
 		msg[0] = '\0';
 		assert_int_equal(
@@ -256,7 +256,7 @@ static void test_tiled_kernel_runs_as_blas(void **state)
 	struct tjob t;
 	gm_job *job = &t.job;
 
-	make_job(&t, GM_FP64, GM_ROW_MAJOR, 0, 1, 1, 33, 17, 40);
+	make_job(&t, GM_FP64, GM_ROW_MAJOR, 0, 1, 1, 0, 33, 17, 40);
 	t.job.d.kernel = GM_KERNEL_TILED;
 	assert_int_equal(gm_engine_submit(e, &job, 1), GM_OK);
 	wait_done(1);
@@ -274,7 +274,7 @@ static void test_close_drains(void **state)
 	int i;
 
 	for (i = 0; i < N; i++) {
-		make_job(&t[i], GM_FP64, GM_COL_MAJOR, 0, 0, 1, 96, 96, 96);
+		make_job(&t[i], GM_FP64, GM_COL_MAJOR, 0, 0, 1, 0, 96, 96, 96);
 		job = &t[i].job;
 		assert_int_equal(gm_engine_submit(e, &job, 1), GM_OK);
 	}

@@ -21,7 +21,7 @@ static void test_bursts(void **state)
 		uint32_t d = i % 50 == 49 ? 80 : 8 + (uint32_t)(i % 57);
 
 		make_job(&t[i], i & 1 ? GM_FP32 : GM_FP64, (i >> 1) & 1,
-			 (i >> 2) & 1, (i >> 3) & 1, (i >> 4) & 1, d, d + 1,
+			 (i >> 2) & 1, (i >> 3) & 1, (i >> 4) & 1, 0, d, d + 1,
 			 d + 2);
 		wave[i] = &t[i].job;
 	}
@@ -81,7 +81,8 @@ static void test_starts(void **state)
 	gm_engine_on_start(e, on_start);
 	starts.n = 0;
 	for (i = 0; i <= N; i++) {
-		make_job(&t[i], GM_FP64, GM_ROW_MAJOR, 0, 0, 0, 120, 110, 100);
+		make_job(&t[i], GM_FP64, GM_ROW_MAJOR, 0, 0, 0, 0, 120, 110,
+			 100);
 		wave[i] = &t[i].job;
 	}
 	t[1].job.deadline_us = t0 - 1.0; /* passed */
@@ -129,7 +130,7 @@ static void test_burst_starts(void **state)
 	gm_engine_on_start(e, on_start);
 	starts.n = starts.calls = 0;
 	for (i = 0; i < N; i++) {
-		make_job(&t[i], GM_FP32, GM_ROW_MAJOR, 0, 0, 0, 9, 10, 11);
+		make_job(&t[i], GM_FP32, GM_ROW_MAJOR, 0, 0, 0, 0, 9, 10, 11);
 		wave[i] = &t[i].job;
 	}
 	assert_int_equal(gm_engine_submit(e, wave, N), GM_OK);
@@ -174,7 +175,7 @@ static void test_warmup(void **state)
 	assert_int_equal(gm_engine_ready(e, &ms), 1);
 	assert_true(ms == 0.0);
 	assert_int_equal(gm_engine_warmup(e, on_warm, &warm), GM_OK);
-	make_job(&t, GM_FP64, GM_ROW_MAJOR, 0, 0, 1, 5, 6, 7);
+	make_job(&t, GM_FP64, GM_ROW_MAJOR, 0, 0, 1, 0, 5, 6, 7);
 	assert_int_equal(gm_engine_submit(e, &job, 1), GM_OK);
 	pthread_mutex_lock(&warm.mu);
 	while (warm.calls == 0)
