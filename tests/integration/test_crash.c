@@ -205,8 +205,7 @@ static void test_clients_killed(void **state)
 	it_daemon d;
 	int st;
 
-	assert_int_equal(it_setup(&d), 0);
-	assert_int_equal(it_start(&d, args), 0);
+	assert_int_equal(it_launch(&d, args), 0);
 	/* 4 MiB of operands: a kill lands mid-send as often as not. */
 	it_job(&big, 512, 512, 512, 5);
 	/* Runs for a few ms: a kill lands while it is queued or running. */
@@ -263,8 +262,7 @@ static void test_daemon_killed_mid_batch(void **state)
 	double killed;
 	const char *one_thread[] = {"--set", "cpu_threads=1", NULL};
 
-	assert_int_equal(it_setup(&d), 0);
-	assert_int_equal(it_start(&d, one_thread), 0);
+	assert_int_equal(it_launch(&d, one_thread), 0);
 	/* One request through the socket: staged, the batch would be
 	 * chunks, each a request of its own, and the call would succeed
 	 * with the chunks answered before the kill. */
@@ -352,8 +350,7 @@ static void test_no_failover(void **state)
 	int x = -1;
 
 	for (int i = 0; i < 2; i++) {
-		assert_int_equal(it_setup(&d[i]), 0);
-		assert_int_equal(it_start(&d[i], NULL), 0);
+		assert_int_equal(it_launch(&d[i], NULL), 0);
 		assert_int_equal(gemmd_open(d[i].tcp, NULL, &mon[i]), GM_OK);
 	}
 	assert_int_equal(gemmd_open(d[0].ipc, NULL, &c), GM_OK);
@@ -397,8 +394,7 @@ static void test_daemon_stopped_times_out(void **state)
 	it_daemon d;
 	double t0;
 
-	assert_int_equal(it_setup(&d), 0);
-	assert_int_equal(it_start(&d, NULL), 0);
+	assert_int_equal(it_launch(&d, NULL), 0);
 	assert_int_equal(gemmd_open(d.ipc, NULL, &c), GM_OK);
 	assert_int_equal(gemmd_open(d.tcp, NULL, &mon), GM_OK);
 	it_job(&j, 64, 64, 64, 30);
@@ -437,10 +433,5 @@ int main(void)
 	    cmocka_unit_test(test_daemon_stopped_times_out),
 	};
 
-	if (getenv("GEMMD") == NULL) {
-		fprintf(stderr, "GEMMD is not set\n");
-		return 77;
-	}
-	signal(SIGPIPE, SIG_IGN);
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return IT_RUN(tests);
 }

@@ -23,7 +23,7 @@
 
 #include <cmocka.h>
 
-#include "itest_core.h"
+#include "itest.h"
 
 #define WAIT_MS 10000
 
@@ -42,8 +42,7 @@ enum {
 
 static void start(it_daemon *d, const char *const *args)
 {
-	assert_int_equal(it_setup(d), 0);
-	assert_int_equal(it_start(d, args), 0);
+	assert_int_equal(it_launch(d, args), 0);
 }
 
 static void finish(it_daemon *d)

@@ -37,8 +37,7 @@ static void start_daemon(it_daemon *d, const char *const *sets)
 		args[n++] = sets[i];
 	}
 	args[n] = NULL;
-	assert_int_equal(it_setup(d), 0);
-	assert_int_equal(it_start(d, args), 0);
+	assert_int_equal(it_launch(d, args), 0);
 }
 
 /* Sends SIGTERM, removes the directory and returns the exit status. */
@@ -344,7 +343,6 @@ static void test_sigterm_drains(void **state)
 	gemmd_client *c;
 	gemmd_job jobs[N];
 	waiter w[N] = {{0}};
-	int st;
 
 	start_daemon(&d, NULL);
 	assert_int_equal(gemmd_open(d.ipc, NULL, &c), GM_OK);
@@ -372,10 +370,7 @@ static void test_sigterm_drains(void **state)
 		free_job(&jobs[i]);
 	}
 	gemmd_close(c);
-	assert_int_equal(waitpid(d.pid, &st, 0), d.pid);
-	assert_true(WIFEXITED(st));
-	assert_int_equal(WEXITSTATUS(st), 0);
-	d.pid = 0;
+	assert_int_equal(it_wait_exit(&d, IT_STOP_MS, NULL), 0);
 	it_cleanup(&d);
 }
 
@@ -484,7 +479,7 @@ static void test_sigterm_reads_frame_begun(void **state)
 			      "stall_timeout_ms=3000", NULL};
 	uint8_t buf[4096];
 	it_daemon d;
-	int mon, fd, st;
+	int mon, fd;
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		size_t len = valid_request(buf, 2);
@@ -510,10 +505,7 @@ static void test_sigterm_reads_frame_begun(void **state)
 		assert_true(rc_closed(mon, 10000));
 		close(fd);
 		close(mon);
-		assert_int_equal(waitpid(d.pid, &st, 0), d.pid);
-		assert_true(WIFEXITED(st));
-		assert_int_equal(WEXITSTATUS(st), 0);
-		d.pid = 0;
+		assert_int_equal(it_wait_exit(&d, IT_STOP_MS, NULL), 0);
 		if (cases[i].dropped != NULL)
 			assert_true(in_order(d.log, order, 3));
 		it_cleanup(&d);

@@ -57,7 +57,7 @@ static struct {
 static void start(const char *const *args)
 {
 	memset(&fx, 0, sizeof(fx));
-	if (it_setup(&fx.d) != 0 || it_start(&fx.d, args) != 0)
+	if (it_launch(&fx.d, args) != 0)
 		fail_msg("gemmd did not start; see %s", fx.d.log);
 }
 

@@ -264,8 +264,7 @@ static void test_small_beside_large(void **state)
 	it_daemon d;
 
 	(void)state;
-	assert_int_equal(it_setup(&d), 0);
-	assert_int_equal(it_start(&d, args), 0);
+	assert_int_equal(it_launch(&d, args), 0);
 	assert_int_equal(gemmd_open(d.ipc, NULL, &c), GM_OK);
 	quiet = quiet_p99(c, 8, 1);
 	base = held_now(c, d.pid);
@@ -319,8 +318,7 @@ static int calibrate(void **state)
 	double flops_per_us, n;
 
 	(void)state;
-	if (it_setup(&d) != 0 || it_start(&d, NULL) != 0 ||
-	    gemmd_open(d.ipc, NULL, &c) != GM_OK)
+	if (it_launch(&d, NULL) != 0 || gemmd_open(d.ipc, NULL, &c) != GM_OK)
 		return -1;
 	it_job(&j, 600, 600, 600, 1);
 	for (int i = 0; i < 2; i++) /* the first warms OpenBLAS up */

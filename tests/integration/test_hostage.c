@@ -40,7 +40,7 @@
 
 #include <cmocka.h>
 
-#include "itest_core.h"
+#include "itest.h"
 
 #define WAIT_MS	   10000
 #define MIN_JOBS   400
@@ -268,8 +268,7 @@ static void test_payload_rate(void **state)
 	int fd, mon;
 
 	(void)state;
-	assert_int_equal(it_setup(&d), 0);
-	assert_int_equal(it_start(&d, args), 0);
+	assert_int_equal(it_launch(&d, args), 0);
 	assert_true((mon = rc_connect(d.ipc, NULL)) >= 0);
 	assert_non_null(req = rc_gemm(5, 1, 0, 0, &j, 1, &len));
 	/* 1 MiB in 16 pieces, one every 100 ms: 640 KiB/s for 1.6 s, five
@@ -365,8 +364,7 @@ static void run_case(const struct hostage_case *k)
 	it_daemon d;
 	int c, mon;
 
-	assert_int_equal(it_setup(&d), 0);
-	assert_int_equal(it_start(&d, args), 0);
+	assert_int_equal(it_launch(&d, args), 0);
 	assert_true((c = rc_connect(d.ipc, NULL)) >= 0);
 	assert_true((mon = rc_connect(d.ipc, NULL)) >= 0);
 	p99_quiet = timed_jobs(c, QUIET_MS, &p50_quiet, &max_quiet, &n_quiet);
@@ -468,10 +466,5 @@ int main(void)
 	    cmocka_unit_test(test_nonreaders),
 	};
 
-	if (getenv("GEMMD") == NULL) {
-		fprintf(stderr, "GEMMD is not set\n");
-		return 77;
-	}
-	signal(SIGPIPE, SIG_IGN);
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return IT_RUN(tests);
 }

@@ -1,195 +1,12 @@
 /*
  * test_metrics.c - gemmd's HTTP endpoints (metrics_listen) from the
- * outside: /healthz and /readyz, before and while draining; /metrics
- * counting ok and failed jobs and its histograms, the queue wait by
- * priority and the jobs by uid; the stats document's by-dtype,
- * by-status, by-uid, queue-by-priority and rate keys for the same jobs;
- * bad and busy addresses. Run with the argument "prometheus" it checks the text
- * with promtool and has a real Prometheus (the Debian package) scrape gemmd
- * every second and answer a query for the job counter; it exits 77
- * (skipped) when either program is missing. Everything on loopback.
+ * outside (metrics_fx.h): /healthz and /readyz, before and while
+ * draining; /metrics counting ok and failed jobs and its histograms, the
+ * queue wait by priority and the jobs by uid; the stats document's
+ * by-dtype, by-status, by-uid, queue-by-priority and rate keys for the
+ * same jobs; bad and busy addresses. Everything on loopback.
  */
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <math.h>
-#include <netinet/in.h>
-#include <nng/nng.h>
-#include <nng/supplemental/http/http.h>
-#include <setjmp.h>
-#include <signal.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
-
-#include <cmocka.h>
-
-#include "itest.h"
-
-#define WAIT_S 30 /* the longest any wait below may take */
-
-typedef struct http_reply {
-	int status;
-	char type[128]; /* Content-Type */
-	char *body;	/* NUL-terminated; free() it */
-} http_reply;
-
-/* GET url with nng's HTTP client; 0 or nng's error. */
-static int http_get(const char *url, http_reply *r)
-{
-	nng_url *u = NULL;
-	nng_http_client *cli = NULL;
-	nng_http_req *req = NULL;
-	nng_http_res *res = NULL;
-	nng_aio *aio = NULL;
-	const char *type;
-	void *data;
-	size_t len;
-	int rv;
-
-	memset(r, 0, sizeof(*r));
-	if ((rv = nng_url_parse(&u, url)) != 0 ||
-	    (rv = nng_http_client_alloc(&cli, u)) != 0 ||
-	    (rv = nng_http_req_alloc(&req, u)) != 0 ||
-	    (rv = nng_http_res_alloc(&res)) != 0 ||
-	    (rv = nng_aio_alloc(&aio, NULL, NULL)) != 0)
-		goto out;
-	nng_aio_set_timeout(aio, 5000);
-	nng_http_client_transact(cli, req, res, aio);
-	nng_aio_wait(aio);
-	if ((rv = nng_aio_result(aio)) != 0)
-		goto out;
-	r->status = nng_http_res_get_status(res);
-	type = nng_http_res_get_header(res, "Content-Type");
-	snprintf(r->type, sizeof(r->type), "%s", type ? type : "");
-	nng_http_res_get_data(res, &data, &len);
-	if ((r->body = malloc(len + 1)) == NULL) {
-		rv = NNG_ENOMEM;
-		goto out;
-	}
-	memcpy(r->body, data, len);
-	r->body[len] = '\0';
-out:
-	if (aio != NULL)
-		nng_aio_free(aio);
-	if (res != NULL)
-		nng_http_res_free(res);
-	if (req != NULL)
-		nng_http_req_free(req);
-	if (cli != NULL)
-		nng_http_client_free(cli);
-	if (u != NULL)
-		nng_url_free(u);
-	return rv;
-}
-
-/* GET http://127.0.0.1:port/path; the test fails when nothing answers. */
-static http_reply get(int port, const char *path)
-{
-	char url[256];
-	http_reply r;
-	int rv;
-
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", port, path);
-	if ((rv = http_get(url, &r)) != 0)
-		fail_msg("GET %s: %s", url, nng_strerror(rv));
-	return r;
-}
-
-static void assert_has(const char *text, const char *line)
-{
-	assert_non_null(text);
-	if (strstr(text, line) == NULL)
-		fail_msg("no \"%s\" in:\n%.4000s", line, text);
-}
-
-/* The gemmd (CPU engine) of the running test, with metrics on a free
- * port, and the Prometheus scraping it; cleanup() stops what a failed
- * test left running. */
-static struct {
-	it_daemon d;
-	int port;
-	gemmd_client *c;
-	pid_t prom;
-} fx;
-
-static const gemmd_open_opts socket_only = {.flags = GEMMD_OPEN_NO_SHM};
-
-static void start(const char *const *extra)
-{
-	if (it_start_metrics(&fx.d, &fx.port, extra) != 0)
-		fail_msg("gemmd did not start; see %s", fx.d.log);
-	/* Through the socket: the counts below are those of the pool. */
-	assert_int_equal(gemmd_open(fx.d.ipc, &socket_only, &fx.c), GM_OK);
-}
-
-/* Stops gemmd, which must exit 0. */
-static void finish(void)
-{
-	gemmd_close(fx.c);
-	fx.c = NULL;
-	assert_int_equal(it_stop(&fx.d), 0);
-	it_cleanup(&fx.d);
-}
-
-static void stop_prometheus(void)
-{
-	if (fx.prom <= 0)
-		return;
-	kill(fx.prom, SIGTERM);
-	for (int i = 0; i < 100; i++) {
-		if (waitpid(fx.prom, NULL, WNOHANG) == fx.prom) {
-			fx.prom = 0;
-			return;
-		}
-		usleep(100 * 1000);
-	}
-	kill(fx.prom, SIGKILL);
-	waitpid(fx.prom, NULL, 0);
-	fx.prom = 0;
-}
-
-static int cleanup(void **state)
-{
-	(void)state;
-	stop_prometheus();
-	if (fx.c != NULL)
-		gemmd_close(fx.c);
-	fx.c = NULL;
-	it_cleanup(&fx.d);
-	return 0;
-}
-
-/* Runs n fp64 jobs of 64^3, one request each; all must succeed. */
-static void run_ok_jobs(gemmd_client *c, int n)
-{
-	gemmd_job j;
-
-	for (int i = 0; i < n; i++) {
-		it_job(&j, 64, 64, 64, (unsigned)i + 1);
-		assert_int_equal(gemmd_submit(c, &j, 1, NULL, 10000), GM_OK);
-		assert_true(it_job_ok(&j));
-		it_job_free(&j);
-	}
-}
-
-/* One fp64 job larger than a 1 MiB pool, with no pageable memory
- * beyond it: its request is refused whole with ETOOBIG. */
-static void run_too_big_job(gemmd_client *c)
-{
-	gemmd_job j;
-
-	it_job(&j, 256, 256, 256, 7);
-	assert_int_equal(gemmd_submit(c, &j, 1, NULL, 10000), GM_ETOOBIG);
-	assert_int_equal(j.status, GM_ETOOBIG);
-	it_job_free(&j);
-}
+#include "metrics_fx.h"
 
 static void test_health_and_ready(void **state)
 {
@@ -248,7 +65,7 @@ static void test_readyz_while_draining(void **state)
 	gemmd_job j;
 	http_reply r;
 	char *body;
-	int i, st = -1;
+	int i;
 
 	(void)state;
 	start(one_thread);
@@ -281,11 +98,7 @@ static void test_readyz_while_draining(void **state)
 	it_job_free(&j);
 	/* It exits by itself; a second SIGTERM could land after its loop
 	 * let go of the signal, while it frees the engine. */
-	for (i = 0; i < WAIT_S * 100 && waitpid(fx.d.pid, &st, WNOHANG) == 0;
-	     i++)
-		usleep(10 * 1000);
-	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	fx.d.pid = 0;
+	assert_int_equal(it_wait_exit(&fx.d, WAIT_S * 1000, NULL), 0);
 }
 
 /* {"op":"drain"} makes gemmd not ready, {"op":"resume"} ready again. */
@@ -537,150 +350,7 @@ static void test_port_in_use(void **state)
 	unlink(ipc + 6);
 }
 
-/* ---- with the prometheus package ---- */
-
-static int have(const char *prog)
-{
-	char cmd[128];
-
-	snprintf(cmd, sizeof(cmd), "command -v %s >/dev/null 2>&1", prog);
-	return system(cmd) == 0;
-}
-
-/* promtool's linter on a scrape with ok and failed jobs in it. */
-static void test_promtool_check(void **state)
-{
-	static const char *const small_pool[] = {
-	    "--set", "pool_bytes=1M", "--set", "pageable_max_bytes=0", NULL};
-	char path[256], cmd[600];
-	http_reply r;
-	FILE *f;
-	int rc;
-
-	(void)state;
-	start(small_pool);
-	run_ok_jobs(fx.c, 2);
-	run_too_big_job(fx.c);
-	r = get(fx.port, "/metrics");
-	snprintf(path, sizeof(path), "%s/metrics.txt", fx.d.dir);
-	assert_non_null(f = fopen(path, "w"));
-	fputs(r.body, f);
-	fclose(f);
-	free(r.body);
-	snprintf(cmd, sizeof(cmd),
-		 "promtool check metrics <'%s' >'%s.out' 2>&1", path, path);
-	if ((rc = system(cmd)) != 0) {
-		snprintf(cmd, sizeof(cmd), "cat '%s.out' >&2", path);
-		(void)system(cmd);
-		fail_msg("promtool check metrics: status %d", rc);
-	}
-	finish();
-}
-
-static void start_prometheus(int port)
-{
-	char yml[160], cfg[200], tsdb[200], web[64], logp[160];
-	FILE *f;
-
-	snprintf(yml, sizeof(yml), "%s/prometheus.yml", fx.d.dir);
-	assert_non_null(f = fopen(yml, "w"));
-	fprintf(f,
-		"global:\n"
-		"  scrape_interval: 1s\n"
-		"  evaluation_interval: 1s\n"
-		"scrape_configs:\n"
-		"  - job_name: gemmd\n"
-		"    static_configs:\n"
-		"      - targets: ['127.0.0.1:%d']\n",
-		fx.port);
-	fclose(f);
-	snprintf(cfg, sizeof(cfg), "--config.file=%s", yml);
-	snprintf(tsdb, sizeof(tsdb), "--storage.tsdb.path=%s/tsdb", fx.d.dir);
-	snprintf(web, sizeof(web), "--web.listen-address=127.0.0.1:%d", port);
-	snprintf(logp, sizeof(logp), "%s/prometheus.log", fx.d.dir);
-	if ((fx.prom = fork()) == 0) {
-		int fd = open(logp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-
-		/* Never outlive the test, whatever kills it. */
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (fd >= 0) {
-			dup2(fd, STDOUT_FILENO);
-			dup2(fd, STDERR_FILENO);
-		}
-		execlp("prometheus", "prometheus", cfg, tsdb, web,
-		       (char *)NULL);
-		_exit(127);
-	}
-	assert_true(fx.prom > 0);
-}
-
-/* The value of a one-sample instant query, or -1 while there is none. */
-static double query(int port, const char *expr)
-{
-	char url[512];
-	http_reply r;
-	cJSON *doc, *v;
-	double x = -1;
-
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d/api/v1/query?query=%s",
-		 port, expr);
-	if (http_get(url, &r) != 0)
-		return -1;
-	doc = cJSON_Parse(r.body);
-	v = cJSON_GetObjectItemCaseSensitive(doc, "data");
-	v = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(v, "result"),
-			       0);
-	v = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(v, "value"), 1);
-	if (r.status == 200 && cJSON_IsString(v))
-		x = strtod(v->valuestring, NULL);
-	cJSON_Delete(doc);
-	free(r.body);
-	return x;
-}
-
-/* A real Prometheus scrapes gemmd every second; the jobs run here come
- * back through its query API. */
-static void test_prometheus_scrape(void **state)
-{
-	int port = it_free_port(), i, st;
-	http_reply r;
-	double n = -1;
-
-	(void)state;
-	start(NULL);
-	assert_true(port > 0);
-	start_prometheus(port);
-	for (i = 0; i < WAIT_S * 10; i++) {
-		char url[128];
-
-		if (waitpid(fx.prom, &st, WNOHANG) == fx.prom) {
-			fx.prom = 0;
-			fail_msg("prometheus exited; see %s/prometheus.log",
-				 fx.d.dir);
-		}
-		snprintf(url, sizeof(url), "http://127.0.0.1:%d/-/ready", port);
-		if (http_get(url, &r) == 0) {
-			free(r.body);
-			if (r.status == 200)
-				break;
-		}
-		usleep(100 * 1000);
-	}
-	assert_true(i < WAIT_S * 10);
-	run_ok_jobs(fx.c, 5);
-	/* sum(gemmd_jobs_total), URL-encoded */
-	for (i = 0; i < WAIT_S * 4 && n != 5; i++) {
-		usleep(250 * 1000);
-		n = query(port, "sum%28gemmd_jobs_total%29");
-	}
-	if (n != 5)
-		fail_msg("Prometheus says %g jobs, not 5; see %s", n, fx.d.dir);
-	assert_true(query(port, "up%7Bjob%3D%22gemmd%22%7D") == 1);
-	stop_prometheus();
-	finish();
-}
-
-int main(int argc, char **argv)
+int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_teardown(test_health_and_ready, cleanup),
@@ -692,18 +362,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test_teardown(test_bad_address, cleanup),
 	    cmocka_unit_test_teardown(test_port_in_use, cleanup),
 	};
-	const struct CMUnitTest prom_tests[] = {
-	    cmocka_unit_test_teardown(test_promtool_check, cleanup),
-	    cmocka_unit_test_teardown(test_prometheus_scrape, cleanup),
-	};
 
 	signal(SIGPIPE, SIG_IGN);
-	if (argc < 2 || strcmp(argv[1], "prometheus") != 0)
-		return cmocka_run_group_tests(tests, NULL, NULL);
-	if (!have("promtool") || !have("prometheus")) {
-		fprintf(stderr, "promtool or prometheus not installed "
-				"(Debian package prometheus): skipped\n");
-		return 77;
-	}
-	return cmocka_run_group_tests(prom_tests, NULL, NULL);
+	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -235,8 +235,7 @@ static void test_staging_falls_back(void **state)
 	void *out[NJOBS];
 
 	(void)state;
-	assert_int_equal(it_setup(&d), 0);
-	assert_int_equal(it_start(&d, args), 0);
+	assert_int_equal(it_launch(&d, args), 0);
 	ops_make(&o, &seed);
 	/* Twice: the second finds staging off for a while. */
 	for (int i = 0; i < 2; i++) {
@@ -265,8 +264,7 @@ static void test_two_daemons(void **state)
 
 	(void)state;
 	for (int i = 0; i < 2; i++) {
-		assert_int_equal(it_setup(&d[i]), 0);
-		assert_int_equal(it_start(&d[i], NULL), 0);
+		assert_int_equal(it_launch(&d[i], NULL), 0);
 	}
 	assert_int_equal(gemmd_open(d[0].ipc, NULL, &cl), GM_OK);
 	assert_int_equal(gemmd_dial(cl, d[1].tcp, NULL), GM_OK);
@@ -306,8 +304,7 @@ static void test_daemon_dies(void **state)
 	double t0;
 
 	(void)state;
-	assert_int_equal(it_setup(&d), 0);
-	assert_int_equal(it_start(&d, NULL), 0);
+	assert_int_equal(it_launch(&d, NULL), 0);
 	assert_int_equal(gemmd_open(d.tcp, NULL, &cl), GM_OK);
 	for (int i = 0; i < BIG; i++)
 		it_job(&big[i], 2048, 2048, 2048, (unsigned)i + 1);

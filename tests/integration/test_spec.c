@@ -24,7 +24,7 @@
 
 #include <cmocka.h>
 
-#include "itest_core.h"
+#include "itest.h"
 
 #define WAIT_MS 10000
 
@@ -59,8 +59,7 @@ static uint64_t get_le(const uint8_t *p, int n)
 
 static void start(it_daemon *d, const char *const *args)
 {
-	assert_int_equal(it_setup(d), 0);
-	assert_int_equal(it_start(d, args), 0);
+	assert_int_equal(it_launch(d, args), 0);
 }
 
 static void stop(it_daemon *d)

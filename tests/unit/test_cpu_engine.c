@@ -1,172 +1,15 @@
 /*
  * test_cpu_engine.c - unit tests of the CPU engine, driven through
- * gm_engine.h the way the daemon drives it: open, submit waves, collect
- * jobs from the done callback, close. Results are checked against a naive
- * long double reference for every transpose pair, both layouts, fp64 and
- * fp32, with and without C, on outputs poisoned with NaN first so that an
- * element left unwritten shows. Inputs are fresh random numbers; the seed
- * is printed and GM_TEST_SEED replays one.
+ * gm_engine.h the way the daemon drives it (gm_testengine.h): open,
+ * submit waves, collect jobs from the done callback, close. Results are
+ * checked against a naive long double reference for every transpose
+ * pair, both layouts, fp64 and fp32, with and without C, on outputs
+ * poisoned with NaN first so that an element left unwritten shows.
+ * Inputs are fresh random numbers; the seed is printed and GM_TEST_SEED
+ * replays one. Bursts, starts, warm-up and the thread count are in
+ * test_cpu_engine_starts.c.
  */
-#include <math.h>
-#include <pthread.h>
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-
-#include <cmocka.h>
-
-#include "gm_build.h"
-#include "gm_engine.h"
-#include "gm_error.h"
-#include "gm_testref.h"
-
-#define ALPHA 1.5
-#define BETA  -0.75
-
-/* Collects jobs coming back through the done callback. */
-struct waiter {
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	size_t done;
-};
-
-static struct waiter w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,
-			  0};
-static uint64_t rs;
-
-static void on_done(gm_job *job, void *arg)
-{
-	struct waiter *wt = arg;
-
-	pthread_mutex_lock(&wt->mu);
-	wt->done++;
-	pthread_cond_signal(&wt->cv);
-	pthread_mutex_unlock(&wt->mu);
-}
-
-static void wait_done(size_t n)
-{
-	pthread_mutex_lock(&w.mu);
-	while (w.done < n)
-		pthread_cond_wait(&w.cv, &w.mu);
-	pthread_mutex_unlock(&w.mu);
-}
-
-static size_t done_count(void)
-{
-	size_t n;
-
-	pthread_mutex_lock(&w.mu);
-	n = w.done;
-	pthread_mutex_unlock(&w.mu);
-	return n;
-}
-
-static gm_engine *open_engine(int kind, unsigned threads)
-{
-	gm_engine_config cfg = {
-	    .kind = kind, .pool_bytes = 1u << 20, .cpu_threads = threads};
-	gm_engine *e = NULL;
-	char msg[128] = "";
-	int rv = gm_engine_open(&cfg, on_done, &w, &e, msg, sizeof(msg));
-
-	if (rv != GM_OK)
-		print_error("gm_engine_open: %s\n", msg);
-	assert_int_equal(rv, GM_OK);
-	assert_non_null(e);
-	pthread_mutex_lock(&w.mu);
-	w.done = 0;
-	pthread_mutex_unlock(&w.mu);
-	return e;
-}
-
-/* A job and the buffers it owns, with the description it was built from. */
-struct tjob {
-	gm_job job;
-	size_t es;
-	uint8_t *a, *b, *c, *out;
-};
-
-static void fill_nan(void *p, int dtype, size_t count)
-{
-	size_t i;
-
-	for (i = 0; i < count; i++)
-		gm_testref_put(dtype, p, i, NAN);
-}
-
-static void make_job(struct tjob *t, int dtype, int layout, int ta, int tb,
-		     int has_c, uint32_t m, uint32_t n, uint32_t k)
-{
-	size_t mk = (size_t)m * k, kn = (size_t)k * n, mn = (size_t)m * n;
-	gm_job_desc *d = &t->job.d;
-
-	memset(t, 0, sizeof(*t));
-	d->dtype = dtype;
-	d->layout = layout;
-	d->trans_a = ta;
-	d->trans_b = tb;
-	d->kernel = GM_KERNEL_CUBLAS;
-	d->flags = has_c ? GM_JOB_HAS_C : 0;
-	d->m = m;
-	d->n = n;
-	d->k = k;
-	d->alpha = ALPHA;
-	d->beta = BETA;
-	t->es = gm_testref_esize(dtype);
-	/* One block, A B C back to back as on the wire, then the result. */
-	t->a = malloc(t->es * (mk + kn + 2 * mn));
-	assert_non_null(t->a);
-	t->b = t->a + t->es * mk;
-	t->c = t->b + t->es * kn;
-	t->out = t->c + t->es * mn;
-	gm_testref_fill(dtype, t->a, mk + kn + mn, &rs, NULL);
-	fill_nan(t->out, dtype, mn);
-	t->job.a = t->a;
-	t->job.b = t->b;
-	t->job.c = has_c ? t->c : NULL;
-	t->job.out = t->out;
-	t->job.status = -1;
-}
-
-/*
- * Checks t's result (at out) against the long double reference of
- * gm_testref_check: every element written, the error within the bound.
- */
-static void check_result(const struct tjob *t, const void *out)
-{
-	const gm_job_desc *d = &t->job.d;
-
-	assert_int_equal(t->job.status, GM_OK);
-	assert_int_equal(t->job.device, -1);
-	assert_true(t->job.kernel_us >= 0.0);
-	assert_true(t->job.h2d_us == 0.0 && t->job.d2h_us == 0.0);
-	assert_true(gm_testref_check(
-	    &(gm_testref_gemm){.dtype = d->dtype,
-			       .layout = d->layout,
-			       .trans_a = d->trans_a,
-			       .trans_b = d->trans_b,
-			       .m = d->m,
-			       .n = d->n,
-			       .k = d->k,
-			       .alpha = d->alpha,
-			       .beta = d->beta,
-			       .a = t->a,
-			       .b = t->b,
-			       .c = d->flags & GM_JOB_HAS_C ? t->c : NULL,
-			       .out = out}));
-}
-
-static void free_job(struct tjob *t)
-{
-	free(t->a);
-}
+#include "gm_testengine.h"
 
 static void test_open_cpu(void **state)
 {
@@ -258,23 +101,6 @@ static void test_open_pool_over_memory(void **state)
 	gm_engine_close(e);
 }
 
-/* Runs wave[0..n-1] (the jobs of t) as one wave on a fresh engine e,
- * checks and frees every job, and reads the stats after. */
-static void run_checked(gm_engine *e, struct tjob *t, gm_job **wave, int n,
-			gm_device_stats *s)
-{
-	int i;
-
-	assert_int_equal(gm_engine_submit(e, wave, (size_t)n), GM_OK);
-	wait_done((size_t)n);
-	for (i = 0; i < n; i++) {
-		check_result(&t[i], t[i].out);
-		free_job(&t[i]);
-	}
-	gm_engine_device_stats(e, 0, s);
-	assert_int_equal(s->jobs, n);
-}
-
 /* Every dtype, layout, transpose pair and C choice for one shape, as one
  * wave. */
 static void run_shape(uint32_t m, uint32_t n, uint32_t k)
@@ -288,7 +114,7 @@ static void run_shape(uint32_t m, uint32_t n, uint32_t k)
 
 	for (i = 0; i < N; i++) {
 		make_job(&t[i], i & 1 ? GM_FP32 : GM_FP64, (i >> 1) & 1,
-			 (i >> 2) & 1, (i >> 3) & 1, (i >> 4) & 1, m, n, k);
+			 (i >> 2) & 1, (i >> 3) & 1, (i >> 4) & 1, 0, m, n, k);
 		wave[i] = &t[i].job;
 	}
 	run_checked(e, t, wave, N, &s);
@@ -324,7 +150,7 @@ static void run_copy(int dtype, int layout, int has_c, int use_copy_out)
 	gm_job *job = &t.job;
 	uint8_t *in_copy, *dst;
 
-	make_job(&t, dtype, layout, 1, 0, has_c, 31, 17, 9);
+	make_job(&t, dtype, layout, 1, 0, has_c, 0, 31, 17, 9);
 	in_copy = malloc(inn * t.es);
 	dst = malloc(outn * t.es);
 	assert_non_null(in_copy);
@@ -371,7 +197,7 @@ static void test_copy_in_short(void **state)
 	struct tjob t;
 	gm_job *job = &t.job;
 
-	make_job(&t, GM_FP64, GM_ROW_MAJOR, 0, 0, 1, 4, 4, 4);
+	make_job(&t, GM_FP64, GM_ROW_MAJOR, 0, 0, 1, 0, 4, 4, 4);
 	job->copy_in = t.a;
 	job->copy_in_bytes = 3 * 16 * 8 - 1;
 	assert_int_equal(gm_engine_submit(e, &job, 1), GM_OK);
@@ -401,7 +227,7 @@ static void test_unsupported_dtypes(void **state)
 
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		/* Buffers sized as fp32, ample for these dtypes. */
-		make_job(&t, GM_FP32, GM_ROW_MAJOR, 0, 0, 0, 3, 3, 3);
+		make_job(&t, GM_FP32, GM_ROW_MAJOR, 0, 0, 0, 0, 3, 3, 3);
 		t.job.d.dtype = cases[i].dtype;
 		msg[0] = '\0';
 		assert_int_equal(
@@ -430,7 +256,7 @@ static void test_tiled_kernel_runs_as_blas(void **state)
 	struct tjob t;
 	gm_job *job = &t.job;
 
-	make_job(&t, GM_FP64, GM_ROW_MAJOR, 0, 1, 1, 33, 17, 40);
+	make_job(&t, GM_FP64, GM_ROW_MAJOR, 0, 1, 1, 0, 33, 17, 40);
 	t.job.d.kernel = GM_KERNEL_TILED;
 	assert_int_equal(gm_engine_submit(e, &job, 1), GM_OK);
 	wait_done(1);
@@ -448,7 +274,7 @@ static void test_close_drains(void **state)
 	int i;
 
 	for (i = 0; i < N; i++) {
-		make_job(&t[i], GM_FP64, GM_COL_MAJOR, 0, 0, 1, 96, 96, 96);
+		make_job(&t[i], GM_FP64, GM_COL_MAJOR, 0, 0, 1, 0, 96, 96, 96);
 		job = &t[i].job;
 		assert_int_equal(gm_engine_submit(e, &job, 1), GM_OK);
 	}
@@ -469,208 +295,6 @@ static void test_submit_nothing(void **state)
 	assert_int_equal(done_count(), 0);
 }
 
-/* Jobs that OpenBLAS runs on one thread (m n k <= 2^18) go to the
- * crew in bursts, larger ones alone between them: a wave that mixes
- * both comes back whole, each job once and right. */
-static void test_bursts(void **state)
-{
-	enum { N = 600 };
-	static struct tjob t[N];
-	static gm_job *wave[N];
-	gm_engine *e = open_engine(GM_ENGINE_CPU, 2);
-	gm_device_stats s;
-	int i;
-
-	for (i = 0; i < N; i++) {
-		uint32_t d = i % 50 == 49 ? 80 : 8 + (uint32_t)(i % 57);
-
-		make_job(&t[i], i & 1 ? GM_FP32 : GM_FP64, (i >> 1) & 1,
-			 (i >> 2) & 1, (i >> 3) & 1, (i >> 4) & 1, d, d + 1,
-			 d + 2);
-		wave[i] = &t[i].job;
-	}
-	run_checked(e, t, wave, N, &s);
-	gm_engine_close(e);
-	assert_int_equal(done_count(), N);
-}
-
-/* The engine's clock: monotonic, in microseconds. */
-static double now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
-/* Starts as the engine reports them: which job, and the host clock. */
-static struct {
-	pthread_mutex_t mu;
-	gm_job *job[8];
-	double at[8];
-	size_t n, calls;
-} starts = {PTHREAD_MUTEX_INITIALIZER, {0}, {0}, 0, 0};
-
-static void on_start(gm_job *job, uint32_t n, void *arg)
-{
-	assert_ptr_equal(arg, &w);
-	pthread_mutex_lock(&starts.mu);
-	starts.calls++;
-	for (; n > 0; n--, job = job->next) {
-		assert_true(starts.n < 8);
-		starts.job[starts.n] = job;
-		starts.at[starts.n++] = now_us();
-	}
-	pthread_mutex_unlock(&starts.mu);
-}
-
-/*
- * Large jobs of one wave run one after another: each is told started
- * when the worker takes it, in order, and its start_us (its BLAS call)
- * comes after the one before it ended, so the time it waited behind it
- * is its own queue time, not hidden; a job already past its deadline
- * comes back GM_ETIMEDOUT, never started, its output untouched. The
- * device's busy time never passes the wall time.
- */
-static void test_starts(void **state)
-{
-	enum { N = 3 };
-	struct tjob t[N + 1];
-	gm_job *wave[N + 1];
-	gm_engine *e = open_engine(GM_ENGINE_CPU, 1);
-	double t0 = now_us(), t1;
-	gm_device_stats s;
-	size_t i;
-
-	gm_engine_on_start(e, on_start);
-	starts.n = 0;
-	for (i = 0; i <= N; i++) {
-		make_job(&t[i], GM_FP64, GM_ROW_MAJOR, 0, 0, 0, 120, 110, 100);
-		wave[i] = &t[i].job;
-	}
-	t[1].job.deadline_us = t0 - 1.0; /* passed */
-	t[2].job.deadline_us = t0 + 600e6;
-	assert_int_equal(gm_engine_submit(e, wave, N + 1), GM_OK);
-	wait_done(N + 1);
-	t1 = now_us();
-	assert_int_equal(starts.n, N);
-	assert_ptr_equal(starts.job[0], &t[0].job);
-	assert_ptr_equal(starts.job[1], &t[2].job);
-	assert_ptr_equal(starts.job[2], &t[3].job);
-	assert_int_equal(t[1].job.status, GM_ETIMEDOUT);
-	assert_true(t[1].job.start_us == 0.0);
-	assert_true(isnan(gm_testref_get(GM_FP64, t[1].out, 0)));
-	for (i = 0; i < N; i++) {
-		const gm_job *j = starts.job[i];
-
-		assert_true(j->start_us >= starts.at[i]);
-		assert_true(j->start_us + j->kernel_us <= t1);
-		if (i > 0)
-			assert_true(j->start_us >=
-				    starts.job[i - 1]->start_us +
-					starts.job[i - 1]->kernel_us);
-	}
-	check_result(&t[0], t[0].out);
-	check_result(&t[2], t[2].out);
-	check_result(&t[3], t[3].out);
-	gm_engine_device_stats(e, 0, &s);
-	assert_true(s.busy_us > 0.0 && s.busy_us <= now_us() - t0);
-	for (i = 0; i <= N; i++)
-		free_job(&t[i]);
-	gm_engine_close(e);
-}
-
-/* Small jobs taken together are told started together, in one call
- * (one hand-off to the daemon's loop), in the order of the wave. */
-static void test_burst_starts(void **state)
-{
-	enum { N = 6 };
-	struct tjob t[N];
-	gm_job *wave[N];
-	gm_engine *e = open_engine(GM_ENGINE_CPU, 1);
-	size_t i;
-
-	gm_engine_on_start(e, on_start);
-	starts.n = starts.calls = 0;
-	for (i = 0; i < N; i++) {
-		make_job(&t[i], GM_FP32, GM_ROW_MAJOR, 0, 0, 0, 9, 10, 11);
-		wave[i] = &t[i].job;
-	}
-	assert_int_equal(gm_engine_submit(e, wave, N), GM_OK);
-	wait_done(N);
-	assert_int_equal(starts.calls, 1);
-	assert_int_equal(starts.n, N);
-	for (i = 0; i < N; i++) {
-		assert_ptr_equal(starts.job[i], &t[i].job);
-		check_result(&t[i], t[i].out);
-		free_job(&t[i]);
-	}
-	gm_engine_close(e);
-}
-
-/* Warm-up runs on the worker and calls back once; jobs submitted
- * meanwhile wait behind it. */
-static struct {
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	int calls, status;
-	double ms;
-} warm = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, -1, -1};
-
-static void on_warm(void *arg, int status, double ms, const char *msg)
-{
-	assert_ptr_equal(arg, &warm);
-	pthread_mutex_lock(&warm.mu);
-	warm.calls++;
-	warm.status = status;
-	warm.ms = ms;
-	pthread_cond_signal(&warm.cv);
-	pthread_mutex_unlock(&warm.mu);
-}
-
-static void test_warmup(void **state)
-{
-	gm_engine *e = open_engine(GM_ENGINE_CPU, 0);
-	struct tjob t;
-	gm_job *job = &t.job;
-	double ms = -1;
-
-	assert_int_equal(gm_engine_ready(e, &ms), 1);
-	assert_true(ms == 0.0);
-	assert_int_equal(gm_engine_warmup(e, on_warm, &warm), GM_OK);
-	make_job(&t, GM_FP64, GM_ROW_MAJOR, 0, 0, 1, 5, 6, 7);
-	assert_int_equal(gm_engine_submit(e, &job, 1), GM_OK);
-	pthread_mutex_lock(&warm.mu);
-	while (warm.calls == 0)
-		pthread_cond_wait(&warm.cv, &warm.mu);
-	pthread_mutex_unlock(&warm.mu);
-	wait_done(1);
-	check_result(&t, t.out);
-	assert_int_equal(warm.calls, 1);
-	assert_int_equal(warm.status, GM_OK);
-	assert_true(warm.ms >= 0.0);
-	assert_int_equal(gm_engine_ready(e, &ms), 1);
-	assert_true(ms == warm.ms);
-	free_job(&t);
-	gm_engine_close(e);
-}
-
-static void test_thread_count(void **state)
-{
-	gm_engine *e = open_engine(GM_ENGINE_CPU, 1);
-	gm_device_stats s;
-
-	gm_engine_device_stats(e, 0, &s);
-	assert_string_equal(s.name, "cpu (OpenBLAS, 1 threads)");
-	gm_engine_close(e);
-}
-
-static int setup_seed(void **state)
-{
-	rs = gm_testref_seed();
-	return 0;
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -689,11 +313,6 @@ int main(void)
 	    cmocka_unit_test(test_tiled_kernel_runs_as_blas),
 	    cmocka_unit_test(test_close_drains),
 	    cmocka_unit_test(test_submit_nothing),
-	    cmocka_unit_test(test_bursts),
-	    cmocka_unit_test(test_starts),
-	    cmocka_unit_test(test_burst_starts),
-	    cmocka_unit_test(test_warmup),
-	    cmocka_unit_test(test_thread_count),
 	};
 
 	return cmocka_run_group_tests(tests, setup_seed, NULL);

@@ -27,77 +27,10 @@
 #include "gm_cpu_piece.h"
 #include "gm_engine.h"
 #include "gm_error.h"
+#include "gm_testengine.h"
 #include "gm_testref.h"
 
-static uint64_t rs;
-
-/* ---- jobs ---- */
-
-struct tjob {
-	gm_job job;
-	uint8_t *a, *b, *c, *out;
-	int back; /* order it came back in, from 1 */
-};
-
-/* A job with random A, B and C and a result poisoned with NaN; out is
- * c itself when in_place. */
-static void make_job(struct tjob *t, int dtype, int layout, int ta, int tb,
-		     int has_c, int in_place, uint32_t m, uint32_t n,
-		     uint32_t k)
-{
-	size_t es = gm_testref_esize(dtype);
-	size_t mk = (size_t)m * k, kn = (size_t)k * n, mn = (size_t)m * n;
-	gm_job_desc *d = &t->job.d;
-
-	memset(t, 0, sizeof(*t));
-	*d = (gm_job_desc){.dtype = (uint8_t)dtype,
-			   .layout = (uint8_t)layout,
-			   .trans_a = (uint8_t)ta,
-			   .trans_b = (uint8_t)tb,
-			   .kernel = GM_KERNEL_CUBLAS,
-			   .flags = has_c ? GM_JOB_HAS_C : 0,
-			   .m = m,
-			   .n = n,
-			   .k = k,
-			   .alpha = 1.5,
-			   .beta = -0.75};
-	t->a = malloc(es * (mk + kn + 2 * mn));
-	assert_non_null(t->a);
-	t->b = t->a + es * mk;
-	t->c = t->b + es * kn;
-	t->out = t->c + es * mn;
-	gm_testref_fill(dtype, t->a, mk + kn + mn, &rs, NULL);
-	for (size_t i = 0; i < mn; i++)
-		gm_testref_put(dtype, t->out, i, NAN);
-	t->job.a = t->a;
-	t->job.b = t->b;
-	t->job.c = has_c ? t->c : NULL;
-	t->job.out = in_place ? t->c : t->out;
-	t->job.status = -1;
-}
-
-/* Checks t's result against the reference; a job updated in place
- * compares against a copy of C taken before. */
-static void check_job(const struct tjob *t, const void *c_before)
-{
-	const gm_job_desc *d = &t->job.d;
-
-	assert_int_equal(t->job.status, GM_OK);
-	assert_true(gm_testref_check(
-	    &(gm_testref_gemm){.dtype = d->dtype,
-			       .layout = d->layout,
-			       .trans_a = d->trans_a,
-			       .trans_b = d->trans_b,
-			       .m = d->m,
-			       .n = d->n,
-			       .k = d->k,
-			       .alpha = d->alpha,
-			       .beta = d->beta,
-			       .a = t->a,
-			       .b = t->b,
-			       .c = d->flags & GM_JOB_HAS_C ? c_before : NULL,
-			       .out = t->job.out}));
-}
+/* Jobs, their checks and rs are the engine fixture's (gm_testengine.h). */
 
 /* ---- the engine, its callbacks and a gate in the start callback ---- */
 
@@ -111,7 +44,7 @@ static struct {
 	gm_job *first; /* the job whose start was held */
 } ev = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, NULL};
 
-static void on_done(gm_job *job, void *arg)
+static void on_back(gm_job *job, void *arg)
 {
 	struct tjob *t = (struct tjob *)job;
 
@@ -173,7 +106,7 @@ static gm_engine *open_config(gm_engine_config *cfg, int hold)
 	cfg->kind = GM_ENGINE_CPU;
 	cfg->pool_bytes = 1u << 20;
 	assert_int_equal(
-	    gm_engine_open(cfg, on_done, NULL, &e, msg, sizeof(msg)), GM_OK);
+	    gm_engine_open(cfg, on_back, NULL, &e, msg, sizeof(msg)), GM_OK);
 	gm_engine_on_start(e, on_start);
 	pthread_mutex_lock(&ev.mu);
 	ev.back = ev.started = ev.holding = 0;
@@ -184,7 +117,7 @@ static gm_engine *open_config(gm_engine_config *cfg, int hold)
 }
 
 /* A CPU engine whose pieces are flops each, on threads BLAS threads. */
-static gm_engine *open_engine(uint64_t flops, unsigned threads, int hold)
+static gm_engine *open_pieces(uint64_t flops, unsigned threads, int hold)
 {
 	gm_engine_config cfg = {.cpu_threads = threads,
 				.cpu_piece_flops = flops};
@@ -255,7 +188,7 @@ static void test_plan(void **state)
 static void run_cut(uint32_t m, uint32_t n, uint32_t k, double flops)
 {
 	static const double ab[][2] = {{1.5, -0.75}, {-1.0, 0.0}, {0.5, 1.0}};
-	gm_engine *e = open_engine((uint64_t)flops, 0, 0);
+	gm_engine *e = open_pieces((uint64_t)flops, 0, 0);
 	int back = 0;
 
 	for (int i = 0; i < 2 * 2 * 4 * 3; i++) {
@@ -310,7 +243,7 @@ static void test_cut_thin(void **state)
  * the large job's last piece ended. */
 static void test_small_between(void **state)
 {
-	gm_engine *e = open_engine((uint64_t)BIG_PF, 0, 1);
+	gm_engine *e = open_pieces((uint64_t)BIG_PF, 0, 1);
 	struct tjob big, small;
 
 	(void)state;
@@ -337,7 +270,7 @@ static void test_small_between(void **state)
  * ends, and both are right. */
 static void test_turns(void **state)
 {
-	gm_engine *e = open_engine((uint64_t)BIG_PF, 0, 0);
+	gm_engine *e = open_pieces((uint64_t)BIG_PF, 0, 0);
 	struct tjob t[2];
 	gm_job *wave[2] = {&t[0].job, &t[1].job};
 
@@ -372,7 +305,7 @@ static double now_us(void)
  */
 static void test_cancel_deadline(void **state)
 {
-	gm_engine *e = open_engine((uint64_t)BIG_PF, 0, 1);
+	gm_engine *e = open_pieces((uint64_t)BIG_PF, 0, 1);
 	enum { N = 4 };
 	struct tjob t[N];
 	gm_job *wave[N];
@@ -514,13 +447,6 @@ static void test_same_bytes(void **state)
 	free(first);
 	free(same.a);
 	gm_engine_close(e);
-}
-
-static int setup_seed(void **state)
-{
-	(void)state;
-	rs = gm_testref_seed();
-	return 0;
 }
 
 int main(void)

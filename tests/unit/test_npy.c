@@ -124,30 +124,16 @@ static void round_trip(int dtype, int fortran)
 	gm_npy_free(&m);
 }
 
-static void test_round_trip_f8_c(void **state)
+/* Both orders of every dtype gm_npy writes. */
+static void test_round_trips(void **state)
 {
-	round_trip(GM_FP64, 0);
-}
+	static const struct {
+		int dtype, fortran;
+	} cases[] = {{GM_FP64, 0}, {GM_FP64, 1}, {GM_FP32, 0},
+		     {GM_FP32, 1}, {GM_FP16, 0}, {GM_FP16, 1}};
 
-static void test_round_trip_f8_fortran(void **state)
-{
-	round_trip(GM_FP64, 1);
-}
-
-static void test_round_trip_f4_c(void **state)
-{
-	round_trip(GM_FP32, 0);
-}
-
-static void test_round_trip_f4_fortran(void **state)
-{
-	round_trip(GM_FP32, 1);
-}
-
-static void test_round_trip_f2(void **state)
-{
-	round_trip(GM_FP16, 0);
-	round_trip(GM_FP16, 1);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		round_trip(cases[i].dtype, cases[i].fortran);
 }
 
 /* ---- streams ---- */
@@ -578,11 +564,7 @@ static void test_pack_from_f2(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_round_trip_f8_c),
-	    cmocka_unit_test(test_round_trip_f8_fortran),
-	    cmocka_unit_test(test_round_trip_f4_c),
-	    cmocka_unit_test(test_round_trip_f4_fortran),
-	    cmocka_unit_test(test_round_trip_f2),
+	    cmocka_unit_test(test_round_trips),
 	    cmocka_unit_test(test_stream),
 	    cmocka_unit_test(test_fwrite),
 	    cmocka_unit_test(test_header_text),

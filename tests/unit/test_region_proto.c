@@ -5,40 +5,13 @@
  * assigns to each), the job iterator over requests that mix region and
  * inline operands, with and without the payload at hand, the example of
  * §14.6 byte for byte, and the hand-off socket's records and default
- * name. The checks of
- * whole frames that name regions (§8 steps 14-18) are rows of
- * test_proto.c's request table.
+ * name. The checks of whole frames that name regions (§8 steps 14-18)
+ * are rows of test_proto_bad.c's request table; the scratch buffer, the
+ * limits and the region ids are proto_fx.h's.
  */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <string.h>
+#include "proto_fx.h"
 
-#include <cmocka.h>
-
-#include "gm_proto.h"
-#include "gm_proto_region.h"
-
-#define MSG_LEN 256
-#define RID	0x1122334455667788ull /* region ids */
-#define RID2	0x99aabbccddeeff01ull
-#define RID_EX	0x6c1f0e2a9d3b4c57ull /* the one of §14.6 */
-
-static uint8_t buf[1 << 16];
-
-static const gm_limits lim_open = {.max_jobs = GM_MAX_JOBS,
-				   .max_dim = GM_MAX_DIM,
-				   .max_job_bytes = UINT64_MAX,
-				   .max_frame = UINT64_MAX,
-				   .max_ctrl = UINT64_MAX};
-
-static void put_u64le(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
+#define RID_EX 0x6c1f0e2a9d3b4c57ull /* the one of §14.6 */
 
 /* fp32 2x3x4 with C: A 32, B 48, C 24, OUT 24 bytes. */
 static gm_job_desc job_c(void)
@@ -479,7 +452,7 @@ static void apply(const struct patch *p)
 {
 	for (int k = 0; k < 3 && p[k].size != 0; k++) {
 		if (p[k].size == 8)
-			put_u64le(buf + p[k].at, p[k].value);
+			put_le(buf + p[k].at, 8, p[k].value);
 		else
 			buf[p[k].at] = (uint8_t)p[k].value;
 	}

@@ -1,24 +1,33 @@
 /*
- * itest_core.h - what every C integration test shares, without the
- * client library: a real gemmd started on temporary sockets (ready once
- * it answers a ping over tcp://, through the raw-frame client
- * gm_rawc.h), its stats read by key, what the kernel says about its
- * process (descriptors, memory, CPU time), and small timing helpers.
- * Tests that speak the wire themselves use only this; those that use
- * the client library include itest.h, which adds its helpers.
+ * itest.h - the one daemon fixture of the tests: a real gemmd started
+ * on temporary sockets with the arguments, engine and environment a test
+ * names (ready once it answers a ping over tcp://, through the raw-frame
+ * client gm_rawc.h), stopped, killed, waited for, its log read; its
+ * stats read by key, raw or through the client library; what the kernel
+ * says about its process (descriptors, memory, CPU time); GEMM jobs with
+ * their reference check; small timing helpers. Every suite that runs a
+ * gemmd (integration, gpu) starts it here and nowhere else.
+ *
+ * itest.c holds the daemon's life, itest_probe.c what is read of it,
+ * itest_job.c the client library's side.
  *
  * Failures here return an error for the test to assert on; nothing in
- * this file calls cmocka, so a helper can also run in a forked child.
+ * these files calls cmocka but it_run, so a helper can also run in a
+ * forked child.
  */
-#ifndef ITEST_CORE_H
-#define ITEST_CORE_H
+#ifndef ITEST_H
+#define ITEST_H
 
 #include <cjson/cJSON.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "gemmd.h"
 #include "gm_rawc.h"
+
+struct CMUnitTest;
 
 typedef struct it_daemon {
 	pid_t pid;	/* 0 when not running */
@@ -28,6 +37,11 @@ typedef struct it_daemon {
 	char log[128];	/* gemmd's stderr */
 	char path[128]; /* the ipc socket's file */
 	long nofile;	/* when not 0: gemmd's RLIMIT_NOFILE, soft and hard */
+	/* Set between it_setup and it_start, all optional: */
+	const char *engine; /* --engine=ENGINE; NULL: cpu */
+	const char *fault;  /* GEMMD_INJECT_FAULT for gemmd; NULL: none */
+	int start_ms;	    /* how long start may take; 0: about 5 s */
+	bool answer_only;   /* ready once it answers a ping, warm or not */
 } it_daemon;
 
 /* A loopback TCP port nobody listens on right now, or -1. */
@@ -37,13 +51,18 @@ int it_free_port(void);
 int it_setup(it_daemon *d);
 
 /*
- * Starts gemmd with the CPU engine, listening on d->ipc and d->tcp, with
- * extra arguments args (NULL-terminated, may be NULL), stderr appended
- * to d->log; waits up to 5 s for a ping over tcp://, which the ipc://
- * allow-lists do not cover. Returns 0, or -1 when gemmd exited or did
- * not answer (then it is killed).
+ * Starts gemmd with d->engine (the CPU engine by default), listening on
+ * d->ipc and d->tcp, with extra arguments args (NULL-terminated, may be
+ * NULL), stderr appended to d->log, GEMMD_INJECT_FAULT taken out of its
+ * environment unless d->fault names one; waits (d->start_ms, about 5 s
+ * by default) for a ping over tcp://, which the ipc:// allow-lists do
+ * not cover, to say it is ready. Returns 0, or -1 when gemmd exited or
+ * did not answer (then it is killed).
  */
 int it_start(it_daemon *d, const char *const *args);
+
+/* it_setup, then it_start with the defaults; as it_start. */
+int it_launch(it_daemon *d, const char *const *args);
 
 /* it_setup and it_start with metrics_listen on a loopback port free at
  * setup, which *port gets, and extra arguments args; as it_start. */
@@ -59,6 +78,14 @@ int it_stop(it_daemon *d);
 
 /* SIGKILL, then waits. */
 void it_kill(it_daemon *d);
+
+/* Waits up to ms for gemmd to exit by itself: its exit status (128 +
+ * signal when one killed it), or -1 when it still runs; *took_ms (may
+ * be NULL) gets the time waited. */
+int it_wait_exit(it_daemon *d, int ms, double *took_ms);
+
+/* Copies the last lines of d's log to stderr, after why. */
+void it_tail_log(const it_daemon *d, const char *why);
 
 /* Kills gemmd if it still runs and removes d->dir. */
 void it_cleanup(it_daemon *d);
@@ -109,10 +136,44 @@ double it_cpu_ms(pid_t pid);
  * limit. */
 long it_raise_nofile(void);
 
+/* Runs the n tests as cmocka's group "tests" with SIGPIPE ignored:
+ * exit 77 (skipped) when $GEMMD is not set. */
+int it_run(const struct CMUnitTest *tests, size_t n);
+#define IT_RUN(tests) it_run(tests, sizeof(tests) / sizeof((tests)[0]))
+
 /* Monotonic clock in microseconds. */
 double it_now_us(void);
 
 /* The q-quantile (0..1) of n samples, which it sorts. */
 double it_quantile(double *v, size_t n, double q);
+
+/* ---- through the client library ---- */
+
+/* The "stats" object of a stats reply, fetched over c (cJSON_Delete
+ * it), or NULL. */
+cJSON *it_stats(gemmd_client *c);
+
+/* it_num of a fresh stats document; -1 when it cannot be fetched. */
+double it_stat(gemmd_client *c, const char *path);
+
+/* Makes j a row-major fp64 m x n x k job, alpha 1, with operands in
+ * -1..1 from seed and out filled with 0xA5 bytes (it_job_untouched). */
+void it_job(gemmd_job *j, uint32_t m, uint32_t n, uint32_t k, unsigned seed);
+
+/* Frees what it_job allocated. */
+void it_job_free(gemmd_job *j);
+
+/* Whether j succeeded and out is A*B to fp64 rounding. */
+int it_job_ok(const gemmd_job *j);
+
+/* Runs one it_job of m x n x k from seed on c within timeout_ms and
+ * checks it: its round trip in microseconds, or -1 when the call failed
+ * or the result was wrong (reported on stderr). The well-behaved client
+ * of the attack tests. */
+double it_timed_job(gemmd_client *c, uint32_t m, uint32_t n, uint32_t k,
+		    unsigned seed, int timeout_ms);
+
+/* Whether out still holds the 0xA5 fill: no byte of a result landed. */
+int it_job_untouched(const gemmd_job *j);
 
 #endif

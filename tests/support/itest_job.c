@@ -1,6 +1,6 @@
 /*
- * itest.c - helpers of the C integration tests that use the client
- * library; see itest.h.
+ * itest_job.c - the daemon fixture through the client library: stats
+ * by key and fp64 GEMM jobs checked against A*B; see itest.h.
  */
 #include "itest.h"
 

@@ -1,16 +1,17 @@
 /*
- * itest_core.c - helpers of every C integration test; see itest_core.h.
+ * itest.c - the daemon fixture's gemmd: started on temporary sockets
+ * with the engine, arguments and environment a test names, waited for
+ * until ready, stopped, killed, reaped, its log read; see itest.h.
  */
-#include "itest_core.h"
+#include "itest.h"
 
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <math.h>
 #include <netinet/in.h>
-#include <poll.h>
+#include <setjmp.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,18 +20,14 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
-#define ARGS_MAX 48
+#include <cmocka.h>
 
-double it_now_us(void)
-{
-	struct timespec ts;
+#define ARGS_MAX  48
+#define ENV_FAULT "GEMMD_INJECT_FAULT="
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
+extern char **environ;
 
 /* Ports below the kernel's ephemeral range: a port the kernel handed out
  * for bind(port 0) may be taken a moment later as the local end of
@@ -85,15 +82,41 @@ int it_setup(it_daemon *d)
 	return 0;
 }
 
+/* gemmd's environment: ours without GEMMD_INJECT_FAULT, with it set to
+ * fault when not NULL. Built before fork: the child may only exec (the
+ * CPU engine's and nng's threads run in this process). */
+static char **child_env(const char *fault)
+{
+	static char var[64];
+	size_t n = 0, k = 0;
+	char **env;
+
+	while (environ[n] != NULL)
+		n++;
+	if ((env = calloc(n + 2, sizeof(*env))) == NULL)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(environ[i], ENV_FAULT, strlen(ENV_FAULT)) != 0)
+			env[k++] = environ[i];
+	if (fault != NULL) {
+		snprintf(var, sizeof(var), ENV_FAULT "%s", fault);
+		env[k++] = var;
+	}
+	return env;
+}
+
 static pid_t spawn(const char *const *argv, const char *errpath, int append,
-		   long nofile)
+		   long nofile, const char *fault)
 {
 	struct rlimit rl = {(rlim_t)nofile, (rlim_t)nofile};
-	pid_t pid = fork();
+	char **env = child_env(fault);
+	pid_t pid;
 	int fd;
 
-	if (pid != 0)
-		return pid;
+	if (env == NULL || (pid = fork()) != 0) {
+		free(env);
+		return env == NULL ? -1 : pid;
+	}
 	/* A test that fails half-way leaves no daemon behind. */
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (nofile != 0 && setrlimit(RLIMIT_NOFILE, &rl) != 0)
@@ -102,7 +125,7 @@ static pid_t spawn(const char *const *argv, const char *errpath, int append,
 		  0600);
 	if (fd < 0 || dup2(fd, STDERR_FILENO) < 0)
 		_exit(127);
-	execv(argv[0], (char *const *)argv);
+	execve(argv[0], (char *const *)argv, env);
 	_exit(127);
 }
 
@@ -111,12 +134,11 @@ static int exit_status(int st)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
-/* Whether gemmd at url answers a ping within ms. */
-/* Whether gemmd at url answers a ping saying it is ready: the tests
- * start on a warm engine (the CPU engine sizes its pieces first, which a
- * loaded host can make take a second), as a client that waits for
- * /readyz would. */
-static int pings(const char *url, int ms)
+/* Whether gemmd at url answers a ping saying it is ready (or, with
+ * answer_only, at all): the tests start on a warm engine (the CPU
+ * engine sizes its pieces first, which a loaded host can make take a
+ * second), as a client that waits for /readyz would. */
+static int pings(const char *url, int ms, bool answer_only)
 {
 	int fd = rc_connect(url, NULL), rv;
 	char *doc = NULL;
@@ -125,7 +147,8 @@ static int pings(const char *url, int ms)
 		return 0;
 	rv = rc_ctrl(fd, 1, "{\"op\":\"ping\"}", &doc, ms);
 	close(fd);
-	rv = rv == 0 && doc != NULL && strstr(doc, "\"ready\":true") != NULL;
+	rv = rv == 0 && doc != NULL &&
+	     (answer_only || strstr(doc, "\"ready\":true") != NULL);
 	free(doc);
 	return rv;
 }
@@ -133,10 +156,14 @@ static int pings(const char *url, int ms)
 int it_start(it_daemon *d, const char *const *args)
 {
 	const char *argv[ARGS_MAX];
+	char engine[32];
+	double until = it_now_us() + d->start_ms * 1e3;
 	int argc = 0, st;
 
+	snprintf(engine, sizeof(engine), "--engine=%s",
+		 d->engine != NULL ? d->engine : "cpu");
 	argv[argc++] = getenv("GEMMD");
-	argv[argc++] = "--engine=cpu";
+	argv[argc++] = engine;
 	argv[argc++] = "--listen";
 	argv[argc++] = d->ipc;
 	argv[argc++] = "--listen";
@@ -145,10 +172,11 @@ int it_start(it_daemon *d, const char *const *args)
 	     i++)
 		argv[argc++] = args[i];
 	argv[argc] = NULL;
-	if (argv[0] == NULL || (d->pid = spawn(argv, d->log, 1, d->nofile)) < 0)
+	if (argv[0] == NULL ||
+	    (d->pid = spawn(argv, d->log, 1, d->nofile, d->fault)) < 0)
 		return -1;
-	for (int i = 0; i < 250; i++) {
-		if (pings(d->tcp, 200))
+	for (int i = 0; i < 250 || it_now_us() < until; i++) {
+		if (pings(d->tcp, 200, d->answer_only))
 			return 0;
 		if (waitpid(d->pid, &st, WNOHANG) == d->pid) {
 			d->pid = 0;
@@ -160,8 +188,12 @@ int it_start(it_daemon *d, const char *const *args)
 	return -1;
 }
 
-/* Copies the last lines of d's log to stderr, after why. */
-static void tail_log(const it_daemon *d, const char *why)
+int it_launch(it_daemon *d, const char *const *args)
+{
+	return it_setup(d) == 0 ? it_start(d, args) : -1;
+}
+
+void it_tail_log(const it_daemon *d, const char *why)
 {
 	char line[1024], *ring[40] = {0};
 	unsigned n = 0;
@@ -213,13 +245,14 @@ int it_stop(it_daemon *d)
 		usleep(2000);
 	if (w != d->pid) {
 		/* A stop that hangs is a bug of gemmd's: say where it was. */
-		tail_log(d, "gemmd did not exit within IT_STOP_MS of SIGTERM");
+		it_tail_log(d,
+			    "gemmd did not exit within IT_STOP_MS of SIGTERM");
 		it_kill(d);
 		return -1;
 	}
 	d->pid = 0;
 	if (exit_status(st) != 0)
-		tail_log(d, "gemmd did not exit 0");
+		it_tail_log(d, "gemmd did not exit 0");
 	return exit_status(st);
 }
 
@@ -230,6 +263,25 @@ void it_kill(it_daemon *d)
 	kill(d->pid, SIGKILL);
 	waitpid(d->pid, NULL, 0);
 	d->pid = 0;
+}
+
+int it_wait_exit(it_daemon *d, int ms, double *took_ms)
+{
+	double t0 = it_now_us();
+	pid_t w;
+	int st;
+
+	if (d->pid <= 0)
+		return -1;
+	while ((w = waitpid(d->pid, &st, WNOHANG)) == 0 &&
+	       it_now_us() - t0 <= ms * 1e3)
+		usleep(2000);
+	if (took_ms != NULL)
+		*took_ms = (it_now_us() - t0) / 1e3;
+	if (w != d->pid)
+		return -1;
+	d->pid = 0;
+	return exit_status(st);
 }
 
 void it_cleanup(it_daemon *d)
@@ -274,7 +326,7 @@ int it_run_gemmd(const char *const *args, char *err, size_t errlen)
 	     i++)
 		argv[argc++] = args[i];
 	argv[argc] = NULL;
-	if (argv[0] == NULL || (pid = spawn(argv, path, 0, 0)) < 0) {
+	if (argv[0] == NULL || (pid = spawn(argv, path, 0, 0, NULL)) < 0) {
 		unlink(path);
 		return -1;
 	}
@@ -298,162 +350,12 @@ int it_file_has(const char *path, const char *text)
 	return strstr(buf, text) != NULL;
 }
 
-double it_num(const cJSON *stats, const char *path)
+int it_run(const struct CMUnitTest *tests, size_t n)
 {
-	char key[64];
-	const cJSON *o = stats;
-
-	while (o != NULL && *path != '\0') {
-		size_t n = strcspn(path, ".");
-
-		snprintf(key, sizeof(key), "%.*s", (int)n, path);
-		o = cJSON_IsArray(o) ? cJSON_GetArrayItem(o, atoi(key))
-				     : cJSON_GetObjectItemCaseSensitive(o, key);
-		path += n + (path[n] == '.');
+	if (getenv("GEMMD") == NULL) {
+		fprintf(stderr, "GEMMD is not set\n");
+		return 77;
 	}
-	return cJSON_IsNumber(o) ? o->valuedouble : -1;
-}
-
-long it_raise_nofile(void)
-{
-	struct rlimit rl;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
-		return -1;
-	rl.rlim_cur = rl.rlim_max;
-	if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
-		getrlimit(RLIMIT_NOFILE, &rl);
-	return rl.rlim_cur == RLIM_INFINITY ? 1L << 20 : (long)rl.rlim_cur;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-double it_quantile(double *v, size_t n, double q)
-{
-	size_t i;
-
-	if (n == 0)
-		return 0;
-	qsort(v, n, sizeof(*v), cmp_double);
-	i = (size_t)ceil(q * (double)n);
-	return v[i > 0 ? i - 1 : 0];
-}
-
-cJSON *it_rstats(const it_daemon *d)
-{
-	int fd = rc_connect(d->tcp, NULL);
-	char *doc = NULL;
-	cJSON *root, *stats;
-
-	if (fd < 0)
-		return NULL;
-	if (rc_ctrl(fd, 2, "{\"op\":\"stats\"}", &doc, 5000) != 0) {
-		close(fd);
-		return NULL;
-	}
-	close(fd);
-	root = cJSON_Parse(doc);
-	free(doc);
-	stats = cJSON_DetachItemFromObjectCaseSensitive(root, "stats");
-	cJSON_Delete(root);
-	return stats;
-}
-
-double it_rstat(const it_daemon *d, const char *path)
-{
-	cJSON *s = it_rstats(d);
-	double v = it_num(s, path);
-
-	cJSON_Delete(s);
-	return v;
-}
-
-static double wait_stat(const it_daemon *d, const char *path, double want,
-			int ms, bool at_least)
-{
-	double end = it_now_us() + ms * 1e3, v;
-
-	while ((v = it_rstat(d, path)) != want && !(at_least && v > want) &&
-	       it_now_us() < end)
-		usleep(10000);
-	return v;
-}
-
-double it_wait_stat(const it_daemon *d, const char *path, double want, int ms)
-{
-	return wait_stat(d, path, want, ms, false);
-}
-
-double it_wait_stat_min(const it_daemon *d, const char *path, double want,
-			int ms)
-{
-	return wait_stat(d, path, want, ms, true);
-}
-
-int it_fds(pid_t pid)
-{
-	char path[64];
-	struct dirent *e;
-	DIR *dir;
-	int n = 0;
-
-	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
-	if ((dir = opendir(path)) == NULL)
-		return -1;
-	while ((e = readdir(dir)) != NULL)
-		n += e->d_name[0] != '.';
-	closedir(dir);
-	return n;
-}
-
-int it_rss_tells(void)
-{
-#ifdef __SANITIZE_ADDRESS__
-	return 0; /* gemmd is built as this test is */
-#else
-	return getenv("ASAN_OPTIONS") == NULL;
-#endif
-}
-
-long it_rss_kb(pid_t pid)
-{
-	char path[64], line[256];
-	long kb = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	if ((f = fopen(path, "r")) == NULL)
-		return -1;
-	while (fgets(line, sizeof(line), f) != NULL)
-		if (sscanf(line, "VmRSS: %ld kB", &kb) == 1)
-			break;
-	fclose(f);
-	return kb;
-}
-
-double it_cpu_ms(pid_t pid)
-{
-	char path[64], buf[1024], *p;
-	unsigned long ut = 0, st = 0;
-	FILE *f;
-	size_t n;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if ((f = fopen(path, "r")) == NULL)
-		return -1;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	/* After the command's closing parenthesis: fields 3 on; utime and
-	 * stime are 14 and 15. */
-	if ((p = strrchr(buf, ')')) == NULL ||
-	    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
-		   &ut, &st) != 2)
-		return -1;
-	return (double)(ut + st) * 1000.0 / (double)sysconf(_SC_CLK_TCK);
+	signal(SIGPIPE, SIG_IGN);
+	return _cmocka_run_group_tests("tests", tests, n, NULL, NULL);
 }

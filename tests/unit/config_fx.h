@@ -1,0 +1,42 @@
+/*
+ * config_fx.h - what the tests of config/gm_config share: a document loaded
+ * from text, configurations compared key by key, and the document that
+ * changes every key with its check.
+ */
+#ifndef CONFIG_FX_H
+#define CONFIG_FX_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "gm_config.h"
+#include "gm_ooc.h"
+#include "gm_error.h"
+
+#define GIB (UINT64_C(1) << 30)
+
+int load(gm_config *c, const char *doc, char *msg, size_t len);
+
+void assert_same_string(const char *a, const char *b);
+
+/* Field by field, so that the check does not lean on gm_config_to_json. */
+void assert_config_equal(const gm_config *a, const gm_config *b);
+
+/* Every key away from its default. */
+extern const char *const all_changed;
+
+void assert_all_changed(const gm_config *c);
+
+#endif
