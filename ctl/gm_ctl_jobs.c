@@ -170,7 +170,7 @@ static void print_info(const gemmd_job_info *in)
 	if (in->t.total_us > 0)
 		gm_ctl_put_times(&in->t);
 	if (in->status != GM_OK)
-		printf("  %s: %s", gm_errname(in->status), in->message);
+		printf("  %s: %s", gemmd_errname(in->status), in->message);
 	if (in->has_result)
 		fputs("  result waiting", stdout);
 	putchar('\n');

@@ -146,7 +146,7 @@ static void put_failure(const char *what, uint64_t id, int rv,
 
 	failure_put = true;
 	cJSON_AddFalseToObject(doc, "ok");
-	cJSON_AddStringToObject(doc, "error", gm_errname(rv));
+	cJSON_AddStringToObject(doc, "error", gemmd_errname(rv));
 	cJSON_AddNumberToObject(doc, "code", rv);
 	cJSON_AddStringToObject(doc, "message", gemmd_strerror(rv));
 	cJSON_AddStringToObject(doc, "detail", detail);
@@ -250,11 +250,11 @@ int gm_ctl_failed(const char *what, uint64_t id, int rv, const char *detail)
 		put_failure(what, id, rv, detail);
 	if (id != 0)
 		gm_ctl_err("%s of job %" PRIu64 " failed: %s (%s)%s%s", what,
-			   id, gemmd_strerror(rv), gm_errname(rv),
+			   id, gemmd_strerror(rv), gemmd_errname(rv),
 			   *detail ? ": " : "", detail);
 	else
 		gm_ctl_err("%s failed: %s (%s)%s%s", what, gemmd_strerror(rv),
-			   gm_errname(rv), *detail ? ": " : "", detail);
+			   gemmd_errname(rv), *detail ? ": " : "", detail);
 	return gm_ctl_daemon_status(rv);
 }
 
