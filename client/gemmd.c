@@ -2,8 +2,8 @@
  * gemmd.c - the client library's public calls: opening and closing a
  * client, GEMM requests (blocking, asynchronous, detached), control
  * requests and waits, and the last error. Each call checks what the
- * caller gave and runs it as a call (gm_call.h) that a daemon's
- * connections carry (gm_daemon.h, gm_conn.h); regions are gm_shm.h's.
+ * caller gave and runs it as a call (gmc_call.h) that a daemon's
+ * connections carry (gmc_daemon.h, gmc_conn.h); regions are gmc_shm.h's.
  */
 #include "gemmd.h"
 
@@ -12,13 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gm_call.h"
-#include "gm_client.h"
-#include "gm_daemon.h"
-#include "gm_encode.h"
+#include "gmc_call.h"
+#include "gmc_client.h"
+#include "gmc_daemon.h"
+#include "gmc_encode.h"
 #include "gm_proto.h"
-#include "gm_stage.h"
-#include "gm_workers.h"
+#include "gmc_stage.h"
+#include "gmc_workers.h"
 
 _Static_assert((int)GEMMD_FP64 == GM_FP64 && (int)GEMMD_FP32 == GM_FP32 &&
 		   (int)GEMMD_TF32 == GM_TF32 && (int)GEMMD_FP16 == GM_FP16 &&
@@ -42,17 +42,18 @@ static int check_args(gemmd_client *c, gemmd_job *jobs, uint32_t n,
 		      const gemmd_submit_opts *o, int timeout_ms)
 {
 	if (c == NULL || jobs == NULL || n == 0)
-		return gm_client_seterr(GM_EINVAL, "no client or no jobs");
+		return gmc_client_seterr(GM_EINVAL, "no client or no jobs");
 	if (n > GM_MAX_JOBS)
-		return gm_client_seterr(GM_ETOOMANY,
-					"%" PRIu32 " jobs, at most %u", n,
-					GM_MAX_JOBS);
+		return gmc_client_seterr(GM_ETOOMANY,
+					 "%" PRIu32 " jobs, at most %u", n,
+					 GM_MAX_JOBS);
 	if (o != NULL && (o->priority < 0 || o->priority > GM_BATCH_PRIO_MAX))
-		return gm_client_seterr(GM_EINVAL, "priority %d, must be 0..%d",
-					o->priority, GM_BATCH_PRIO_MAX);
+		return gmc_client_seterr(GM_EINVAL,
+					 "priority %d, must be 0..%d",
+					 o->priority, GM_BATCH_PRIO_MAX);
 	if (timeout_ms <= 0 && timeout_ms != GEMMD_FOREVER)
-		return gm_client_seterr(GM_EINVAL, "timeout %d ms, must be > 0",
-					timeout_ms);
+		return gmc_client_seterr(
+		    GM_EINVAL, "timeout %d ms, must be > 0", timeout_ms);
 	return GM_OK;
 }
 
@@ -60,7 +61,7 @@ static void reset_jobs(gemmd_job *jobs, uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++) {
 		memset(&jobs[i].t, 0, sizeof(jobs[i].t));
-		gm_call_job_status(&jobs[i], GM_OK, "");
+		gmc_call_job_status(&jobs[i], GM_OK, "");
 	}
 }
 
@@ -74,16 +75,16 @@ static int check_jobs(gemmd_job *jobs, uint32_t n, gm_job_desc *d,
 	int rv = GM_OK;
 
 	for (bad = 0; bad < n && rv == GM_OK; bad++)
-		rv = gm_encode_job(&jobs[bad], need_out, &d[bad], detail,
-				   sizeof(detail));
+		rv = gmc_encode_job(&jobs[bad], need_out, &d[bad], detail,
+				    sizeof(detail));
 	if (rv == GM_OK)
 		return GM_OK;
 	bad--;
 	for (i = 0; i < n; i++)
-		gm_call_job_status(&jobs[i], GM_ECANCELED,
-				   "not sent: another job is invalid");
-	gm_call_job_status(&jobs[bad], rv, detail);
-	return gm_client_seterr(rv, "job %" PRIu32 ": %s", bad, detail);
+		gmc_call_job_status(&jobs[i], GM_ECANCELED,
+				    "not sent: another job is invalid");
+	gmc_call_job_status(&jobs[bad], rv, detail);
+	return gmc_client_seterr(rv, "job %" PRIu32 ": %s", bad, detail);
 }
 
 /* Routes k to a daemon, builds its frames and queues them: for a GEMM
@@ -91,56 +92,56 @@ static int check_jobs(gemmd_job *jobs, uint32_t n, gm_job_desc *d,
  * control call or a wait from json. On GM_OK the call is under way and
  * may already have ended (k is no longer the caller's); on failure k
  * was never started. */
-static int start_call(gemmd_client *c, gm_call *k, const gm_job_desc *d,
+static int start_call(gemmd_client *c, gmc_call *k, const gm_job_desc *d,
 		      const gm_batch *b, const char *json)
 {
-	gm_todo t = GM_TODO_INIT(c);
-	gm_daemon *dm = NULL;
+	gmc_todo t = GMC_TODO_INIT(c);
+	gmc_daemon *dm = NULL;
 	bool staged = false;
-	gm_plan pl;
+	gmc_plan pl;
 	int rv;
 
 	pthread_mutex_lock(&c->mu);
 	if (!c->closing) {
-		dm = gm_daemon_pick(c, k->jobs, json ? 0 : k->njobs);
-		staged = json == NULL && gm_stage_wants(dm, k, d);
+		dm = gmc_daemon_pick(c, k->jobs, json ? 0 : k->njobs);
+		staged = json == NULL && gmc_stage_wants(dm, k, d);
 	}
 	pthread_mutex_unlock(&c->mu);
 	if (dm == NULL)
-		return gm_client_seterr(GM_ECANCELED, "the client is closing");
+		return gmc_client_seterr(GM_ECANCELED, "the client is closing");
 	/* Frames are built outside the lock: small operands are copied. */
-	if (!staged && (rv = gm_daemon_plan(dm, k, d, b, json, &pl)) != 0)
+	if (!staged && (rv = gmc_daemon_plan(dm, k, d, b, json, &pl)) != 0)
 		return rv;
 	pthread_mutex_lock(&c->mu);
 	if (c->closing) {
 		pthread_mutex_unlock(&c->mu);
 		if (!staged)
-			gm_plan_free(&pl);
-		return gm_client_seterr(GM_ECANCELED, "the client is closing");
+			gmc_plan_free(&pl);
+		return gmc_client_seterr(GM_ECANCELED, "the client is closing");
 	}
-	gm_call_start(k);
+	gmc_call_start(k);
 	if (staged)
-		gm_stage_submit(dm, k, d, b, &t);
+		gmc_stage_submit(dm, k, d, b, &t);
 	else
-		gm_daemon_queue(dm, k, &pl, &t);
+		gmc_daemon_queue(dm, k, &pl, &t);
 	pthread_mutex_unlock(&c->mu);
-	gm_todo_run(&t);
+	gmc_todo_run(&t);
 	return GM_OK;
 }
 
 /* A call of kind for jobs[0..n-1] (none for a control call). */
 static int new_call(gemmd_client *c, int kind, gemmd_job *jobs, uint32_t n,
-		    int timeout_ms, const gm_call_notify *nt, gm_call **out)
+		    int timeout_ms, const gmc_call_notify *nt, gmc_call **out)
 {
 	int rv;
 
-	if ((rv = gm_call_new(c, kind, timeout_ms, nt, out)) != GM_OK)
+	if ((rv = gmc_call_new(c, kind, timeout_ms, nt, out)) != GM_OK)
 		return rv;
 	(*out)->jobs = jobs;
 	(*out)->njobs = n;
 	if (n > 0 && ((*out)->settled = calloc(n, 1)) == NULL) {
-		gm_call_free(*out);
-		return gm_client_seterr(GM_ENOMEM, "out of memory");
+		gmc_call_free(*out);
+		return gmc_client_seterr(GM_ENOMEM, "out of memory");
 	}
 	return GM_OK;
 }
@@ -161,11 +162,11 @@ static uint32_t deadline_of(uint32_t deadline_ms, int timeout_ms, bool detached)
 /* What the submit calls share; ids: a detached request's. */
 static int submit(gemmd_client *c, gemmd_job *jobs, uint32_t n,
 		  const gemmd_submit_opts *o, int timeout_ms, uint64_t *ids,
-		  const gm_call_notify *nt)
+		  const gmc_call_notify *nt)
 {
 	gm_batch b = {GM_BATCH_PRIO_DEFAULT, 0, ids ? GM_BATCH_DETACH : 0};
 	gm_job_desc *d = NULL;
-	gm_call *k = NULL;
+	gmc_call *k = NULL;
 	uint32_t i;
 	int rv;
 
@@ -173,7 +174,7 @@ static int submit(gemmd_client *c, gemmd_job *jobs, uint32_t n,
 		goto fail;
 	reset_jobs(jobs, n);
 	if ((d = calloc(n, sizeof(*d))) == NULL) {
-		rv = gm_client_seterr(GM_ENOMEM, "out of memory");
+		rv = gmc_client_seterr(GM_ENOMEM, "out of memory");
 		goto fail;
 	}
 	if ((rv = check_jobs(jobs, n, d, ids == NULL)) != 0) {
@@ -185,18 +186,18 @@ static int submit(gemmd_client *c, gemmd_job *jobs, uint32_t n,
 		b.deadline_ms = o->deadline_ms;
 	}
 	b.deadline_ms = deadline_of(b.deadline_ms, timeout_ms, ids != NULL);
-	if ((rv = new_call(c, ids ? GM_CALL_DETACH : GM_CALL_GEMM, jobs, n,
+	if ((rv = new_call(c, ids ? GMC_CALL_DETACH : GMC_CALL_GEMM, jobs, n,
 			   timeout_ms, nt, &k)) == GM_OK) {
 		k->ids = ids;
 		if ((rv = start_call(c, k, d, &b, NULL)) != GM_OK)
-			gm_call_free(k);
+			gmc_call_free(k);
 	}
 	free(d);
 	if (rv == GM_OK)
 		return GM_OK;
 fail:
 	for (i = 0; jobs != NULL && i < n; i++)
-		gm_call_job_status(&jobs[i], rv, gm_client_lasterr());
+		gmc_call_job_status(&jobs[i], rv, gmc_client_lasterr());
 	return rv;
 }
 
@@ -205,18 +206,18 @@ static int submit_wait(gemmd_client *c, gemmd_job *jobs, uint32_t n,
 		       const gemmd_submit_opts *opts, int timeout_ms,
 		       uint64_t *ids)
 {
-	gm_call_waiter w;
-	gm_call_notify nt = {NULL, NULL, &w};
+	gmc_call_waiter w;
+	gmc_call_notify nt = {NULL, NULL, &w};
 	int rv;
 
-	if ((rv = gm_call_waiter_init(&w, c)) != 0)
+	if ((rv = gmc_call_waiter_init(&w, c)) != 0)
 		return rv;
 	if ((rv = submit(c, jobs, n, opts, timeout_ms, ids, &nt)) != 0) {
-		gm_call_waiter_drop(&w);
+		gmc_call_waiter_drop(&w);
 		return rv;
 	}
-	gm_client_clearerr();
-	return gm_call_wait(&w);
+	gmc_client_clearerr();
+	return gmc_call_wait(&w);
 }
 
 int gemmd_submit(gemmd_client *c, gemmd_job *jobs, uint32_t n,
@@ -229,11 +230,11 @@ int gemmd_submit_async(gemmd_client *c, gemmd_job *jobs, uint32_t n,
 		       const gemmd_submit_opts *opts, int timeout_ms,
 		       gemmd_done_fn done, void *arg)
 {
-	gm_call_notify nt = {done, arg, NULL};
+	gmc_call_notify nt = {done, arg, NULL};
 
 	if (done == NULL)
-		return gm_client_seterr(GM_EINVAL, "no done callback");
-	gm_client_clearerr();
+		return gmc_client_seterr(GM_EINVAL, "no done callback");
+	gmc_client_clearerr();
 	return submit(c, jobs, n, opts, timeout_ms, NULL, &nt);
 }
 
@@ -242,42 +243,42 @@ int gemmd_submit_async(gemmd_client *c, gemmd_job *jobs, uint32_t n,
 /* Starts a control request told to w; with job, a wait whose result
  * goes there. */
 static int ctrl_start(gemmd_client *c, const char *request, int timeout_ms,
-		      gm_call_waiter *w, gemmd_job *job)
+		      gmc_call_waiter *w, gemmd_job *job)
 {
-	gm_call_notify nt = {NULL, NULL, w};
-	gm_call *k;
+	gmc_call_notify nt = {NULL, NULL, w};
+	gmc_call *k;
 	int rv;
 
-	if ((rv = new_call(c, job ? GM_CALL_WAIT : GM_CALL_CTRL, job,
+	if ((rv = new_call(c, job ? GMC_CALL_WAIT : GMC_CALL_CTRL, job,
 			   job != NULL, timeout_ms, &nt, &k)) != GM_OK)
 		return rv;
 	k->alloc_out = job != NULL && job->out == NULL;
 	if ((rv = start_call(c, k, NULL, NULL, request)) != GM_OK)
-		gm_call_free(k);
+		gmc_call_free(k);
 	return rv;
 }
 
 int gemmd_ctrl(gemmd_client *c, const char *request, char **reply,
 	       int timeout_ms)
 {
-	gm_call_waiter w;
+	gmc_call_waiter w;
 	int rv;
 
 	if (reply != NULL)
 		*reply = NULL;
 	if (c == NULL || request == NULL)
-		return gm_client_seterr(GM_EINVAL, "no client or no request");
+		return gmc_client_seterr(GM_EINVAL, "no client or no request");
 	if (timeout_ms <= 0 && timeout_ms != GEMMD_FOREVER)
-		return gm_client_seterr(GM_EINVAL, "timeout %d ms, must be > 0",
-					timeout_ms);
-	if ((rv = gm_call_waiter_init(&w, c)) != 0)
+		return gmc_client_seterr(
+		    GM_EINVAL, "timeout %d ms, must be > 0", timeout_ms);
+	if ((rv = gmc_call_waiter_init(&w, c)) != 0)
 		return rv;
 	if ((rv = ctrl_start(c, request, timeout_ms, &w, NULL)) != 0) {
-		gm_call_waiter_drop(&w);
+		gmc_call_waiter_drop(&w);
 		return rv;
 	}
-	gm_client_clearerr();
-	if ((rv = gm_call_wait(&w)) != 0)
+	gmc_client_clearerr();
+	if ((rv = gmc_call_wait(&w)) != 0)
 		return rv;
 	if (reply != NULL)
 		*reply = w.reply;
@@ -297,21 +298,21 @@ int gemmd_submit_detached(gemmd_client *c, gemmd_job *jobs, uint32_t n,
 			  int timeout_ms)
 {
 	if (ids == NULL)
-		return gm_client_seterr(GM_EINVAL, "no place for the job ids");
+		return gmc_client_seterr(GM_EINVAL, "no place for the job ids");
 	return submit_wait(c, jobs, n, opts, timeout_ms, ids);
 }
 
 int gemmd_wait(gemmd_client *c, uint64_t id, gemmd_job *job, int timeout_ms)
 {
 	int call_ms = GEMMD_FOREVER;
-	gm_call_waiter w;
+	gmc_call_waiter w;
 	char req[96];
 	int rv;
 
 	if (c == NULL || job == NULL)
-		return gm_client_seterr(GM_EINVAL, "no client or no job");
+		return gmc_client_seterr(GM_EINVAL, "no client or no job");
 	if (timeout_ms < 0 && timeout_ms != GEMMD_FOREVER)
-		return gm_client_seterr(
+		return gmc_client_seterr(
 		    GM_EINVAL, "timeout %d ms, must be >= 0", timeout_ms);
 	if (timeout_ms == GEMMD_FOREVER) {
 		snprintf(req, sizeof(req),
@@ -326,17 +327,17 @@ int gemmd_wait(gemmd_client *c, uint64_t id, gemmd_job *job, int timeout_ms)
 			      : timeout_ms + WAIT_SLACK_MS;
 	}
 	reset_jobs(job, 1);
-	if ((rv = gm_call_waiter_init(&w, c)) != 0) {
-		gm_call_job_status(job, rv, gm_client_lasterr());
+	if ((rv = gmc_call_waiter_init(&w, c)) != 0) {
+		gmc_call_job_status(job, rv, gmc_client_lasterr());
 		return rv;
 	}
 	if ((rv = ctrl_start(c, req, call_ms, &w, job)) != 0) {
-		gm_call_waiter_drop(&w);
-		gm_call_job_status(job, rv, gm_client_lasterr());
+		gmc_call_waiter_drop(&w);
+		gmc_call_job_status(job, rv, gmc_client_lasterr());
 		return rv;
 	}
-	gm_client_clearerr();
-	return gm_call_wait(&w);
+	gmc_client_clearerr();
+	return gmc_call_wait(&w);
 }
 
 /* ---- opening and closing ---- */
@@ -347,19 +348,19 @@ int gemmd_wait(gemmd_client *c, uint64_t id, gemmd_job *job, int timeout_ms)
 static int add_daemon(gemmd_client *cl, const char *url,
 		      const gemmd_open_opts *o, int timeout_ms)
 {
-	gm_todo t = GM_TODO_INIT(cl);
-	gm_daemon *dm, **all;
+	gmc_todo t = GMC_TODO_INIT(cl);
+	gmc_daemon *dm, **all;
 	int rv;
 
-	if ((rv = gm_daemon_new(cl, url, o, &dm)) != GM_OK)
+	if ((rv = gmc_daemon_new(cl, url, o, &dm)) != GM_OK)
 		return rv;
 	pthread_mutex_lock(&cl->mu);
-	gm_daemon_start(dm, &t);
+	gmc_daemon_start(dm, &t);
 	pthread_mutex_unlock(&cl->mu);
-	gm_todo_run(&t);
+	gmc_todo_run(&t);
 	if (!(o->flags & GEMMD_OPEN_LAZY) &&
-	    (rv = gm_daemon_await(dm, timeout_ms)) != GM_OK) {
-		gm_daemon_stop(dm);
+	    (rv = gmc_daemon_await(dm, timeout_ms)) != GM_OK) {
+		gmc_daemon_stop(dm);
 		return rv;
 	}
 	pthread_mutex_lock(&cl->mu);
@@ -370,20 +371,20 @@ static int add_daemon(gemmd_client *cl, const char *url,
 	}
 	pthread_mutex_unlock(&cl->mu);
 	if (all == NULL) {
-		gm_daemon_stop(dm);
-		return gm_client_seterr(GM_ENOMEM, "out of memory");
+		gmc_daemon_stop(dm);
+		return gmc_client_seterr(GM_ENOMEM, "out of memory");
 	}
 	return GM_OK;
 }
 
 static void client_free(gemmd_client *cl)
 {
-	gm_workers_free(cl->workers);
-	gm_timer_free(cl->timer);
+	gmc_workers_free(cl->workers);
+	gmc_timer_free(cl->timer);
 	for (unsigned i = 0; i < cl->ndaemons; i++)
-		gm_daemon_free(cl->daemons[i]);
+		gmc_daemon_free(cl->daemons[i]);
 	free(cl->daemons);
-	gm_idmap_free(&cl->parts);
+	gmc_idmap_free(&cl->parts);
 	gm_poller_free(cl->poller);
 	pthread_cond_destroy(&cl->cv);
 	pthread_mutex_destroy(&cl->mu);
@@ -398,28 +399,28 @@ int gemmd_open_timeout(const char *url, const gemmd_open_opts *opts,
 	int rv;
 
 	if (out == NULL)
-		return gm_client_seterr(GM_EINVAL, "no place for the client");
+		return gmc_client_seterr(GM_EINVAL, "no place for the client");
 	*out = NULL;
 	if (timeout_ms <= 0 && timeout_ms != GEMMD_FOREVER)
-		return gm_client_seterr(GM_EINVAL, "timeout %d ms, must be > 0",
-					timeout_ms);
+		return gmc_client_seterr(
+		    GM_EINVAL, "timeout %d ms, must be > 0", timeout_ms);
 	if (url == NULL && ((url = getenv("GEMMD_URL")) == NULL || !*url))
 		url = GEMMD_DEFAULT_URL;
 	if ((cl = calloc(1, sizeof(*cl))) == NULL)
-		return gm_client_seterr(GM_ENOMEM, "out of memory");
+		return gmc_client_seterr(GM_ENOMEM, "out of memory");
 	pthread_mutex_init(&cl->mu, NULL);
 	pthread_cond_init(&cl->cv, NULL);
-	if (gm_timer_new(&cl->timer) != GM_OK ||
+	if (gmc_timer_new(&cl->timer) != GM_OK ||
 	    gm_poller_new(GM_POLLER_TAKE_BACK, &cl->poller) != GM_OK) {
 		client_free(cl);
-		return gm_client_seterr(GM_ENOMEM, "out of memory");
+		return gmc_client_seterr(GM_ENOMEM, "out of memory");
 	}
 	if ((rv = add_daemon(cl, url, opts ? opts : &none, timeout_ms)) !=
 	    GM_OK) {
 		client_free(cl);
 		return rv;
 	}
-	gm_client_clearerr();
+	gmc_client_clearerr();
 	*out = cl;
 	return GM_OK;
 }
@@ -435,30 +436,30 @@ int gemmd_dial(gemmd_client *c, const char *url, const gemmd_open_opts *opts)
 	int rv;
 
 	if (c == NULL || url == NULL)
-		return gm_client_seterr(GM_EINVAL, "no client or no URL");
+		return gmc_client_seterr(GM_EINVAL, "no client or no URL");
 	if ((rv = add_daemon(c, url, opts ? opts : &none,
 			     GEMMD_OPEN_TIMEOUT_MS)) == GM_OK)
-		gm_client_clearerr();
+		gmc_client_clearerr();
 	return rv;
 }
 
 void gemmd_close(gemmd_client *cl)
 {
-	gm_todo t;
+	gmc_todo t;
 
 	if (cl == NULL)
 		return;
-	t = GM_TODO_INIT(cl);
+	t = GMC_TODO_INIT(cl);
 	pthread_mutex_lock(&cl->mu);
 	cl->closing = true;
 	for (unsigned i = 0; i < cl->ndaemons; i++)
-		gm_daemon_stopping(cl->daemons[i]);
+		gmc_daemon_stopping(cl->daemons[i]);
 	while (cl->calls != NULL)
-		gm_call_end(cl->calls, GM_ECANCELED, "the client closed", &t);
+		gmc_call_end(cl->calls, GM_ECANCELED, "the client closed", &t);
 	pthread_mutex_unlock(&cl->mu);
-	gm_todo_run(&t);
+	gmc_todo_run(&t);
 	for (unsigned i = 0; i < cl->ndaemons; i++)
-		gm_daemon_shutdown(cl->daemons[i]);
+		gmc_daemon_shutdown(cl->daemons[i]);
 	/* The tells that polling callers handed to the timer thread run
 	 * before it stops. */
 	pthread_mutex_lock(&cl->mu);
@@ -475,5 +476,5 @@ const char *gemmd_strerror(int code)
 
 const char *gemmd_last_error(void)
 {
-	return gm_client_lasterr();
+	return gmc_client_lasterr();
 }

@@ -1,6 +1,6 @@
 /*
  * gemmd_region.c - the public calls on shared-memory regions: making
- * and releasing one (gm_shm.c does the work), and the first-fit
+ * and releasing one (gmc_shm.c does the work), and the first-fit
  * allocator over a region.
  */
 #include <inttypes.h>
@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gm_client.h"
-#include "gm_daemon.h"
-#include "gm_shm.h"
+#include "gmc_client.h"
+#include "gmc_daemon.h"
+#include "gmc_shm.h"
 
 #define ALIGN_DEFAULT 256
 
@@ -22,29 +22,29 @@ int gemmd_region_create_timeout(gemmd_client *c, uint64_t bytes,
 	if (out != NULL)
 		*out = NULL;
 	if (c == NULL || out == NULL || bytes == 0)
-		return gm_client_seterr(GM_EINVAL, "no client, no place for "
-						   "the region, or 0 bytes");
+		return gmc_client_seterr(GM_EINVAL, "no client, no place for "
+						    "the region, or 0 bytes");
 	if (timeout_ms <= 0 && timeout_ms != GEMMD_FOREVER)
-		return gm_client_seterr(GM_EINVAL, "timeout %d ms, must be > 0",
-					timeout_ms);
+		return gmc_client_seterr(
+		    GM_EINVAL, "timeout %d ms, must be > 0", timeout_ms);
 	/* Regions are made with the daemon gemmd_open dialed. */
-	if ((rv = gm_shm_create(c->daemons[0]->shm, bytes, timeout_ms, out)) ==
+	if ((rv = gmc_shm_create(c->daemons[0]->shm, bytes, timeout_ms, out)) ==
 	    GM_OK)
-		gm_client_clearerr();
+		gmc_client_clearerr();
 	return rv;
 }
 
 int gemmd_region_create(gemmd_client *c, uint64_t bytes, gemmd_region **out)
 {
 	return gemmd_region_create_timeout(c, bytes, out,
-					   gm_shm_create_ms(bytes));
+					   gmc_shm_create_ms(bytes));
 }
 
 int gemmd_region_release(gemmd_region *r)
 {
 	if (r == NULL)
-		return gm_client_seterr(GM_EINVAL, "no region");
-	return gm_shm_release(r, GM_SHM_RELEASE_MS);
+		return gmc_client_seterr(GM_EINVAL, "no region");
+	return gmc_shm_release(r, GMC_SHM_RELEASE_MS);
 }
 
 void *gemmd_region_ptr(const gemmd_region *r)
@@ -84,7 +84,7 @@ static int insert(gemmd_region *r, size_t i, uint64_t off, uint64_t len)
 {
 	if (r->nused == r->cap) {
 		size_t cap = r->cap ? 2 * r->cap : 16;
-		gm_shm_block *b = realloc(r->used, cap * sizeof(*b));
+		gmc_shm_block *b = realloc(r->used, cap * sizeof(*b));
 
 		if (b == NULL)
 			return GM_ENOMEM;
@@ -93,7 +93,7 @@ static int insert(gemmd_region *r, size_t i, uint64_t off, uint64_t len)
 	}
 	memmove(&r->used[i + 1], &r->used[i],
 		(r->nused - i) * sizeof(*r->used));
-	r->used[i] = (gm_shm_block){off, len};
+	r->used[i] = (gmc_shm_block){off, len};
 	r->nused++;
 	return GM_OK;
 }
@@ -109,7 +109,7 @@ int gemmd_region_alloc(gemmd_region *r, uint64_t bytes, uint64_t align,
 		align = ALIGN_DEFAULT;
 	if (r == NULL || offset == NULL || bytes == 0 ||
 	    (align & (align - 1)) != 0)
-		return gm_client_seterr(GM_EINVAL, "bad region allocation");
+		return gmc_client_seterr(GM_EINVAL, "bad region allocation");
 	pthread_mutex_lock(&r->mu);
 	for (i = 0; i <= r->nused; i++) {
 		uint64_t end = i < r->nused ? r->used[i].off : r->size;
@@ -123,10 +123,10 @@ int gemmd_region_alloc(gemmd_region *r, uint64_t bytes, uint64_t align,
 	}
 	pthread_mutex_unlock(&r->mu);
 	if (rv != GM_OK)
-		return gm_client_seterr(rv,
-					"no %" PRIu64 " free bytes in the "
-					"region",
-					bytes);
+		return gmc_client_seterr(rv,
+					 "no %" PRIu64 " free bytes in the "
+					 "region",
+					 bytes);
 	*offset = off;
 	return GM_OK;
 }

@@ -1,5 +1,5 @@
 /*
- * gm_read.h - private to the client library: the reading side of a
+ * gmc_read.h - private to the client library: the reading side of a
  * connection, a state machine over the frames the daemon writes.
  *
  * The reader keeps a small buffer that it fills greedily: frame
@@ -12,34 +12,34 @@
  * for a request that is over for its caller (a zombie part), for an id
  * not in flight or a duplicate is read into the buffer and dropped.
  * What cannot be a frame from a gemmd of protocol version 2 ends the
- * connection (gm_conn_fail), and so does a daemon of version 1 (its
+ * connection (gmc_conn_fail), and so does a daemon of version 1 (its
  * first bytes are the SP handshake): its requests fail GM_EVERSION.
  *
  * Under the client's lock, on the connection's receive callback.
  */
-#ifndef GM_READ_H
-#define GM_READ_H
+#ifndef GMC_READ_H
+#define GMC_READ_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gm_client.h"
+#include "gmc_client.h"
 #include "gm_proto.h"
 #include "gm_stream.h"
 
 /* The reader's buffer: headers, records and small results. */
-#define GM_READ_BUF (64u << 10)
+#define GMC_READ_BUF (64u << 10)
 
 /* The longest CTRL_REPLY body taken (a stats document is a few KiB). */
-#define GM_READ_CTRL_MAX (16u << 20)
+#define GMC_READ_CTRL_MAX (16u << 20)
 
-typedef struct gm_reader {
+typedef struct gmc_reader {
 	uint8_t *buf;
 	size_t off, len; /* unread bytes: buf[off, off + len) */
 	int state;
 	gm_hdr h;	    /* the frame being read */
-	gm_part *part;	    /* its part, held; NULL: dropped */
+	gmc_part *part;	    /* its part, held; NULL: dropped */
 	uint32_t index;	    /* GEMM_REPLY: the job's index in the part */
 	gm_reply_job rec;   /* its record */
 	int job_rv;	    /* the job's status when its reply is unusable */
@@ -52,21 +52,21 @@ typedef struct gm_reader {
 	uint64_t frames;    /* frames read on this stream */
 	bool started;	    /* the stream's first bytes were looked at */
 	char msg[2 * GM_MSG_TEXT];
-} gm_reader;
+} gmc_reader;
 
 /* GM_OK or GM_ENOMEM. */
-int gm_read_init(gm_reader *rd);
-void gm_read_free(gm_reader *rd);
+int gmc_read_init(gmc_reader *rd);
+void gmc_read_free(gmc_reader *rd);
 
 /* A new stream: nothing read, nothing held. */
-void gm_read_reset(gm_reader *rd);
+void gmc_read_reset(gmc_reader *rd);
 
 /* Sets up c's next receive in c->rio (pinning the call whose memory it
  * reads into, in c->rpin). */
-void gm_read_plan(gm_conn *c);
+void gmc_read_plan(gmc_conn *c);
 
-/* n bytes came by the receive gm_read_plan set up: takes every frame
+/* n bytes came by the receive gmc_read_plan set up: takes every frame
  * they complete. May end the connection. */
-void gm_read_got(gm_conn *c, size_t n, gm_todo *t);
+void gmc_read_got(gmc_conn *c, size_t n, gmc_todo *t);
 
 #endif

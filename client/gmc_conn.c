@@ -1,14 +1,14 @@
 /*
- * gm_conn.c - a connection slot: dialing, the writer, closing and
- * freeing its stream; see gm_conn.h.
+ * gmc_conn.c - a connection slot: dialing, the writer, closing and
+ * freeing its stream; see gmc_conn.h.
  */
-#include "gm_conn.h"
+#include "gmc_conn.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "gm_call.h"
-#include "gm_daemon.h"
+#include "gmc_call.h"
+#include "gmc_daemon.h"
 
 /* What is written in place of the caller's bytes once its call ended
  * with its frame half written. */
@@ -25,8 +25,8 @@ static uint64_t ms_ns(unsigned ms)
 	return (uint64_t)ms * 1000000u;
 }
 
-int gm_conn_init(gm_conn *c, gm_daemon *dm, unsigned index, const char *url,
-		 const gm_tls_ctx *tls, char *msg, size_t msglen)
+int gmc_conn_init(gmc_conn *c, gmc_daemon *dm, unsigned index, const char *url,
+		  const gm_tls_ctx *tls, char *msg, size_t msglen)
 {
 	int rv;
 
@@ -37,18 +37,18 @@ int gm_conn_init(gm_conn *c, gm_daemon *dm, unsigned index, const char *url,
 	c->wio.arg = c;
 	c->rio.done = recv_cb;
 	c->rio.arg = c;
-	gm_tev_init(&c->dial_ev, dial_ev_cb, c);
-	gm_tev_init(&c->reap_ev, reap_cb, c);
-	if ((rv = gm_read_init(&c->rd)) != GM_OK) {
+	gmc_tev_init(&c->dial_ev, dial_ev_cb, c);
+	gmc_tev_init(&c->reap_ev, reap_cb, c);
+	if ((rv = gmc_read_init(&c->rd)) != GM_OK) {
 		snprintf(msg, msglen, "out of memory");
 		return rv;
 	}
 	if ((rv = gm_dialer_open(url, tls, &c->dialer, msg, msglen)) != 0)
-		gm_read_free(&c->rd);
+		gmc_read_free(&c->rd);
 	return rv;
 }
 
-void gm_conn_later(gm_conn *c, gm_todo *t)
+void gmc_conn_later(gmc_conn *c, gmc_todo *t)
 {
 	if (c->on_run)
 		return;
@@ -57,41 +57,41 @@ void gm_conn_later(gm_conn *c, gm_todo *t)
 	t->run = c;
 }
 
-gm_conn *gm_conn_next_run(gm_conn *c)
+gmc_conn *gmc_conn_next_run(gmc_conn *c)
 {
 	return c->next_run;
 }
 
-void gm_conn_dial(gm_conn *c, gm_todo *t)
+void gmc_conn_dial(gmc_conn *c, gmc_todo *t)
 {
-	if (c->state != GM_CONN_DOWN || c->dial_waiting || c->dm->stopping)
+	if (c->state != GMC_CONN_DOWN || c->dial_waiting || c->dm->stopping)
 		return;
-	c->state = GM_CONN_DIALING;
+	c->state = GMC_CONN_DIALING;
 	c->want_dial = true;
-	gm_conn_later(c, t);
+	gmc_conn_later(c, t);
 }
 
 static void dial_ev_cb(void *arg)
 {
-	gm_conn *c = arg;
+	gmc_conn *c = arg;
 	gemmd_client *cl = c->dm->cl;
-	gm_todo t = GM_TODO_INIT(cl);
+	gmc_todo t = GMC_TODO_INIT(cl);
 
 	pthread_mutex_lock(&cl->mu);
 	c->dial_waiting = false;
-	gm_conn_dial(c, &t);
+	gmc_conn_dial(c, &t);
 	pthread_mutex_unlock(&cl->mu);
-	gm_todo_run(&t);
+	gmc_todo_run(&t);
 }
 
 /* ---- the queue ---- */
 
-void gm_conn_queue(gm_conn *c, gm_part *p, gm_todo *t)
+void gmc_conn_queue(gmc_conn *c, gmc_part *p, gmc_todo *t)
 {
 	p->conn = c;
-	p->state = GM_PART_QUEUED;
+	p->state = GMC_PART_QUEUED;
 	p->queued = true;
-	gm_part_hold(p); /* the queue's: a half-written frame outlives its
+	gmc_part_hold(p); /* the queue's: a half-written frame outlives its
 			    call until its last byte is out */
 	p->prev = c->tail;
 	p->next = NULL;
@@ -102,20 +102,20 @@ void gm_conn_queue(gm_conn *c, gm_part *p, gm_todo *t)
 	c->tail = p;
 	c->work += p->work;
 	c->dm->work += p->work;
-	if (c->state == GM_CONN_UP) {
+	if (c->state == GMC_CONN_UP) {
 		c->want_send = true;
-		gm_conn_later(c, t);
+		gmc_conn_later(c, t);
 		return;
 	}
 	if (c->dial_waiting && !c->dm->lazy) {
 		/* A request would fail at the next dial: try it now. */
-		gm_timer_disarm(c->dm->cl->timer, &c->dial_ev);
+		gmc_timer_disarm(c->dm->cl->timer, &c->dial_ev);
 		c->dial_waiting = false;
 	}
-	gm_conn_dial(c, t);
+	gmc_conn_dial(c, t);
 }
 
-static void dequeue(gm_conn *c, gm_part *p)
+static void dequeue(gmc_conn *c, gmc_part *p)
 {
 	if (p->prev != NULL)
 		p->prev->next = p->next;
@@ -127,22 +127,22 @@ static void dequeue(gm_conn *c, gm_part *p)
 		c->tail = p->prev;
 	p->prev = p->next = NULL;
 	p->queued = false;
-	gm_part_drop(p); /* p may be gone now */
+	gmc_part_drop(p); /* p may be gone now */
 }
 
-void gm_conn_unqueue(gm_part *p)
+void gmc_conn_unqueue(gmc_part *p)
 {
 	if (p->queued)
 		dequeue(p->conn, p);
 }
 
-void gm_conn_unlink(gm_part *p)
+void gmc_conn_unlink(gmc_part *p)
 {
-	gm_conn *c = p->conn;
+	gmc_conn *c = p->conn;
 
 	if (c == NULL)
 		return;
-	if (p->state == GM_PART_WRITING || p->state == GM_PART_SENT) {
+	if (p->state == GMC_PART_WRITING || p->state == GMC_PART_SENT) {
 		if (p->prev_w != NULL)
 			p->prev_w->next_w = p->next_w;
 		else
@@ -161,11 +161,11 @@ void gm_conn_unlink(gm_part *p)
 /* Marks p written: its bytes are being handed to the stream. From now
  * on it is never written again, and its replies may come at any time,
  * even before the send's callback. */
-static void mark_written(gm_conn *c, gm_part *p)
+static void mark_written(gmc_conn *c, gmc_part *p)
 {
-	if (p->state != GM_PART_QUEUED)
+	if (p->state != GMC_PART_QUEUED)
 		return;
-	p->state = GM_PART_WRITING;
+	p->state = GMC_PART_WRITING;
 	p->written = true;
 	p->next_w = c->written;
 	if (c->written != NULL)
@@ -176,14 +176,14 @@ static void mark_written(gm_conn *c, gm_part *p)
 /* Takes what the next send writes from the head of the queue: up to
  * GM_IO_IOV_MAX pieces, holding their parts and pinning the calls whose
  * memory they are. */
-static bool plan_send(gm_conn *c)
+static bool plan_send(gmc_conn *c)
 {
 	gm_io *io = &c->wio;
 	bool more = true;
 
 	io->niov = 0;
 	c->nw = 0;
-	for (gm_part *p = c->head; p && more && io->niov < GM_IO_IOV_MAX;
+	for (gmc_part *p = c->head; p && more && io->niov < GM_IO_IOV_MAX;
 	     p = p->next) {
 		size_t off = p->seg_off;
 		bool user = false;
@@ -191,7 +191,7 @@ static bool plan_send(gm_conn *c)
 		for (unsigned i = p->seg;
 		     i < p->f.nsegs && more && io->niov < GM_IO_IOV_MAX;
 		     i++, off = 0) {
-			const gm_seg *sg = &p->f.segs[i];
+			const gmc_seg *sg = &p->f.segs[i];
 			size_t len = sg->len - off;
 
 			if (sg->p == NULL && len > sizeof(zeros)) {
@@ -204,23 +204,23 @@ static bool plan_send(gm_conn *c)
 			user |= sg->user && sg->p != NULL;
 		}
 		mark_written(c, p);
-		gm_part_hold(p);
+		gmc_part_hold(p);
 		c->wparts[c->nw] = p;
 		c->wpins[c->nw] = user ? p->call : NULL;
 		if (user)
-			gm_call_pin(p->call);
+			gmc_call_pin(p->call);
 		c->nw++;
 	}
 	return io->niov > 0;
 }
 
 /* n bytes of the send went out. */
-static void advance(gm_conn *c, size_t n)
+static void advance(gmc_conn *c, size_t n)
 {
-	gm_part *p;
+	gmc_part *p;
 
 	while (n > 0 && (p = c->head) != NULL) {
-		const gm_seg *sg = &p->f.segs[p->seg];
+		const gmc_seg *sg = &p->f.segs[p->seg];
 		size_t take = sg->len - p->seg_off;
 
 		if (take > n)
@@ -232,8 +232,8 @@ static void advance(gm_conn *c, size_t n)
 			p->seg_off = 0;
 		}
 		if (p->seg == p->f.nsegs) {
-			if (p->state == GM_PART_WRITING)
-				p->state = GM_PART_SENT;
+			if (p->state == GMC_PART_WRITING)
+				p->state = GMC_PART_SENT;
 			dequeue(c, p);
 		}
 	}
@@ -241,24 +241,24 @@ static void advance(gm_conn *c, size_t n)
 
 /* ---- closing ---- */
 
-static void maybe_reap(gm_conn *c)
+static void maybe_reap(gmc_conn *c)
 {
-	if (c->state == GM_CONN_CLOSING && c->closed && !c->sending &&
+	if (c->state == GMC_CONN_CLOSING && c->closed && !c->sending &&
 	    !c->receiving && c->in_calls == 0)
-		gm_timer_arm(c->dm->cl->timer, &c->reap_ev, 0);
+		gmc_timer_arm(c->dm->cl->timer, &c->reap_ev, 0);
 }
 
-void gm_conn_fail(gm_conn *c, int code, const char *msg, gm_todo *t)
+void gmc_conn_fail(gmc_conn *c, int code, const char *msg, gmc_todo *t)
 {
-	char lost[GM_CLIENT_ERRLEN];
-	gm_part *p, *next;
+	char lost[GMC_CLIENT_ERRLEN];
+	gmc_part *p, *next;
 
-	if (c->state != GM_CONN_UP)
+	if (c->state != GMC_CONN_UP)
 		return;
-	c->state = GM_CONN_CLOSING;
+	c->state = GMC_CONN_CLOSING;
 	c->closed = false;
 	c->want_close = true;
-	gm_conn_later(c, t);
+	gmc_conn_later(c, t);
 	/* A stream that carried replies is redialed at once. */
 	if (c->rd.frames > 0)
 		c->backoff_ms = 0;
@@ -273,39 +273,39 @@ void gm_conn_fail(gm_conn *c, int code, const char *msg, gm_todo *t)
 	else
 		snprintf(lost, sizeof(lost), "%s", msg);
 	while ((p = c->written) != NULL)
-		gm_part_over(p, c->refused ? c->refused : GM_ETRANSPORT,
-			     c->refused ? c->why : lost, t);
+		gmc_part_over(p, c->refused ? c->refused : GM_ETRANSPORT,
+			      c->refused ? c->why : lost, t);
 	/* Frames half written end with this stream; the others wait for
 	 * the next, unless the daemon refused for a reason that a redial
 	 * does not change. */
 	for (p = c->head; p != NULL;) {
 		next = p->next;
-		if (p->state != GM_PART_QUEUED) {
+		if (p->state != GMC_PART_QUEUED) {
 			dequeue(c, p);
 		} else if (c->refused == GM_EVERSION ||
 			   c->refused == GM_EACCES) {
 			/* Ending a call may take more of the queue with it. */
-			gm_part_over(p, c->refused, c->why, t);
+			gmc_part_over(p, c->refused, c->why, t);
 			next = c->head;
 		}
 		p = next;
 	}
-	gm_read_reset(&c->rd);
-	gm_daemon_requeue(c, t);
+	gmc_read_reset(&c->rd);
+	gmc_daemon_requeue(c, t);
 }
 
-static void redial_later(gm_conn *c)
+static void redial_later(gmc_conn *c)
 {
 	c->dial_waiting = true;
-	gm_timer_arm(c->dm->cl->timer, &c->dial_ev,
-		     gm_timer_now() + ms_ns(c->backoff_ms));
+	gmc_timer_arm(c->dm->cl->timer, &c->dial_ev,
+		      gmc_timer_now() + ms_ns(c->backoff_ms));
 }
 
 static void reap_cb(void *arg)
 {
-	gm_conn *c = arg;
+	gmc_conn *c = arg;
 	gemmd_client *cl = c->dm->cl;
-	gm_todo t = GM_TODO_INIT(cl);
+	gmc_todo t = GMC_TODO_INIT(cl);
 	gm_stream *s;
 
 	pthread_mutex_lock(&cl->mu);
@@ -314,142 +314,142 @@ static void reap_cb(void *arg)
 	pthread_mutex_unlock(&cl->mu);
 	gm_stream_free(s);
 	pthread_mutex_lock(&cl->mu);
-	c->state = GM_CONN_DOWN;
+	c->state = GMC_CONN_DOWN;
 	c->refused = GM_OK;
 	if (!c->dm->stopping && c->backoff_ms == 0)
-		gm_conn_dial(c, &t);
+		gmc_conn_dial(c, &t);
 	else if (!c->dm->stopping)
 		redial_later(c);
 	pthread_cond_broadcast(&cl->cv);
 	pthread_mutex_unlock(&cl->mu);
-	gm_todo_run(&t);
+	gmc_todo_run(&t);
 }
 
 /* ---- callbacks ---- */
 
 static unsigned next_backoff(unsigned ms)
 {
-	ms = ms ? 2 * ms : GM_CONN_BACKOFF_MS;
-	return ms < GM_CONN_BACKOFF_MAX_MS ? ms : GM_CONN_BACKOFF_MAX_MS;
+	ms = ms ? 2 * ms : GMC_CONN_BACKOFF_MS;
+	return ms < GMC_CONN_BACKOFF_MAX_MS ? ms : GMC_CONN_BACKOFF_MAX_MS;
 }
 
 /* The dial failed: the parts still queued on c fail with why. */
-static void fail_queued(gm_conn *c, gm_todo *t)
+static void fail_queued(gmc_conn *c, gmc_todo *t)
 {
-	char msg[GM_CLIENT_ERRLEN];
+	char msg[GMC_CLIENT_ERRLEN];
 
 	snprintf(msg, sizeof(msg), "no connection to the daemon: %.*s",
 		 (int)(sizeof(msg) - 32), c->why[0] ? c->why : "no dial");
 	/* Ending a call may take more of the queue with it. */
 	while (c->head != NULL)
-		gm_part_over(c->head, GM_ETRANSPORT, msg, t);
+		gmc_part_over(c->head, GM_ETRANSPORT, msg, t);
 }
 
 static void dial_cb(void *arg, int rv, gm_stream *s, const char *msg)
 {
-	gm_conn *c = arg;
+	gmc_conn *c = arg;
 	gemmd_client *cl = c->dm->cl;
-	gm_todo t = GM_TODO_INIT(cl);
+	gmc_todo t = GMC_TODO_INIT(cl);
 
 	pthread_mutex_lock(&cl->mu);
 	c->dials++;
 	if (c->dm->stopping || rv != GM_OK) {
-		c->state = GM_CONN_DOWN;
+		c->state = GMC_CONN_DOWN;
 		if (rv != GM_OK && rv != GM_ECANCELED)
 			snprintf(c->why, sizeof(c->why), "%s", msg);
 		c->backoff_ms = next_backoff(c->backoff_ms);
 		if (!c->dm->stopping) {
 			redial_later(c);
-			gm_daemon_requeue(c, &t);
+			gmc_daemon_requeue(c, &t);
 			if (!c->dm->lazy)
 				fail_queued(c, &t);
 		}
 		pthread_cond_broadcast(&cl->cv);
 		pthread_mutex_unlock(&cl->mu);
 		gm_stream_free(s);
-		gm_todo_run(&t);
+		gmc_todo_run(&t);
 		return;
 	}
-	c->state = GM_CONN_UP;
+	c->state = GMC_CONN_UP;
 	gm_stream_set_poller(s, cl->poller);
 	c->s = s;
 	c->closed = false;
 	c->refused = GM_OK;
-	gm_read_reset(&c->rd);
+	gmc_read_reset(&c->rd);
 	c->want_recv = true;
 	c->want_send = c->head != NULL;
-	gm_conn_later(c, &t);
+	gmc_conn_later(c, &t);
 	pthread_cond_broadcast(&cl->cv);
 	pthread_mutex_unlock(&cl->mu);
-	gm_todo_run(&t);
+	gmc_todo_run(&t);
 }
 
-static void stream_lost(gm_conn *c, int rv, gm_todo *t)
+static void stream_lost(gmc_conn *c, int rv, gmc_todo *t)
 {
-	char why[GM_CLIENT_ERRLEN];
+	char why[GMC_CLIENT_ERRLEN];
 
-	if (rv == GM_ECANCELED || c->state != GM_CONN_UP)
+	if (rv == GM_ECANCELED || c->state != GMC_CONN_UP)
 		return;
 	snprintf(why, sizeof(why), "%s",
 		 *gm_stream_error(c->s) ? gm_stream_error(c->s)
 					: "connection closed");
-	gm_conn_fail(c, GM_ETRANSPORT, why, t);
+	gmc_conn_fail(c, GM_ETRANSPORT, why, t);
 }
 
 static void send_cb(gm_io *io, int rv, size_t n)
 {
-	gm_conn *c = io->arg;
+	gmc_conn *c = io->arg;
 	gemmd_client *cl = c->dm->cl;
-	gm_todo t = GM_TODO_INIT(cl);
+	gmc_todo t = GMC_TODO_INIT(cl);
 
 	pthread_mutex_lock(&cl->mu);
 	c->sending = false;
 	/* After a failure the parts it wrote are gone from the queue. */
-	if (rv == GM_OK && c->state == GM_CONN_UP)
+	if (rv == GM_OK && c->state == GMC_CONN_UP)
 		advance(c, n);
 	for (unsigned i = 0; i < c->nw; i++) {
 		if (c->wpins[i] != NULL)
-			gm_call_unpin(c->wpins[i], &t);
-		gm_part_drop(c->wparts[i]);
+			gmc_call_unpin(c->wpins[i], &t);
+		gmc_part_drop(c->wparts[i]);
 	}
 	c->nw = 0;
 	if (rv != GM_OK)
 		stream_lost(c, rv, &t);
-	else if (c->state == GM_CONN_UP && c->head != NULL) {
+	else if (c->state == GMC_CONN_UP && c->head != NULL) {
 		c->want_send = true;
-		gm_conn_later(c, &t);
+		gmc_conn_later(c, &t);
 	}
 	maybe_reap(c);
 	pthread_mutex_unlock(&cl->mu);
-	gm_todo_run(&t);
+	gmc_todo_run(&t);
 }
 
 static void recv_cb(gm_io *io, int rv, size_t n)
 {
-	gm_conn *c = io->arg;
+	gmc_conn *c = io->arg;
 	gemmd_client *cl = c->dm->cl;
-	gm_todo t = GM_TODO_INIT(cl);
+	gmc_todo t = GMC_TODO_INIT(cl);
 
 	pthread_mutex_lock(&cl->mu);
 	c->receiving = false;
-	if (rv == GM_OK && c->state == GM_CONN_UP)
-		gm_read_got(c, n, &t);
+	if (rv == GM_OK && c->state == GMC_CONN_UP)
+		gmc_read_got(c, n, &t);
 	if (c->rpin != NULL) {
-		gm_call_unpin(c->rpin, &t);
+		gmc_call_unpin(c->rpin, &t);
 		c->rpin = NULL;
 	}
 	if (rv != GM_OK)
 		stream_lost(c, rv, &t);
-	else if (c->state == GM_CONN_UP) {
+	else if (c->state == GMC_CONN_UP) {
 		c->want_recv = true;
-		gm_conn_later(c, &t);
+		gmc_conn_later(c, &t);
 	}
 	maybe_reap(c);
 	pthread_mutex_unlock(&cl->mu);
-	gm_todo_run(&t);
+	gmc_todo_run(&t);
 }
 
-void gm_conn_run(gm_conn *c, gm_todo *t)
+void gmc_conn_run(gmc_conn *c, gmc_todo *t)
 {
 	gemmd_client *cl = c->dm->cl;
 	bool dial, send, recv, close;
@@ -459,17 +459,17 @@ void gm_conn_run(gm_conn *c, gm_todo *t)
 	c->on_run = false;
 	dial = c->want_dial && !c->dm->stopping;
 	if (c->want_dial && c->dm->stopping) {
-		c->state = GM_CONN_DOWN; /* gemmd_close waits for it */
+		c->state = GMC_CONN_DOWN; /* gemmd_close waits for it */
 		pthread_cond_broadcast(&cl->cv);
 	}
 	close = c->want_close;
-	send = c->want_send && c->state == GM_CONN_UP && !c->sending &&
+	send = c->want_send && c->state == GMC_CONN_UP && !c->sending &&
 	       plan_send(c);
-	recv = c->want_recv && c->state == GM_CONN_UP && !c->receiving;
+	recv = c->want_recv && c->state == GMC_CONN_UP && !c->receiving;
 	c->want_dial = c->want_close = c->want_send = c->want_recv = false;
 	c->sending |= send;
 	if (recv) {
-		gm_read_plan(c);
+		gmc_read_plan(c);
 		c->receiving = true;
 	}
 	if (dial)
@@ -504,12 +504,12 @@ void gm_conn_run(gm_conn *c, gm_todo *t)
 	}
 }
 
-void gm_conn_shutdown(gm_conn *c)
+void gmc_conn_shutdown(gmc_conn *c)
 {
 	gemmd_client *cl = c->dm->cl;
-	gm_todo t = GM_TODO_INIT(cl);
+	gmc_todo t = GMC_TODO_INIT(cl);
 
-	gm_timer_cancel(cl->timer, &c->dial_ev);
+	gmc_timer_cancel(cl->timer, &c->dial_ev);
 	pthread_mutex_lock(&cl->mu);
 	while (c->dial_starting > 0)
 		pthread_cond_wait(&cl->cv, &cl->mu);
@@ -518,12 +518,12 @@ void gm_conn_shutdown(gm_conn *c)
 	gm_dialer_free(c->dialer);
 	c->dialer = NULL;
 	pthread_mutex_lock(&cl->mu);
-	gm_conn_fail(c, GM_ECANCELED, "the client closed", &t);
+	gmc_conn_fail(c, GM_ECANCELED, "the client closed", &t);
 	pthread_mutex_unlock(&cl->mu);
-	gm_todo_run(&t);
+	gmc_todo_run(&t);
 	pthread_mutex_lock(&cl->mu);
-	while (c->state != GM_CONN_DOWN)
+	while (c->state != GMC_CONN_DOWN)
 		pthread_cond_wait(&cl->cv, &cl->mu);
 	pthread_mutex_unlock(&cl->mu);
-	gm_read_free(&c->rd);
+	gmc_read_free(&c->rd);
 }

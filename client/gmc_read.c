@@ -1,19 +1,19 @@
 /*
- * gm_read.c - the frames a daemon writes, read and routed to their
- * requests; see gm_read.h.
+ * gmc_read.c - the frames a daemon writes, read and routed to their
+ * requests; see gmc_read.h.
  */
-#include "gm_read.h"
+#include "gmc_read.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "gm_call.h"
-#include "gm_conn.h"
-#include "gm_daemon.h"
-#include "gm_reply.h"
-#include "gm_stage.h"
+#include "gmc_call.h"
+#include "gmc_conn.h"
+#include "gmc_daemon.h"
+#include "gmc_reply.h"
+#include "gmc_stage.h"
 
 enum {
 	R_HDR,	  /* a frame header: GM_HDR_SIZE bytes in the buffer */
@@ -28,30 +28,30 @@ enum {
 	THEN_BODY, /* a CTRL_REPLY's body */
 };
 
-int gm_read_init(gm_reader *rd)
+int gmc_read_init(gmc_reader *rd)
 {
 	memset(rd, 0, sizeof(*rd));
-	rd->buf = malloc(GM_READ_BUF);
+	rd->buf = malloc(GMC_READ_BUF);
 	return rd->buf != NULL ? GM_OK : GM_ENOMEM;
 }
 
-static void let_go(gm_reader *rd)
+static void let_go(gmc_reader *rd)
 {
 	if (rd->part != NULL)
-		gm_part_drop(rd->part);
+		gmc_part_drop(rd->part);
 	rd->part = NULL;
 	free(rd->body);
 	rd->body = NULL;
 }
 
-void gm_read_free(gm_reader *rd)
+void gmc_read_free(gmc_reader *rd)
 {
 	let_go(rd);
 	free(rd->buf);
 	rd->buf = NULL;
 }
 
-void gm_read_reset(gm_reader *rd)
+void gmc_read_reset(gmc_reader *rd)
 {
 	let_go(rd);
 	rd->off = rd->len = 0;
@@ -63,14 +63,15 @@ void gm_read_reset(gm_reader *rd)
 	rd->started = false;
 }
 
-static void consume(gm_reader *rd, size_t n)
+static void consume(gmc_reader *rd, size_t n)
 {
 	rd->off += n;
 	rd->len -= n;
 }
 
 /* The next need bytes go to dst (NULL: dropped), then `then`. */
-static void bulk(gm_reader *rd, void *dst, bool caller, uint64_t need, int then)
+static void bulk(gmc_reader *rd, void *dst, bool caller, uint64_t need,
+		 int then)
 {
 	rd->state = R_BULK;
 	rd->dst = dst;
@@ -81,30 +82,30 @@ static void bulk(gm_reader *rd, void *dst, bool caller, uint64_t need, int then)
 }
 
 /* A request frame or garbage from the daemon: the stream is lost. */
-static void broken(gm_conn *c, gm_todo *t, const char *what)
+static void broken(gmc_conn *c, gmc_todo *t, const char *what)
 {
-	char msg[GM_CLIENT_ERRLEN];
+	char msg[GMC_CLIENT_ERRLEN];
 
 	snprintf(msg, sizeof(msg), "bad frame from the daemon: %s", what);
-	gm_conn_fail(c, GM_ETRANSPORT, msg, t);
+	gmc_conn_fail(c, GM_ETRANSPORT, msg, t);
 }
 
 /* The part in flight on c under id; NULL for an id nothing of c's was
  * written under (the reply is dropped). */
-static gm_part *lookup(gm_conn *c, uint64_t id)
+static gmc_part *lookup(gmc_conn *c, uint64_t id)
 {
-	gm_part *p = gm_idmap_get(&c->dm->cl->parts, id);
+	gmc_part *p = gmc_idmap_get(&c->dm->cl->parts, id);
 
-	if (p == NULL || p->conn != c || p->state < GM_PART_WRITING ||
-	    p->state == GM_PART_DONE)
+	if (p == NULL || p->conn != c || p->state < GMC_PART_WRITING ||
+	    p->state == GMC_PART_DONE)
 		return NULL;
 	return p;
 }
 
-static void take_hdr(gm_conn *c, gm_todo *t)
+static void take_hdr(gmc_conn *c, gmc_todo *t)
 {
-	gm_reader *rd = &c->rd;
-	gm_part *p;
+	gmc_reader *rd = &c->rd;
+	gmc_part *p;
 	int rv;
 
 	rv = gm_proto_get_hdr(rd->buf + rd->off, GM_HDR_SIZE, &rd->h, rd->msg,
@@ -119,12 +120,12 @@ static void take_hdr(gm_conn *c, gm_todo *t)
 	switch (rd->h.type) {
 	case GM_MSG_GEMM_REPLY:
 		if (p != NULL && p->call != NULL &&
-		    (p->call->kind == GM_CALL_CTRL ||
-		     p->call->kind == GM_CALL_DETACH)) {
-			gm_call_end(p->call, GM_EMSGTYPE,
-				    "a GEMM_REPLY to a control or detached "
-				    "request",
-				    t);
+		    (p->call->kind == GMC_CALL_CTRL ||
+		     p->call->kind == GMC_CALL_DETACH)) {
+			gmc_call_end(p->call, GM_EMSGTYPE,
+				     "a GEMM_REPLY to a control or detached "
+				     "request",
+				     t);
 			p = NULL;
 		}
 		if (p == NULL ||
@@ -133,27 +134,27 @@ static void take_hdr(gm_conn *c, gm_todo *t)
 			bulk(rd, NULL, false, rd->h.length, THEN_NONE);
 			return;
 		}
-		gm_part_hold(p);
+		gmc_part_hold(p);
 		rd->part = p;
 		rd->index = rd->h.count;
 		rd->state = R_RECORD;
 		return;
 	case GM_MSG_CTRL_REPLY:
-		if (p != NULL && rd->h.length > GM_READ_CTRL_MAX) {
+		if (p != NULL && rd->h.length > GMC_READ_CTRL_MAX) {
 			snprintf(rd->msg, sizeof(rd->msg),
 				 "control reply of %" PRIu64 " bytes, at most "
 				 "%u taken",
-				 rd->h.length, GM_READ_CTRL_MAX);
-			gm_part_over(p, GM_EFIELD, rd->msg, t);
+				 rd->h.length, GMC_READ_CTRL_MAX);
+			gmc_part_over(p, GM_EFIELD, rd->msg, t);
 			p = NULL;
 		}
 		if (p != NULL &&
 		    (rd->body = malloc((size_t)rd->h.length + 1)) == NULL) {
-			gm_part_over(p, GM_ENOMEM, "out of memory", t);
+			gmc_part_over(p, GM_ENOMEM, "out of memory", t);
 			p = NULL;
 		}
 		if (p != NULL) {
-			gm_part_hold(p);
+			gmc_part_hold(p);
 			rd->part = p;
 		}
 		bulk(rd, rd->body, false, rd->h.length,
@@ -174,35 +175,35 @@ static void take_hdr(gm_conn *c, gm_todo *t)
 
 /* Job rd->index of rd->part is answered: by rd->rec, or unusable
  * (rd->job_rv). */
-static void take_job(gm_conn *c, gm_todo *t)
+static void take_job(gmc_conn *c, gmc_todo *t)
 {
-	gm_reader *rd = &c->rd;
-	gm_part *p = rd->part;
-	gm_call *k = p->call;
+	gmc_reader *rd = &c->rd;
+	gmc_part *p = rd->part;
+	gmc_call *k = p->call;
 	uint32_t i = p->first + rd->index;
 
 	if (k != NULL && !p->answered[rd->index]) {
 		if (rd->job_rv != GM_OK) {
-			gm_call_job_status(&k->jobs[i], rd->job_rv, rd->msg);
+			gmc_call_job_status(&k->jobs[i], rd->job_rv, rd->msg);
 		} else if (p->chunk != NULL) {
-			gm_stage_replied(p, rd->index, &rd->rec, t);
+			gmc_stage_replied(p, rd->index, &rd->rec, t);
 			goto out; /* answered once its result is copied */
 		} else {
-			gm_reply_take(&k->jobs[i], &rd->rec);
+			gmc_reply_take(&k->jobs[i], &rd->rec);
 		}
 		k->settled[i] = 1;
 	}
-	gm_part_answered(p, rd->index, t);
+	gmc_part_answered(p, rd->index, t);
 out:
-	gm_part_drop(p);
+	gmc_part_drop(p);
 	rd->part = NULL;
 }
 
-static void take_record(gm_conn *c, gm_todo *t)
+static void take_record(gmc_conn *c, gmc_todo *t)
 {
-	gm_reader *rd = &c->rd;
-	gm_part *p = rd->part;
-	gm_call *k = p->call;
+	gmc_reader *rd = &c->rd;
+	gmc_part *p = rd->part;
+	gmc_call *k = p->call;
 	uint64_t rest = rd->h.length - GM_REPLY_JOB_SIZE, want;
 	gemmd_job *j;
 	int rv;
@@ -228,21 +229,21 @@ static void take_record(gm_conn *c, gm_todo *t)
 		   ? 0
 		   : (uint64_t)j->m * j->n * gm_dtype_size(j->dtype);
 	rd->job_rv =
-	    gm_reply_check(j, &rd->rec, want, k->alloc_out,
-			   k->kind == GM_CALL_WAIT ? GM_EINVAL : GM_EINTERNAL,
-			   rd->msg, sizeof(rd->msg));
+	    gmc_reply_check(j, &rd->rec, want, k->alloc_out,
+			    k->kind == GMC_CALL_WAIT ? GM_EINVAL : GM_EINTERNAL,
+			    rd->msg, sizeof(rd->msg));
 	if (rd->job_rv != GM_OK || rest == 0)
 		bulk(rd, NULL, false, rest, THEN_JOB);
 	else
 		bulk(rd, j->out, true, rest, THEN_JOB);
 }
 
-static void take_error(gm_conn *c, gm_todo *t)
+static void take_error(gmc_conn *c, gmc_todo *t)
 {
-	gm_reader *rd = &c->rd;
+	gmc_reader *rd = &c->rd;
 	char text[GM_MSG_TEXT + 1];
 	uint32_t status;
-	gm_part *p;
+	gmc_part *p;
 
 	if (gm_proto_get_error(&rd->h, rd->buf + rd->off, &status, text)) {
 		consume(rd, GM_ERROR_SIZE);
@@ -263,14 +264,14 @@ static void take_error(gm_conn *c, gm_todo *t)
 		return;
 	}
 	if ((p = lookup(c, rd->h.id)) != NULL)
-		gm_part_over(p, (int)status, text, t);
+		gmc_part_over(p, (int)status, text, t);
 }
 
-static void take_body(gm_conn *c, gm_todo *t)
+static void take_body(gmc_conn *c, gmc_todo *t)
 {
-	gm_reader *rd = &c->rd;
-	gm_part *p = rd->part;
-	gm_call *k = p->call;
+	gmc_reader *rd = &c->rd;
+	gmc_part *p = rd->part;
+	gmc_call *k = p->call;
 	size_t len = (size_t)rd->h.length;
 	char *doc = NULL;
 	int rv = GM_OK;
@@ -279,19 +280,19 @@ static void take_body(gm_conn *c, gm_todo *t)
 	if (k == NULL)
 		goto out;
 	switch (k->kind) {
-	case GM_CALL_CTRL:
-		rv = gm_reply_ctrl((char *)rd->body, len, &k->reply, rd->msg,
-				   sizeof(rd->msg));
+	case GMC_CALL_CTRL:
+		rv = gmc_reply_ctrl((char *)rd->body, len, &k->reply, rd->msg,
+				    sizeof(rd->msg));
 		break;
-	case GM_CALL_DETACH:
-		rv = gm_reply_ids((char *)rd->body, len, k->ids, k->njobs,
-				  rd->msg, sizeof(rd->msg));
+	case GMC_CALL_DETACH:
+		rv = gmc_reply_ids((char *)rd->body, len, k->ids, k->njobs,
+				   rd->msg, sizeof(rd->msg));
 		break;
-	case GM_CALL_WAIT:
+	case GMC_CALL_WAIT:
 		/* A wait is answered by a result or refused; "ok" is
 		 * neither. */
-		rv = gm_reply_ctrl((char *)rd->body, len, &doc, rd->msg,
-				   sizeof(rd->msg));
+		rv = gmc_reply_ctrl((char *)rd->body, len, &doc, rd->msg,
+				    sizeof(rd->msg));
 		if (rv == GM_OK) {
 			free(doc);
 			rv = GM_EMSGTYPE;
@@ -304,17 +305,17 @@ static void take_body(gm_conn *c, gm_todo *t)
 		snprintf(rd->msg, sizeof(rd->msg),
 			 "a CTRL_REPLY to a GEMM request");
 	}
-	gm_call_end(k, rv, rv ? rd->msg : "", t);
+	gmc_call_end(k, rv, rv ? rd->msg : "", t);
 out:
 	free(rd->body);
 	rd->body = NULL;
-	gm_part_over(p, GM_OK, "", t);
-	gm_part_drop(p);
+	gmc_part_over(p, GM_OK, "", t);
+	gmc_part_drop(p);
 	rd->part = NULL;
 }
 
 /* Bytes in the buffer that the bulk piece takes. */
-static void bulk_from_buf(gm_reader *rd)
+static void bulk_from_buf(gmc_reader *rd)
 {
 	uint64_t n = rd->need - rd->got;
 
@@ -326,9 +327,9 @@ static void bulk_from_buf(gm_reader *rd)
 	consume(rd, (size_t)n);
 }
 
-static void bulk_done(gm_conn *c, gm_todo *t)
+static void bulk_done(gmc_conn *c, gmc_todo *t)
 {
-	gm_reader *rd = &c->rd;
+	gmc_reader *rd = &c->rd;
 	int then = rd->then;
 
 	rd->state = R_HDR;
@@ -341,7 +342,7 @@ static void bulk_done(gm_conn *c, gm_todo *t)
 
 /* A caller's buffer is written only while its call lasts: once the part
  * is a zombie the rest of its result is dropped. */
-static void check_dst(gm_reader *rd)
+static void check_dst(gmc_reader *rd)
 {
 	if (rd->state == R_BULK && rd->dst_caller &&
 	    (rd->part == NULL || rd->part->call == NULL)) {
@@ -350,24 +351,24 @@ static void check_dst(gm_reader *rd)
 	}
 }
 
-void gm_read_got(gm_conn *c, size_t n, gm_todo *t)
+void gmc_read_got(gmc_conn *c, size_t n, gmc_todo *t)
 {
-	gm_reader *rd = &c->rd;
+	gmc_reader *rd = &c->rd;
 	size_t d = n < rd->into_dst ? n : rd->into_dst;
 
 	rd->got += d;
 	rd->len += n - d;
 	rd->into_dst = 0;
-	while (c->state == GM_CONN_UP) {
+	while (c->state == GMC_CONN_UP) {
 		if (!rd->started && rd->len >= 4) {
 			rd->started = true;
 			if (gm_proto_is_sp(rd->buf + rd->off, rd->len)) {
 				c->refused = GM_EVERSION;
-				gm_conn_fail(c, GM_EVERSION,
-					     "the daemon speaks protocol v1 "
-					     "(nng REQ/REP); this library "
-					     "speaks v2",
-					     t);
+				gmc_conn_fail(c, GM_EVERSION,
+					      "the daemon speaks protocol v1 "
+					      "(nng REQ/REP); this library "
+					      "speaks v2",
+					      t);
 				return;
 			}
 		}
@@ -388,9 +389,9 @@ void gm_read_got(gm_conn *c, size_t n, gm_todo *t)
 	}
 }
 
-void gm_read_plan(gm_conn *c)
+void gmc_read_plan(gmc_conn *c)
 {
-	gm_reader *rd = &c->rd;
+	gmc_reader *rd = &c->rd;
 	gm_io *io = &c->rio;
 
 	check_dst(rd);
@@ -401,11 +402,11 @@ void gm_read_plan(gm_conn *c)
 		 * buffer. */
 		rd->into_dst = (size_t)(rd->need - rd->got);
 		io->iov[0] = (nng_iov){rd->dst + rd->got, rd->into_dst};
-		io->iov[1] = (nng_iov){rd->buf, GM_READ_BUF};
+		io->iov[1] = (nng_iov){rd->buf, GMC_READ_BUF};
 		io->niov = 2;
 		if (rd->dst_caller) {
 			c->rpin = rd->part->call;
-			gm_call_pin(c->rpin);
+			gmc_call_pin(c->rpin);
 		}
 		return;
 	}
@@ -413,6 +414,6 @@ void gm_read_plan(gm_conn *c)
 		memmove(rd->buf, rd->buf + rd->off, rd->len);
 		rd->off = 0;
 	}
-	io->iov[0] = (nng_iov){rd->buf + rd->len, GM_READ_BUF - rd->len};
+	io->iov[0] = (nng_iov){rd->buf + rd->len, GMC_READ_BUF - rd->len};
 	io->niov = 1;
 }

@@ -1,18 +1,18 @@
 /*
- * gm_workers.c - a queue of tasks and the threads that run them; see
- * gm_workers.h.
+ * gmc_workers.c - a queue of tasks and the threads that run them; see
+ * gmc_workers.h.
  */
-#include "gm_workers.h"
+#include "gmc_workers.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 
 #include "gm_error.h"
 
-struct gm_workers {
+struct gmc_workers {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	gm_task *head, *tail, *urgent_tail; /* urgent ones lead */
+	gmc_task *head, *tail, *urgent_tail; /* urgent ones lead */
 	bool stop;
 	unsigned n;
 	pthread_t thread[];
@@ -20,8 +20,8 @@ struct gm_workers {
 
 static void *worker_main(void *arg)
 {
-	gm_workers *w = arg;
-	gm_task *task;
+	gmc_workers *w = arg;
+	gmc_task *task;
 
 	pthread_mutex_lock(&w->mu);
 	for (;;) {
@@ -42,9 +42,9 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-int gm_workers_new(unsigned n, gm_workers **out)
+int gmc_workers_new(unsigned n, gmc_workers **out)
 {
-	gm_workers *w;
+	gmc_workers *w;
 
 	n = n ? n : 1;
 	if ((w = calloc(1, sizeof(*w) + n * sizeof(pthread_t))) == NULL)
@@ -55,18 +55,18 @@ int gm_workers_new(unsigned n, gm_workers **out)
 		if (pthread_create(&w->thread[w->n], NULL, worker_main, w))
 			break;
 	if (w->n == 0) {
-		gm_workers_free(w);
+		gmc_workers_free(w);
 		return GM_ENOMEM;
 	}
 	*out = w;
 	return GM_OK;
 }
 
-void gm_workers_push(gm_workers *w, gm_task *task, bool urgent)
+void gmc_workers_push(gmc_workers *w, gmc_task *task, bool urgent)
 {
 	pthread_mutex_lock(&w->mu);
 	if (urgent) {
-		gm_task **at =
+		gmc_task **at =
 		    w->urgent_tail ? &w->urgent_tail->next : &w->head;
 
 		task->next = *at;
@@ -86,7 +86,7 @@ void gm_workers_push(gm_workers *w, gm_task *task, bool urgent)
 	pthread_mutex_unlock(&w->mu);
 }
 
-void gm_workers_free(gm_workers *w)
+void gmc_workers_free(gmc_workers *w)
 {
 	if (w == NULL)
 		return;

@@ -1,5 +1,5 @@
 /*
- * gm_stage.h - private to the client library: plain pointers over
+ * gmc_stage.h - private to the client library: plain pointers over
  * ipc:// staged through a shared-memory region the library owns, so that
  * a local client's operands and results do not cross the socket
  * (PROTOCOL.md 14; issue 10, point 2).
@@ -11,7 +11,7 @@
  * consecutive jobs of at most a quarter of the region, each given a
  * block of the region (first fit), so that a few chunks are in flight:
  * the worker threads copy a chunk's operands in, in pieces of
- * GM_STAGE_PIECE, and the chunk goes out as a request of its own (job
+ * GMC_STAGE_PIECE, and the chunk goes out as a request of its own (job
  * headers and region descriptors: a few hundred bytes) while the next
  * is copied; as each job's reply comes its result is copied out of the
  * region into the caller's out, and the job is answered. A chunk's block
@@ -23,59 +23,59 @@
  * daemon keeps its own mapping until its jobs are done) once the chunks
  * still using it are over; the next call makes a new one. When the
  * region cannot be made (regions off, a quota, no hand-off socket) the
- * calls waiting for it, and the next ones for GM_STAGE_RETRY_S, take the
+ * calls waiting for it, and the next ones for GMC_STAGE_RETRY_S, take the
  * socket.
  *
  * Under the client's lock unless said otherwise.
  */
-#ifndef GM_STAGE_H
-#define GM_STAGE_H
+#ifndef GMC_STAGE_H
+#define GMC_STAGE_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "gm_call.h"
-#include "gm_client.h"
-#include "gm_workers.h"
+#include "gmc_call.h"
+#include "gmc_client.h"
+#include "gmc_workers.h"
 
-#define GM_STAGE_MIN_BYTES (1u << 20) /* smaller calls take the socket */
-#define GM_STAGE_PIECE	   (2u << 20) /* one copy task */
-#define GM_STAGE_ALIGN	   256	      /* each operand in the region */
-#define GM_STAGE_RETRY_S   10
+#define GMC_STAGE_MIN_BYTES (1u << 20) /* smaller calls take the socket */
+#define GMC_STAGE_PIECE	    (2u << 20) /* one copy task */
+#define GMC_STAGE_ALIGN	    256	       /* each operand in the region */
+#define GMC_STAGE_RETRY_S   10
 
-typedef struct gm_stage gm_stage;
+typedef struct gmc_stage gmc_stage;
 
 /* A stage for dm with a region of bytes (0: the default). Not under the
  * lock. GM_ENOMEM. */
-int gm_stage_new(gm_daemon *dm, uint64_t bytes, gm_stage **out);
+int gmc_stage_new(gmc_daemon *dm, uint64_t bytes, gmc_stage **out);
 
 /* Frees st once the client's workers are done (NULL is fine). Not
  * under the lock. */
-void gm_stage_free(gm_stage *st);
+void gmc_stage_free(gmc_stage *st);
 
 /* Whether the GEMM call k, of jobs described by d, goes through dm's
  * stage: dm has one that is not off, every job has plain pointers, the
- * call moves at least GM_STAGE_MIN_BYTES, and every job fits in half the
+ * call moves at least GMC_STAGE_MIN_BYTES, and every job fits in half the
  * region. */
-bool gm_stage_wants(const gm_daemon *dm, const gm_call *k,
-		    const gm_job_desc *d);
+bool gmc_stage_wants(const gmc_daemon *dm, const gmc_call *k,
+		     const gm_job_desc *d);
 
 /* Starts the started call k through dm's stage (d and b are copied). */
-void gm_stage_submit(gm_daemon *dm, gm_call *k, const gm_job_desc *d,
-		     const gm_batch *b, gm_todo *t);
+void gmc_stage_submit(gmc_daemon *dm, gmc_call *k, const gm_job_desc *d,
+		      const gm_batch *b, gmc_todo *t);
 
 /* Job index of staged part p is answered by r (status 0: its result is
  * in the region, copied out before the job is answered). */
-void gm_stage_replied(gm_part *p, uint32_t index, const gm_reply_job *r,
-		      gm_todo *t);
+void gmc_stage_replied(gmc_part *p, uint32_t index, const gm_reply_job *r,
+		       gmc_todo *t);
 
 /* Staged part p is over (answered, refused, lost or dropped). */
-void gm_stage_part_over(gm_part *p, gm_todo *t);
+void gmc_stage_part_over(gmc_part *p, gmc_todo *t);
 
 /* Staged call k ended. */
-void gm_stage_call_end(gm_call *k, gm_todo *t);
+void gmc_stage_call_end(gmc_call *k, gmc_todo *t);
 
 /* The client's workers, made on first use; NULL when none could be. */
-gm_workers *gm_stage_workers(gemmd_client *cl);
+gmc_workers *gmc_stage_workers(gemmd_client *cl);
 
 #endif

@@ -1,22 +1,22 @@
 /*
- * gm_idmap.c - request ids to what is in flight; see gm_idmap.h.
+ * gmc_idmap.c - request ids to what is in flight; see gmc_idmap.h.
  */
-#include "gm_idmap.h"
+#include "gmc_idmap.h"
 
 #include <stdlib.h>
 
 #include "gm_error.h"
 
 /* Ids come from a counter: a multiplicative hash spreads them. */
-static size_t home(const gm_idmap *m, uint64_t id)
+static size_t home(const gmc_idmap *m, uint64_t id)
 {
 	return (size_t)((id * 0x9E3779B97F4A7C15ull) >> 17) & (m->cap - 1);
 }
 
-static int grow(gm_idmap *m)
+static int grow(gmc_idmap *m)
 {
 	size_t cap = m->cap ? 2 * m->cap : 64;
-	gm_idmap_slot *old = m->slots, *s = calloc(cap, sizeof(*s));
+	gmc_idmap_slot *old = m->slots, *s = calloc(cap, sizeof(*s));
 	size_t oldcap = m->cap;
 
 	if (s == NULL)
@@ -26,12 +26,12 @@ static int grow(gm_idmap *m)
 	m->n = 0;
 	for (size_t i = 0; i < oldcap; i++)
 		if (old[i].id != 0)
-			gm_idmap_put(m, old[i].id, old[i].value);
+			gmc_idmap_put(m, old[i].id, old[i].value);
 	free(old);
 	return GM_OK;
 }
 
-int gm_idmap_put(gm_idmap *m, uint64_t id, void *value)
+int gmc_idmap_put(gmc_idmap *m, uint64_t id, void *value)
 {
 	size_t i;
 
@@ -40,12 +40,12 @@ int gm_idmap_put(gm_idmap *m, uint64_t id, void *value)
 		return GM_ENOMEM;
 	for (i = home(m, id); m->slots[i].id != 0; i = (i + 1) & (m->cap - 1))
 		;
-	m->slots[i] = (gm_idmap_slot){id, value};
+	m->slots[i] = (gmc_idmap_slot){id, value};
 	m->n++;
 	return GM_OK;
 }
 
-static size_t find(const gm_idmap *m, uint64_t id)
+static size_t find(const gmc_idmap *m, uint64_t id)
 {
 	if (m->cap == 0)
 		return SIZE_MAX;
@@ -56,14 +56,14 @@ static size_t find(const gm_idmap *m, uint64_t id)
 	return SIZE_MAX;
 }
 
-void *gm_idmap_get(const gm_idmap *m, uint64_t id)
+void *gmc_idmap_get(const gmc_idmap *m, uint64_t id)
 {
 	size_t i = find(m, id);
 
 	return i == SIZE_MAX ? NULL : m->slots[i].value;
 }
 
-void gm_idmap_del(gm_idmap *m, uint64_t id)
+void gmc_idmap_del(gmc_idmap *m, uint64_t id)
 {
 	size_t mask = m->cap - 1, i = find(m, id), j;
 
@@ -84,8 +84,8 @@ void gm_idmap_del(gm_idmap *m, uint64_t id)
 	}
 }
 
-void gm_idmap_free(gm_idmap *m)
+void gmc_idmap_free(gmc_idmap *m)
 {
 	free(m->slots);
-	*m = (gm_idmap){0};
+	*m = (gmc_idmap){0};
 }

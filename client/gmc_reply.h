@@ -1,12 +1,12 @@
 /*
- * gm_reply.h - private to the client library: what a reply says, put
+ * gmc_reply.h - private to the client library: what a reply says, put
  * into what the caller gave: a job's reply record into its gemmd_job, a
  * CTRL_REPLY's JSON into a control call's document, a detached
  * request's ids, an ERROR into a code and message. Pure functions on
  * bytes already read and checked by gm_proto; any thread.
  */
-#ifndef GM_REPLY_H
-#define GM_REPLY_H
+#ifndef GMC_REPLY_H
+#define GMC_REPLY_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -24,21 +24,21 @@
  * mismatch (GM_EINTERNAL for a daemon bug, GM_EINVAL for a wait with
  * the wrong shape), GM_ENOMEM. Only a record with status 0 is checked.
  */
-int gm_reply_check(gemmd_job *j, const gm_reply_job *r, uint64_t result_bytes,
-		   bool alloc_out, int mismatch, char *msg, size_t msglen);
+int gmc_reply_check(gemmd_job *j, const gm_reply_job *r, uint64_t result_bytes,
+		    bool alloc_out, int mismatch, char *msg, size_t msglen);
 
 /* Puts r's status, message and timings into j. */
-void gm_reply_take(gemmd_job *j, const gm_reply_job *r);
+void gmc_reply_take(gemmd_job *j, const gm_reply_job *r);
 
 /* {"ok":true,...}: GM_OK with *doc a NUL-terminated copy (malloc'd);
  * {"ok":false,"code":N,"message":...}: N with the message in msg;
  * anything else GM_EJSON. */
-int gm_reply_ctrl(const char *body, size_t len, char **doc, char *msg,
-		  size_t msglen);
+int gmc_reply_ctrl(const char *body, size_t len, char **doc, char *msg,
+		   size_t msglen);
 
 /* {"ok":true,"jobs":[ID,...]} with exactly n ids into ids[]; else as
- * gm_reply_ctrl, or GM_EJSON. */
-int gm_reply_ids(const char *body, size_t len, uint64_t *ids, uint32_t n,
-		 char *msg, size_t msglen);
+ * gmc_reply_ctrl, or GM_EJSON. */
+int gmc_reply_ids(const char *body, size_t len, uint64_t *ids, uint32_t n,
+		  char *msg, size_t msglen);
 
 #endif

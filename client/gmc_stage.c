@@ -1,26 +1,26 @@
 /*
- * gm_stage.c - the staging region of a daemon, the calls that wait for
- * blocks of it and the chunks that hold them; see gm_stage.h. The copies
- * are gm_stage_copy.c's.
+ * gmc_stage.c - the staging region of a daemon, the calls that wait for
+ * blocks of it and the chunks that hold them; see gmc_stage.h. The copies
+ * are gmc_stage_copy.c's.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "gm_reply.h"
-#include "gm_stage_impl.h"
+#include "gmc_reply.h"
+#include "gmc_stage_impl.h"
 
 #define THREADS_MAX 16
 
-static void make_run(gm_task *task);
+static void make_run(gmc_task *task);
 
-int gm_stage_new(gm_daemon *dm, uint64_t bytes, gm_stage **out)
+int gmc_stage_new(gmc_daemon *dm, uint64_t bytes, gmc_stage **out)
 {
-	gm_stage *st = calloc(1, sizeof(*st));
+	gmc_stage *st = calloc(1, sizeof(*st));
 
 	if (st == NULL)
-		return gm_client_seterr(GM_ENOMEM, "out of memory");
+		return gmc_client_seterr(GM_ENOMEM, "out of memory");
 	st->dm = dm;
 	st->bytes = bytes ? bytes : GEMMD_STAGING_BYTES_DEFAULT;
 	st->make.fn = make_run;
@@ -28,7 +28,7 @@ int gm_stage_new(gm_daemon *dm, uint64_t bytes, gm_stage **out)
 	return GM_OK;
 }
 
-void gm_stage_free(gm_stage *st)
+void gmc_stage_free(gmc_stage *st)
 {
 	/* The region itself goes with the daemon's hand-off socket. */
 	if (st != NULL)
@@ -36,15 +36,15 @@ void gm_stage_free(gm_stage *st)
 	free(st);
 }
 
-gm_workers *gm_stage_workers(gemmd_client *cl)
+gmc_workers *gmc_stage_workers(gemmd_client *cl)
 {
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 
 	if (cl->workers == NULL)
-		gm_workers_new(n < 2		 ? 2
-			       : n > THREADS_MAX ? THREADS_MAX
-						 : (unsigned)n,
-			       &cl->workers);
+		gmc_workers_new(n < 2		  ? 2
+				: n > THREADS_MAX ? THREADS_MAX
+						  : (unsigned)n,
+				&cl->workers);
 	return cl->workers;
 }
 
@@ -56,67 +56,68 @@ static bool plain(const gemmd_job *j)
 	       !j->out_ref.region;
 }
 
-bool gm_stage_wants(const gm_daemon *dm, const gm_call *k, const gm_job_desc *d)
+bool gmc_stage_wants(const gmc_daemon *dm, const gmc_call *k,
+		     const gm_job_desc *d)
 {
-	const gm_stage *st = dm->stage;
+	const gmc_stage *st = dm->stage;
 	uint64_t total = 0, off[GM_OPND_COUNT];
 
-	if (st == NULL || k->kind != GM_CALL_GEMM ||
-	    (st->state == STAGE_OFF && gm_timer_now() < st->off_until))
+	if (st == NULL || k->kind != GMC_CALL_GEMM ||
+	    (st->state == STAGE_OFF && gmc_timer_now() < st->off_until))
 		return false;
 	for (uint32_t i = 0; i < k->njobs; i++) {
-		uint64_t slot = gm_stage_layout(&d[i], off);
+		uint64_t slot = gmc_stage_layout(&d[i], off);
 
 		if (!plain(&k->jobs[i]) || slot > st->bytes / 2)
 			return false;
 		total += slot;
 	}
-	return total >= GM_STAGE_MIN_BYTES;
+	return total >= GMC_STAGE_MIN_BYTES;
 }
 
 /* ---- the region ---- */
 
-static void release_run(gm_task *task)
+static void release_run(gmc_task *task)
 {
-	gm_stage_region *sr =
-	    (gm_stage_region *)((char *)task -
-				offsetof(gm_stage_region, release));
+	gmc_stage_region *sr =
+	    (gmc_stage_region *)((char *)task -
+				 offsetof(gmc_stage_region, release));
 
-	gm_shm_release(sr->r, GM_SHM_RELEASE_MS);
+	gmc_shm_release(sr->r, GMC_SHM_RELEASE_MS);
 	free(sr);
 }
 
 /* A stale region that no chunk uses any more is handed back. */
-static void maybe_release(gm_stage_region *sr)
+static void maybe_release(gmc_stage_region *sr)
 {
-	gm_workers *w;
+	gmc_workers *w;
 
 	if (!sr->stale || sr->users > 0)
 		return;
-	if ((w = gm_stage_workers(sr->st->dm->cl)) == NULL)
+	if ((w = gmc_stage_workers(sr->st->dm->cl)) == NULL)
 		return; /* it goes with the hand-off socket, at the end */
 	sr->release.fn = release_run;
-	gm_workers_push(w, &sr->release, false);
+	gmc_workers_push(w, &sr->release, false);
 }
 
-static void start_make(gm_stage *st, gm_todo *t);
-static void fall_back(gm_stage *st, gm_todo *t);
-static void issue(gm_stage *st, gm_todo *t);
+static void start_make(gmc_stage *st, gmc_todo *t);
+static void fall_back(gmc_stage *st, gmc_todo *t);
+static void issue(gmc_stage *st, gmc_todo *t);
 
-static void make_run(gm_task *task)
+static void make_run(gmc_task *task)
 {
-	gm_stage *st = (gm_stage *)((char *)task - offsetof(gm_stage, make));
+	gmc_stage *st = (gmc_stage *)((char *)task - offsetof(gmc_stage, make));
 	gemmd_client *cl = st->dm->cl;
-	gm_todo t = GM_TODO_INIT(cl);
-	gm_stage_region *sr = calloc(1, sizeof(*sr));
+	gmc_todo t = GMC_TODO_INIT(cl);
+	gmc_stage_region *sr = calloc(1, sizeof(*sr));
 	gemmd_region *r = NULL;
-	int rv = sr ? gm_shm_create(st->dm->shm, st->bytes,
-				    gm_shm_create_ms(st->bytes), &r)
+	int rv = sr ? gmc_shm_create(st->dm->shm, st->bytes,
+				     gmc_shm_create_ms(st->bytes), &r)
 		    : GM_ENOMEM;
 
 	pthread_mutex_lock(&cl->mu);
 	if (rv == GM_OK) {
-		*sr = (gm_stage_region){.r = r, .st = st};
+		*sr = (gmc_stage_region){.r = r, .st = st};
 		st->cur = sr;
 		st->state = STAGE_READY;
 		issue(st, &t);
@@ -124,16 +125,16 @@ static void make_run(gm_task *task)
 		free(sr);
 		st->state = STAGE_OFF;
 		st->off_until =
-		    gm_timer_now() + GM_STAGE_RETRY_S * 1000000000ull;
+		    gmc_timer_now() + GMC_STAGE_RETRY_S * 1000000000ull;
 		fall_back(st, &t);
 	}
 	pthread_mutex_unlock(&cl->mu);
-	gm_todo_run(&t);
+	gmc_todo_run(&t);
 }
 
-static void start_make(gm_stage *st, gm_todo *t)
+static void start_make(gmc_stage *st, gmc_todo *t)
 {
-	gm_workers *w = gm_stage_workers(st->dm->cl);
+	gmc_workers *w = gmc_stage_workers(st->dm->cl);
 
 	if (st->state == STAGE_MAKING)
 		return;
@@ -142,14 +143,14 @@ static void start_make(gm_stage *st, gm_todo *t)
 		return;
 	}
 	st->state = STAGE_MAKING;
-	gm_workers_push(w, &st->make, true);
+	gmc_workers_push(w, &st->make, true);
 }
 
 /* ---- calls ---- */
 
-static void unwait(gm_stage *st, gm_stage_call *sc)
+static void unwait(gmc_stage *st, gmc_stage_call *sc)
 {
-	gm_stage_call **pp = &st->head, *prev = NULL;
+	gmc_stage_call **pp = &st->head, *prev = NULL;
 
 	for (; *pp != sc; prev = *pp, pp = &(*pp)->next_wait)
 		;
@@ -159,54 +160,54 @@ static void unwait(gm_stage *st, gm_stage_call *sc)
 	sc->waiting = false;
 }
 
-static void sc_free(gm_stage_call *sc)
+static void sc_free(gmc_stage_call *sc)
 {
 	free(sc->d);
 	free(sc);
 }
 
 /* The calls waiting for the region take the socket instead: their
- * frames are built by gm_daemon_plan, here, on a worker thread. Called
+ * frames are built by gmc_daemon_plan, here, on a worker thread. Called
  * under the lock; lets it go meanwhile. */
-static void fall_back(gm_stage *st, gm_todo *t)
+static void fall_back(gmc_stage *st, gmc_todo *t)
 {
 	gemmd_client *cl = st->dm->cl;
-	gm_stage_call *sc;
+	gmc_stage_call *sc;
 
 	while ((sc = st->head) != NULL) {
-		gm_call *k = sc->k;
-		gm_plan pl;
+		gmc_call *k = sc->k;
+		gmc_plan pl;
 		int rv;
 
 		unwait(st, sc);
 		k->stage = NULL;
-		gm_call_pin(k); /* its operands are read to build */
+		gmc_call_pin(k); /* its operands are read to build */
 		pthread_mutex_unlock(&cl->mu);
-		rv = gm_daemon_plan(st->dm, k, sc->d, &sc->b, NULL, &pl);
+		rv = gmc_daemon_plan(st->dm, k, sc->d, &sc->b, NULL, &pl);
 		pthread_mutex_lock(&cl->mu);
 		if (rv != GM_OK) {
-			gm_call_end(k, rv, gm_client_lasterr(), t);
+			gmc_call_end(k, rv, gmc_client_lasterr(), t);
 		} else if (k->ended) {
-			gm_plan_free(&pl);
+			gmc_plan_free(&pl);
 		} else {
-			gm_daemon_queue(st->dm, k, &pl, t);
-			gm_call_open_done(k, t); /* the stage's unit */
+			gmc_daemon_queue(st->dm, k, &pl, t);
+			gmc_call_open_done(k, t); /* the stage's unit */
 		}
-		gm_call_unpin(k, t);
+		gmc_call_unpin(k, t);
 		sc_free(sc);
 	}
 }
 
-void gm_stage_submit(gm_daemon *dm, gm_call *k, const gm_job_desc *d,
-		     const gm_batch *b, gm_todo *t)
+void gmc_stage_submit(gmc_daemon *dm, gmc_call *k, const gm_job_desc *d,
+		      const gm_batch *b, gmc_todo *t)
 {
-	gm_stage *st = dm->stage;
-	gm_stage_call *sc = calloc(1, sizeof(*sc));
+	gmc_stage *st = dm->stage;
+	gmc_stage_call *sc = calloc(1, sizeof(*sc));
 
 	k->dm = dm;
 	if (sc == NULL || (sc->d = malloc(k->njobs * sizeof(*d))) == NULL) {
 		free(sc);
-		gm_call_end(k, GM_ENOMEM, "out of memory", t);
+		gmc_call_end(k, GM_ENOMEM, "out of memory", t);
 		return;
 	}
 	memcpy(sc->d, d, k->njobs * sizeof(*d));
@@ -221,7 +222,7 @@ void gm_stage_submit(gm_daemon *dm, gm_call *k, const gm_job_desc *d,
 	else
 		st->head = sc;
 	st->tail = sc;
-	if (st->state == STAGE_OFF && gm_timer_now() >= st->off_until)
+	if (st->state == STAGE_OFF && gmc_timer_now() >= st->off_until)
 		st->state = STAGE_NONE;
 	if (st->state == STAGE_NONE)
 		start_make(st, t);
@@ -231,9 +232,9 @@ void gm_stage_submit(gm_daemon *dm, gm_call *k, const gm_job_desc *d,
 		fall_back(st, t);
 }
 
-void gm_stage_call_end(gm_call *k, gm_todo *t)
+void gmc_stage_call_end(gmc_call *k, gmc_todo *t)
 {
-	gm_stage_call *sc = k->stage;
+	gmc_stage_call *sc = k->stage;
 
 	(void)t;
 	if (sc->waiting)
@@ -247,10 +248,10 @@ void gm_stage_call_end(gm_call *k, gm_todo *t)
 /* ---- chunks ---- */
 
 /* The batch of a chunk: the call's deadline counts from its start. */
-static gm_batch chunk_batch(const gm_stage_call *sc)
+static gm_batch chunk_batch(const gmc_stage_call *sc)
 {
 	gm_batch b = sc->b;
-	uint64_t ms = (gm_timer_now() - sc->k->start) / 1000000u;
+	uint64_t ms = (gmc_timer_now() - sc->k->start) / 1000000u;
 
 	if (b.deadline_ms != 0)
 		b.deadline_ms =
@@ -259,10 +260,10 @@ static gm_batch chunk_batch(const gm_stage_call *sc)
 }
 
 /* The region descriptors of ch's jobs, and its request frame. */
-static int chunk_frame(gm_chunk *ch)
+static int chunk_frame(gmc_chunk *ch)
 {
-	gm_stage_call *sc = ch->sc;
-	gm_part *p = ch->part;
+	gmc_stage_call *sc = ch->sc;
+	gmc_part *p = ch->part;
 	gm_region_ref *refs =
 	    calloc((size_t)p->njobs * GM_OPND_COUNT, sizeof(*refs));
 	gm_batch b = chunk_batch(sc);
@@ -274,38 +275,38 @@ static int chunk_frame(gm_chunk *ch)
 	for (uint32_t i = 0; i < p->njobs; i++) {
 		const gm_job_desc *d = &sc->d[p->first + i];
 
-		gm_stage_layout(d, off);
+		gmc_stage_layout(d, off);
 		for (int op = 0; op < GM_OPND_COUNT; op++)
 			if (op != GM_OPND_C || (d->flags & GM_JOB_HAS_C))
 				refs[GM_OPND_COUNT * i + op] =
 				    (gm_region_ref){id, ch->slot[i] + off[op]};
 	}
-	rv = gm_encode_gemm(sc->k->jobs + p->first, sc->d + p->first, p->njobs,
-			    &b, p->id, refs, &p->f);
+	rv = gmc_encode_gemm(sc->k->jobs + p->first, sc->d + p->first, p->njobs,
+			     &b, p->id, refs, &p->f);
 	free(refs);
 	return rv;
 }
 
-static gm_chunk *chunk_new(gm_stage_call *sc, uint32_t n, uint64_t off,
-			   uint64_t bytes, gm_todo *t)
+static gmc_chunk *chunk_new(gmc_stage_call *sc, uint32_t n, uint64_t off,
+			    uint64_t bytes, gmc_todo *t)
 {
-	gm_chunk *ch = calloc(1, sizeof(*ch));
-	gm_call *k = sc->k;
+	gmc_chunk *ch = calloc(1, sizeof(*ch));
+	gmc_call *k = sc->k;
 	uint64_t at = off, slot[GM_OPND_COUNT];
 	double flops = 0;
 
 	if (ch == NULL || (ch->slot = calloc(n, sizeof(*ch->slot))) == NULL ||
 	    (ch->rec = calloc(n, sizeof(*ch->rec))) == NULL ||
 	    (ch->outs = calloc(n, sizeof(*ch->outs))) == NULL ||
-	    (ch->part = gm_part_new(k, gm_call_next_id(k->cl), sc->next, n,
-				    t)) == NULL) {
+	    (ch->part = gmc_part_new(k, gmc_call_next_id(k->cl), sc->next, n,
+				     t)) == NULL) {
 		if (ch != NULL) {
 			free(ch->slot);
 			free(ch->rec);
 			free(ch->outs);
 		}
 		free(ch);
-		gm_call_end(k, GM_ENOMEM, "out of memory", t);
+		gmc_call_end(k, GM_ENOMEM, "out of memory", t);
 		return NULL;
 	}
 	ch->sc = sc;
@@ -314,22 +315,22 @@ static gm_chunk *chunk_new(gm_stage_call *sc, uint32_t n, uint64_t off,
 	ch->bytes = bytes;
 	ch->refs = 1;
 	ch->part->chunk = ch;
-	gm_part_hold(ch->part);
+	gmc_part_hold(ch->part);
 	for (uint32_t i = 0; i < n; i++) {
 		ch->slot[i] = at;
-		at += gm_stage_layout(&sc->d[sc->next + i], slot);
+		at += gmc_stage_layout(&sc->d[sc->next + i], slot);
 		flops += gm_job_flops(&sc->d[sc->next + i]);
 	}
 	ch->sr->users++;
 	sc->chunks++;
-	ch->part->work = gm_daemon_cost(bytes, flops);
+	ch->part->work = gmc_daemon_cost(bytes, flops);
 	return ch;
 }
 
 /* Gives the calls waiting, in order, blocks for their next chunks. */
-static void issue(gm_stage *st, gm_todo *t)
+static void issue(gmc_stage *st, gmc_todo *t)
 {
-	gm_stage_call *sc;
+	gmc_stage_call *sc;
 	uint64_t off[GM_OPND_COUNT];
 
 	if (st->cur == NULL && st->head != NULL) {
@@ -337,18 +338,18 @@ static void issue(gm_stage *st, gm_todo *t)
 		return;
 	}
 	while (st->cur != NULL && (sc = st->head) != NULL) {
-		gm_call *k = sc->k;
+		gmc_call *k = sc->k;
 		uint64_t bytes = 0, at;
 		uint32_t n = 0;
-		gm_chunk *ch;
+		gmc_chunk *ch;
 
 		/* A quarter of the region: a few chunks in flight. */
 		while (sc->next + n < k->njobs &&
 		       (n == 0 ||
-			bytes + gm_stage_layout(&sc->d[sc->next + n], off) <=
+			bytes + gmc_stage_layout(&sc->d[sc->next + n], off) <=
 			    st->bytes / 4))
-			bytes += gm_stage_layout(&sc->d[sc->next + n++], off);
-		if (gemmd_region_alloc(st->cur->r, bytes, GM_STAGE_ALIGN,
+			bytes += gmc_stage_layout(&sc->d[sc->next + n++], off);
+		if (gemmd_region_alloc(st->cur->r, bytes, GMC_STAGE_ALIGN,
 				       &at) != GM_OK)
 			return; /* wait for a block to be freed */
 		if ((ch = chunk_new(sc, n, at, bytes, t)) == NULL) {
@@ -358,51 +359,51 @@ static void issue(gm_stage *st, gm_todo *t)
 		sc->next += n;
 		if (sc->next == k->njobs) {
 			unwait(st, sc);
-			gm_call_open_done(k, t);
+			gmc_call_open_done(k, t);
 		}
-		if (chunk_frame(ch) != GM_OK || gm_stage_copy_in(ch) != GM_OK)
-			gm_call_end(k, GM_ENOMEM, "out of memory", t);
+		if (chunk_frame(ch) != GM_OK || gmc_stage_copy_in(ch) != GM_OK)
+			gmc_call_end(k, GM_ENOMEM, "out of memory", t);
 	}
 }
 
-void gm_stage_in_done(gm_chunk *ch, gm_todo *t)
+void gmc_stage_in_done(gmc_chunk *ch, gmc_todo *t)
 {
-	gm_part *p = ch->part;
+	gmc_part *p = ch->part;
 
-	if (p->call == NULL || p->state != GM_PART_NEW)
+	if (p->call == NULL || p->state != GMC_PART_NEW)
 		return;
-	if (gm_part_ready(p, t) == GM_OK)
-		gm_conn_queue(gm_daemon_slot(p->call->dm), p, t);
+	if (gmc_part_ready(p, t) == GM_OK)
+		gmc_conn_queue(gmc_daemon_slot(p->call->dm), p, t);
 }
 
-void gm_stage_replied(gm_part *p, uint32_t index, const gm_reply_job *r,
-		      gm_todo *t)
+void gmc_stage_replied(gmc_part *p, uint32_t index, const gm_reply_job *r,
+		       gmc_todo *t)
 {
-	gm_chunk *ch = p->chunk;
+	gmc_chunk *ch = p->chunk;
 
 	ch->rec[index] = *r;
 	if (r->status != GM_OK || p->call == NULL)
-		gm_stage_settle(ch, index, t);
-	else if (gm_stage_copy_out(ch, index) != GM_OK)
-		gm_call_end(p->call, GM_ENOMEM, "out of memory", t);
+		gmc_stage_settle(ch, index, t);
+	else if (gmc_stage_copy_out(ch, index) != GM_OK)
+		gmc_call_end(p->call, GM_ENOMEM, "out of memory", t);
 }
 
-void gm_stage_settle(gm_chunk *ch, uint32_t index, gm_todo *t)
+void gmc_stage_settle(gmc_chunk *ch, uint32_t index, gmc_todo *t)
 {
-	gm_part *p = ch->part;
-	gm_call *k = p->call;
+	gmc_part *p = ch->part;
+	gmc_call *k = p->call;
 
 	if (k != NULL && !p->answered[index]) {
-		gm_reply_take(&k->jobs[p->first + index], &ch->rec[index]);
+		gmc_reply_take(&k->jobs[p->first + index], &ch->rec[index]);
 		k->settled[p->first + index] = 1;
 	}
-	gm_part_answered(p, index, t);
+	gmc_part_answered(p, index, t);
 }
 
-void gm_stage_part_over(gm_part *p, gm_todo *t)
+void gmc_stage_part_over(gmc_part *p, gmc_todo *t)
 {
-	gm_chunk *ch = p->chunk;
-	gm_stage *st = ch->sc->st;
+	gmc_chunk *ch = p->chunk;
+	gmc_stage *st = ch->sc->st;
 
 	/* Written, neither answered whole nor refused: the daemon may
 	 * still run it and write into its block. */
@@ -414,14 +415,14 @@ void gm_stage_part_over(gm_part *p, gm_todo *t)
 			st->state = STAGE_NONE;
 		}
 	}
-	gm_stage_chunk_drop(ch, t);
+	gmc_stage_chunk_drop(ch, t);
 }
 
-void gm_stage_chunk_drop(gm_chunk *ch, gm_todo *t)
+void gmc_stage_chunk_drop(gmc_chunk *ch, gmc_todo *t)
 {
-	gm_stage_region *sr = ch->sr;
-	gm_stage_call *sc = ch->sc;
-	gm_stage *st = sc->st;
+	gmc_stage_region *sr = ch->sr;
+	gmc_stage_call *sc = ch->sc;
+	gmc_stage *st = sc->st;
 
 	if (--ch->refs > 0)
 		return;
@@ -431,7 +432,7 @@ void gm_stage_chunk_drop(gm_chunk *ch, gm_todo *t)
 	if (--sc->chunks == 0 && sc->k == NULL)
 		sc_free(sc);
 	ch->part->chunk = NULL;
-	gm_part_drop(ch->part);
+	gmc_part_drop(ch->part);
 	free(ch->slot);
 	free(ch->rec);
 	free(ch->outs);

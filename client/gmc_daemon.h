@@ -1,126 +1,127 @@
 /*
- * gm_daemon.h - private to the client library: a daemon the client
+ * gmc_daemon.h - private to the client library: a daemon the client
  * dialed (gemmd_open's, and each of gemmd_dial's), its connection slots,
  * its hand-off socket for regions and, over ipc://, the staging of plain
- * pointers (gm_stage.h).
+ * pointers (gmc_stage.h).
  *
  * Routing. A call goes to one daemon: the one that made the regions its
  * jobs name, else the daemon with the least outstanding work among those
  * with a connection up (all of them when none is), ties taken in turn.
  * Outstanding work is what the daemon's parts in flight move and
- * compute: bytes of request and result plus FLOPs / GM_DAEMON_FLOPS_PER_BYTE.
+ * compute: bytes of request and result plus FLOPs / GMC_DAEMON_FLOPS_PER_BYTE.
  * Within the daemon a part goes to the slot that is up with the least
- * work. A GEMM request of at least GM_DAEMON_STRIPE_BYTES whose daemon
+ * work. A GEMM request of at least GMC_DAEMON_STRIPE_BYTES whose daemon
  * has several slots is striped: split by job ranges of about equal bytes
  * into one part per slot (at most one per job), all in flight at once.
  *
  * Functions say whether they run under the client's lock.
  */
-#ifndef GM_DAEMON_H
-#define GM_DAEMON_H
+#ifndef GMC_DAEMON_H
+#define GMC_DAEMON_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "gm_call.h"
-#include "gm_client.h"
-#include "gm_conn.h"
+#include "gmc_call.h"
+#include "gmc_client.h"
+#include "gmc_conn.h"
 #include "gm_proto.h"
 #include "gm_tls.h"
 
-#define GM_DAEMON_CONNS_MAX	 64
-#define GM_DAEMON_STRIPE_BYTES	 (64ull << 20)
-#define GM_DAEMON_FLOPS_PER_BYTE 64
+#define GMC_DAEMON_CONNS_MAX	  64
+#define GMC_DAEMON_STRIPE_BYTES	  (64ull << 20)
+#define GMC_DAEMON_FLOPS_PER_BYTE 64
 
-typedef struct gm_shm gm_shm;
-struct gm_stage;
+typedef struct gmc_shm gmc_shm;
+struct gmc_stage;
 
-struct gm_daemon {
+struct gmc_daemon {
 	gemmd_client *cl;
 	char url[256];
 	int kind; /* enum gm_url_kind */
 	gm_tls_ctx *tls;
-	gm_conn *conns;
+	gmc_conn *conns;
 	unsigned nconns;
 	uint64_t work; /* of its parts queued and in flight */
-	gm_shm *shm;   /* its hand-off socket and the regions made on it */
-	struct gm_stage *stage; /* NULL: plain pointers take the socket */
-	bool stopping;		/* no more dials; streams freed as they close */
-	bool lazy; /* GEMMD_OPEN_LAZY: requests wait for a dial to succeed;
-		      else a failed dial fails the requests waiting for it */
+	gmc_shm *shm;  /* its hand-off socket and the regions made on it */
+	struct gmc_stage *stage; /* NULL: plain pointers take the socket */
+	bool stopping; /* no more dials; streams freed as they close */
+	bool lazy;     /* GEMMD_OPEN_LAZY: requests wait for a dial to succeed;
+			  else a failed dial fails the requests waiting for it */
 };
 
 /* The frames of a call, built before they are queued. */
-typedef struct gm_plan {
+typedef struct gmc_plan {
 	unsigned nparts;
-	struct gm_plan_part {
+	struct gmc_plan_part {
 		uint32_t first, njobs;
 		uint64_t id, work;
-		gm_frame f;
-	} part[GM_DAEMON_CONNS_MAX];
-} gm_plan;
+		gmc_frame f;
+	} part[GMC_DAEMON_CONNS_MAX];
+} gmc_plan;
 
 /* A daemon at url with options o (connections, TLS files, hand-off
  * socket, staging), its dialers made, nothing dialed. Not under the
  * lock. Error with gemmd_last_error() set. */
-int gm_daemon_new(gemmd_client *cl, const char *url, const gemmd_open_opts *o,
-		  gm_daemon **out);
+int gmc_daemon_new(gemmd_client *cl, const char *url, const gemmd_open_opts *o,
+		   gmc_daemon **out);
 
 /* Dials every slot. Under the lock. */
-void gm_daemon_start(gm_daemon *dm, gm_todo *t);
+void gmc_daemon_start(gmc_daemon *dm, gmc_todo *t);
 
 /* Waits up to timeout_ms (or GEMMD_FOREVER) for the first dial of the
  * first slot: GM_OK when it connected, else GM_ETRANSPORT, or
  * GM_ETIMEDOUT when it has not ended, with gemmd_last_error() set. Not
  * under the lock. */
-int gm_daemon_await(gm_daemon *dm, int timeout_ms);
+int gmc_daemon_await(gmc_daemon *dm, int timeout_ms);
 
-/* Marks dm stopping (under the lock, with gm_daemon_shutdown to
+/* Marks dm stopping (under the lock, with gmc_daemon_shutdown to
  * follow). */
-void gm_daemon_stopping(gm_daemon *dm);
+void gmc_daemon_stopping(gmc_daemon *dm);
 
 /* With dm stopping: ends every slot's dials and streams and waits for
- * them (gm_conn_shutdown); hangs up its hand-off socket. Not under the
+ * them (gmc_conn_shutdown); hangs up its hand-off socket. Not under the
  * lock. */
-void gm_daemon_shutdown(gm_daemon *dm);
+void gmc_daemon_shutdown(gmc_daemon *dm);
 
 /* Stops, shuts down and frees a daemon no call was routed to. Not under
  * the lock. */
-void gm_daemon_stop(gm_daemon *dm);
+void gmc_daemon_stop(gmc_daemon *dm);
 
-/* Frees dm after gm_daemon_shutdown (or never started). */
-void gm_daemon_free(gm_daemon *dm);
+/* Frees dm after gmc_daemon_shutdown (or never started). */
+void gmc_daemon_free(gmc_daemon *dm);
 
 /* The daemon for jobs[0..n-1] (none for a control call), as above.
  * Under the lock. */
-gm_daemon *gm_daemon_pick(gemmd_client *cl, const gemmd_job *jobs, uint32_t n);
+gmc_daemon *gmc_daemon_pick(gemmd_client *cl, const gemmd_job *jobs,
+			    uint32_t n);
 
 /* Builds k's frames for dm: the jobs of a GEMM or detached call with
  * their descriptions d and batch b, or the JSON of a control call or a
  * wait. Not under the lock. Error with gemmd_last_error() set. */
-int gm_daemon_plan(gm_daemon *dm, gm_call *k, const gm_job_desc *d,
-		   const gm_batch *b, const char *json, gm_plan *pl);
+int gmc_daemon_plan(gmc_daemon *dm, gmc_call *k, const gm_job_desc *d,
+		    const gm_batch *b, const char *json, gmc_plan *pl);
 
 /* Makes k's parts from pl (which gives up its frames) and queues them.
  * Under the lock, with k started. */
-void gm_daemon_queue(gm_daemon *dm, gm_call *k, gm_plan *pl, gm_todo *t);
+void gmc_daemon_queue(gmc_daemon *dm, gmc_call *k, gmc_plan *pl, gmc_todo *t);
 
 /* Frees the frames pl still owns. */
-void gm_plan_free(gm_plan *pl);
+void gmc_plan_free(gmc_plan *pl);
 
 /* The slot a new part of dm goes to. Under the lock. */
-gm_conn *gm_daemon_slot(gm_daemon *dm);
+gmc_conn *gmc_daemon_slot(gmc_daemon *dm);
 
 /* Moves the parts queued on slot c and not written to another slot of
  * its daemon that is up, if there is one. Under the lock. */
-void gm_daemon_requeue(gm_conn *c, gm_todo *t);
+void gmc_daemon_requeue(gmc_conn *c, gmc_todo *t);
 
 /* Why a call found no connection in ms ("no connection to the daemon
  * within N ms", with the last dial's failure). Under the lock. */
-void gm_daemon_no_connection(const gm_daemon *dm, int ms, char *msg,
-			     size_t len);
+void gmc_daemon_no_connection(const gmc_daemon *dm, int ms, char *msg,
+			      size_t len);
 
 /* The work a part moving bytes and computing flops adds. */
-uint64_t gm_daemon_cost(uint64_t bytes, double flops);
+uint64_t gmc_daemon_cost(uint64_t bytes, double flops);
 
 #endif

@@ -1,8 +1,8 @@
 /*
- * gm_daemon.c - a dialed daemon: its slots, routing calls to it and
- * building their frames; see gm_daemon.h.
+ * gmc_daemon.c - a dialed daemon: its slots, routing calls to it and
+ * building their frames; see gmc_daemon.h.
  */
-#include "gm_daemon.h"
+#include "gmc_daemon.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -11,12 +11,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "gm_shm.h"
-#include "gm_stage.h"
+#include "gmc_shm.h"
+#include "gmc_stage.h"
 
-uint64_t gm_daemon_cost(uint64_t bytes, double flops)
+uint64_t gmc_daemon_cost(uint64_t bytes, double flops)
 {
-	return bytes + (uint64_t)(flops / GM_DAEMON_FLOPS_PER_BYTE);
+	return bytes + (uint64_t)(flops / GMC_DAEMON_FLOPS_PER_BYTE);
 }
 
 /* ---- making one ---- */
@@ -41,89 +41,90 @@ static int check_opts(const char *url, int kind, const gemmd_open_opts *o)
 			o->tls_server_name;
 
 	if (kind == GM_URL_BAD)
-		return gm_client_seterr(GM_EINVAL, "%s: not a gemmd URL (%s)",
-					url, gm_url_schemes);
+		return gmc_client_seterr(GM_EINVAL, "%s: not a gemmd URL (%s)",
+					 url, gm_url_schemes);
 	if (kind != GM_URL_TLS && tls_opts)
-		return gm_client_seterr(
+		return gmc_client_seterr(
 		    GM_EINVAL, "%s: TLS options need a tls+tcp:// URL", url);
 	if (kind == GM_URL_TLS && o->tls_ca_file == NULL)
-		return gm_client_seterr(
+		return gmc_client_seterr(
 		    GM_EINVAL, "%s: TLS needs a CA file to verify the daemon",
 		    url);
-	if (o->connections > GM_DAEMON_CONNS_MAX)
-		return gm_client_seterr(GM_EINVAL, "%u connections, at most %u",
-					o->connections, GM_DAEMON_CONNS_MAX);
+	if (o->connections > GMC_DAEMON_CONNS_MAX)
+		return gmc_client_seterr(GM_EINVAL,
+					 "%u connections, at most %u",
+					 o->connections, GMC_DAEMON_CONNS_MAX);
 	return GM_OK;
 }
 
-static int make_tls(gm_daemon *dm, const gemmd_open_opts *o)
+static int make_tls(gmc_daemon *dm, const gemmd_open_opts *o)
 {
 	gm_tls_files f = {.cert = o->tls_cert_file,
 			  .key = o->tls_key_file,
 			  .ca = o->tls_ca_file,
 			  .server_name = o->tls_server_name};
-	char host[256], msg[GM_CLIENT_ERRLEN];
+	char host[256], msg[GMC_CLIENT_ERRLEN];
 	int rv;
 
 	url_host(dm->url, host, sizeof(host));
 	if ((rv = gm_tls_client_ctx(&f, host, &dm->tls, msg, sizeof(msg))))
-		return gm_client_seterr(rv, "%s: TLS: %s", dm->url, msg);
+		return gmc_client_seterr(rv, "%s: TLS: %s", dm->url, msg);
 	return GM_OK;
 }
 
-int gm_daemon_new(gemmd_client *cl, const char *url, const gemmd_open_opts *o,
-		  gm_daemon **out)
+int gmc_daemon_new(gemmd_client *cl, const char *url, const gemmd_open_opts *o,
+		   gmc_daemon **out)
 {
-	gm_daemon *dm;
-	char msg[GM_CLIENT_ERRLEN];
+	gmc_daemon *dm;
+	char msg[GMC_CLIENT_ERRLEN];
 	int rv, kind = gm_url_kind(url);
 	unsigned n;
 
 	if ((rv = check_opts(url, kind, o)) != GM_OK)
 		return rv;
 	if ((dm = calloc(1, sizeof(*dm))) == NULL)
-		return gm_client_seterr(GM_ENOMEM, "out of memory");
+		return gmc_client_seterr(GM_ENOMEM, "out of memory");
 	dm->cl = cl;
 	dm->kind = kind;
 	dm->lazy = o->flags & GEMMD_OPEN_LAZY;
 	snprintf(dm->url, sizeof(dm->url), "%s", url);
 	if ((kind == GM_URL_TLS && (rv = make_tls(dm, o)) != GM_OK) ||
-	    (rv = gm_shm_new(url, o->region_socket, &dm->shm)) != GM_OK)
+	    (rv = gmc_shm_new(url, o->region_socket, &dm->shm)) != GM_OK)
 		goto fail;
 	n = o->connections ? o->connections : 1;
 	if ((dm->conns = calloc(n, sizeof(*dm->conns))) == NULL) {
-		rv = gm_client_seterr(GM_ENOMEM, "out of memory");
+		rv = gmc_client_seterr(GM_ENOMEM, "out of memory");
 		goto fail;
 	}
 	for (; dm->nconns < n; dm->nconns++)
-		if ((rv = gm_conn_init(&dm->conns[dm->nconns], dm, dm->nconns,
-				       url, dm->tls, msg, sizeof(msg)))) {
-			gm_client_seterr(rv, "%s", msg);
+		if ((rv = gmc_conn_init(&dm->conns[dm->nconns], dm, dm->nconns,
+					url, dm->tls, msg, sizeof(msg)))) {
+			gmc_client_seterr(rv, "%s", msg);
 			goto fail;
 		}
 	if (kind == GM_URL_IPC && !(o->flags & GEMMD_OPEN_NO_SHM) &&
-	    (rv = gm_stage_new(dm, o->staging_bytes, &dm->stage)) != GM_OK)
+	    (rv = gmc_stage_new(dm, o->staging_bytes, &dm->stage)) != GM_OK)
 		goto fail;
 	*out = dm;
 	return GM_OK;
 fail:
-	gm_daemon_free(dm);
+	gmc_daemon_free(dm);
 	return rv;
 }
 
-void gm_daemon_start(gm_daemon *dm, gm_todo *t)
+void gmc_daemon_start(gmc_daemon *dm, gmc_todo *t)
 {
 	for (unsigned i = 0; i < dm->nconns; i++)
-		gm_conn_dial(&dm->conns[i], t);
+		gmc_conn_dial(&dm->conns[i], t);
 }
 
-int gm_daemon_await(gm_daemon *dm, int timeout_ms)
+int gmc_daemon_await(gmc_daemon *dm, int timeout_ms)
 {
 	gemmd_client *cl = dm->cl;
-	gm_conn *c = &dm->conns[0];
+	gmc_conn *c = &dm->conns[0];
 	/* A listener that does not accept (its backlog full) leaves a TCP
 	 * dial retrying its SYN for minutes. */
-	struct timespec at = gm_timer_in(timeout_ms > 0 ? timeout_ms : 0);
+	struct timespec at = gmc_timer_in(timeout_ms > 0 ? timeout_ms : 0);
 	int rv = GM_OK;
 
 	pthread_mutex_lock(&cl->mu);
@@ -133,66 +134,66 @@ int gm_daemon_await(gm_daemon *dm, int timeout_ms)
 		else if (pthread_cond_clockwait(&cl->cv, &cl->mu,
 						CLOCK_MONOTONIC,
 						&at) == ETIMEDOUT)
-			rv = gm_client_seterr(GM_ETIMEDOUT,
-					      "%s: no connection within %d ms",
-					      dm->url, timeout_ms);
+			rv = gmc_client_seterr(GM_ETIMEDOUT,
+					       "%s: no connection within %d ms",
+					       dm->url, timeout_ms);
 	}
-	if (rv == GM_OK && c->state != GM_CONN_UP)
-		rv = gm_client_seterr(GM_ETRANSPORT, "%s", c->why);
+	if (rv == GM_OK && c->state != GMC_CONN_UP)
+		rv = gmc_client_seterr(GM_ETRANSPORT, "%s", c->why);
 	pthread_mutex_unlock(&cl->mu);
 	return rv;
 }
 
-void gm_daemon_stopping(gm_daemon *dm)
+void gmc_daemon_stopping(gmc_daemon *dm)
 {
 	dm->stopping = true;
 }
 
-void gm_daemon_stop(gm_daemon *dm)
+void gmc_daemon_stop(gmc_daemon *dm)
 {
 	pthread_mutex_lock(&dm->cl->mu);
-	gm_daemon_stopping(dm);
+	gmc_daemon_stopping(dm);
 	pthread_mutex_unlock(&dm->cl->mu);
-	gm_daemon_shutdown(dm);
-	gm_daemon_free(dm);
+	gmc_daemon_shutdown(dm);
+	gmc_daemon_free(dm);
 }
 
-void gm_daemon_shutdown(gm_daemon *dm)
+void gmc_daemon_shutdown(gmc_daemon *dm)
 {
 	for (unsigned i = 0; i < dm->nconns; i++)
-		gm_conn_shutdown(&dm->conns[i]);
+		gmc_conn_shutdown(&dm->conns[i]);
 	/* A worker waiting on the hand-off socket (making or releasing the
 	 * staging region) returns. */
-	gm_shm_hangup(dm->shm);
+	gmc_shm_hangup(dm->shm);
 }
 
-void gm_daemon_free(gm_daemon *dm)
+void gmc_daemon_free(gmc_daemon *dm)
 {
 	if (dm == NULL)
 		return;
 	for (unsigned i = 0; i < dm->nconns; i++) {
 		gm_dialer_free(dm->conns[i].dialer);
-		gm_read_free(&dm->conns[i].rd);
+		gmc_read_free(&dm->conns[i].rd);
 	}
-	gm_stage_free(dm->stage);
+	gmc_stage_free(dm->stage);
 	free(dm->conns);
-	gm_shm_free(dm->shm);
+	gmc_shm_free(dm->shm);
 	gm_tls_ctx_free(dm->tls);
 	free(dm);
 }
 
 /* ---- routing ---- */
 
-static bool is_up(const gm_daemon *dm)
+static bool is_up(const gmc_daemon *dm)
 {
 	for (unsigned i = 0; i < dm->nconns; i++)
-		if (dm->conns[i].state == GM_CONN_UP)
+		if (dm->conns[i].state == GMC_CONN_UP)
 			return true;
 	return false;
 }
 
 /* The daemon whose hand-off socket made a region the jobs name. */
-static gm_daemon *owner(gemmd_client *cl, const gemmd_job *jobs, uint32_t n)
+static gmc_daemon *owner(gemmd_client *cl, const gemmd_job *jobs, uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++) {
 		const gemmd_region *r[] = {
@@ -207,9 +208,9 @@ static gm_daemon *owner(gemmd_client *cl, const gemmd_job *jobs, uint32_t n)
 	return NULL;
 }
 
-gm_daemon *gm_daemon_pick(gemmd_client *cl, const gemmd_job *jobs, uint32_t n)
+gmc_daemon *gmc_daemon_pick(gemmd_client *cl, const gemmd_job *jobs, uint32_t n)
 {
-	gm_daemon *best = owner(cl, jobs, n);
+	gmc_daemon *best = owner(cl, jobs, n);
 	bool any_up = false;
 
 	if (best != NULL)
@@ -217,7 +218,7 @@ gm_daemon *gm_daemon_pick(gemmd_client *cl, const gemmd_job *jobs, uint32_t n)
 	for (unsigned i = 0; i < cl->ndaemons; i++)
 		any_up |= is_up(cl->daemons[i]);
 	for (unsigned j = 0; j < cl->ndaemons; j++) {
-		gm_daemon *dm =
+		gmc_daemon *dm =
 		    cl->daemons[(cl->next_daemon + j) % cl->ndaemons];
 
 		if ((!any_up || is_up(dm)) &&
@@ -229,16 +230,16 @@ gm_daemon *gm_daemon_pick(gemmd_client *cl, const gemmd_job *jobs, uint32_t n)
 }
 
 /* Slots by preference: up before not, then least work. */
-static unsigned order_slots(const gm_daemon *dm, unsigned *order)
+static unsigned order_slots(const gmc_daemon *dm, unsigned *order)
 {
 	for (unsigned i = 0; i < dm->nconns; i++) {
 		unsigned j = i;
 
 		for (; j > 0; j--) {
-			const gm_conn *a = &dm->conns[order[j - 1]],
-				      *b = &dm->conns[i];
-			bool aup = a->state == GM_CONN_UP,
-			     bup = b->state == GM_CONN_UP;
+			const gmc_conn *a = &dm->conns[order[j - 1]],
+				       *b = &dm->conns[i];
+			bool aup = a->state == GMC_CONN_UP,
+			     bup = b->state == GMC_CONN_UP;
 
 			if (aup > bup || (aup == bup && a->work <= b->work))
 				break;
@@ -249,33 +250,34 @@ static unsigned order_slots(const gm_daemon *dm, unsigned *order)
 	return dm->nconns;
 }
 
-gm_conn *gm_daemon_slot(gm_daemon *dm)
+gmc_conn *gmc_daemon_slot(gmc_daemon *dm)
 {
-	unsigned order[GM_DAEMON_CONNS_MAX];
+	unsigned order[GMC_DAEMON_CONNS_MAX];
 
 	order_slots(dm, order);
 	return &dm->conns[order[0]];
 }
 
-void gm_daemon_requeue(gm_conn *c, gm_todo *t)
+void gmc_daemon_requeue(gmc_conn *c, gmc_todo *t)
 {
-	gm_conn *to = gm_daemon_slot(c->dm);
-	gm_part *p, *next;
+	gmc_conn *to = gmc_daemon_slot(c->dm);
+	gmc_part *p, *next;
 
-	if (to == c || to->state != GM_CONN_UP)
+	if (to == c || to->state != GMC_CONN_UP)
 		return;
 	for (p = c->head; p != NULL; p = next) {
 		next = p->next;
-		if (p->state != GM_PART_QUEUED)
+		if (p->state != GMC_PART_QUEUED)
 			continue;
-		gm_conn_unqueue(p);
+		gmc_conn_unqueue(p);
 		c->work -= p->work;
 		c->dm->work -= p->work;
-		gm_conn_queue(to, p, t);
+		gmc_conn_queue(to, p, t);
 	}
 }
 
-void gm_daemon_no_connection(const gm_daemon *dm, int ms, char *msg, size_t len)
+void gmc_daemon_no_connection(const gmc_daemon *dm, int ms, char *msg,
+			      size_t len)
 {
 	const char *why = "";
 
@@ -308,7 +310,7 @@ static uint64_t job_bytes(const gm_job_desc *d)
 }
 
 /* Splits jobs [0, n) into parts of about equal bytes: how many. */
-static unsigned stripe(gm_plan *pl, const gm_job_desc *d, uint32_t n,
+static unsigned stripe(gmc_plan *pl, const gm_job_desc *d, uint32_t n,
 		       unsigned nparts)
 {
 	uint64_t total = 0, acc = 0;
@@ -331,8 +333,8 @@ static unsigned stripe(gm_plan *pl, const gm_job_desc *d, uint32_t n,
 	return nparts;
 }
 
-static uint64_t part_work(const gm_call *k, const gm_job_desc *d,
-			  const struct gm_plan_part *pp)
+static uint64_t part_work(const gmc_call *k, const gm_job_desc *d,
+			  const struct gmc_plan_part *pp)
 {
 	double flops = 0;
 	uint64_t out = 0;
@@ -341,66 +343,66 @@ static uint64_t part_work(const gm_call *k, const gm_job_desc *d,
 		gm_job_sizes z;
 
 		gm_job_sizes_of(&d[j], &z);
-		out += k->kind == GM_CALL_GEMM ? z.out : 0;
+		out += k->kind == GMC_CALL_GEMM ? z.out : 0;
 		flops += gm_job_flops(&d[j]);
 	}
-	return gm_daemon_cost(pp->f.bytes + out, flops);
+	return gmc_daemon_cost(pp->f.bytes + out, flops);
 }
 
-int gm_daemon_plan(gm_daemon *dm, gm_call *k, const gm_job_desc *d,
-		   const gm_batch *b, const char *json, gm_plan *pl)
+int gmc_daemon_plan(gmc_daemon *dm, gmc_call *k, const gm_job_desc *d,
+		    const gm_batch *b, const char *json, gmc_plan *pl)
 {
 	uint64_t bytes = 0;
 	int rv = GM_OK;
 
 	memset(pl, 0, sizeof(*pl));
 	pl->nparts = 1;
-	pl->part[0].njobs = json ? (k->kind == GM_CALL_WAIT) : k->njobs;
+	pl->part[0].njobs = json ? (k->kind == GMC_CALL_WAIT) : k->njobs;
 	for (uint32_t j = 0; json == NULL && j < k->njobs; j++)
 		bytes += job_bytes(&d[j]);
-	if (k->kind == GM_CALL_GEMM && dm->nconns > 1 && k->njobs > 1 &&
-	    bytes >= GM_DAEMON_STRIPE_BYTES)
+	if (k->kind == GMC_CALL_GEMM && dm->nconns > 1 && k->njobs > 1 &&
+	    bytes >= GMC_DAEMON_STRIPE_BYTES)
 		pl->nparts =
 		    stripe(pl, d, k->njobs,
 			   dm->nconns < k->njobs ? dm->nconns : k->njobs);
 	for (unsigned p = 0; p < pl->nparts && rv == GM_OK; p++) {
-		struct gm_plan_part *pp = &pl->part[p];
+		struct gmc_plan_part *pp = &pl->part[p];
 
-		pp->id = gm_call_next_id(k->cl);
-		rv = json ? gm_encode_ctrl(json, pp->id, &pp->f)
-			  : gm_encode_gemm(k->jobs + pp->first, d + pp->first,
-					   pp->njobs, b, pp->id, NULL, &pp->f);
+		pp->id = gmc_call_next_id(k->cl);
+		rv = json ? gmc_encode_ctrl(json, pp->id, &pp->f)
+			  : gmc_encode_gemm(k->jobs + pp->first, d + pp->first,
+					    pp->njobs, b, pp->id, NULL, &pp->f);
 		pp->work = part_work(k, json ? NULL : d, pp);
 	}
 	if (rv != GM_OK)
-		gm_plan_free(pl);
+		gmc_plan_free(pl);
 	return rv;
 }
 
-void gm_daemon_queue(gm_daemon *dm, gm_call *k, gm_plan *pl, gm_todo *t)
+void gmc_daemon_queue(gmc_daemon *dm, gmc_call *k, gmc_plan *pl, gmc_todo *t)
 {
-	unsigned order[GM_DAEMON_CONNS_MAX];
+	unsigned order[GMC_DAEMON_CONNS_MAX];
 
 	k->dm = dm;
 	order_slots(dm, order);
 	for (unsigned i = 0; i < pl->nparts && !k->ended; i++) {
-		struct gm_plan_part *pp = &pl->part[i];
-		gm_part *p = gm_part_new(k, pp->id, pp->first, pp->njobs, t);
+		struct gmc_plan_part *pp = &pl->part[i];
+		gmc_part *p = gmc_part_new(k, pp->id, pp->first, pp->njobs, t);
 
 		if (p == NULL)
 			break;
 		p->f = pp->f;
-		pp->f = (gm_frame){0};
+		pp->f = (gmc_frame){0};
 		p->work = pp->work;
-		if (gm_part_ready(p, t) == GM_OK)
-			gm_conn_queue(&dm->conns[order[i]], p, t);
+		if (gmc_part_ready(p, t) == GM_OK)
+			gmc_conn_queue(&dm->conns[order[i]], p, t);
 	}
-	gm_plan_free(pl);
+	gmc_plan_free(pl);
 }
 
-void gm_plan_free(gm_plan *pl)
+void gmc_plan_free(gmc_plan *pl)
 {
 	for (unsigned i = 0; i < pl->nparts; i++)
-		gm_frame_free(&pl->part[i].f);
+		gmc_frame_free(&pl->part[i].f);
 	pl->nparts = 0;
 }

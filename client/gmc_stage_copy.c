@@ -1,7 +1,7 @@
 /*
- * gm_stage_copy.c - the copies of staged operands into the region and
+ * gmc_stage_copy.c - the copies of staged operands into the region and
  * of results out of it, in pieces run by the client's workers; see
- * gm_stage.h.
+ * gmc_stage.h.
  *
  * A piece is a range of bytes of a chunk's copy stream: for the copy in,
  * the chunk's jobs' A, B and C one after the other; for the copy out,
@@ -12,18 +12,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gm_stage_impl.h"
+#include "gmc_stage_impl.h"
 
 #define IN UINT32_MAX /* a piece's job when it copies in */
 
 typedef struct piece {
-	gm_task task;
-	gm_chunk *ch;
+	gmc_task task;
+	gmc_chunk *ch;
 	uint32_t job;	   /* the job whose result it copies, or IN */
 	uint64_t from, to; /* bytes of the stream */
 } piece;
 
-uint64_t gm_stage_layout(const gm_job_desc *d, uint64_t off[GM_OPND_COUNT])
+uint64_t gmc_stage_layout(const gm_job_desc *d, uint64_t off[GM_OPND_COUNT])
 {
 	gm_job_sizes z;
 	uint64_t at = 0;
@@ -31,16 +31,17 @@ uint64_t gm_stage_layout(const gm_job_desc *d, uint64_t off[GM_OPND_COUNT])
 	gm_job_sizes_of(d, &z);
 	for (int op = 0; op < GM_OPND_COUNT; op++) {
 		off[op] = at;
-		at += (gm_operand_bytes(&z, op) + GM_STAGE_ALIGN - 1) &
-		      ~(uint64_t)(GM_STAGE_ALIGN - 1);
+		at += (gm_operand_bytes(&z, op) + GMC_STAGE_ALIGN - 1) &
+		      ~(uint64_t)(GMC_STAGE_ALIGN - 1);
 	}
 	return at;
 }
 
 /* Copies [from, to) of the copy-in stream of ch into its block. */
-static void copy_in(gm_chunk *ch, const gm_call *k, uint64_t from, uint64_t to)
+static void copy_in(gmc_chunk *ch, const gmc_call *k, uint64_t from,
+		    uint64_t to)
 {
-	const gm_part *p = ch->part;
+	const gmc_part *p = ch->part;
 	uint8_t *base = gemmd_region_ptr(ch->sr->r);
 	uint64_t at = 0;
 
@@ -51,7 +52,7 @@ static void copy_in(gm_chunk *ch, const gm_call *k, uint64_t from, uint64_t to)
 		uint64_t off[GM_OPND_COUNT];
 		gm_job_sizes z;
 
-		gm_stage_layout(d, off);
+		gmc_stage_layout(d, off);
 		gm_job_sizes_of(d, &z);
 		for (int op = 0; op < GM_OPND_OUT && at < to; op++) {
 			uint64_t len = gm_operand_bytes(&z, op);
@@ -66,28 +67,28 @@ static void copy_in(gm_chunk *ch, const gm_call *k, uint64_t from, uint64_t to)
 	}
 }
 
-static void copy_out(gm_chunk *ch, const gm_call *k, uint32_t i, uint64_t from,
-		     uint64_t to)
+static void copy_out(gmc_chunk *ch, const gmc_call *k, uint32_t i,
+		     uint64_t from, uint64_t to)
 {
 	const uint8_t *base = gemmd_region_ptr(ch->sr->r);
 	uint64_t off[GM_OPND_COUNT];
 
-	gm_stage_layout(&ch->sc->d[ch->part->first + i], off);
+	gmc_stage_layout(&ch->sc->d[ch->part->first + i], off);
 	memcpy((uint8_t *)k->jobs[ch->part->first + i].out + from,
 	       base + ch->slot[i] + off[GM_OPND_OUT] + from, to - from);
 }
 
-static void piece_run(gm_task *task)
+static void piece_run(gmc_task *task)
 {
 	piece *pc = (piece *)task;
-	gm_chunk *ch = pc->ch;
+	gmc_chunk *ch = pc->ch;
 	gemmd_client *cl = ch->part->cl;
-	gm_todo t = GM_TODO_INIT(cl);
-	gm_call *k;
+	gmc_todo t = GMC_TODO_INIT(cl);
+	gmc_call *k;
 
 	pthread_mutex_lock(&cl->mu);
 	if ((k = ch->part->call) != NULL)
-		gm_call_pin(k);
+		gmc_call_pin(k);
 	pthread_mutex_unlock(&cl->mu);
 	if (k != NULL && pc->job == IN)
 		copy_in(ch, k, pc->from, pc->to);
@@ -95,23 +96,24 @@ static void piece_run(gm_task *task)
 		copy_out(ch, k, pc->job, pc->from, pc->to);
 	pthread_mutex_lock(&cl->mu);
 	if (k != NULL)
-		gm_call_unpin(k, &t);
+		gmc_call_unpin(k, &t);
 	if (pc->job == IN && --ch->ins == 0)
-		gm_stage_in_done(ch, &t);
+		gmc_stage_in_done(ch, &t);
 	else if (pc->job != IN && --ch->outs[pc->job] == 0)
-		gm_stage_settle(ch, pc->job, &t);
-	gm_stage_chunk_drop(ch, &t);
+		gmc_stage_settle(ch, pc->job, &t);
+	gmc_stage_chunk_drop(ch, &t);
 	pthread_mutex_unlock(&cl->mu);
 	free(pc);
-	gm_todo_run(&t);
+	gmc_todo_run(&t);
 }
 
 /* Queues the pieces of a stream of bytes, all or none: GM_OK or
  * GM_ENOMEM. */
-static int queue(gm_chunk *ch, uint32_t job, uint64_t bytes, bool urgent)
+static int queue(gmc_chunk *ch, uint32_t job, uint64_t bytes, bool urgent)
 {
-	gm_workers *w = gm_stage_workers(ch->part->cl);
-	unsigned n = (unsigned)((bytes + GM_STAGE_PIECE - 1) / GM_STAGE_PIECE);
+	gmc_workers *w = gmc_stage_workers(ch->part->cl);
+	unsigned n =
+	    (unsigned)((bytes + GMC_STAGE_PIECE - 1) / GMC_STAGE_PIECE);
 	piece **all = w && n ? calloc(n, sizeof(*all)) : NULL;
 	unsigned i;
 
@@ -121,10 +123,10 @@ static int queue(gm_chunk *ch, uint32_t job, uint64_t bytes, bool urgent)
 		*all[i] = (piece){.task.fn = piece_run,
 				  .ch = ch,
 				  .job = job,
-				  .from = (uint64_t)i * GM_STAGE_PIECE,
+				  .from = (uint64_t)i * GMC_STAGE_PIECE,
 				  .to = i + 1 == n ? bytes
 						   : (uint64_t)(i + 1) *
-							 GM_STAGE_PIECE};
+							 GMC_STAGE_PIECE};
 	if (i < n) {
 		while (i-- > 0)
 			free(all[i]);
@@ -137,14 +139,14 @@ static int queue(gm_chunk *ch, uint32_t job, uint64_t bytes, bool urgent)
 	else
 		ch->outs[job] += n;
 	for (i = 0; i < n; i++)
-		gm_workers_push(w, &all[i]->task, urgent);
+		gmc_workers_push(w, &all[i]->task, urgent);
 	free(all);
 	return GM_OK;
 }
 
-int gm_stage_copy_in(gm_chunk *ch)
+int gmc_stage_copy_in(gmc_chunk *ch)
 {
-	const gm_part *p = ch->part;
+	const gmc_part *p = ch->part;
 	uint64_t bytes = 0;
 
 	for (uint32_t i = 0; i < p->njobs; i++) {
@@ -156,7 +158,7 @@ int gm_stage_copy_in(gm_chunk *ch)
 	return queue(ch, IN, bytes, false);
 }
 
-int gm_stage_copy_out(gm_chunk *ch, uint32_t index)
+int gmc_stage_copy_out(gmc_chunk *ch, uint32_t index)
 {
 	gm_job_sizes z;
 

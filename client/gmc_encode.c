@@ -1,8 +1,8 @@
 /*
- * gm_encode.c - jobs and control requests as request frames; see
- * gm_encode.h.
+ * gmc_encode.c - jobs and control requests as request frames; see
+ * gmc_encode.h.
  */
-#include "gm_encode.h"
+#include "gmc_encode.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -10,12 +10,12 @@
 
 #include <stdlib.h>
 
-#include "gm_client.h"
-#include "gm_shm.h"
+#include "gmc_client.h"
+#include "gmc_shm.h"
 
 /* ---- jobs naming regions ---- */
 
-int gm_encode_refs(const gemmd_job *j, gm_region_ref ref[GM_OPND_COUNT])
+int gmc_encode_refs(const gemmd_job *j, gm_region_ref ref[GM_OPND_COUNT])
 {
 	const gemmd_region_ref *in[GM_OPND_COUNT] = {&j->a_ref, &j->b_ref,
 						     &j->c_ref, &j->out_ref};
@@ -70,7 +70,7 @@ static int in_regions(const gemmd_job *j, const gm_job_desc *d, char *detail,
 	gm_job_sizes z;
 	int rv;
 
-	if (!gm_encode_refs(j, ref))
+	if (!gmc_encode_refs(j, ref))
 		return GM_OK;
 	gm_job_sizes_of(d, &z);
 	if ((rv = gm_proto_check_refs(d, &z, ref, detail, len)) != GM_OK)
@@ -118,8 +118,8 @@ static void to_desc(const gemmd_job *j, gm_job_desc *d)
 	d->beta = j->beta;
 }
 
-int gm_encode_job(const gemmd_job *j, bool need_out, gm_job_desc *d,
-		  char *detail, size_t len)
+int gmc_encode_job(const gemmd_job *j, bool need_out, gm_job_desc *d,
+		   char *detail, size_t len)
 {
 	const gm_limits lim = {GM_MAX_JOBS, GM_MAX_DIM, UINT64_MAX, UINT64_MAX,
 			       UINT64_MAX};
@@ -136,7 +136,7 @@ int gm_encode_job(const gemmd_job *j, bool need_out, gm_job_desc *d,
 
 /* The pieces of a frame, counted (fill NULL) or written. */
 struct builder {
-	gm_frame *f;
+	gmc_frame *f;
 	uint8_t *fill; /* the built part's next byte; NULL: counting */
 	size_t built;  /* bytes of the built part so far */
 	bool open;     /* the last piece is of the built part */
@@ -149,7 +149,7 @@ static uint8_t *put_built(struct builder *bd, const void *src, size_t len)
 
 	if (!bd->open) {
 		if (p != NULL)
-			bd->f->segs[bd->f->nsegs] = (gm_seg){p, 0, false};
+			bd->f->segs[bd->f->nsegs] = (gmc_seg){p, 0, false};
 		bd->f->nsegs++;
 		bd->open = true;
 	}
@@ -176,7 +176,7 @@ static void put_operand(struct builder *bd, const void *src, uint64_t len)
 		return;
 	}
 	if (bd->fill != NULL)
-		bd->f->segs[bd->f->nsegs] = (gm_seg){src, (size_t)len, true};
+		bd->f->segs[bd->f->nsegs] = (gmc_seg){src, (size_t)len, true};
 	bd->f->nsegs++;
 	bd->open = false;
 }
@@ -261,30 +261,30 @@ static int request_size(const gm_job_desc *d, uint32_t n,
 	return GM_OK;
 }
 
-int gm_encode_gemm(const gemmd_job *jobs, const gm_job_desc *d, uint32_t n,
-		   const gm_batch *b, uint64_t id, const gm_region_ref *refs,
-		   gm_frame *f)
+int gmc_encode_gemm(const gemmd_job *jobs, const gm_job_desc *d, uint32_t n,
+		    const gm_batch *b, uint64_t id, const gm_region_ref *refs,
+		    gmc_frame *f)
 {
 	struct builder bd = {.f = f};
 	gm_region_ref *own = NULL;
 	int rv = GM_OK;
 
-	*f = (gm_frame){0};
+	*f = (gmc_frame){0};
 	/* The jobs' own refs, read once: every pass below reads them, and
 	 * a gemmd_job is large beside them. */
 	if (refs == NULL) {
 		if ((own = calloc(n ? n : 1, GM_OPND_COUNT * sizeof(*own))) ==
 		    NULL)
-			return gm_client_seterr(GM_ENOMEM,
-						"no memory for %" PRIu32
-						" jobs' operand places",
-						n);
+			return gmc_client_seterr(GM_ENOMEM,
+						 "no memory for %" PRIu32
+						 " jobs' operand places",
+						 n);
 		for (uint32_t i = 0; i < n; i++)
-			gm_encode_refs(&jobs[i], own + GM_OPND_COUNT * i);
+			gmc_encode_refs(&jobs[i], own + GM_OPND_COUNT * i);
 		refs = own;
 	}
 	if (request_size(d, n, refs, &f->bytes) != 0 || f->bytes > SIZE_MAX) {
-		rv = gm_client_seterr(GM_EOVERFLOW, "request size overflows");
+		rv = gmc_client_seterr(GM_EOVERFLOW, "request size overflows");
 		goto done;
 	}
 	/* Counted first, so that each part is allocated once. */
@@ -292,8 +292,8 @@ int gm_encode_gemm(const gemmd_job *jobs, const gm_job_desc *d, uint32_t n,
 	f->segs = calloc(f->nsegs, sizeof(*f->segs));
 	f->built = malloc(bd.built);
 	if (f->segs == NULL || f->built == NULL) {
-		gm_frame_free(f);
-		rv = gm_client_seterr(
+		gmc_frame_free(f);
+		rv = gmc_client_seterr(
 		    GM_ENOMEM, "no memory for a request of %" PRIu64 " bytes",
 		    f->bytes);
 		goto done;
@@ -306,31 +306,31 @@ done:
 	return rv;
 }
 
-int gm_encode_ctrl(const char *request, uint64_t id, gm_frame *f)
+int gmc_encode_ctrl(const char *request, uint64_t id, gmc_frame *f)
 {
 	size_t len = strlen(request);
 
-	*f = (gm_frame){0};
+	*f = (gmc_frame){0};
 	if (len > UINT32_MAX)
-		return gm_client_seterr(GM_ETOOBIG, "request of %zu bytes",
-					len);
+		return gmc_client_seterr(GM_ETOOBIG, "request of %zu bytes",
+					 len);
 	f->bytes = GM_HDR_SIZE + len;
 	f->built = malloc(f->bytes);
 	f->segs = calloc(1, sizeof(*f->segs));
 	if (f->built == NULL || f->segs == NULL) {
-		gm_frame_free(f);
-		return gm_client_seterr(GM_ENOMEM, "out of memory");
+		gmc_frame_free(f);
+		return gmc_client_seterr(GM_ENOMEM, "out of memory");
 	}
 	gm_proto_put_hdr(f->built, GM_MSG_CTRL, id, 0, len);
 	memcpy(f->built + GM_HDR_SIZE, request, len);
-	f->segs[0] = (gm_seg){f->built, (size_t)f->bytes, false};
+	f->segs[0] = (gmc_seg){f->built, (size_t)f->bytes, false};
 	f->nsegs = 1;
 	return GM_OK;
 }
 
-void gm_frame_free(gm_frame *f)
+void gmc_frame_free(gmc_frame *f)
 {
 	free(f->built);
 	free(f->segs);
-	*f = (gm_frame){0};
+	*f = (gmc_frame){0};
 }

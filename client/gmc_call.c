@@ -1,40 +1,40 @@
 /*
- * gm_call.c - calls and their parts, from start to the caller being
- * told; see gm_call.h.
+ * gmc_call.c - calls and their parts, from start to the caller being
+ * told; see gmc_call.h.
  */
-#include "gm_call.h"
+#include "gmc_call.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "gm_conn.h"
-#include "gm_daemon.h"
-#include "gm_stage.h"
+#include "gmc_conn.h"
+#include "gmc_daemon.h"
+#include "gmc_stage.h"
 
 static void deadline_cb(void *arg);
 static void grace_cb(void *arg);
 
-int gm_call_new(gemmd_client *cl, int kind, int timeout_ms,
-		const gm_call_notify *nt, gm_call **out)
+int gmc_call_new(gemmd_client *cl, int kind, int timeout_ms,
+		 const gmc_call_notify *nt, gmc_call **out)
 {
-	gm_call *k = calloc(1, sizeof(*k));
+	gmc_call *k = calloc(1, sizeof(*k));
 
 	if (k == NULL)
-		return gm_client_seterr(GM_ENOMEM, "out of memory");
+		return gmc_client_seterr(GM_ENOMEM, "out of memory");
 	k->cl = cl;
 	k->kind = kind;
 	k->timeout_ms = timeout_ms;
 	k->nt = *nt;
-	k->start = gm_timer_now();
-	gm_tev_init(&k->deadline, deadline_cb, k);
-	gm_tev_init(&k->grace, grace_cb, k);
+	k->start = gmc_timer_now();
+	gmc_tev_init(&k->deadline, deadline_cb, k);
+	gmc_tev_init(&k->grace, grace_cb, k);
 	*out = k;
 	return GM_OK;
 }
 
-void gm_call_free(gm_call *k)
+void gmc_call_free(gmc_call *k)
 {
 	free(k->settled);
 	free(k->reply);
@@ -46,7 +46,7 @@ static uint64_t ms_ns(int ms)
 	return (uint64_t)ms * 1000000u;
 }
 
-void gm_call_start(gm_call *k)
+void gmc_call_start(gmc_call *k)
 {
 	gemmd_client *cl = k->cl;
 
@@ -58,25 +58,25 @@ void gm_call_start(gm_call *k)
 	 * heap only fails to grow when memory is gone, and then so is
 	 * everything else. */
 	if (k->timeout_ms != GEMMD_FOREVER)
-		gm_timer_arm(cl->timer, &k->deadline,
-			     k->start + ms_ns(k->timeout_ms));
+		gmc_timer_arm(cl->timer, &k->deadline,
+			      k->start + ms_ns(k->timeout_ms));
 }
 
 /* ---- parts ---- */
 
-uint64_t gm_call_next_id(gemmd_client *cl)
+uint64_t gmc_call_next_id(gemmd_client *cl)
 {
 	return __atomic_add_fetch(&cl->next_id, 1, __ATOMIC_RELAXED);
 }
 
-gm_part *gm_part_new(gm_call *k, uint64_t id, uint32_t first, uint32_t njobs,
-		     gm_todo *t)
+gmc_part *gmc_part_new(gmc_call *k, uint64_t id, uint32_t first, uint32_t njobs,
+		       gmc_todo *t)
 {
-	gm_part *p = calloc(1, sizeof(*p));
+	gmc_part *p = calloc(1, sizeof(*p));
 
 	if (p == NULL || (p->answered = calloc(njobs ? njobs : 1, 1)) == NULL) {
 		free(p);
-		gm_call_end(k, GM_ENOMEM, "out of memory", t);
+		gmc_call_end(k, GM_ENOMEM, "out of memory", t);
 		return NULL;
 	}
 	p->cl = k->cl;
@@ -91,58 +91,58 @@ gm_part *gm_part_new(gm_call *k, uint64_t id, uint32_t first, uint32_t njobs,
 	return p;
 }
 
-int gm_part_ready(gm_part *p, gm_todo *t)
+int gmc_part_ready(gmc_part *p, gmc_todo *t)
 {
-	if (gm_idmap_put(&p->call->cl->parts, p->id, p) == GM_OK)
+	if (gmc_idmap_put(&p->call->cl->parts, p->id, p) == GM_OK)
 		return GM_OK;
-	gm_call_end(p->call, GM_ENOMEM, "out of memory", t);
+	gmc_call_end(p->call, GM_ENOMEM, "out of memory", t);
 	return GM_ENOMEM;
 }
 
-void gm_part_hold(gm_part *p)
+void gmc_part_hold(gmc_part *p)
 {
 	p->refs++;
 }
 
-void gm_part_drop(gm_part *p)
+void gmc_part_drop(gmc_part *p)
 {
 	if (--p->refs > 0)
 		return;
-	gm_frame_free(&p->f);
+	gmc_frame_free(&p->f);
 	free(p->answered);
 	free(p);
 }
 
 /* Takes p out of everything that finds it and ends its life; tells its
  * call when the call has nothing more to wait for. */
-static void part_finish(gm_part *p, gm_todo *t)
+static void part_finish(gmc_part *p, gmc_todo *t)
 {
-	gm_call *k = p->call;
+	gmc_call *k = p->call;
 
-	if (p->state == GM_PART_DONE)
+	if (p->state == GMC_PART_DONE)
 		return;
-	if (p->state == GM_PART_QUEUED)
-		gm_conn_unqueue(p);
-	gm_conn_unlink(p);
-	p->state = GM_PART_DONE;
-	gm_idmap_del(&p->cl->parts, p->id);
+	if (p->state == GMC_PART_QUEUED)
+		gmc_conn_unqueue(p);
+	gmc_conn_unlink(p);
+	p->state = GMC_PART_DONE;
+	gmc_idmap_del(&p->cl->parts, p->id);
 	if (p->chunk != NULL)
-		gm_stage_part_over(p, t);
+		gmc_stage_part_over(p, t);
 	if (k != NULL)
-		gm_call_open_done(k, t);
-	gm_part_drop(p);
+		gmc_call_open_done(k, t);
+	gmc_part_drop(p);
 }
 
-void gm_call_open_done(gm_call *k, gm_todo *t)
+void gmc_call_open_done(gmc_call *k, gmc_todo *t)
 {
 	if (!k->ended && --k->open == 0)
-		gm_call_end(k, k->accepted ? GM_OK : k->refusal,
-			    k->accepted ? "" : k->refusal_msg, t);
+		gmc_call_end(k, k->accepted ? GM_OK : k->refusal,
+			     k->accepted ? "" : k->refusal_msg, t);
 }
 
-void gm_part_answered(gm_part *p, uint32_t index, gm_todo *t)
+void gmc_part_answered(gmc_part *p, uint32_t index, gmc_todo *t)
 {
-	gm_call *k = p->call;
+	gmc_call *k = p->call;
 
 	if (p->answered[index])
 		return;
@@ -154,7 +154,7 @@ void gm_part_answered(gm_part *p, uint32_t index, gm_todo *t)
 }
 
 /* Part p of k was refused whole: its jobs say so. */
-static void refuse(gm_call *k, gm_part *p, int code, const char *msg)
+static void refuse(gmc_call *k, gmc_part *p, int code, const char *msg)
 {
 	if (k->refusal == GM_OK) {
 		k->refusal = code;
@@ -163,18 +163,18 @@ static void refuse(gm_call *k, gm_part *p, int code, const char *msg)
 	for (uint32_t i = 0; i < p->njobs; i++) {
 		if (p->answered[i])
 			continue;
-		gm_call_job_status(&k->jobs[p->first + i], code, msg);
+		gmc_call_job_status(&k->jobs[p->first + i], code, msg);
 		k->settled[p->first + i] = 1;
 	}
 }
 
-void gm_part_over(gm_part *p, int code, const char *msg, gm_todo *t)
+void gmc_part_over(gmc_part *p, int code, const char *msg, gmc_todo *t)
 {
-	gm_call *k = p->call;
+	gmc_call *k = p->call;
 
 	p->refused = code != GM_OK && code != GM_ETRANSPORT;
 	if (k != NULL && code == GM_ETRANSPORT)
-		gm_call_end(k, code, msg, t); /* p is over with it */
+		gmc_call_end(k, code, msg, t); /* p is over with it */
 	else if (k != NULL && code == GM_OK)
 		k->accepted++;
 	else if (k != NULL)
@@ -186,24 +186,24 @@ void gm_part_over(gm_part *p, int code, const char *msg, gm_todo *t)
 
 /* A half-written frame is finished with zeros in place of the caller's
  * bytes: the write in flight, if any, still holds its own pointers. */
-static void zero_rest(gm_part *p)
+static void zero_rest(gmc_part *p)
 {
 	for (unsigned i = p->seg; i < p->f.nsegs; i++)
 		if (p->f.segs[i].user)
 			p->f.segs[i].p = NULL;
 }
 
-static void detach_part(gm_part *p, gm_todo *t)
+static void detach_part(gmc_part *p, gmc_todo *t)
 {
 	/* Half written, perhaps already refused: still to finish. */
-	if (p->queued && p->state != GM_PART_QUEUED)
+	if (p->queued && p->state != GMC_PART_QUEUED)
 		zero_rest(p);
 	p->call = NULL;
-	if (p->state == GM_PART_NEW || p->state == GM_PART_QUEUED)
+	if (p->state == GMC_PART_NEW || p->state == GMC_PART_QUEUED)
 		part_finish(p, t);
 }
 
-static void queue_tell(gm_call *k, gm_todo *t)
+static void queue_tell(gmc_call *k, gmc_todo *t)
 {
 	if (k->tell_queued)
 		return;
@@ -216,7 +216,7 @@ static void queue_tell(gm_call *k, gm_todo *t)
 	t->tell_last = k;
 }
 
-void gm_call_end(gm_call *k, int rv, const char *msg, gm_todo *t)
+void gmc_call_end(gmc_call *k, int rv, const char *msg, gmc_todo *t)
 {
 	gemmd_client *cl = k->cl;
 
@@ -231,90 +231,91 @@ void gm_call_end(gm_call *k, int rv, const char *msg, gm_todo *t)
 		cl->calls = k->next_call;
 	if (k->next_call != NULL)
 		k->next_call->prev_call = k->prev_call;
-	gm_timer_disarm(cl->timer, &k->deadline);
+	gmc_timer_disarm(cl->timer, &k->deadline);
 	for (uint32_t i = 0; rv != GM_OK && i < k->njobs; i++)
 		if (k->settled == NULL || !k->settled[i])
-			gm_call_job_status(&k->jobs[i], rv, msg);
-	for (gm_part *p = k->parts; p != NULL; p = p->next_of_call)
+			gmc_call_job_status(&k->jobs[i], rv, msg);
+	for (gmc_part *p = k->parts; p != NULL; p = p->next_of_call)
 		detach_part(p, t);
 	if (k->stage != NULL)
-		gm_stage_call_end(k, t);
+		gmc_stage_call_end(k, t);
 	if (k->pins == 0)
 		queue_tell(k, t);
 	else
-		gm_timer_arm(cl->timer, &k->grace,
-			     gm_timer_now() + ms_ns(GM_CALL_GRACE_MS));
+		gmc_timer_arm(cl->timer, &k->grace,
+			      gmc_timer_now() + ms_ns(GMC_CALL_GRACE_MS));
 }
 
-void gm_call_pin(gm_call *k)
+void gmc_call_pin(gmc_call *k)
 {
 	k->pins++;
 }
 
-void gm_call_unpin(gm_call *k, gm_todo *t)
+void gmc_call_unpin(gmc_call *k, gmc_todo *t)
 {
 	if (--k->pins == 0 && k->ended)
 		queue_tell(k, t);
 }
 
 /* Whether any part of k was written, in part or whole. */
-static bool any_written(const gm_call *k)
+static bool any_written(const gmc_call *k)
 {
-	for (const gm_part *p = k->parts; p != NULL; p = p->next_of_call)
-		if (p->state >= GM_PART_WRITING)
+	for (const gmc_part *p = k->parts; p != NULL; p = p->next_of_call)
+		if (p->state >= GMC_PART_WRITING)
 			return true;
 	return false;
 }
 
 static void deadline_cb(void *arg)
 {
-	gm_call *k = arg;
+	gmc_call *k = arg;
 	gemmd_client *cl = k->cl;
-	gm_todo t = GM_TODO_INIT(cl);
-	char msg[GM_CLIENT_ERRLEN];
+	gmc_todo t = GMC_TODO_INIT(cl);
+	char msg[GMC_CLIENT_ERRLEN];
 
 	pthread_mutex_lock(&cl->mu);
 	if (!k->ended && !any_written(k) && k->stage == NULL)
-		gm_daemon_no_connection(k->dm, k->timeout_ms, msg, sizeof(msg));
+		gmc_daemon_no_connection(k->dm, k->timeout_ms, msg,
+					 sizeof(msg));
 	else
 		snprintf(msg, sizeof(msg), "no reply within %d ms",
 			 k->timeout_ms);
-	gm_call_end(k, GM_ETIMEDOUT, msg, &t);
+	gmc_call_end(k, GM_ETIMEDOUT, msg, &t);
 	pthread_mutex_unlock(&cl->mu);
-	gm_todo_run(&t);
+	gmc_todo_run(&t);
 }
 
 /* I/O on the caller's memory did not finish in time after its call
  * ended: the connections it runs on are closed, which ends it. */
 static void grace_cb(void *arg)
 {
-	gm_call *k = arg;
+	gmc_call *k = arg;
 	gemmd_client *cl = k->cl;
-	gm_todo t = GM_TODO_INIT(cl);
+	gmc_todo t = GMC_TODO_INIT(cl);
 
 	pthread_mutex_lock(&cl->mu);
-	for (gm_part *p = k->parts; k->pins > 0 && p != NULL;
+	for (gmc_part *p = k->parts; k->pins > 0 && p != NULL;
 	     p = p->next_of_call)
-		if (p->conn != NULL && p->state != GM_PART_QUEUED)
-			gm_conn_fail(p->conn, GM_ETRANSPORT,
-				     "closed: a call that timed out was still "
-				     "being read or written",
-				     &t);
+		if (p->conn != NULL && p->state != GMC_PART_QUEUED)
+			gmc_conn_fail(p->conn, GM_ETRANSPORT,
+				      "closed: a call that timed out was still "
+				      "being read or written",
+				      &t);
 	pthread_mutex_unlock(&cl->mu);
-	gm_todo_run(&t);
+	gmc_todo_run(&t);
 }
 
-/* Whether this thread polls in gm_call_wait. */
+/* Whether this thread polls in gmc_call_wait. */
 static __thread bool polling;
 
-/* Timer thread: a tell a polling caller handed over (gm_call_tell).
+/* Timer thread: a tell a polling caller handed over (gmc_call_tell).
  * gemmd_close waits for the count to fall to zero. */
 static void tell_later(void *arg)
 {
-	gm_call *k = arg;
+	gmc_call *k = arg;
 	gemmd_client *cl = k->cl;
 
-	gm_call_tell(k);
+	gmc_call_tell(k);
 	pthread_mutex_lock(&cl->mu);
 	if (--cl->deferred == 0)
 		pthread_cond_broadcast(&cl->cv);
@@ -322,15 +323,15 @@ static void tell_later(void *arg)
 }
 
 /* Hands k's tell to the timer thread: false when its heap cannot grow. */
-static bool defer_tell(gm_call *k)
+static bool defer_tell(gmc_call *k)
 {
 	gemmd_client *cl = k->cl;
 
 	pthread_mutex_lock(&cl->mu);
 	cl->deferred++;
 	pthread_mutex_unlock(&cl->mu);
-	gm_tev_init(&k->grace, tell_later, k);
-	if (gm_timer_arm(cl->timer, &k->grace, 0) == GM_OK)
+	gmc_tev_init(&k->grace, tell_later, k);
+	if (gmc_timer_arm(cl->timer, &k->grace, 0) == GM_OK)
 		return true;
 	pthread_mutex_lock(&cl->mu);
 	cl->deferred--;
@@ -338,14 +339,14 @@ static bool defer_tell(gm_call *k)
 	return false;
 }
 
-void gm_call_tell(gm_call *k)
+void gmc_call_tell(gmc_call *k)
 {
 	gemmd_client *cl = k->cl;
-	gm_call_waiter *w = k->nt.w;
-	gm_part *p, *next;
+	gmc_call_waiter *w = k->nt.w;
+	gmc_part *p, *next;
 
-	gm_timer_cancel(cl->timer, &k->deadline);
-	gm_timer_cancel(cl->timer, &k->grace);
+	gmc_timer_cancel(cl->timer, &k->deadline);
+	gmc_timer_cancel(cl->timer, &k->grace);
 	/* Another's callback, on a caller's thread: to the timer thread
 	 * (told here only when its heap cannot grow). */
 	if (w == NULL && polling && defer_tell(k))
@@ -353,7 +354,7 @@ void gm_call_tell(gm_call *k)
 	pthread_mutex_lock(&cl->mu);
 	for (p = k->parts; p != NULL; p = next) {
 		next = p->next_of_call;
-		gm_part_drop(p);
+		gmc_part_drop(p);
 	}
 	pthread_mutex_unlock(&cl->mu);
 	/* A wait that allocated out for a result that did not come. */
@@ -370,19 +371,19 @@ void gm_call_tell(gm_call *k)
 		__atomic_store_n(&w->done, true, __ATOMIC_RELEASE);
 		pthread_cond_signal(&w->cv);
 		pthread_mutex_unlock(&w->mu);
-		gm_call_free(k);
+		gmc_call_free(k);
 	} else {
 		gemmd_done_fn done = k->nt.done;
 		void *arg = k->nt.arg;
 		int rv = k->rv;
 
-		gm_call_free(k);
+		gmc_call_free(k);
 		done(arg, rv);
 	}
 }
 
 /* Keeps what fits of msg; a longer detail stays in gemmd_last_error(). */
-void gm_call_job_status(gemmd_job *j, int status, const char *msg)
+void gmc_call_job_status(gemmd_job *j, int status, const char *msg)
 {
 	size_t n = strnlen(msg, sizeof(j->message) - 1);
 
@@ -393,20 +394,20 @@ void gm_call_job_status(gemmd_job *j, int status, const char *msg)
 
 /* ---- waiters ---- */
 
-int gm_call_waiter_init(gm_call_waiter *w, gemmd_client *cl)
+int gmc_call_waiter_init(gmc_call_waiter *w, gemmd_client *cl)
 {
 	memset(w, 0, sizeof(*w));
 	w->poller = cl != NULL ? cl->poller : NULL; /* NULL: refused later */
 	if (pthread_mutex_init(&w->mu, NULL) != 0)
-		return gm_client_seterr(GM_ENOMEM, "out of memory");
+		return gmc_client_seterr(GM_ENOMEM, "out of memory");
 	if (pthread_cond_init(&w->cv, NULL) != 0) {
 		pthread_mutex_destroy(&w->mu);
-		return gm_client_seterr(GM_ENOMEM, "out of memory");
+		return gmc_client_seterr(GM_ENOMEM, "out of memory");
 	}
 	return GM_OK;
 }
 
-void gm_call_waiter_drop(gm_call_waiter *w)
+void gmc_call_waiter_drop(gmc_call_waiter *w)
 {
 	pthread_mutex_destroy(&w->mu);
 	pthread_cond_destroy(&w->cv);
@@ -424,16 +425,16 @@ static void relax(void)
 #endif
 }
 
-int gm_call_wait(gm_call_waiter *w)
+int gmc_call_wait(gmc_call_waiter *w)
 {
-	uint64_t until = gm_timer_now() + GM_CALL_SPIN_US * 1000u;
+	uint64_t until = gmc_timer_now() + GMC_CALL_SPIN_US * 1000u;
 
 	gm_poller_start(w->poller);
 	polling = true;
 	/* Seen done, the lock is still taken: the teller may hold it, and
 	 * w is not to be dropped before it lets go. */
 	while (!__atomic_load_n(&w->done, __ATOMIC_ACQUIRE) &&
-	       gm_timer_now() < until)
+	       gmc_timer_now() < until)
 		if (gm_poller_poll(w->poller) == 0)
 			relax();
 	polling = false;
@@ -442,8 +443,8 @@ int gm_call_wait(gm_call_waiter *w)
 	while (!w->done)
 		pthread_cond_wait(&w->cv, &w->mu);
 	pthread_mutex_unlock(&w->mu);
-	gm_call_waiter_drop(w);
+	gmc_call_waiter_drop(w);
 	if (w->rv != 0)
-		gm_client_seterr(w->rv, "%s", w->msg);
+		gmc_client_seterr(w->rv, "%s", w->msg);
 	return w->rv;
 }

@@ -1,8 +1,8 @@
 /*
- * gm_shm.c - a client's shared-memory regions: sealed memfds, and the
- * hand-off connection that gives them to the daemon; see gm_shm.h.
+ * gmc_shm.c - a client's shared-memory regions: sealed memfds, and the
+ * hand-off connection that gives them to the daemon; see gmc_shm.h.
  */
-#include "gm_shm.h"
+#include "gmc_shm.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -16,14 +16,14 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "gm_client.h"
+#include "gmc_client.h"
 #include "gm_proto_region.h"
 
 /* Replies a connection may owe: records sent whose caller gave up before
  * their reply came. One more and the connection is closed instead. */
 #define OWED_MAX 16
 
-struct gm_shm {
+struct gmc_shm {
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)]; /* "": none */
 	pthread_mutex_t mu; /* fd, conn and the records on fd: held for a
 			       whole exchange */
@@ -36,9 +36,9 @@ struct gm_shm {
 	gemmd_region *regions;
 };
 
-int gm_shm_new(const char *url, const char *socket, gm_shm **out)
+int gmc_shm_new(const char *url, const char *socket, gmc_shm **out)
 {
-	gm_shm *g = calloc(1, sizeof(*g));
+	gmc_shm *g = calloc(1, sizeof(*g));
 
 	*out = NULL;
 	if (g == NULL)
@@ -70,7 +70,7 @@ static void unmap(gemmd_region *r)
 	free(r);
 }
 
-void gm_shm_free(gm_shm *g)
+void gmc_shm_free(gmc_shm *g)
 {
 	gemmd_region *r, *next;
 
@@ -89,7 +89,7 @@ void gm_shm_free(gm_shm *g)
 
 /* ---- the hand-off connection ---- */
 
-/* When an exchange must be over: a gm_timer_now() time, 0 for never,
+/* When an exchange must be over: a gmc_timer_now() time, 0 for never,
  * and the caller's timeout for its message. */
 typedef struct due {
 	uint64_t at;
@@ -101,32 +101,32 @@ static due due_in(int timeout_ms)
 	due d = {0, timeout_ms};
 
 	if (timeout_ms != GEMMD_FOREVER)
-		d.at = gm_timer_now() + (uint64_t)timeout_ms * 1000000u;
+		d.at = gmc_timer_now() + (uint64_t)timeout_ms * 1000000u;
 	return d;
 }
 
 /* Milliseconds left before d, rounded up; -1 for never, 0 once past. */
 static int left_ms(due d)
 {
-	uint64_t now = gm_timer_now();
+	uint64_t now = gmc_timer_now();
 
 	if (d.at == 0)
 		return -1;
 	return now >= d.at ? 0 : (int)((d.at - now + 999999u) / 1000000u);
 }
 
-static int timed_out(gm_shm *g, due d)
+static int timed_out(gmc_shm *g, due d)
 {
-	return gm_client_seterr(GM_ETIMEDOUT,
-				"region socket %s: no answer within %d ms",
-				g->path, d.ms);
+	return gmc_client_seterr(GM_ETIMEDOUT,
+				 "region socket %s: no answer within %d ms",
+				 g->path, d.ms);
 }
 
 /* Takes g->mu by d: another thread's exchange may hold it that long.
  * It polls: ThreadSanitizer does not see a lock taken with a clock
  * (pthread_mutex_clocklock), and two threads making regions at once
  * are rare enough that a millisecond's polling costs nothing. */
-static int lock(gm_shm *g, due d)
+static int lock(gmc_shm *g, due d)
 {
 	if (d.at == 0) {
 		pthread_mutex_lock(&g->mu);
@@ -158,7 +158,7 @@ static int wait_fd(int fd, short events, due d)
 	return GM_OK;
 }
 
-void gm_shm_hangup(gm_shm *g)
+void gmc_shm_hangup(gmc_shm *g)
 {
 	/* Read without the lock: an exchange may hold it, blocked. */
 	int fd = __atomic_load_n(&g->fd, __ATOMIC_ACQUIRE);
@@ -188,7 +188,7 @@ static int connect_by(int fd, const struct sockaddr_un *sa, due d)
 
 /* The connection failed, or owes more replies than it may: regions
  * made on it are gone in the daemon. */
-static void drop_fd(gm_shm *g)
+static void drop_fd(gmc_shm *g)
 {
 	close(g->fd);
 	__atomic_store_n(&g->fd, -1, __ATOMIC_RELEASE);
@@ -196,18 +196,18 @@ static void drop_fd(gm_shm *g)
 }
 
 /* The exchange failed in what (errno set, 0 for a closed connection). */
-static int hang_up(gm_shm *g, const char *what)
+static int hang_up(gmc_shm *g, const char *what)
 {
 	int e = errno;
 
 	drop_fd(g);
-	return gm_client_seterr(GM_ETRANSPORT, "region socket %s: %s: %s",
-				g->path, what, e ? strerror(e) : "closed");
+	return gmc_client_seterr(GM_ETRANSPORT, "region socket %s: %s: %s",
+				 g->path, what, e ? strerror(e) : "closed");
 }
 
 /* Sends one record by d: GM_OK, GM_ETIMEDOUT (nothing of it sent: a
  * record goes whole or not at all) or GM_ETRANSPORT. */
-static int send_by(gm_shm *g, const gm_handoff_req *req, int fd, due d)
+static int send_by(gmc_shm *g, const gm_handoff_req *req, int fd, due d)
 {
 	uint8_t out[GM_HANDOFF_REQ_SIZE];
 	char cbuf[CMSG_SPACE(sizeof(int))] = {0};
@@ -240,7 +240,7 @@ static int send_by(gm_shm *g, const gm_handoff_req *req, int fd, due d)
 
 /* Reads the next reply by d into rep: GM_OK, GM_ETIMEDOUT, or an error
  * that closed the connection. */
-static int recv_by(gm_shm *g, gm_handoff_rep *rep, due d)
+static int recv_by(gmc_shm *g, gm_handoff_rep *rep, due d)
 {
 	uint8_t in[GM_HANDOFF_REP_SIZE + 1];
 	char detail[2 * GM_MSG_TEXT];
@@ -260,14 +260,14 @@ static int recv_by(gm_shm *g, gm_handoff_rep *rep, due d)
 	rv = gm_handoff_get_rep(in, (size_t)n, rep, detail, sizeof(detail));
 	if (rv != GM_OK) {
 		drop_fd(g);
-		return gm_client_seterr(rv, "region socket %s: bad reply: %s",
-					g->path, detail);
+		return gmc_client_seterr(rv, "region socket %s: bad reply: %s",
+					 g->path, detail);
 	}
 	return GM_OK;
 }
 
 /* A record of op went out and its caller gave up on the reply. */
-static void owe(gm_shm *g, uint8_t op)
+static void owe(gmc_shm *g, uint8_t op)
 {
 	if (g->nowed == OWED_MAX)
 		drop_fd(g);
@@ -275,18 +275,18 @@ static void owe(gm_shm *g, uint8_t op)
 		g->owed[g->nowed++] = op;
 }
 
-static int off_op(gm_shm *g, const gm_handoff_rep *rep, uint8_t want)
+static int off_op(gmc_shm *g, const gm_handoff_rep *rep, uint8_t want)
 {
 	drop_fd(g);
-	return gm_client_seterr(GM_EFIELD,
-				"region socket %s: a reply to op %u where "
-				"%u was due",
-				g->path, (unsigned)rep->op, (unsigned)want);
+	return gmc_client_seterr(GM_EFIELD,
+				 "region socket %s: a reply to op %u where "
+				 "%u was due",
+				 g->path, (unsigned)rep->op, (unsigned)want);
 }
 
 /* Reads the replies the connection owes, by d: a region the daemon made
  * for a caller that had given up is held by nobody, and is released. */
-static int settle(gm_shm *g, due d)
+static int settle(gmc_shm *g, due d)
 {
 	gm_handoff_rep rep;
 	uint8_t op;
@@ -315,7 +315,7 @@ static int settle(gm_shm *g, due d)
 
 /* A connection ready for a record by d: the one there is, once it owes
  * nothing, else a new one. */
-static int dial(gm_shm *g, due d)
+static int dial(gmc_shm *g, due d)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	int fd, rv;
@@ -325,9 +325,9 @@ static int dial(gm_shm *g, due d)
 	if (g->fd >= 0)
 		return GM_OK;
 	if (g->path[0] == '\0')
-		return gm_client_seterr(GM_EINVAL,
-					"regions need an ipc:// URL or "
-					"region_socket");
+		return gmc_client_seterr(GM_EINVAL,
+					 "regions need an ipc:// URL or "
+					 "region_socket");
 	memcpy(sa.sun_path, g->path, strlen(g->path));
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0 || (rv = connect_by(fd, &sa, d)) != GM_OK) {
@@ -337,8 +337,8 @@ static int dial(gm_shm *g, due d)
 			close(fd);
 		if (fd >= 0 && rv == GM_ETIMEDOUT)
 			return timed_out(g, d);
-		return gm_client_seterr(GM_ETRANSPORT, "region socket %s: %s",
-					g->path, strerror(e));
+		return gmc_client_seterr(GM_ETRANSPORT, "region socket %s: %s",
+					 g->path, strerror(e));
 	}
 	g->conn++;
 	__atomic_store_n(&g->fd, fd, __ATOMIC_RELEASE);
@@ -348,7 +348,7 @@ static int dial(gm_shm *g, due d)
 /* Sends req (with fd when >= 0) and reads its reply by d, on a
  * connection that owes nothing. A reply that does not come in time is
  * owed. Under g->mu. */
-static int exchange(gm_shm *g, const gm_handoff_req *req, int fd,
+static int exchange(gmc_shm *g, const gm_handoff_req *req, int fd,
 		    gm_handoff_rep *rep, due d)
 {
 	int rv;
@@ -366,7 +366,7 @@ static int exchange(gm_shm *g, const gm_handoff_req *req, int fd,
 	if (rep->op != req->op)
 		return off_op(g, rep, req->op);
 	if (rep->status != GM_OK)
-		return gm_client_seterr((int)rep->status, "%s", rep->message);
+		return gmc_client_seterr((int)rep->status, "%s", rep->message);
 	return GM_OK;
 }
 
@@ -379,7 +379,7 @@ static int make_memfd(uint64_t bytes, int *fd, void **base)
 
 	*base = MAP_FAILED;
 	if (bytes > SIZE_MAX || bytes > (uint64_t)INT64_MAX)
-		return gm_client_seterr(GM_EINVAL, "%" PRIu64 " bytes", bytes);
+		return gmc_client_seterr(GM_EINVAL, "%" PRIu64 " bytes", bytes);
 	*fd = memfd_create("gemmd-region", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (*fd < 0 || ftruncate(*fd, (off_t)bytes) != 0 ||
 	    fcntl(*fd, F_ADD_SEALS, seals) != 0 ||
@@ -389,21 +389,22 @@ static int make_memfd(uint64_t bytes, int *fd, void **base)
 
 		if (*fd >= 0)
 			close(*fd);
-		return gm_client_seterr(GM_ENOMEM,
-					"memfd of %" PRIu64 " bytes: %s", bytes,
-					strerror(e));
+		return gmc_client_seterr(GM_ENOMEM,
+					 "memfd of %" PRIu64 " bytes: %s",
+					 bytes, strerror(e));
 	}
 	return GM_OK;
 }
 
-int gm_shm_create_ms(uint64_t bytes)
+int gmc_shm_create_ms(uint64_t bytes)
 {
 	uint64_t ms = 10000 + (bytes >> 18);
 
 	return ms < INT32_MAX ? (int)ms : INT32_MAX;
 }
 
-int gm_shm_create(gm_shm *g, uint64_t bytes, int timeout_ms, gemmd_region **out)
+int gmc_shm_create(gmc_shm *g, uint64_t bytes, int timeout_ms,
+		   gemmd_region **out)
 {
 	gm_handoff_req req = {.op = GM_HANDOFF_REGISTER, .size = bytes};
 	gm_handoff_rep rep;
@@ -412,9 +413,9 @@ int gm_shm_create(gm_shm *g, uint64_t bytes, int timeout_ms, gemmd_region **out)
 	int rv, fd = -1;
 
 	if ((r = calloc(1, sizeof(*r))) == NULL)
-		return gm_client_seterr(GM_ENOMEM, "out of memory");
+		return gmc_client_seterr(GM_ENOMEM, "out of memory");
 	if (pthread_mutex_init(&r->mu, NULL) != 0) {
-		rv = gm_client_seterr(GM_ENOMEM, "out of memory");
+		rv = gmc_client_seterr(GM_ENOMEM, "out of memory");
 		goto fail_mutex;
 	}
 	if ((rv = make_memfd(bytes, &fd, &r->base)) != GM_OK)
@@ -448,13 +449,13 @@ fail_mutex:
 	return rv;
 }
 
-int gm_shm_release(gemmd_region *r, int timeout_ms)
+int gmc_shm_release(gemmd_region *r, int timeout_ms)
 {
 	gm_handoff_req req = {.op = GM_HANDOFF_RELEASE, .region = r->id};
 	gm_handoff_rep rep;
 	due d = due_in(timeout_ms);
 	gemmd_region **pp;
-	gm_shm *g = r->g;
+	gmc_shm *g = r->g;
 	int rv;
 
 	/* Out of the set whatever the daemon says: r is freed below. */
@@ -469,9 +470,9 @@ int gm_shm_release(gemmd_region *r, int timeout_ms)
 		if (rv == GM_OK)
 			rv = g->fd >= 0 && r->conn == g->conn
 				 ? exchange(g, &req, -1, &rep, d)
-				 : gm_client_seterr(GM_ETRANSPORT,
-						    "the region socket "
-						    "closed");
+				 : gmc_client_seterr(GM_ETRANSPORT,
+						     "the region socket "
+						     "closed");
 		pthread_mutex_unlock(&g->mu);
 	}
 	unmap(r);

@@ -1,8 +1,8 @@
 /*
- * gm_reply.c - replies put into the caller's jobs and documents; see
- * gm_reply.h.
+ * gmc_reply.c - replies put into the caller's jobs and documents; see
+ * gmc_reply.h.
  */
-#include "gm_reply.h"
+#include "gmc_reply.h"
 
 #include <cjson/cJSON.h>
 #include <inttypes.h>
@@ -26,8 +26,8 @@ static int adopt_shape(gemmd_job *j, const gm_reply_job *r, char *msg,
 	return GM_OK;
 }
 
-int gm_reply_check(gemmd_job *j, const gm_reply_job *r, uint64_t result_bytes,
-		   bool alloc_out, int mismatch, char *msg, size_t msglen)
+int gmc_reply_check(gemmd_job *j, const gm_reply_job *r, uint64_t result_bytes,
+		    bool alloc_out, int mismatch, char *msg, size_t msglen)
 {
 	if (r->status != GM_OK)
 		return GM_OK;
@@ -47,7 +47,7 @@ int gm_reply_check(gemmd_job *j, const gm_reply_job *r, uint64_t result_bytes,
 	return mismatch;
 }
 
-void gm_reply_take(gemmd_job *j, const gm_reply_job *r)
+void gmc_reply_take(gemmd_job *j, const gm_reply_job *r)
 {
 	size_t n = strnlen(r->message, sizeof(j->message) - 1);
 
@@ -62,8 +62,8 @@ void gm_reply_take(gemmd_job *j, const gm_reply_job *r)
 	j->message[n] = '\0';
 }
 
-int gm_reply_ctrl(const char *body, size_t len, char **doc, char *msg,
-		  size_t msglen)
+int gmc_reply_ctrl(const char *body, size_t len, char **doc, char *msg,
+		   size_t msglen)
 {
 	cJSON *d = cJSON_ParseWithLength(body, len);
 	const cJSON *ok = cJSON_GetObjectItemCaseSensitive(d, "ok");
@@ -88,8 +88,8 @@ int gm_reply_ctrl(const char *body, size_t len, char **doc, char *msg,
 	return rv;
 }
 
-int gm_reply_ids(const char *body, size_t len, uint64_t *ids, uint32_t n,
-		 char *msg, size_t msglen)
+int gmc_reply_ids(const char *body, size_t len, uint64_t *ids, uint32_t n,
+		  char *msg, size_t msglen)
 {
 	const cJSON *list, *id = NULL;
 	cJSON *d;
@@ -97,7 +97,7 @@ int gm_reply_ids(const char *body, size_t len, uint64_t *ids, uint32_t n,
 	uint32_t i = 0;
 	int rv;
 
-	if ((rv = gm_reply_ctrl(body, len, &text, msg, msglen)) != GM_OK)
+	if ((rv = gmc_reply_ctrl(body, len, &text, msg, msglen)) != GM_OK)
 		return rv;
 	d = cJSON_Parse(text);
 	free(text);

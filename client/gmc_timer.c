@@ -1,8 +1,8 @@
 /*
- * gm_timer.c - a timer thread over a binary heap of events; see
- * gm_timer.h.
+ * gmc_timer.c - a timer thread over a binary heap of events; see
+ * gmc_timer.h.
  */
-#include "gm_timer.h"
+#include "gmc_timer.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -10,14 +10,14 @@
 
 #include "gm_error.h"
 
-struct gm_timer {
+struct gmc_timer {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;	/* the earliest event changed, or stop */
 	pthread_cond_t idle_cv; /* an event finished running */
 	pthread_t thread;
-	gm_tev **heap;
+	gmc_tev **heap;
 	size_t n, cap;
-	gm_tev *running;
+	gmc_tev *running;
 	/* While the thread sleeps: when it wakes on its own, UINT64_MAX
 	 * when only a signal wakes it; 0 while it is awake, as it looks at
 	 * the heap again before it sleeps. An event armed later than this
@@ -27,7 +27,7 @@ struct gm_timer {
 	bool stop;
 };
 
-uint64_t gm_timer_now(void)
+uint64_t gmc_timer_now(void)
 {
 	struct timespec ts;
 
@@ -35,9 +35,9 @@ uint64_t gm_timer_now(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-struct timespec gm_timer_in(int ms)
+struct timespec gmc_timer_in(int ms)
 {
-	uint64_t at = gm_timer_now() + (uint64_t)ms * 1000000u;
+	uint64_t at = gmc_timer_now() + (uint64_t)ms * 1000000u;
 
 	return (struct timespec){.tv_sec = (time_t)(at / 1000000000u),
 				 .tv_nsec = (long)(at % 1000000000u)};
@@ -45,15 +45,15 @@ struct timespec gm_timer_in(int ms)
 
 /* ---- the heap, under mu ---- */
 
-static void place(gm_timer *t, size_t i, gm_tev *ev)
+static void place(gmc_timer *t, size_t i, gmc_tev *ev)
 {
 	t->heap[i] = ev;
 	ev->slot = i;
 }
 
-static void sift_up(gm_timer *t, size_t i)
+static void sift_up(gmc_timer *t, size_t i)
 {
-	gm_tev *ev = t->heap[i];
+	gmc_tev *ev = t->heap[i];
 
 	while (i > 0 && t->heap[(i - 1) / 2]->when > ev->when) {
 		place(t, i, t->heap[(i - 1) / 2]);
@@ -62,9 +62,9 @@ static void sift_up(gm_timer *t, size_t i)
 	place(t, i, ev);
 }
 
-static void sift_down(gm_timer *t, size_t i)
+static void sift_down(gmc_timer *t, size_t i)
 {
-	gm_tev *ev = t->heap[i];
+	gmc_tev *ev = t->heap[i];
 
 	for (;;) {
 		size_t c = 2 * i + 1;
@@ -81,7 +81,7 @@ static void sift_down(gm_timer *t, size_t i)
 	place(t, i, ev);
 }
 
-static void heap_remove(gm_timer *t, gm_tev *ev)
+static void heap_remove(gmc_timer *t, gmc_tev *ev)
 {
 	size_t i = ev->slot;
 
@@ -97,12 +97,12 @@ static void heap_remove(gm_timer *t, gm_tev *ev)
 
 static void *timer_main(void *arg)
 {
-	gm_timer *t = arg;
+	gmc_timer *t = arg;
 
 	pthread_mutex_lock(&t->mu);
 	while (!t->stop) {
-		uint64_t now = gm_timer_now();
-		gm_tev *ev;
+		uint64_t now = gmc_timer_now();
+		gmc_tev *ev;
 
 		if (t->n == 0) {
 			t->sleep_until = UINT64_MAX;
@@ -132,9 +132,9 @@ static void *timer_main(void *arg)
 	return NULL;
 }
 
-int gm_timer_new(gm_timer **out)
+int gmc_timer_new(gmc_timer **out)
 {
-	gm_timer *t = calloc(1, sizeof(*t));
+	gmc_timer *t = calloc(1, sizeof(*t));
 	pthread_condattr_t ca;
 
 	if (t == NULL)
@@ -156,7 +156,7 @@ int gm_timer_new(gm_timer **out)
 	return GM_OK;
 }
 
-void gm_timer_free(gm_timer *t)
+void gmc_timer_free(gmc_timer *t)
 {
 	if (t == NULL)
 		return;
@@ -174,12 +174,12 @@ void gm_timer_free(gm_timer *t)
 	free(t);
 }
 
-void gm_tev_init(gm_tev *ev, void (*fn)(void *arg), void *arg)
+void gmc_tev_init(gmc_tev *ev, void (*fn)(void *arg), void *arg)
 {
-	*ev = (gm_tev){.fn = fn, .arg = arg};
+	*ev = (gmc_tev){.fn = fn, .arg = arg};
 }
 
-int gm_timer_arm(gm_timer *t, gm_tev *ev, uint64_t when)
+int gmc_timer_arm(gmc_timer *t, gmc_tev *ev, uint64_t when)
 {
 	int rv = GM_OK;
 
@@ -188,7 +188,7 @@ int gm_timer_arm(gm_timer *t, gm_tev *ev, uint64_t when)
 		heap_remove(t, ev);
 	if (t->n == t->cap) {
 		size_t cap = t->cap ? 2 * t->cap : 64;
-		gm_tev **h = realloc(t->heap, cap * sizeof(*h));
+		gmc_tev **h = realloc(t->heap, cap * sizeof(*h));
 
 		if (h == NULL) {
 			rv = GM_ENOMEM;
@@ -208,7 +208,7 @@ out:
 	return rv;
 }
 
-void gm_timer_disarm(gm_timer *t, gm_tev *ev)
+void gmc_timer_disarm(gmc_timer *t, gmc_tev *ev)
 {
 	pthread_mutex_lock(&t->mu);
 	if (ev->armed)
@@ -216,14 +216,14 @@ void gm_timer_disarm(gm_timer *t, gm_tev *ev)
 	pthread_mutex_unlock(&t->mu);
 }
 
-bool gm_timer_is_self(gm_timer *t)
+bool gmc_timer_is_self(gmc_timer *t)
 {
 	return pthread_equal(pthread_self(), t->thread);
 }
 
-void gm_timer_cancel(gm_timer *t, gm_tev *ev)
+void gmc_timer_cancel(gmc_timer *t, gmc_tev *ev)
 {
-	bool self = gm_timer_is_self(t);
+	bool self = gmc_timer_is_self(t);
 
 	pthread_mutex_lock(&t->mu);
 	if (ev->armed)
