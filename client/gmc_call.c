@@ -1,6 +1,6 @@
 /*
- * gmc_call.c - calls and their parts, from start to the caller being
- * told; see gmc_call.h.
+ * gmc_call.c - calls and their parts: made, queued, answered, ended;
+ * see gmc_call.h.
  */
 #include "gmc_call.h"
 
@@ -9,27 +9,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gmc_conn.h"
-#include "gmc_daemon.h"
-#include "gmc_stage.h"
-
-static void deadline_cb(void *arg);
-static void grace_cb(void *arg);
-
 int gmc_call_new(gemmd_client *cl, int kind, int timeout_ms,
 		 const gmc_call_notify *nt, gmc_call **out)
 {
 	gmc_call *k = calloc(1, sizeof(*k));
 
 	if (k == NULL)
-		return gmc_client_seterr(GM_ENOMEM, "out of memory");
+		return gmc_error_set(GM_ENOMEM, "out of memory");
 	k->cl = cl;
 	k->kind = kind;
 	k->timeout_ms = timeout_ms;
 	k->nt = *nt;
 	k->start = gmc_timer_now();
-	gmc_tev_init(&k->deadline, deadline_cb, k);
-	gmc_tev_init(&k->grace, grace_cb, k);
 	*out = k;
 	return GM_OK;
 }
@@ -44,22 +35,6 @@ void gmc_call_free(gmc_call *k)
 static uint64_t ms_ns(int ms)
 {
 	return (uint64_t)ms * 1000000u;
-}
-
-void gmc_call_start(gmc_call *k)
-{
-	gemmd_client *cl = k->cl;
-
-	k->next_call = cl->calls;
-	if (cl->calls != NULL)
-		cl->calls->prev_call = k;
-	cl->calls = k;
-	/* Without a deadline event the call would have no timeout; the
-	 * heap only fails to grow when memory is gone, and then so is
-	 * everything else. */
-	if (k->timeout_ms != GEMMD_FOREVER)
-		gmc_timer_arm(cl->timer, &k->deadline,
-			      k->start + ms_ns(k->timeout_ms));
 }
 
 /* ---- parts ---- */
@@ -113,6 +88,79 @@ void gmc_part_drop(gmc_part *p)
 	free(p);
 }
 
+/* ---- a connection's parts ---- */
+
+void gmc_part_enqueue(gmc_partq *q, gmc_part *p)
+{
+	p->q = q;
+	p->state = GMC_PART_QUEUED;
+	p->queued = true;
+	gmc_part_hold(p); /* the queue's: a half-written frame outlives its
+			     call */
+	p->prev = q->tail;
+	p->next = NULL;
+	if (q->tail != NULL)
+		q->tail->next = p;
+	else
+		q->head = p;
+	q->tail = p;
+	q->work += p->work;
+	*q->total += p->work;
+}
+
+void gmc_part_dequeue(gmc_part *p)
+{
+	gmc_partq *q = p->q;
+
+	if (!p->queued)
+		return;
+	if (p->prev != NULL)
+		p->prev->next = p->next;
+	else
+		q->head = p->next;
+	if (p->next != NULL)
+		p->next->prev = p->prev;
+	else
+		q->tail = p->prev;
+	p->prev = p->next = NULL;
+	p->queued = false;
+	gmc_part_drop(p); /* p may be gone now */
+}
+
+void gmc_part_mark_written(gmc_part *p)
+{
+	gmc_partq *q = p->q;
+
+	if (p->state != GMC_PART_QUEUED)
+		return;
+	p->state = GMC_PART_WRITING;
+	p->written = true;
+	p->next_w = q->written;
+	if (q->written != NULL)
+		q->written->prev_w = p;
+	q->written = p;
+}
+
+void gmc_part_unlink(gmc_part *p)
+{
+	gmc_partq *q = p->q;
+
+	if (q == NULL)
+		return;
+	if (p->state == GMC_PART_WRITING || p->state == GMC_PART_SENT) {
+		if (p->prev_w != NULL)
+			p->prev_w->next_w = p->next_w;
+		else
+			q->written = p->next_w;
+		if (p->next_w != NULL)
+			p->next_w->prev_w = p->prev_w;
+		p->prev_w = p->next_w = NULL;
+	}
+	q->work -= p->work;
+	*q->total -= p->work;
+	p->work = 0;
+}
+
 /* Takes p out of everything that finds it and ends its life; tells its
  * call when the call has nothing more to wait for. */
 static void part_finish(gmc_part *p, gmc_todo *t)
@@ -122,12 +170,12 @@ static void part_finish(gmc_part *p, gmc_todo *t)
 	if (p->state == GMC_PART_DONE)
 		return;
 	if (p->state == GMC_PART_QUEUED)
-		gmc_conn_unqueue(p);
-	gmc_conn_unlink(p);
+		gmc_part_dequeue(p);
+	gmc_part_unlink(p);
 	p->state = GMC_PART_DONE;
 	gmc_idmap_del(&p->cl->parts, p->id);
 	if (p->chunk != NULL)
-		gmc_stage_part_over(p, t);
+		p->cl->staging->part_over(p, t);
 	if (k != NULL)
 		gmc_call_open_done(k, t);
 	gmc_part_drop(p);
@@ -238,7 +286,7 @@ void gmc_call_end(gmc_call *k, int rv, const char *msg, gmc_todo *t)
 	for (gmc_part *p = k->parts; p != NULL; p = p->next_of_call)
 		detach_part(p, t);
 	if (k->stage != NULL)
-		gmc_stage_call_end(k, t);
+		cl->staging->call_end(k, t);
 	if (k->pins == 0)
 		queue_tell(k, t);
 	else
@@ -257,131 +305,6 @@ void gmc_call_unpin(gmc_call *k, gmc_todo *t)
 		queue_tell(k, t);
 }
 
-/* Whether any part of k was written, in part or whole. */
-static bool any_written(const gmc_call *k)
-{
-	for (const gmc_part *p = k->parts; p != NULL; p = p->next_of_call)
-		if (p->state >= GMC_PART_WRITING)
-			return true;
-	return false;
-}
-
-static void deadline_cb(void *arg)
-{
-	gmc_call *k = arg;
-	gemmd_client *cl = k->cl;
-	gmc_todo t = GMC_TODO_INIT(cl);
-	char msg[GMC_CLIENT_ERRLEN];
-
-	pthread_mutex_lock(&cl->mu);
-	if (!k->ended && !any_written(k) && k->stage == NULL)
-		gmc_daemon_no_connection(k->dm, k->timeout_ms, msg,
-					 sizeof(msg));
-	else
-		snprintf(msg, sizeof(msg), "no reply within %d ms",
-			 k->timeout_ms);
-	gmc_call_end(k, GM_ETIMEDOUT, msg, &t);
-	pthread_mutex_unlock(&cl->mu);
-	gmc_todo_run(&t);
-}
-
-/* I/O on the caller's memory did not finish in time after its call
- * ended: the connections it runs on are closed, which ends it. */
-static void grace_cb(void *arg)
-{
-	gmc_call *k = arg;
-	gemmd_client *cl = k->cl;
-	gmc_todo t = GMC_TODO_INIT(cl);
-
-	pthread_mutex_lock(&cl->mu);
-	for (gmc_part *p = k->parts; k->pins > 0 && p != NULL;
-	     p = p->next_of_call)
-		if (p->conn != NULL && p->state != GMC_PART_QUEUED)
-			gmc_conn_fail(p->conn, GM_ETRANSPORT,
-				      "closed: a call that timed out was still "
-				      "being read or written",
-				      &t);
-	pthread_mutex_unlock(&cl->mu);
-	gmc_todo_run(&t);
-}
-
-/* Whether this thread polls in gmc_call_wait. */
-static __thread bool polling;
-
-/* Timer thread: a tell a polling caller handed over (gmc_call_tell).
- * gemmd_close waits for the count to fall to zero. */
-static void tell_later(void *arg)
-{
-	gmc_call *k = arg;
-	gemmd_client *cl = k->cl;
-
-	gmc_call_tell(k);
-	pthread_mutex_lock(&cl->mu);
-	if (--cl->deferred == 0)
-		pthread_cond_broadcast(&cl->cv);
-	pthread_mutex_unlock(&cl->mu);
-}
-
-/* Hands k's tell to the timer thread: false when its heap cannot grow. */
-static bool defer_tell(gmc_call *k)
-{
-	gemmd_client *cl = k->cl;
-
-	pthread_mutex_lock(&cl->mu);
-	cl->deferred++;
-	pthread_mutex_unlock(&cl->mu);
-	gmc_tev_init(&k->grace, tell_later, k);
-	if (gmc_timer_arm(cl->timer, &k->grace, 0) == GM_OK)
-		return true;
-	pthread_mutex_lock(&cl->mu);
-	cl->deferred--;
-	pthread_mutex_unlock(&cl->mu);
-	return false;
-}
-
-void gmc_call_tell(gmc_call *k)
-{
-	gemmd_client *cl = k->cl;
-	gmc_call_waiter *w = k->nt.w;
-	gmc_part *p, *next;
-
-	gmc_timer_cancel(cl->timer, &k->deadline);
-	gmc_timer_cancel(cl->timer, &k->grace);
-	/* Another's callback, on a caller's thread: to the timer thread
-	 * (told here only when its heap cannot grow). */
-	if (w == NULL && polling && defer_tell(k))
-		return;
-	pthread_mutex_lock(&cl->mu);
-	for (p = k->parts; p != NULL; p = next) {
-		next = p->next_of_call;
-		gmc_part_drop(p);
-	}
-	pthread_mutex_unlock(&cl->mu);
-	/* A wait that allocated out for a result that did not come. */
-	if (k->alloc_out && k->jobs[0].status != GM_OK) {
-		free(k->jobs[0].out);
-		k->jobs[0].out = NULL;
-	}
-	if (w != NULL) {
-		pthread_mutex_lock(&w->mu);
-		w->rv = k->rv;
-		w->reply = k->reply;
-		k->reply = NULL;
-		memcpy(w->msg, k->msg, sizeof(w->msg));
-		__atomic_store_n(&w->done, true, __ATOMIC_RELEASE);
-		pthread_cond_signal(&w->cv);
-		pthread_mutex_unlock(&w->mu);
-		gmc_call_free(k);
-	} else {
-		gemmd_done_fn done = k->nt.done;
-		void *arg = k->nt.arg;
-		int rv = k->rv;
-
-		gmc_call_free(k);
-		done(arg, rv);
-	}
-}
-
 /* Keeps what fits of msg; a longer detail stays in gemmd_last_error(). */
 void gmc_call_job_status(gemmd_job *j, int status, const char *msg)
 {
@@ -390,61 +313,4 @@ void gmc_call_job_status(gemmd_job *j, int status, const char *msg)
 	j->status = status;
 	memcpy(j->message, msg, n);
 	j->message[n] = '\0';
-}
-
-/* ---- waiters ---- */
-
-int gmc_call_waiter_init(gmc_call_waiter *w, gemmd_client *cl)
-{
-	memset(w, 0, sizeof(*w));
-	w->poller = cl != NULL ? cl->poller : NULL; /* NULL: refused later */
-	if (pthread_mutex_init(&w->mu, NULL) != 0)
-		return gmc_client_seterr(GM_ENOMEM, "out of memory");
-	if (pthread_cond_init(&w->cv, NULL) != 0) {
-		pthread_mutex_destroy(&w->mu);
-		return gmc_client_seterr(GM_ENOMEM, "out of memory");
-	}
-	return GM_OK;
-}
-
-void gmc_call_waiter_drop(gmc_call_waiter *w)
-{
-	pthread_mutex_destroy(&w->mu);
-	pthread_cond_destroy(&w->cv);
-}
-
-/* One turn of a polling loop: tells the core so (pause), leaving more
- * of it to a hyperthread beside the poller. A yield instead made the
- * daemon's own time worse on the same host (bench/RESULTS.md). */
-static void relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield");
-#endif
-}
-
-int gmc_call_wait(gmc_call_waiter *w)
-{
-	uint64_t until = gmc_timer_now() + GMC_CALL_SPIN_US * 1000u;
-
-	gm_poller_start(w->poller);
-	polling = true;
-	/* Seen done, the lock is still taken: the teller may hold it, and
-	 * w is not to be dropped before it lets go. */
-	while (!__atomic_load_n(&w->done, __ATOMIC_ACQUIRE) &&
-	       gmc_timer_now() < until)
-		if (gm_poller_poll(w->poller) == 0)
-			relax();
-	polling = false;
-	gm_poller_stop(w->poller);
-	pthread_mutex_lock(&w->mu);
-	while (!w->done)
-		pthread_cond_wait(&w->cv, &w->mu);
-	pthread_mutex_unlock(&w->mu);
-	gmc_call_waiter_drop(w);
-	if (w->rv != 0)
-		gmc_client_seterr(w->rv, "%s", w->msg);
-	return w->rv;
 }

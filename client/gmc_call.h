@@ -20,8 +20,13 @@
  * (pins): a read or write in progress finishes first, and if it does
  * not within GMC_CALL_GRACE_MS its connection is closed.
  *
- * Everything here runs with the client's lock held, except gmc_call_tell
- * and the waiter functions.
+ * This is the record of calls and parts and their bookkeeping, below
+ * the connections that queue and answer parts (README.md): a call is
+ * started and timed by gmc_start.h, its caller told by gmc_tell.h. What
+ * concerns a staged call is handed up through the client's gmc_staging.
+ *
+ * Everything here runs with the client's lock held, except gmc_call_new
+ * and gmc_call_free.
  */
 #ifndef GMC_CALL_H
 #define GMC_CALL_H
@@ -32,17 +37,11 @@
 
 #include "gmc_client.h"
 #include "gmc_encode.h"
+#include "gmc_error.h"
 
 /* How long an ended call waits for I/O in progress on its memory before
  * that connection is closed. */
 #define GMC_CALL_GRACE_MS 1000
-
-/* How long a blocking caller polls for its call's end before it sleeps:
- * a small job's reply comes within some 100 us, and waking a sleeping
- * thread took 8 us of that (an H100 host, bench/RESULTS.md). Meanwhile
- * it reads its connections itself (gm_poller.h): the reply then wakes
- * none of nng's threads either. */
-#define GMC_CALL_SPIN_US 100
 
 enum gmc_call_kind {
 	GMC_CALL_GEMM,	 /* jobs, each answered by a GEMM_REPLY */
@@ -52,7 +51,7 @@ enum gmc_call_kind {
 };
 
 /* A blocking caller's rendezvous with the thread that ends its call;
- * after gmc_call_wait, reply is a control call's JSON (the caller's to
+ * after gmc_tell_wait, reply is a control call's JSON (the caller's to
  * free). */
 typedef struct gmc_call_waiter {
 	gm_poller *poller; /* the client's, which the wait polls */
@@ -61,7 +60,7 @@ typedef struct gmc_call_waiter {
 	bool done;
 	int rv;
 	char *reply;
-	char msg[GMC_CLIENT_ERRLEN];
+	char msg[GMC_ERRLEN];
 } gmc_call_waiter;
 
 /* Who hears of a call's end: a waiter (w), or done(arg, rv). */
@@ -83,9 +82,9 @@ struct gmc_call {
 	char *reply;	/* CTRL: the JSON document */
 	gmc_call_notify nt;
 	int timeout_ms;
-	uint64_t start; /* gmc_timer_now() */
-	gmc_tev deadline, grace;
-	uint8_t *settled; /* per job: its outcome is in jobs[] */
+	uint64_t start;		 /* gmc_timer_now() */
+	gmc_tev deadline, grace; /* set by gmc_start.h */
+	uint8_t *settled;	 /* per job: its outcome is in jobs[] */
 	bool tell_queued;
 	gmc_daemon *dm;	   /* where its parts go */
 	gmc_part *parts;   /* through gmc_part.next_of_call */
@@ -96,7 +95,7 @@ struct gmc_call {
 	bool ended;
 	int rv;
 	int pins; /* I/O and copies in progress on the caller's memory */
-	char msg[GMC_CLIENT_ERRLEN];
+	char msg[GMC_ERRLEN];
 	struct gmc_stage_call *stage;	 /* staged through shared memory */
 	gmc_call *next_call, *prev_call; /* the client's, while not ended */
 	gmc_call *next_tell;
@@ -112,8 +111,9 @@ enum gmc_part_state {
 
 struct gmc_part {
 	gemmd_client *cl;
-	gmc_call *call; /* NULL once the call ended: a zombie */
-	gmc_conn *conn; /* where it is queued or was written */
+	gmc_call *call;	     /* NULL once the call ended: a zombie */
+	gmc_conn *conn;	     /* where it is queued or was written */
+	struct gmc_partq *q; /* that connection's parts */
 	uint64_t id;
 	uint32_t first, njobs; /* the call's jobs [first, first + njobs) */
 	uint32_t left;	       /* jobs not answered */
@@ -133,17 +133,37 @@ struct gmc_part {
 	gmc_part *prev_w, *next_w; /* its connection's written parts */
 };
 
+/* A connection's parts: those to write, in order (head to tail through
+ * prev/next), and those written and not over (through prev_w/next_w);
+ * the work they add, counted here and in *total (their daemon's). */
+typedef struct gmc_partq {
+	gmc_part *head, *tail;
+	gmc_part *written;
+	uint64_t work;
+	uint64_t *total;
+} gmc_partq;
+
+/* What the layers below the staging of plain pointers (gmc_stage.h) tell
+ * it of the calls it took (k->stage) and their parts (p->chunk). */
+typedef struct gmc_staging {
+	/* Job index of p is answered by r (status 0: its result is in the
+	 * region, copied out before the job is answered). */
+	void (*replied)(gmc_part *p, uint32_t index, const gm_reply_job *r,
+			gmc_todo *t);
+	/* p is over (answered, refused, lost or dropped). */
+	void (*part_over)(gmc_part *p, gmc_todo *t);
+	/* k ended. */
+	void (*call_end)(gmc_call *k, gmc_todo *t);
+} gmc_staging;
+
 /* Makes a call of kind told to nt, with timeout_ms (GEMMD_FOREVER: none)
- * counting from now. Not under the lock. GM_ENOMEM. */
+ * counting from now; its deadline and grace are gmc_start_new's to set.
+ * Not under the lock. GM_ENOMEM. */
 int gmc_call_new(gemmd_client *cl, int kind, int timeout_ms,
 		 const gmc_call_notify *nt, gmc_call **out);
 
-/* Frees a call that was never started. */
+/* Frees a call that was never started, or that was told. */
 void gmc_call_free(gmc_call *k);
-
-/* Starts k's clock: adds it to its client's calls and arms its
- * deadline. Its parts are then made and queued (gmc_daemon_route). */
-void gmc_call_start(gmc_call *k);
 
 /* A fresh request id (any thread, no lock: frames are built with it
  * before their part is made). */
@@ -158,6 +178,21 @@ gmc_part *gmc_part_new(gmc_call *k, uint64_t id, uint32_t first, uint32_t njobs,
 /* The part's request frame is built: it enters the id map. GM_ENOMEM
  * ends the call. */
 int gmc_part_ready(gmc_part *p, gmc_todo *t);
+
+/* Appends p to q (to write), held by the queue, its work counted. */
+void gmc_part_enqueue(gmc_partq *q, gmc_part *p);
+
+/* Takes a part that is queued out of its queue (its work stays
+ * counted); a part not queued: nothing. */
+void gmc_part_dequeue(gmc_part *p);
+
+/* A queued part's first byte goes out: it joins its queue's written
+ * parts (once). */
+void gmc_part_mark_written(gmc_part *p);
+
+/* Takes a part out of its queue's written parts and its work out of the
+ * counts (a part never queued: nothing). */
+void gmc_part_unlink(gmc_part *p);
 
 /* One of k's open units (a part, or the staging of jobs not yet in
  * one) is over; k ends when none is left. */
@@ -177,30 +212,15 @@ void gmc_part_answered(gmc_part *p, uint32_t index, gmc_todo *t);
 void gmc_part_over(gmc_part *p, int code, const char *msg, gmc_todo *t);
 
 /* Ends k with rv (and a message naming why, for gemmd_last_error())
- * unless it has ended; see above. */
+ * unless it has ended; see above. Its caller is told through t once no
+ * I/O is on its memory, else its grace timer is armed. */
 void gmc_call_end(gmc_call *k, int rv, const char *msg, gmc_todo *t);
 
 /* I/O or a copy on k's memory starts, or is over. */
 void gmc_call_pin(gmc_call *k);
 void gmc_call_unpin(gmc_call *k, gmc_todo *t);
 
-/* Tells k's caller and frees k. Without the lock (gmc_todo_run). */
-void gmc_call_tell(gmc_call *k);
-
 /* The call's code for its jobs that did not run. */
 void gmc_call_job_status(gemmd_job *j, int status, const char *msg);
-
-/* Makes a waiter for a call of cl: GM_OK or GM_ENOMEM. */
-int gmc_call_waiter_init(gmc_call_waiter *w, gemmd_client *cl);
-
-/* Frees a waiter whose call never started. */
-void gmc_call_waiter_drop(gmc_call_waiter *w);
-
-/* Blocks until the waiter's call has ended, frees the waiter and returns
- * the call's code, with gemmd_last_error() set when it failed. While it
- * polls, the ends it takes of other calls that have a done callback are
- * told on the timer thread: a callback never runs inside its caller's
- * own call on the library. */
-int gmc_call_wait(gmc_call_waiter *w);
 
 #endif

@@ -1,8 +1,7 @@
 /*
  * gmc_client.h - private to the client library: what a gemmd_client is,
- * the one lock that guards it, what is done once that lock is let go,
- * and the calling thread's last error, which every file of the library
- * sets and gemmd_last_error() reads.
+ * the one lock that guards it and what is done once that lock is let go.
+ * Types only: every layer of the library (README.md) includes it.
  *
  * A client holds the daemons it dialed (gmc_daemon.h), each with its
  * connections (gmc_conn.h); the calls in flight (gmc_call.h), each sent as
@@ -17,7 +16,8 @@
  * I/O, closes a stream or tells a caller that its call ended: a stream
  * may complete an operation on the thread that starts it, and a done
  * callback may start the next call. What must wait for the lock to be
- * let go is collected in a gmc_todo and run after (gmc_todo_run).
+ * let go is collected in a gmc_todo and run after (gmc_todo_run, in
+ * gmc_conn.h).
  */
 #ifndef GMC_CLIENT_H
 #define GMC_CLIENT_H
@@ -31,14 +31,12 @@
 #include "gm_poller.h"
 #include "gmc_timer.h"
 
-/* Longest detail kept for gemmd_last_error(), with its NUL. */
-#define GMC_CLIENT_ERRLEN 256
-
 typedef struct gmc_call gmc_call;
 typedef struct gmc_part gmc_part;
 typedef struct gmc_conn gmc_conn;
 typedef struct gmc_daemon gmc_daemon;
 typedef struct gmc_workers gmc_workers;
+struct gmc_staging;
 
 struct gemmd_client {
 	pthread_mutex_t mu;
@@ -54,6 +52,9 @@ struct gemmd_client {
 	gmc_call *calls;      /* not ended, through next_call/prev_call */
 	bool closing;	      /* gemmd_close began: no call starts */
 	unsigned deferred;    /* tells handed to the timer thread, under mu */
+	/* what the layers below tell the staging of the calls it took
+	 * (gmc_call.h); set by the first stage made */
+	const struct gmc_staging *staging;
 };
 
 /* What a thread holding the lock leaves for after it: calls whose end
@@ -68,19 +69,5 @@ typedef struct gmc_todo {
 } gmc_todo;
 
 #define GMC_TODO_INIT(client) ((gmc_todo){.cl = (client)})
-
-/* Runs t: starts connections' I/O, closes streams, tells callers. Not
- * with the lock held. */
-void gmc_todo_run(gmc_todo *t);
-
-/* Sets the calling thread's gemmd_last_error() and returns code. */
-int gmc_client_seterr(int code, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-/* Empties the calling thread's gemmd_last_error(). */
-void gmc_client_clearerr(void);
-
-/* The calling thread's last error text (thread-local storage). */
-const char *gmc_client_lasterr(void);
 
 #endif

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "gmc_call.h"
-#include "gmc_daemon.h"
+#include "gmc_tell.h"
 
 /* What is written in place of the caller's bytes once its call ended
  * with its frame half written. */
@@ -25,21 +25,23 @@ static uint64_t ms_ns(unsigned ms)
 	return (uint64_t)ms * 1000000u;
 }
 
-int gmc_conn_init(gmc_conn *c, gmc_daemon *dm, unsigned index, const char *url,
+int gmc_conn_init(gmc_conn *c, gmc_slots *sl, unsigned index, const char *url,
 		  const gm_tls_ctx *tls, char *msg, size_t msglen)
 {
 	int rv;
 
 	memset(c, 0, sizeof(*c));
-	c->dm = dm;
+	c->sl = sl;
 	c->index = index;
+	c->q.total = &sl->work;
 	c->wio.done = send_cb;
 	c->wio.arg = c;
 	c->rio.done = recv_cb;
 	c->rio.arg = c;
 	gmc_tev_init(&c->dial_ev, dial_ev_cb, c);
 	gmc_tev_init(&c->reap_ev, reap_cb, c);
-	if ((rv = gmc_read_init(&c->rd)) != GM_OK) {
+	if ((rv = gmc_read_init(&c->rd, sl->cl, c, &c->refused, c->why,
+				sizeof(c->why))) != GM_OK) {
 		snprintf(msg, msglen, "out of memory");
 		return rv;
 	}
@@ -57,14 +59,9 @@ void gmc_conn_later(gmc_conn *c, gmc_todo *t)
 	t->run = c;
 }
 
-gmc_conn *gmc_conn_next_run(gmc_conn *c)
-{
-	return c->next_run;
-}
-
 void gmc_conn_dial(gmc_conn *c, gmc_todo *t)
 {
-	if (c->state != GMC_CONN_DOWN || c->dial_waiting || c->dm->stopping)
+	if (c->state != GMC_CONN_DOWN || c->dial_waiting || c->sl->stopping)
 		return;
 	c->state = GMC_CONN_DIALING;
 	c->want_dial = true;
@@ -74,7 +71,7 @@ void gmc_conn_dial(gmc_conn *c, gmc_todo *t)
 static void dial_ev_cb(void *arg)
 {
 	gmc_conn *c = arg;
-	gemmd_client *cl = c->dm->cl;
+	gemmd_client *cl = c->sl->cl;
 	gmc_todo t = GMC_TODO_INIT(cl);
 
 	pthread_mutex_lock(&cl->mu);
@@ -89,89 +86,21 @@ static void dial_ev_cb(void *arg)
 void gmc_conn_queue(gmc_conn *c, gmc_part *p, gmc_todo *t)
 {
 	p->conn = c;
-	p->state = GMC_PART_QUEUED;
-	p->queued = true;
-	gmc_part_hold(p); /* the queue's: a half-written frame outlives its
-			    call until its last byte is out */
-	p->prev = c->tail;
-	p->next = NULL;
-	if (c->tail != NULL)
-		c->tail->next = p;
-	else
-		c->head = p;
-	c->tail = p;
-	c->work += p->work;
-	c->dm->work += p->work;
+	gmc_part_enqueue(&c->q, p);
 	if (c->state == GMC_CONN_UP) {
 		c->want_send = true;
 		gmc_conn_later(c, t);
 		return;
 	}
-	if (c->dial_waiting && !c->dm->lazy) {
+	if (c->dial_waiting && !c->sl->lazy) {
 		/* A request would fail at the next dial: try it now. */
-		gmc_timer_disarm(c->dm->cl->timer, &c->dial_ev);
+		gmc_timer_disarm(c->sl->cl->timer, &c->dial_ev);
 		c->dial_waiting = false;
 	}
 	gmc_conn_dial(c, t);
 }
 
-static void dequeue(gmc_conn *c, gmc_part *p)
-{
-	if (p->prev != NULL)
-		p->prev->next = p->next;
-	else
-		c->head = p->next;
-	if (p->next != NULL)
-		p->next->prev = p->prev;
-	else
-		c->tail = p->prev;
-	p->prev = p->next = NULL;
-	p->queued = false;
-	gmc_part_drop(p); /* p may be gone now */
-}
-
-void gmc_conn_unqueue(gmc_part *p)
-{
-	if (p->queued)
-		dequeue(p->conn, p);
-}
-
-void gmc_conn_unlink(gmc_part *p)
-{
-	gmc_conn *c = p->conn;
-
-	if (c == NULL)
-		return;
-	if (p->state == GMC_PART_WRITING || p->state == GMC_PART_SENT) {
-		if (p->prev_w != NULL)
-			p->prev_w->next_w = p->next_w;
-		else
-			c->written = p->next_w;
-		if (p->next_w != NULL)
-			p->next_w->prev_w = p->prev_w;
-		p->prev_w = p->next_w = NULL;
-	}
-	c->work -= p->work;
-	c->dm->work -= p->work;
-	p->work = 0;
-}
-
 /* ---- the writer ---- */
-
-/* Marks p written: its bytes are being handed to the stream. From now
- * on it is never written again, and its replies may come at any time,
- * even before the send's callback. */
-static void mark_written(gmc_conn *c, gmc_part *p)
-{
-	if (p->state != GMC_PART_QUEUED)
-		return;
-	p->state = GMC_PART_WRITING;
-	p->written = true;
-	p->next_w = c->written;
-	if (c->written != NULL)
-		c->written->prev_w = p;
-	c->written = p;
-}
 
 /* Takes what the next send writes from the head of the queue: up to
  * GM_IO_IOV_MAX pieces, holding their parts and pinning the calls whose
@@ -183,7 +112,7 @@ static bool plan_send(gmc_conn *c)
 
 	io->niov = 0;
 	c->nw = 0;
-	for (gmc_part *p = c->head; p && more && io->niov < GM_IO_IOV_MAX;
+	for (gmc_part *p = c->q.head; p && more && io->niov < GM_IO_IOV_MAX;
 	     p = p->next) {
 		size_t off = p->seg_off;
 		bool user = false;
@@ -203,7 +132,7 @@ static bool plan_send(gmc_conn *c)
 			    len};
 			user |= sg->user && sg->p != NULL;
 		}
-		mark_written(c, p);
+		gmc_part_mark_written(p);
 		gmc_part_hold(p);
 		c->wparts[c->nw] = p;
 		c->wpins[c->nw] = user ? p->call : NULL;
@@ -219,7 +148,7 @@ static void advance(gmc_conn *c, size_t n)
 {
 	gmc_part *p;
 
-	while (n > 0 && (p = c->head) != NULL) {
+	while (n > 0 && (p = c->q.head) != NULL) {
 		const gmc_seg *sg = &p->f.segs[p->seg];
 		size_t take = sg->len - p->seg_off;
 
@@ -234,8 +163,58 @@ static void advance(gmc_conn *c, size_t n)
 		if (p->seg == p->f.nsegs) {
 			if (p->state == GMC_PART_WRITING)
 				p->state = GMC_PART_SENT;
-			dequeue(c, p);
+			gmc_part_dequeue(p);
 		}
+	}
+}
+
+/* ---- the slots of a daemon ---- */
+
+unsigned gmc_conn_order(const gmc_slots *sl, unsigned *order)
+{
+	for (unsigned i = 0; i < sl->n; i++) {
+		unsigned j = i;
+
+		for (; j > 0; j--) {
+			const gmc_conn *a = &sl->conns[order[j - 1]],
+				       *b = &sl->conns[i];
+			bool aup = a->state == GMC_CONN_UP,
+			     bup = b->state == GMC_CONN_UP;
+
+			if (aup > bup || (aup == bup && a->q.work <= b->q.work))
+				break;
+			order[j] = order[j - 1];
+		}
+		order[j] = i;
+	}
+	return sl->n;
+}
+
+gmc_conn *gmc_conn_pick(gmc_slots *sl)
+{
+	unsigned order[GMC_CONN_SLOTS_MAX];
+
+	gmc_conn_order(sl, order);
+	return &sl->conns[order[0]];
+}
+
+/* Moves the parts queued on c and not written to another slot of its
+ * daemon that is up, if there is one. */
+static void requeue(gmc_conn *c, gmc_todo *t)
+{
+	gmc_conn *to = gmc_conn_pick(c->sl);
+	gmc_part *p, *next;
+
+	if (to == c || to->state != GMC_CONN_UP)
+		return;
+	for (p = c->q.head; p != NULL; p = next) {
+		next = p->next;
+		if (p->state != GMC_PART_QUEUED)
+			continue;
+		gmc_part_dequeue(p);
+		c->q.work -= p->work;
+		c->sl->work -= p->work;
+		gmc_conn_queue(to, p, t);
 	}
 }
 
@@ -245,12 +224,12 @@ static void maybe_reap(gmc_conn *c)
 {
 	if (c->state == GMC_CONN_CLOSING && c->closed && !c->sending &&
 	    !c->receiving && c->in_calls == 0)
-		gmc_timer_arm(c->dm->cl->timer, &c->reap_ev, 0);
+		gmc_timer_arm(c->sl->cl->timer, &c->reap_ev, 0);
 }
 
 void gmc_conn_fail(gmc_conn *c, int code, const char *msg, gmc_todo *t)
 {
-	char lost[GMC_CLIENT_ERRLEN];
+	char lost[GMC_ERRLEN];
 	gmc_part *p, *next;
 
 	if (c->state != GMC_CONN_UP)
@@ -272,39 +251,39 @@ void gmc_conn_fail(gmc_conn *c, int code, const char *msg, gmc_todo *t)
 			 msg);
 	else
 		snprintf(lost, sizeof(lost), "%s", msg);
-	while ((p = c->written) != NULL)
+	while ((p = c->q.written) != NULL)
 		gmc_part_over(p, c->refused ? c->refused : GM_ETRANSPORT,
 			      c->refused ? c->why : lost, t);
 	/* Frames half written end with this stream; the others wait for
 	 * the next, unless the daemon refused for a reason that a redial
 	 * does not change. */
-	for (p = c->head; p != NULL;) {
+	for (p = c->q.head; p != NULL;) {
 		next = p->next;
 		if (p->state != GMC_PART_QUEUED) {
-			dequeue(c, p);
+			gmc_part_dequeue(p);
 		} else if (c->refused == GM_EVERSION ||
 			   c->refused == GM_EACCES) {
 			/* Ending a call may take more of the queue with it. */
 			gmc_part_over(p, c->refused, c->why, t);
-			next = c->head;
+			next = c->q.head;
 		}
 		p = next;
 	}
 	gmc_read_reset(&c->rd);
-	gmc_daemon_requeue(c, t);
+	requeue(c, t);
 }
 
 static void redial_later(gmc_conn *c)
 {
 	c->dial_waiting = true;
-	gmc_timer_arm(c->dm->cl->timer, &c->dial_ev,
+	gmc_timer_arm(c->sl->cl->timer, &c->dial_ev,
 		      gmc_timer_now() + ms_ns(c->backoff_ms));
 }
 
 static void reap_cb(void *arg)
 {
 	gmc_conn *c = arg;
-	gemmd_client *cl = c->dm->cl;
+	gemmd_client *cl = c->sl->cl;
 	gmc_todo t = GMC_TODO_INIT(cl);
 	gm_stream *s;
 
@@ -316,9 +295,9 @@ static void reap_cb(void *arg)
 	pthread_mutex_lock(&cl->mu);
 	c->state = GMC_CONN_DOWN;
 	c->refused = GM_OK;
-	if (!c->dm->stopping && c->backoff_ms == 0)
+	if (!c->sl->stopping && c->backoff_ms == 0)
 		gmc_conn_dial(c, &t);
-	else if (!c->dm->stopping)
+	else if (!c->sl->stopping)
 		redial_later(c);
 	pthread_cond_broadcast(&cl->cv);
 	pthread_mutex_unlock(&cl->mu);
@@ -336,32 +315,32 @@ static unsigned next_backoff(unsigned ms)
 /* The dial failed: the parts still queued on c fail with why. */
 static void fail_queued(gmc_conn *c, gmc_todo *t)
 {
-	char msg[GMC_CLIENT_ERRLEN];
+	char msg[GMC_ERRLEN];
 
 	snprintf(msg, sizeof(msg), "no connection to the daemon: %.*s",
 		 (int)(sizeof(msg) - 32), c->why[0] ? c->why : "no dial");
 	/* Ending a call may take more of the queue with it. */
-	while (c->head != NULL)
-		gmc_part_over(c->head, GM_ETRANSPORT, msg, t);
+	while (c->q.head != NULL)
+		gmc_part_over(c->q.head, GM_ETRANSPORT, msg, t);
 }
 
 static void dial_cb(void *arg, int rv, gm_stream *s, const char *msg)
 {
 	gmc_conn *c = arg;
-	gemmd_client *cl = c->dm->cl;
+	gemmd_client *cl = c->sl->cl;
 	gmc_todo t = GMC_TODO_INIT(cl);
 
 	pthread_mutex_lock(&cl->mu);
 	c->dials++;
-	if (c->dm->stopping || rv != GM_OK) {
+	if (c->sl->stopping || rv != GM_OK) {
 		c->state = GMC_CONN_DOWN;
 		if (rv != GM_OK && rv != GM_ECANCELED)
 			snprintf(c->why, sizeof(c->why), "%s", msg);
 		c->backoff_ms = next_backoff(c->backoff_ms);
-		if (!c->dm->stopping) {
+		if (!c->sl->stopping) {
 			redial_later(c);
-			gmc_daemon_requeue(c, &t);
-			if (!c->dm->lazy)
+			requeue(c, &t);
+			if (!c->sl->lazy)
 				fail_queued(c, &t);
 		}
 		pthread_cond_broadcast(&cl->cv);
@@ -377,7 +356,7 @@ static void dial_cb(void *arg, int rv, gm_stream *s, const char *msg)
 	c->refused = GM_OK;
 	gmc_read_reset(&c->rd);
 	c->want_recv = true;
-	c->want_send = c->head != NULL;
+	c->want_send = c->q.head != NULL;
 	gmc_conn_later(c, &t);
 	pthread_cond_broadcast(&cl->cv);
 	pthread_mutex_unlock(&cl->mu);
@@ -386,7 +365,7 @@ static void dial_cb(void *arg, int rv, gm_stream *s, const char *msg)
 
 static void stream_lost(gmc_conn *c, int rv, gmc_todo *t)
 {
-	char why[GMC_CLIENT_ERRLEN];
+	char why[GMC_ERRLEN];
 
 	if (rv == GM_ECANCELED || c->state != GMC_CONN_UP)
 		return;
@@ -399,7 +378,7 @@ static void stream_lost(gmc_conn *c, int rv, gmc_todo *t)
 static void send_cb(gm_io *io, int rv, size_t n)
 {
 	gmc_conn *c = io->arg;
-	gemmd_client *cl = c->dm->cl;
+	gemmd_client *cl = c->sl->cl;
 	gmc_todo t = GMC_TODO_INIT(cl);
 
 	pthread_mutex_lock(&cl->mu);
@@ -415,7 +394,7 @@ static void send_cb(gm_io *io, int rv, size_t n)
 	c->nw = 0;
 	if (rv != GM_OK)
 		stream_lost(c, rv, &t);
-	else if (c->state == GMC_CONN_UP && c->head != NULL) {
+	else if (c->state == GMC_CONN_UP && c->q.head != NULL) {
 		c->want_send = true;
 		gmc_conn_later(c, &t);
 	}
@@ -427,13 +406,16 @@ static void send_cb(gm_io *io, int rv, size_t n)
 static void recv_cb(gm_io *io, int rv, size_t n)
 {
 	gmc_conn *c = io->arg;
-	gemmd_client *cl = c->dm->cl;
+	gemmd_client *cl = c->sl->cl;
 	gmc_todo t = GMC_TODO_INIT(cl);
 
 	pthread_mutex_lock(&cl->mu);
 	c->receiving = false;
-	if (rv == GM_OK && c->state == GMC_CONN_UP)
-		gmc_read_got(c, n, &t);
+	if (rv == GM_OK && c->state == GMC_CONN_UP &&
+	    (rv = gmc_read_got(&c->rd, n, &t)) != GM_OK) {
+		gmc_conn_fail(c, rv, c->rd.fail, &t);
+		rv = GM_OK; /* the stream is closing: not lost again */
+	}
 	if (c->rpin != NULL) {
 		gmc_call_unpin(c->rpin, &t);
 		c->rpin = NULL;
@@ -451,14 +433,14 @@ static void recv_cb(gm_io *io, int rv, size_t n)
 
 void gmc_conn_run(gmc_conn *c, gmc_todo *t)
 {
-	gemmd_client *cl = c->dm->cl;
+	gemmd_client *cl = c->sl->cl;
 	bool dial, send, recv, close;
 	gm_stream *s;
 
 	pthread_mutex_lock(&cl->mu);
 	c->on_run = false;
-	dial = c->want_dial && !c->dm->stopping;
-	if (c->want_dial && c->dm->stopping) {
+	dial = c->want_dial && !c->sl->stopping;
+	if (c->want_dial && c->sl->stopping) {
 		c->state = GMC_CONN_DOWN; /* gemmd_close waits for it */
 		pthread_cond_broadcast(&cl->cv);
 	}
@@ -469,7 +451,7 @@ void gmc_conn_run(gmc_conn *c, gmc_todo *t)
 	c->want_dial = c->want_close = c->want_send = c->want_recv = false;
 	c->sending |= send;
 	if (recv) {
-		gmc_read_plan(c);
+		gmc_read_plan(&c->rd, &c->rio, &c->rpin);
 		c->receiving = true;
 	}
 	if (dial)
@@ -506,7 +488,7 @@ void gmc_conn_run(gmc_conn *c, gmc_todo *t)
 
 void gmc_conn_shutdown(gmc_conn *c)
 {
-	gemmd_client *cl = c->dm->cl;
+	gemmd_client *cl = c->sl->cl;
 	gmc_todo t = GMC_TODO_INIT(cl);
 
 	gmc_timer_cancel(cl->timer, &c->dial_ev);
@@ -526,4 +508,24 @@ void gmc_conn_shutdown(gmc_conn *c)
 		pthread_cond_wait(&cl->cv, &cl->mu);
 	pthread_mutex_unlock(&cl->mu);
 	gmc_read_free(&c->rd);
+}
+
+void gmc_todo_run(gmc_todo *t)
+{
+	gmc_conn *c;
+	gmc_call *k;
+
+	/* Callers first: a reply's caller is told before its connection
+	 * reads again, which costs a few us (nng arms the socket). */
+	for (;;) {
+		if ((k = t->tell) != NULL) {
+			t->tell = k->next_tell;
+			gmc_tell(k);
+		} else if ((c = t->run) != NULL) {
+			t->run = c->next_run;
+			gmc_conn_run(c, t);
+		} else {
+			break;
+		}
+	}
 }

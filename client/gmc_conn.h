@@ -26,8 +26,13 @@
  *
  * Reader: gmc_read.h, on the slot's receive.
  *
- * Everything runs with the client's lock held, except gmc_conn_run and
- * the stream's and dialer's callbacks, which take it.
+ * A slot knows its daemon only as the slots it is one of (gmc_slots,
+ * which gmc_daemon.h embeds): the first that is up with the least work
+ * takes a new part, and the parts not written move there when a slot's
+ * stream drops or its dial fails.
+ *
+ * Everything runs with the client's lock held, except gmc_conn_run,
+ * gmc_todo_run and the stream's and dialer's callbacks, which take it.
  */
 #ifndef GMC_CONN_H
 #define GMC_CONN_H
@@ -35,12 +40,26 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "gm_stream.h"
+#include "gm_tls.h"
+#include "gmc_call.h"
 #include "gmc_client.h"
 #include "gmc_read.h"
-#include "gm_stream.h"
 
 #define GMC_CONN_BACKOFF_MS	100
 #define GMC_CONN_BACKOFF_MAX_MS 2000
+#define GMC_CONN_SLOTS_MAX	64 /* slots of a daemon */
+
+/* A daemon's slots, and what they share of it. */
+typedef struct gmc_slots {
+	gemmd_client *cl;
+	gmc_conn *conns;
+	unsigned n;
+	uint64_t work; /* of its parts queued and in flight */
+	bool stopping; /* no more dials; streams freed as they close */
+	bool lazy;     /* GEMMD_OPEN_LAZY: requests wait for a dial to
+			  succeed; else a failed dial fails those waiting */
+} gmc_slots;
 
 enum gmc_conn_state {
 	GMC_CONN_DOWN,	  /* no stream; a dial is due (dial_ev) */
@@ -50,15 +69,13 @@ enum gmc_conn_state {
 };
 
 struct gmc_conn {
-	gmc_daemon *dm;
+	gmc_slots *sl; /* its daemon's */
 	unsigned index;
 	gm_dialer *dialer;
 	gm_stream *s;
-	int state;	       /* enum gmc_conn_state */
-	bool closed;	       /* CLOSING: gm_stream_close has returned */
-	gmc_part *head, *tail; /* to write, in order (through next) */
-	gmc_part *written;     /* written, not over (prev_w/next_w) */
-	uint64_t work;	       /* of its parts, written or queued */
+	int state;   /* enum gmc_conn_state */
+	bool closed; /* CLOSING: gm_stream_close has returned */
+	gmc_partq q; /* its parts: to write, and written */
 	/* the send in flight */
 	gm_io wio;
 	bool sending;
@@ -81,13 +98,13 @@ struct gmc_conn {
 	bool dial_waiting;	/* dial_ev armed for the back-off */
 	unsigned dials;		/* dials that completed, either way */
 	unsigned dial_starting; /* threads about to start a dial */
-	int refused; /* the daemon refused the connection: its code */
-	char why[GMC_CLIENT_ERRLEN]; /* why it last failed, "" if never */
+	int refused;	      /* the daemon refused the connection: its code */
+	char why[GMC_ERRLEN]; /* why it last failed, "" if never */
 };
 
-/* Sets up slot index of dm with a dialer for url (tls for tls+tcp://).
+/* Sets up slot index of sl with a dialer for url (tls for tls+tcp://).
  * Not under the lock. GM_EINVAL or GM_ENOMEM with msg. */
-int gmc_conn_init(gmc_conn *c, gmc_daemon *dm, unsigned index, const char *url,
+int gmc_conn_init(gmc_conn *c, gmc_slots *sl, unsigned index, const char *url,
 		  const gm_tls_ctx *tls, char *msg, size_t msglen);
 
 /* Dials when down (now, or when the back-off says). */
@@ -96,23 +113,26 @@ void gmc_conn_dial(gmc_conn *c, gmc_todo *t);
 /* Appends part p (its frame built, id mapped) to c's queue. */
 void gmc_conn_queue(gmc_conn *c, gmc_part *p, gmc_todo *t);
 
-/* Takes a part that is queued and not written out of its queue. */
-void gmc_conn_unqueue(gmc_part *p);
-
-/* Takes a part out of its connection's written list and its work out
- * of the counts (a part never queued: nothing). */
-void gmc_conn_unlink(gmc_part *p);
-
 /* Ends c's stream because of code and msg (a protocol error, a failed
  * operation, a deadline): every part written on it is lost. */
 void gmc_conn_fail(gmc_conn *c, int code, const char *msg, gmc_todo *t);
 
+/* Fills order[] with sl's slot indexes by preference: up before not,
+ * then least work; returns how many. */
+unsigned gmc_conn_order(const gmc_slots *sl, unsigned *order);
+
+/* The slot of sl a new part goes to. */
+gmc_conn *gmc_conn_pick(gmc_slots *sl);
+
 /* Runs what t was left for c (gmc_todo_run). Without the lock. */
 void gmc_conn_run(gmc_conn *c, gmc_todo *t);
-gmc_conn *gmc_conn_next_run(gmc_conn *c);
 
 /* Adds c to t for gmc_conn_run. */
 void gmc_conn_later(gmc_conn *c, gmc_todo *t);
+
+/* Runs t: tells callers whose calls ended (gmc_tell.h), then starts
+ * connections' I/O and closes streams. Not with the lock held. */
+void gmc_todo_run(gmc_todo *t);
 
 /* For gemmd_close, with the client marked closing: stops the dialer,
  * closes the stream and waits until c is down; frees what c holds.

@@ -12,7 +12,6 @@
 #include <time.h>
 
 #include "gmc_shm.h"
-#include "gmc_stage.h"
 
 uint64_t gmc_daemon_cost(uint64_t bytes, double flops)
 {
@@ -41,19 +40,18 @@ static int check_opts(const char *url, int kind, const gemmd_open_opts *o)
 			o->tls_server_name;
 
 	if (kind == GM_URL_BAD)
-		return gmc_client_seterr(GM_EINVAL, "%s: not a gemmd URL (%s)",
-					 url, gm_url_schemes);
+		return gmc_error_set(GM_EINVAL, "%s: not a gemmd URL (%s)", url,
+				     gm_url_schemes);
 	if (kind != GM_URL_TLS && tls_opts)
-		return gmc_client_seterr(
+		return gmc_error_set(
 		    GM_EINVAL, "%s: TLS options need a tls+tcp:// URL", url);
 	if (kind == GM_URL_TLS && o->tls_ca_file == NULL)
-		return gmc_client_seterr(
+		return gmc_error_set(
 		    GM_EINVAL, "%s: TLS needs a CA file to verify the daemon",
 		    url);
 	if (o->connections > GMC_DAEMON_CONNS_MAX)
-		return gmc_client_seterr(GM_EINVAL,
-					 "%u connections, at most %u",
-					 o->connections, GMC_DAEMON_CONNS_MAX);
+		return gmc_error_set(GM_EINVAL, "%u connections, at most %u",
+				     o->connections, GMC_DAEMON_CONNS_MAX);
 	return GM_OK;
 }
 
@@ -63,12 +61,12 @@ static int make_tls(gmc_daemon *dm, const gemmd_open_opts *o)
 			  .key = o->tls_key_file,
 			  .ca = o->tls_ca_file,
 			  .server_name = o->tls_server_name};
-	char host[256], msg[GMC_CLIENT_ERRLEN];
+	char host[256], msg[GMC_ERRLEN];
 	int rv;
 
 	url_host(dm->url, host, sizeof(host));
 	if ((rv = gm_tls_client_ctx(&f, host, &dm->tls, msg, sizeof(msg))))
-		return gmc_client_seterr(rv, "%s: TLS: %s", dm->url, msg);
+		return gmc_error_set(rv, "%s: TLS: %s", dm->url, msg);
 	return GM_OK;
 }
 
@@ -76,35 +74,33 @@ int gmc_daemon_new(gemmd_client *cl, const char *url, const gemmd_open_opts *o,
 		   gmc_daemon **out)
 {
 	gmc_daemon *dm;
-	char msg[GMC_CLIENT_ERRLEN];
+	char msg[GMC_ERRLEN];
 	int rv, kind = gm_url_kind(url);
 	unsigned n;
 
 	if ((rv = check_opts(url, kind, o)) != GM_OK)
 		return rv;
 	if ((dm = calloc(1, sizeof(*dm))) == NULL)
-		return gmc_client_seterr(GM_ENOMEM, "out of memory");
-	dm->cl = cl;
+		return gmc_error_set(GM_ENOMEM, "out of memory");
+	dm->cl = dm->sl.cl = cl;
 	dm->kind = kind;
-	dm->lazy = o->flags & GEMMD_OPEN_LAZY;
+	dm->sl.lazy = o->flags & GEMMD_OPEN_LAZY;
 	snprintf(dm->url, sizeof(dm->url), "%s", url);
 	if ((kind == GM_URL_TLS && (rv = make_tls(dm, o)) != GM_OK) ||
 	    (rv = gmc_shm_new(url, o->region_socket, &dm->shm)) != GM_OK)
 		goto fail;
 	n = o->connections ? o->connections : 1;
-	if ((dm->conns = calloc(n, sizeof(*dm->conns))) == NULL) {
-		rv = gmc_client_seterr(GM_ENOMEM, "out of memory");
+	if ((dm->sl.conns = calloc(n, sizeof(*dm->sl.conns))) == NULL) {
+		rv = gmc_error_set(GM_ENOMEM, "out of memory");
 		goto fail;
 	}
-	for (; dm->nconns < n; dm->nconns++)
-		if ((rv = gmc_conn_init(&dm->conns[dm->nconns], dm, dm->nconns,
-					url, dm->tls, msg, sizeof(msg)))) {
-			gmc_client_seterr(rv, "%s", msg);
+	for (; dm->sl.n < n; dm->sl.n++)
+		if ((rv = gmc_conn_init(&dm->sl.conns[dm->sl.n], &dm->sl,
+					dm->sl.n, url, dm->tls, msg,
+					sizeof(msg)))) {
+			gmc_error_set(rv, "%s", msg);
 			goto fail;
 		}
-	if (kind == GM_URL_IPC && !(o->flags & GEMMD_OPEN_NO_SHM) &&
-	    (rv = gmc_stage_new(dm, o->staging_bytes, &dm->stage)) != GM_OK)
-		goto fail;
 	*out = dm;
 	return GM_OK;
 fail:
@@ -114,14 +110,14 @@ fail:
 
 void gmc_daemon_start(gmc_daemon *dm, gmc_todo *t)
 {
-	for (unsigned i = 0; i < dm->nconns; i++)
-		gmc_conn_dial(&dm->conns[i], t);
+	for (unsigned i = 0; i < dm->sl.n; i++)
+		gmc_conn_dial(&dm->sl.conns[i], t);
 }
 
 int gmc_daemon_await(gmc_daemon *dm, int timeout_ms)
 {
 	gemmd_client *cl = dm->cl;
-	gmc_conn *c = &dm->conns[0];
+	gmc_conn *c = &dm->sl.conns[0];
 	/* A listener that does not accept (its backlog full) leaves a TCP
 	 * dial retrying its SYN for minutes. */
 	struct timespec at = gmc_timer_in(timeout_ms > 0 ? timeout_ms : 0);
@@ -134,19 +130,19 @@ int gmc_daemon_await(gmc_daemon *dm, int timeout_ms)
 		else if (pthread_cond_clockwait(&cl->cv, &cl->mu,
 						CLOCK_MONOTONIC,
 						&at) == ETIMEDOUT)
-			rv = gmc_client_seterr(GM_ETIMEDOUT,
-					       "%s: no connection within %d ms",
-					       dm->url, timeout_ms);
+			rv = gmc_error_set(GM_ETIMEDOUT,
+					   "%s: no connection within %d ms",
+					   dm->url, timeout_ms);
 	}
 	if (rv == GM_OK && c->state != GMC_CONN_UP)
-		rv = gmc_client_seterr(GM_ETRANSPORT, "%s", c->why);
+		rv = gmc_error_set(GM_ETRANSPORT, "%s", c->why);
 	pthread_mutex_unlock(&cl->mu);
 	return rv;
 }
 
 void gmc_daemon_stopping(gmc_daemon *dm)
 {
-	dm->stopping = true;
+	dm->sl.stopping = true;
 }
 
 void gmc_daemon_stop(gmc_daemon *dm)
@@ -160,8 +156,8 @@ void gmc_daemon_stop(gmc_daemon *dm)
 
 void gmc_daemon_shutdown(gmc_daemon *dm)
 {
-	for (unsigned i = 0; i < dm->nconns; i++)
-		gmc_conn_shutdown(&dm->conns[i]);
+	for (unsigned i = 0; i < dm->sl.n; i++)
+		gmc_conn_shutdown(&dm->sl.conns[i]);
 	/* A worker waiting on the hand-off socket (making or releasing the
 	 * staging region) returns. */
 	gmc_shm_hangup(dm->shm);
@@ -171,12 +167,11 @@ void gmc_daemon_free(gmc_daemon *dm)
 {
 	if (dm == NULL)
 		return;
-	for (unsigned i = 0; i < dm->nconns; i++) {
-		gm_dialer_free(dm->conns[i].dialer);
-		gmc_read_free(&dm->conns[i].rd);
+	for (unsigned i = 0; i < dm->sl.n; i++) {
+		gm_dialer_free(dm->sl.conns[i].dialer);
+		gmc_read_free(&dm->sl.conns[i].rd);
 	}
-	gmc_stage_free(dm->stage);
-	free(dm->conns);
+	free(dm->sl.conns);
 	gmc_shm_free(dm->shm);
 	gm_tls_ctx_free(dm->tls);
 	free(dm);
@@ -186,8 +181,8 @@ void gmc_daemon_free(gmc_daemon *dm)
 
 static bool is_up(const gmc_daemon *dm)
 {
-	for (unsigned i = 0; i < dm->nconns; i++)
-		if (dm->conns[i].state == GMC_CONN_UP)
+	for (unsigned i = 0; i < dm->sl.n; i++)
+		if (dm->sl.conns[i].state == GMC_CONN_UP)
 			return true;
 	return false;
 }
@@ -222,58 +217,11 @@ gmc_daemon *gmc_daemon_pick(gemmd_client *cl, const gemmd_job *jobs, uint32_t n)
 		    cl->daemons[(cl->next_daemon + j) % cl->ndaemons];
 
 		if ((!any_up || is_up(dm)) &&
-		    (best == NULL || dm->work < best->work))
+		    (best == NULL || dm->sl.work < best->sl.work))
 			best = dm;
 	}
 	cl->next_daemon = (cl->next_daemon + 1) % cl->ndaemons;
 	return best;
-}
-
-/* Slots by preference: up before not, then least work. */
-static unsigned order_slots(const gmc_daemon *dm, unsigned *order)
-{
-	for (unsigned i = 0; i < dm->nconns; i++) {
-		unsigned j = i;
-
-		for (; j > 0; j--) {
-			const gmc_conn *a = &dm->conns[order[j - 1]],
-				       *b = &dm->conns[i];
-			bool aup = a->state == GMC_CONN_UP,
-			     bup = b->state == GMC_CONN_UP;
-
-			if (aup > bup || (aup == bup && a->work <= b->work))
-				break;
-			order[j] = order[j - 1];
-		}
-		order[j] = i;
-	}
-	return dm->nconns;
-}
-
-gmc_conn *gmc_daemon_slot(gmc_daemon *dm)
-{
-	unsigned order[GMC_DAEMON_CONNS_MAX];
-
-	order_slots(dm, order);
-	return &dm->conns[order[0]];
-}
-
-void gmc_daemon_requeue(gmc_conn *c, gmc_todo *t)
-{
-	gmc_conn *to = gmc_daemon_slot(c->dm);
-	gmc_part *p, *next;
-
-	if (to == c || to->state != GMC_CONN_UP)
-		return;
-	for (p = c->head; p != NULL; p = next) {
-		next = p->next;
-		if (p->state != GMC_PART_QUEUED)
-			continue;
-		gmc_conn_unqueue(p);
-		c->work -= p->work;
-		c->dm->work -= p->work;
-		gmc_conn_queue(to, p, t);
-	}
 }
 
 void gmc_daemon_no_connection(const gmc_daemon *dm, int ms, char *msg,
@@ -292,8 +240,8 @@ void gmc_daemon_no_connection(const gmc_daemon *dm, int ms, char *msg,
 			 ms, dm->url);
 		return;
 	}
-	for (unsigned i = 0; i < dm->nconns && !*why; i++)
-		why = dm->conns[i].why;
+	for (unsigned i = 0; i < dm->sl.n && !*why; i++)
+		why = dm->sl.conns[i].why;
 	snprintf(msg, len, "no connection to the daemon within %d ms%s%s%s", ms,
 		 *why ? " (" : "", why, *why ? ")" : "");
 }
@@ -360,11 +308,10 @@ int gmc_daemon_plan(gmc_daemon *dm, gmc_call *k, const gm_job_desc *d,
 	pl->part[0].njobs = json ? (k->kind == GMC_CALL_WAIT) : k->njobs;
 	for (uint32_t j = 0; json == NULL && j < k->njobs; j++)
 		bytes += job_bytes(&d[j]);
-	if (k->kind == GMC_CALL_GEMM && dm->nconns > 1 && k->njobs > 1 &&
+	if (k->kind == GMC_CALL_GEMM && dm->sl.n > 1 && k->njobs > 1 &&
 	    bytes >= GMC_DAEMON_STRIPE_BYTES)
-		pl->nparts =
-		    stripe(pl, d, k->njobs,
-			   dm->nconns < k->njobs ? dm->nconns : k->njobs);
+		pl->nparts = stripe(pl, d, k->njobs,
+				    dm->sl.n < k->njobs ? dm->sl.n : k->njobs);
 	for (unsigned p = 0; p < pl->nparts && rv == GM_OK; p++) {
 		struct gmc_plan_part *pp = &pl->part[p];
 
@@ -384,7 +331,7 @@ void gmc_daemon_queue(gmc_daemon *dm, gmc_call *k, gmc_plan *pl, gmc_todo *t)
 	unsigned order[GMC_DAEMON_CONNS_MAX];
 
 	k->dm = dm;
-	order_slots(dm, order);
+	gmc_conn_order(&dm->sl, order);
 	for (unsigned i = 0; i < pl->nparts && !k->ended; i++) {
 		struct gmc_plan_part *pp = &pl->part[i];
 		gmc_part *p = gmc_part_new(k, pp->id, pp->first, pp->njobs, t);
@@ -395,7 +342,7 @@ void gmc_daemon_queue(gmc_daemon *dm, gmc_call *k, gmc_plan *pl, gmc_todo *t)
 		pp->f = (gmc_frame){0};
 		p->work = pp->work;
 		if (gmc_part_ready(p, t) == GM_OK)
-			gmc_conn_queue(&dm->conns[order[i]], p, t);
+			gmc_conn_queue(&dm->sl.conns[order[i]], p, t);
 	}
 	gmc_plan_free(pl);
 }

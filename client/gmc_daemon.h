@@ -1,8 +1,9 @@
 /*
  * gmc_daemon.h - private to the client library: a daemon the client
- * dialed (gemmd_open's, and each of gemmd_dial's), its connection slots,
- * its hand-off socket for regions and, over ipc://, the staging of plain
- * pointers (gmc_stage.h).
+ * dialed (gemmd_open's, and each of gemmd_dial's), its connection slots
+ * (gmc_conn.h), its hand-off socket for regions and, over ipc://, the
+ * staging of plain pointers (gmc_stage.h, made and freed with the daemon
+ * by gemmd_client.c: staging is routed through the daemon, not below).
  *
  * Routing. A call goes to one daemon: the one that made the regions its
  * jobs name, else the daemon with the least outstanding work among those
@@ -10,9 +11,9 @@
  * Outstanding work is what the daemon's parts in flight move and
  * compute: bytes of request and result plus FLOPs / GMC_DAEMON_FLOPS_PER_BYTE.
  * Within the daemon a part goes to the slot that is up with the least
- * work. A GEMM request of at least GMC_DAEMON_STRIPE_BYTES whose daemon
- * has several slots is striped: split by job ranges of about equal bytes
- * into one part per slot (at most one per job), all in flight at once.
+ * work (gmc_conn_pick). A GEMM request of at least GMC_DAEMON_STRIPE_BYTES
+ * whose daemon has several slots is striped: split by job ranges of about equal
+ * bytes into one part per slot (at most one per job), all in flight at once.
  *
  * Functions say whether they run under the client's lock.
  */
@@ -22,11 +23,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "gm_proto.h"
+#include "gm_tls.h"
 #include "gmc_call.h"
 #include "gmc_client.h"
 #include "gmc_conn.h"
-#include "gm_proto.h"
-#include "gm_tls.h"
 
 #define GMC_DAEMON_CONNS_MAX	  64
 #define GMC_DAEMON_STRIPE_BYTES	  (64ull << 20)
@@ -40,14 +41,9 @@ struct gmc_daemon {
 	char url[256];
 	int kind; /* enum gm_url_kind */
 	gm_tls_ctx *tls;
-	gmc_conn *conns;
-	unsigned nconns;
-	uint64_t work; /* of its parts queued and in flight */
-	gmc_shm *shm;  /* its hand-off socket and the regions made on it */
+	gmc_slots sl; /* its connection slots, their work and state */
+	gmc_shm *shm; /* its hand-off socket and the regions made on it */
 	struct gmc_stage *stage; /* NULL: plain pointers take the socket */
-	bool stopping; /* no more dials; streams freed as they close */
-	bool lazy;     /* GEMMD_OPEN_LAZY: requests wait for a dial to succeed;
-			  else a failed dial fails the requests waiting for it */
 };
 
 /* The frames of a call, built before they are queued. */
@@ -108,13 +104,6 @@ void gmc_daemon_queue(gmc_daemon *dm, gmc_call *k, gmc_plan *pl, gmc_todo *t);
 
 /* Frees the frames pl still owns. */
 void gmc_plan_free(gmc_plan *pl);
-
-/* The slot a new part of dm goes to. Under the lock. */
-gmc_conn *gmc_daemon_slot(gmc_daemon *dm);
-
-/* Moves the parts queued on slot c and not written to another slot of
- * its daemon that is up, if there is one. Under the lock. */
-void gmc_daemon_requeue(gmc_conn *c, gmc_todo *t);
 
 /* Why a call found no connection in ms ("no connection to the daemon
  * within N ms", with the last dial's failure). Under the lock. */

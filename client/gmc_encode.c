@@ -10,7 +10,7 @@
 
 #include <stdlib.h>
 
-#include "gmc_client.h"
+#include "gmc_error.h"
 #include "gmc_shm.h"
 
 /* ---- jobs naming regions ---- */
@@ -275,16 +275,16 @@ int gmc_encode_gemm(const gemmd_job *jobs, const gm_job_desc *d, uint32_t n,
 	if (refs == NULL) {
 		if ((own = calloc(n ? n : 1, GM_OPND_COUNT * sizeof(*own))) ==
 		    NULL)
-			return gmc_client_seterr(GM_ENOMEM,
-						 "no memory for %" PRIu32
-						 " jobs' operand places",
-						 n);
+			return gmc_error_set(GM_ENOMEM,
+					     "no memory for %" PRIu32
+					     " jobs' operand places",
+					     n);
 		for (uint32_t i = 0; i < n; i++)
 			gmc_encode_refs(&jobs[i], own + GM_OPND_COUNT * i);
 		refs = own;
 	}
 	if (request_size(d, n, refs, &f->bytes) != 0 || f->bytes > SIZE_MAX) {
-		rv = gmc_client_seterr(GM_EOVERFLOW, "request size overflows");
+		rv = gmc_error_set(GM_EOVERFLOW, "request size overflows");
 		goto done;
 	}
 	/* Counted first, so that each part is allocated once. */
@@ -293,7 +293,7 @@ int gmc_encode_gemm(const gemmd_job *jobs, const gm_job_desc *d, uint32_t n,
 	f->built = malloc(bd.built);
 	if (f->segs == NULL || f->built == NULL) {
 		gmc_frame_free(f);
-		rv = gmc_client_seterr(
+		rv = gmc_error_set(
 		    GM_ENOMEM, "no memory for a request of %" PRIu64 " bytes",
 		    f->bytes);
 		goto done;
@@ -312,14 +312,13 @@ int gmc_encode_ctrl(const char *request, uint64_t id, gmc_frame *f)
 
 	*f = (gmc_frame){0};
 	if (len > UINT32_MAX)
-		return gmc_client_seterr(GM_ETOOBIG, "request of %zu bytes",
-					 len);
+		return gmc_error_set(GM_ETOOBIG, "request of %zu bytes", len);
 	f->bytes = GM_HDR_SIZE + len;
 	f->built = malloc(f->bytes);
 	f->segs = calloc(1, sizeof(*f->segs));
 	if (f->built == NULL || f->segs == NULL) {
 		gmc_frame_free(f);
-		return gmc_client_seterr(GM_ENOMEM, "out of memory");
+		return gmc_error_set(GM_ENOMEM, "out of memory");
 	}
 	gm_proto_put_hdr(f->built, GM_MSG_CTRL, id, 0, len);
 	memcpy(f->built + GM_HDR_SIZE, request, len);

@@ -9,11 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gmc_call.h"
-#include "gmc_conn.h"
-#include "gmc_daemon.h"
 #include "gmc_reply.h"
-#include "gmc_stage.h"
 
 enum {
 	R_HDR,	  /* a frame header: GM_HDR_SIZE bytes in the buffer */
@@ -28,9 +24,15 @@ enum {
 	THEN_BODY, /* a CTRL_REPLY's body */
 };
 
-int gmc_read_init(gmc_reader *rd)
+int gmc_read_init(gmc_reader *rd, gemmd_client *cl, const gmc_conn *conn,
+		  int *refused, char *why, size_t whylen)
 {
 	memset(rd, 0, sizeof(*rd));
+	rd->cl = cl;
+	rd->conn = conn;
+	rd->refused = refused;
+	rd->why = why;
+	rd->whylen = whylen;
 	rd->buf = malloc(GMC_READ_BUF);
 	return rd->buf != NULL ? GM_OK : GM_ENOMEM;
 }
@@ -82,41 +84,37 @@ static void bulk(gmc_reader *rd, void *dst, bool caller, uint64_t need,
 }
 
 /* A request frame or garbage from the daemon: the stream is lost. */
-static void broken(gmc_conn *c, gmc_todo *t, const char *what)
+static int broken(gmc_reader *rd, const char *what)
 {
-	char msg[GMC_CLIENT_ERRLEN];
-
-	snprintf(msg, sizeof(msg), "bad frame from the daemon: %s", what);
-	gmc_conn_fail(c, GM_ETRANSPORT, msg, t);
+	snprintf(rd->fail, sizeof(rd->fail), "bad frame from the daemon: %s",
+		 what);
+	return GM_ETRANSPORT;
 }
 
-/* The part in flight on c under id; NULL for an id nothing of c's was
- * written under (the reply is dropped). */
-static gmc_part *lookup(gmc_conn *c, uint64_t id)
+/* The part in flight on the connection under id; NULL for an id nothing
+ * of the connection's was written under (the reply is dropped). */
+static gmc_part *lookup(gmc_reader *rd, uint64_t id)
 {
-	gmc_part *p = gmc_idmap_get(&c->dm->cl->parts, id);
+	gmc_part *p = gmc_idmap_get(&rd->cl->parts, id);
 
-	if (p == NULL || p->conn != c || p->state < GMC_PART_WRITING ||
+	if (p == NULL || p->conn != rd->conn || p->state < GMC_PART_WRITING ||
 	    p->state == GMC_PART_DONE)
 		return NULL;
 	return p;
 }
 
-static void take_hdr(gmc_conn *c, gmc_todo *t)
+static int take_hdr(gmc_reader *rd, gmc_todo *t)
 {
-	gmc_reader *rd = &c->rd;
 	gmc_part *p;
 	int rv;
 
 	rv = gm_proto_get_hdr(rd->buf + rd->off, GM_HDR_SIZE, &rd->h, rd->msg,
 			      sizeof(rd->msg));
 	consume(rd, GM_HDR_SIZE);
-	if (rv != GM_OK) {
-		broken(c, t, rd->msg);
-		return;
-	}
+	if (rv != GM_OK)
+		return broken(rd, rd->msg);
 	rd->frames++;
-	p = lookup(c, rd->h.id);
+	p = lookup(rd, rd->h.id);
 	switch (rd->h.type) {
 	case GM_MSG_GEMM_REPLY:
 		if (p != NULL && p->call != NULL &&
@@ -132,13 +130,13 @@ static void take_hdr(gmc_conn *c, gmc_todo *t)
 		    gm_proto_check_reply_hdr(&rd->h, p->njobs, rd->msg,
 					     sizeof(rd->msg))) {
 			bulk(rd, NULL, false, rd->h.length, THEN_NONE);
-			return;
+			return GM_OK;
 		}
 		gmc_part_hold(p);
 		rd->part = p;
 		rd->index = rd->h.count;
 		rd->state = R_RECORD;
-		return;
+		return GM_OK;
 	case GM_MSG_CTRL_REPLY:
 		if (p != NULL && rd->h.length > GMC_READ_CTRL_MAX) {
 			snprintf(rd->msg, sizeof(rd->msg),
@@ -159,25 +157,23 @@ static void take_hdr(gmc_conn *c, gmc_todo *t)
 		}
 		bulk(rd, rd->body, false, rd->h.length,
 		     p ? THEN_BODY : THEN_NONE);
-		return;
+		return GM_OK;
 	case GM_MSG_ERROR:
 		if (rd->h.length != GM_ERROR_SIZE)
-			broken(c, t, "an ERROR frame not of 104 bytes");
-		else
-			rd->state = R_ERROR;
-		return;
+			return broken(rd, "an ERROR frame not of 104 bytes");
+		rd->state = R_ERROR;
+		return GM_OK;
 	default:
 		snprintf(rd->msg, sizeof(rd->msg), "a request frame (type %u)",
 			 rd->h.type);
-		broken(c, t, rd->msg);
+		return broken(rd, rd->msg);
 	}
 }
 
 /* Job rd->index of rd->part is answered: by rd->rec, or unusable
  * (rd->job_rv). */
-static void take_job(gmc_conn *c, gmc_todo *t)
+static void take_job(gmc_reader *rd, gmc_todo *t)
 {
-	gmc_reader *rd = &c->rd;
 	gmc_part *p = rd->part;
 	gmc_call *k = p->call;
 	uint32_t i = p->first + rd->index;
@@ -186,7 +182,7 @@ static void take_job(gmc_conn *c, gmc_todo *t)
 		if (rd->job_rv != GM_OK) {
 			gmc_call_job_status(&k->jobs[i], rd->job_rv, rd->msg);
 		} else if (p->chunk != NULL) {
-			gmc_stage_replied(p, rd->index, &rd->rec, t);
+			rd->cl->staging->replied(p, rd->index, &rd->rec, t);
 			goto out; /* answered once its result is copied */
 		} else {
 			gmc_reply_take(&k->jobs[i], &rd->rec);
@@ -199,9 +195,8 @@ out:
 	rd->part = NULL;
 }
 
-static void take_record(gmc_conn *c, gmc_todo *t)
+static void take_record(gmc_reader *rd, gmc_todo *t)
 {
-	gmc_reader *rd = &c->rd;
 	gmc_part *p = rd->part;
 	gmc_call *k = p->call;
 	uint64_t rest = rd->h.length - GM_REPLY_JOB_SIZE, want;
@@ -238,17 +233,15 @@ static void take_record(gmc_conn *c, gmc_todo *t)
 		bulk(rd, j->out, true, rest, THEN_JOB);
 }
 
-static void take_error(gmc_conn *c, gmc_todo *t)
+static int take_error(gmc_reader *rd, gmc_todo *t)
 {
-	gmc_reader *rd = &c->rd;
 	char text[GM_MSG_TEXT + 1];
 	uint32_t status;
 	gmc_part *p;
 
 	if (gm_proto_get_error(&rd->h, rd->buf + rd->off, &status, text)) {
 		consume(rd, GM_ERROR_SIZE);
-		broken(c, t, "an ERROR frame with a bad body");
-		return;
+		return broken(rd, "an ERROR frame with a bad body");
 	}
 	consume(rd, GM_ERROR_SIZE);
 	rd->state = R_HDR;
@@ -256,20 +249,19 @@ static void take_error(gmc_conn *c, gmc_todo *t)
 		/* The daemon is about to close the connection; when it says
 		 * so first, it read nothing: a refusal (PROTOCOL.md 2.1). */
 		if (rd->frames == 1)
-			c->refused = (int)status;
-		snprintf(c->why, sizeof(c->why),
-			 "the daemon closed the "
-			 "connection: %s: %s",
+			*rd->refused = (int)status;
+		snprintf(rd->why, rd->whylen,
+			 "the daemon closed the connection: %s: %s",
 			 gm_errname((int)status), text);
-		return;
+		return GM_OK;
 	}
-	if ((p = lookup(c, rd->h.id)) != NULL)
+	if ((p = lookup(rd, rd->h.id)) != NULL)
 		gmc_part_over(p, (int)status, text, t);
+	return GM_OK;
 }
 
-static void take_body(gmc_conn *c, gmc_todo *t)
+static void take_body(gmc_reader *rd, gmc_todo *t)
 {
-	gmc_reader *rd = &c->rd;
 	gmc_part *p = rd->part;
 	gmc_call *k = p->call;
 	size_t len = (size_t)rd->h.length;
@@ -327,17 +319,16 @@ static void bulk_from_buf(gmc_reader *rd)
 	consume(rd, (size_t)n);
 }
 
-static void bulk_done(gmc_conn *c, gmc_todo *t)
+static void bulk_done(gmc_reader *rd, gmc_todo *t)
 {
-	gmc_reader *rd = &c->rd;
 	int then = rd->then;
 
 	rd->state = R_HDR;
 	rd->dst = NULL;
 	if (then == THEN_JOB)
-		take_job(c, t);
+		take_job(rd, t);
 	else if (then == THEN_BODY)
-		take_body(c, t);
+		take_body(rd, t);
 }
 
 /* A caller's buffer is written only while its call lasts: once the part
@@ -351,49 +342,46 @@ static void check_dst(gmc_reader *rd)
 	}
 }
 
-void gmc_read_got(gmc_conn *c, size_t n, gmc_todo *t)
+int gmc_read_got(gmc_reader *rd, size_t n, gmc_todo *t)
 {
-	gmc_reader *rd = &c->rd;
 	size_t d = n < rd->into_dst ? n : rd->into_dst;
+	int rv = GM_OK;
 
 	rd->got += d;
 	rd->len += n - d;
 	rd->into_dst = 0;
-	while (c->state == GMC_CONN_UP) {
+	while (rv == GM_OK) {
 		if (!rd->started && rd->len >= 4) {
 			rd->started = true;
 			if (gm_proto_is_sp(rd->buf + rd->off, rd->len)) {
-				c->refused = GM_EVERSION;
-				gmc_conn_fail(c, GM_EVERSION,
-					      "the daemon speaks protocol v1 "
-					      "(nng REQ/REP); this library "
-					      "speaks v2",
-					      t);
-				return;
+				*rd->refused = GM_EVERSION;
+				snprintf(rd->fail, sizeof(rd->fail),
+					 "the daemon speaks protocol v1 (nng "
+					 "REQ/REP); this library speaks v2");
+				return GM_EVERSION;
 			}
 		}
 		check_dst(rd);
 		if (rd->state == R_HDR && rd->len >= GM_HDR_SIZE)
-			take_hdr(c, t);
+			rv = take_hdr(rd, t);
 		else if (rd->state == R_RECORD && rd->len >= GM_REPLY_JOB_SIZE)
-			take_record(c, t);
+			take_record(rd, t);
 		else if (rd->state == R_ERROR && rd->len >= GM_ERROR_SIZE)
-			take_error(c, t);
+			rv = take_error(rd, t);
 		else if (rd->state == R_BULK && rd->got < rd->need &&
 			 rd->len > 0)
 			bulk_from_buf(rd);
 		else if (rd->state == R_BULK && rd->got == rd->need)
-			bulk_done(c, t);
+			bulk_done(rd, t);
 		else
-			return;
+			break;
 	}
+	return rv;
 }
 
-void gmc_read_plan(gmc_conn *c)
+void gmc_read_plan(gmc_reader *rd, gm_io *io, gmc_call **pin)
 {
-	gmc_reader *rd = &c->rd;
-	gm_io *io = &c->rio;
-
+	*pin = NULL;
 	check_dst(rd);
 	if (rd->len == 0)
 		rd->off = 0;
@@ -405,8 +393,8 @@ void gmc_read_plan(gmc_conn *c)
 		io->iov[1] = (nng_iov){rd->buf, GMC_READ_BUF};
 		io->niov = 2;
 		if (rd->dst_caller) {
-			c->rpin = rd->part->call;
-			gmc_call_pin(c->rpin);
+			*pin = rd->part->call;
+			gmc_call_pin(*pin);
 		}
 		return;
 	}

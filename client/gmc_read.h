@@ -12,8 +12,13 @@
  * for a request that is over for its caller (a zombie part), for an id
  * not in flight or a duplicate is read into the buffer and dropped.
  * What cannot be a frame from a gemmd of protocol version 2 ends the
- * connection (gmc_conn_fail), and so does a daemon of version 1 (its
- * first bytes are the SP handshake): its requests fail GM_EVERSION.
+ * connection (gmc_read_got says so, and the connection fails), and so
+ * does a daemon of version 1 (its first bytes are the SP handshake): its
+ * requests fail GM_EVERSION.
+ *
+ * The reader is below its connection (README.md): it knows the
+ * connection only as the one its parts were written on, and is given
+ * where the connection keeps why it was closed.
  *
  * Under the client's lock, on the connection's receive callback.
  */
@@ -24,9 +29,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gmc_client.h"
 #include "gm_proto.h"
 #include "gm_stream.h"
+#include "gmc_call.h"
+#include "gmc_client.h"
+#include "gmc_error.h"
 
 /* The reader's buffer: headers, records and small results. */
 #define GMC_READ_BUF (64u << 10)
@@ -35,6 +42,12 @@
 #define GMC_READ_CTRL_MAX (16u << 20)
 
 typedef struct gmc_reader {
+	gemmd_client *cl;     /* whose parts the replies answer */
+	const gmc_conn *conn; /* the parts written there */
+	int *refused;	      /* the daemon refused the connection: its code */
+	char *why;	      /* why the daemon closed the connection */
+	size_t whylen;
+	char fail[GMC_ERRLEN]; /* why the connection is to end */
 	uint8_t *buf;
 	size_t off, len; /* unread bytes: buf[off, off + len) */
 	int state;
@@ -54,19 +67,23 @@ typedef struct gmc_reader {
 	char msg[2 * GM_MSG_TEXT];
 } gmc_reader;
 
-/* GM_OK or GM_ENOMEM. */
-int gmc_read_init(gmc_reader *rd);
+/* A reader of the replies to cl's parts written on conn, which keeps
+ * the daemon's refusal in *refused and its words in why. GM_OK or
+ * GM_ENOMEM. */
+int gmc_read_init(gmc_reader *rd, gemmd_client *cl, const gmc_conn *conn,
+		  int *refused, char *why, size_t whylen);
 void gmc_read_free(gmc_reader *rd);
 
 /* A new stream: nothing read, nothing held. */
 void gmc_read_reset(gmc_reader *rd);
 
-/* Sets up c's next receive in c->rio (pinning the call whose memory it
- * reads into, in c->rpin). */
-void gmc_read_plan(gmc_conn *c);
+/* Sets up the next receive in io, pinning the call whose memory it reads
+ * into (in *pin, NULL if none). */
+void gmc_read_plan(gmc_reader *rd, gm_io *io, gmc_call **pin);
 
 /* n bytes came by the receive gmc_read_plan set up: takes every frame
- * they complete. May end the connection. */
-void gmc_read_got(gmc_conn *c, size_t n, gmc_todo *t);
+ * they complete. GM_OK, or the code the connection is to fail with (why
+ * in rd->fail): a frame no daemon of version 2 writes. */
+int gmc_read_got(gmc_reader *rd, size_t n, gmc_todo *t);
 
 #endif

@@ -16,8 +16,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "gmc_client.h"
 #include "gm_proto_region.h"
+#include "gmc_error.h"
+#include "gmc_timer.h"
 
 /* Replies a connection may owe: records sent whose caller gave up before
  * their reply came. One more and the connection is closed instead. */
@@ -117,9 +118,9 @@ static int left_ms(due d)
 
 static int timed_out(gmc_shm *g, due d)
 {
-	return gmc_client_seterr(GM_ETIMEDOUT,
-				 "region socket %s: no answer within %d ms",
-				 g->path, d.ms);
+	return gmc_error_set(GM_ETIMEDOUT,
+			     "region socket %s: no answer within %d ms",
+			     g->path, d.ms);
 }
 
 /* Takes g->mu by d: another thread's exchange may hold it that long.
@@ -201,8 +202,8 @@ static int hang_up(gmc_shm *g, const char *what)
 	int e = errno;
 
 	drop_fd(g);
-	return gmc_client_seterr(GM_ETRANSPORT, "region socket %s: %s: %s",
-				 g->path, what, e ? strerror(e) : "closed");
+	return gmc_error_set(GM_ETRANSPORT, "region socket %s: %s: %s", g->path,
+			     what, e ? strerror(e) : "closed");
 }
 
 /* Sends one record by d: GM_OK, GM_ETIMEDOUT (nothing of it sent: a
@@ -260,8 +261,8 @@ static int recv_by(gmc_shm *g, gm_handoff_rep *rep, due d)
 	rv = gm_handoff_get_rep(in, (size_t)n, rep, detail, sizeof(detail));
 	if (rv != GM_OK) {
 		drop_fd(g);
-		return gmc_client_seterr(rv, "region socket %s: bad reply: %s",
-					 g->path, detail);
+		return gmc_error_set(rv, "region socket %s: bad reply: %s",
+				     g->path, detail);
 	}
 	return GM_OK;
 }
@@ -278,10 +279,10 @@ static void owe(gmc_shm *g, uint8_t op)
 static int off_op(gmc_shm *g, const gm_handoff_rep *rep, uint8_t want)
 {
 	drop_fd(g);
-	return gmc_client_seterr(GM_EFIELD,
-				 "region socket %s: a reply to op %u where "
-				 "%u was due",
-				 g->path, (unsigned)rep->op, (unsigned)want);
+	return gmc_error_set(GM_EFIELD,
+			     "region socket %s: a reply to op %u where "
+			     "%u was due",
+			     g->path, (unsigned)rep->op, (unsigned)want);
 }
 
 /* Reads the replies the connection owes, by d: a region the daemon made
@@ -325,9 +326,8 @@ static int dial(gmc_shm *g, due d)
 	if (g->fd >= 0)
 		return GM_OK;
 	if (g->path[0] == '\0')
-		return gmc_client_seterr(GM_EINVAL,
-					 "regions need an ipc:// URL or "
-					 "region_socket");
+		return gmc_error_set(GM_EINVAL, "regions need an ipc:// URL or "
+						"region_socket");
 	memcpy(sa.sun_path, g->path, strlen(g->path));
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0 || (rv = connect_by(fd, &sa, d)) != GM_OK) {
@@ -337,8 +337,8 @@ static int dial(gmc_shm *g, due d)
 			close(fd);
 		if (fd >= 0 && rv == GM_ETIMEDOUT)
 			return timed_out(g, d);
-		return gmc_client_seterr(GM_ETRANSPORT, "region socket %s: %s",
-					 g->path, strerror(e));
+		return gmc_error_set(GM_ETRANSPORT, "region socket %s: %s",
+				     g->path, strerror(e));
 	}
 	g->conn++;
 	__atomic_store_n(&g->fd, fd, __ATOMIC_RELEASE);
@@ -366,7 +366,7 @@ static int exchange(gmc_shm *g, const gm_handoff_req *req, int fd,
 	if (rep->op != req->op)
 		return off_op(g, rep, req->op);
 	if (rep->status != GM_OK)
-		return gmc_client_seterr((int)rep->status, "%s", rep->message);
+		return gmc_error_set((int)rep->status, "%s", rep->message);
 	return GM_OK;
 }
 
@@ -379,7 +379,7 @@ static int make_memfd(uint64_t bytes, int *fd, void **base)
 
 	*base = MAP_FAILED;
 	if (bytes > SIZE_MAX || bytes > (uint64_t)INT64_MAX)
-		return gmc_client_seterr(GM_EINVAL, "%" PRIu64 " bytes", bytes);
+		return gmc_error_set(GM_EINVAL, "%" PRIu64 " bytes", bytes);
 	*fd = memfd_create("gemmd-region", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (*fd < 0 || ftruncate(*fd, (off_t)bytes) != 0 ||
 	    fcntl(*fd, F_ADD_SEALS, seals) != 0 ||
@@ -389,9 +389,9 @@ static int make_memfd(uint64_t bytes, int *fd, void **base)
 
 		if (*fd >= 0)
 			close(*fd);
-		return gmc_client_seterr(GM_ENOMEM,
-					 "memfd of %" PRIu64 " bytes: %s",
-					 bytes, strerror(e));
+		return gmc_error_set(GM_ENOMEM,
+				     "memfd of %" PRIu64 " bytes: %s", bytes,
+				     strerror(e));
 	}
 	return GM_OK;
 }
@@ -413,9 +413,9 @@ int gmc_shm_create(gmc_shm *g, uint64_t bytes, int timeout_ms,
 	int rv, fd = -1;
 
 	if ((r = calloc(1, sizeof(*r))) == NULL)
-		return gmc_client_seterr(GM_ENOMEM, "out of memory");
+		return gmc_error_set(GM_ENOMEM, "out of memory");
 	if (pthread_mutex_init(&r->mu, NULL) != 0) {
-		rv = gmc_client_seterr(GM_ENOMEM, "out of memory");
+		rv = gmc_error_set(GM_ENOMEM, "out of memory");
 		goto fail_mutex;
 	}
 	if ((rv = make_memfd(bytes, &fd, &r->base)) != GM_OK)
@@ -470,9 +470,9 @@ int gmc_shm_release(gemmd_region *r, int timeout_ms)
 		if (rv == GM_OK)
 			rv = g->fd >= 0 && r->conn == g->conn
 				 ? exchange(g, &req, -1, &rep, d)
-				 : gmc_client_seterr(GM_ETRANSPORT,
-						     "the region socket "
-						     "closed");
+				 : gmc_error_set(GM_ETRANSPORT,
+						 "the region socket "
+						 "closed");
 		pthread_mutex_unlock(&g->mu);
 	}
 	unmap(r);

@@ -3,25 +3,43 @@
  * blocks of it and the chunks that hold them; see gmc_stage.h. The copies
  * are gmc_stage_copy.c's.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "gmc_stage.h"
+
+#include "gmc_conn.h"
+#include "gmc_daemon.h"
 #include "gmc_reply.h"
-#include "gmc_stage_impl.h"
+#include "gmc_shm.h"
+#include "gmc_stage_copy.h"
 
 #define THREADS_MAX 16
 
 static void make_run(gmc_task *task);
+static void in_done(gmc_chunk *ch, gmc_todo *t);
+static void settle(gmc_chunk *ch, uint32_t index, gmc_todo *t);
+static void chunk_drop(gmc_chunk *ch, gmc_todo *t);
+static void replied(gmc_part *p, uint32_t index, const gm_reply_job *r,
+		    gmc_todo *t);
+static void part_over(gmc_part *p, gmc_todo *t);
+static void call_end(gmc_call *k, gmc_todo *t);
+
+static const gmc_stage_copied copied = {in_done, settle, chunk_drop};
+static const gmc_staging staging = {replied, part_over, call_end};
 
 int gmc_stage_new(gmc_daemon *dm, uint64_t bytes, gmc_stage **out)
 {
 	gmc_stage *st = calloc(1, sizeof(*st));
 
 	if (st == NULL)
-		return gmc_client_seterr(GM_ENOMEM, "out of memory");
+		return gmc_error_set(GM_ENOMEM, "out of memory");
 	st->dm = dm;
+	st->copied = &copied;
+	dm->cl->staging = &staging;
 	st->bytes = bytes ? bytes : GEMMD_STAGING_BYTES_DEFAULT;
 	st->make.fn = make_run;
 	*out = st;
@@ -36,7 +54,8 @@ void gmc_stage_free(gmc_stage *st)
 	free(st);
 }
 
-gmc_workers *gmc_stage_workers(gemmd_client *cl)
+/* The client's workers, made on first use; NULL when none could be. */
+static gmc_workers *workers(gemmd_client *cl)
 {
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 
@@ -94,7 +113,7 @@ static void maybe_release(gmc_stage_region *sr)
 
 	if (!sr->stale || sr->users > 0)
 		return;
-	if ((w = gmc_stage_workers(sr->st->dm->cl)) == NULL)
+	if ((w = workers(sr->st->dm->cl)) == NULL)
 		return; /* it goes with the hand-off socket, at the end */
 	sr->release.fn = release_run;
 	gmc_workers_push(w, &sr->release, false);
@@ -134,7 +153,7 @@ static void make_run(gmc_task *task)
 
 static void start_make(gmc_stage *st, gmc_todo *t)
 {
-	gmc_workers *w = gmc_stage_workers(st->dm->cl);
+	gmc_workers *w = workers(st->dm->cl);
 
 	if (st->state == STAGE_MAKING)
 		return;
@@ -186,7 +205,7 @@ static void fall_back(gmc_stage *st, gmc_todo *t)
 		rv = gmc_daemon_plan(st->dm, k, sc->d, &sc->b, NULL, &pl);
 		pthread_mutex_lock(&cl->mu);
 		if (rv != GM_OK) {
-			gmc_call_end(k, rv, gmc_client_lasterr(), t);
+			gmc_call_end(k, rv, gmc_error_last(), t);
 		} else if (k->ended) {
 			gmc_plan_free(&pl);
 		} else {
@@ -232,7 +251,7 @@ void gmc_stage_submit(gmc_daemon *dm, gmc_call *k, const gm_job_desc *d,
 		fall_back(st, t);
 }
 
-void gmc_stage_call_end(gmc_call *k, gmc_todo *t)
+static void call_end(gmc_call *k, gmc_todo *t)
 {
 	gmc_stage_call *sc = k->stage;
 
@@ -366,29 +385,29 @@ static void issue(gmc_stage *st, gmc_todo *t)
 	}
 }
 
-void gmc_stage_in_done(gmc_chunk *ch, gmc_todo *t)
+static void in_done(gmc_chunk *ch, gmc_todo *t)
 {
 	gmc_part *p = ch->part;
 
 	if (p->call == NULL || p->state != GMC_PART_NEW)
 		return;
 	if (gmc_part_ready(p, t) == GM_OK)
-		gmc_conn_queue(gmc_daemon_slot(p->call->dm), p, t);
+		gmc_conn_queue(gmc_conn_pick(&p->call->dm->sl), p, t);
 }
 
-void gmc_stage_replied(gmc_part *p, uint32_t index, const gm_reply_job *r,
-		       gmc_todo *t)
+static void replied(gmc_part *p, uint32_t index, const gm_reply_job *r,
+		    gmc_todo *t)
 {
 	gmc_chunk *ch = p->chunk;
 
 	ch->rec[index] = *r;
 	if (r->status != GM_OK || p->call == NULL)
-		gmc_stage_settle(ch, index, t);
+		settle(ch, index, t);
 	else if (gmc_stage_copy_out(ch, index) != GM_OK)
 		gmc_call_end(p->call, GM_ENOMEM, "out of memory", t);
 }
 
-void gmc_stage_settle(gmc_chunk *ch, uint32_t index, gmc_todo *t)
+static void settle(gmc_chunk *ch, uint32_t index, gmc_todo *t)
 {
 	gmc_part *p = ch->part;
 	gmc_call *k = p->call;
@@ -400,7 +419,7 @@ void gmc_stage_settle(gmc_chunk *ch, uint32_t index, gmc_todo *t)
 	gmc_part_answered(p, index, t);
 }
 
-void gmc_stage_part_over(gmc_part *p, gmc_todo *t)
+static void part_over(gmc_part *p, gmc_todo *t)
 {
 	gmc_chunk *ch = p->chunk;
 	gmc_stage *st = ch->sc->st;
@@ -415,10 +434,10 @@ void gmc_stage_part_over(gmc_part *p, gmc_todo *t)
 			st->state = STAGE_NONE;
 		}
 	}
-	gmc_stage_chunk_drop(ch, t);
+	chunk_drop(ch, t);
 }
 
-void gmc_stage_chunk_drop(gmc_chunk *ch, gmc_todo *t)
+static void chunk_drop(gmc_chunk *ch, gmc_todo *t)
 {
 	gmc_stage_region *sr = ch->sr;
 	gmc_stage_call *sc = ch->sc;

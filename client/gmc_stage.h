@@ -39,14 +39,13 @@
 #include "gmc_workers.h"
 
 #define GMC_STAGE_MIN_BYTES (1u << 20) /* smaller calls take the socket */
-#define GMC_STAGE_PIECE	    (2u << 20) /* one copy task */
-#define GMC_STAGE_ALIGN	    256	       /* each operand in the region */
 #define GMC_STAGE_RETRY_S   10
 
 typedef struct gmc_stage gmc_stage;
 
-/* A stage for dm with a region of bytes (0: the default). Not under the
- * lock. GM_ENOMEM. */
+/* A stage for dm with a region of bytes (0: the default); from then on
+ * the layers below tell it of the calls it takes through the client's
+ * gmc_staging (gmc_call.h). Not under the lock. GM_ENOMEM. */
 int gmc_stage_new(gmc_daemon *dm, uint64_t bytes, gmc_stage **out);
 
 /* Frees st once the client's workers are done (NULL is fine). Not
@@ -63,19 +62,5 @@ bool gmc_stage_wants(const gmc_daemon *dm, const gmc_call *k,
 /* Starts the started call k through dm's stage (d and b are copied). */
 void gmc_stage_submit(gmc_daemon *dm, gmc_call *k, const gm_job_desc *d,
 		      const gm_batch *b, gmc_todo *t);
-
-/* Job index of staged part p is answered by r (status 0: its result is
- * in the region, copied out before the job is answered). */
-void gmc_stage_replied(gmc_part *p, uint32_t index, const gm_reply_job *r,
-		       gmc_todo *t);
-
-/* Staged part p is over (answered, refused, lost or dropped). */
-void gmc_stage_part_over(gmc_part *p, gmc_todo *t);
-
-/* Staged call k ended. */
-void gmc_stage_call_end(gmc_call *k, gmc_todo *t);
-
-/* The client's workers, made on first use; NULL when none could be. */
-gmc_workers *gmc_stage_workers(gemmd_client *cl);
 
 #endif

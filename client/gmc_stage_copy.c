@@ -1,7 +1,7 @@
 /*
  * gmc_stage_copy.c - the copies of staged operands into the region and
  * of results out of it, in pieces run by the client's workers; see
- * gmc_stage.h.
+ * gmc_stage_copy.h.
  *
  * A piece is a range of bytes of a chunk's copy stream: for the copy in,
  * the chunk's jobs' A, B and C one after the other; for the copy out,
@@ -9,10 +9,13 @@
  * call is alive, pinned so that the caller is not told before the copy
  * ends, and never after: a call that ended has its pieces skipped.
  */
+#include "gmc_stage_copy.h"
+
 #include <stdlib.h>
 #include <string.h>
 
-#include "gmc_stage_impl.h"
+#include "gemmd.h"
+#include "gmc_conn.h"
 
 #define IN UINT32_MAX /* a piece's job when it copies in */
 
@@ -82,6 +85,7 @@ static void piece_run(gmc_task *task)
 {
 	piece *pc = (piece *)task;
 	gmc_chunk *ch = pc->ch;
+	const gmc_stage_copied *cb = ch->sr->st->copied;
 	gemmd_client *cl = ch->part->cl;
 	gmc_todo t = GMC_TODO_INIT(cl);
 	gmc_call *k;
@@ -98,10 +102,10 @@ static void piece_run(gmc_task *task)
 	if (k != NULL)
 		gmc_call_unpin(k, &t);
 	if (pc->job == IN && --ch->ins == 0)
-		gmc_stage_in_done(ch, &t);
+		cb->in_done(ch, &t);
 	else if (pc->job != IN && --ch->outs[pc->job] == 0)
-		gmc_stage_settle(ch, pc->job, &t);
-	gmc_stage_chunk_drop(ch, &t);
+		cb->settle(ch, pc->job, &t);
+	cb->drop(ch, &t);
 	pthread_mutex_unlock(&cl->mu);
 	free(pc);
 	gmc_todo_run(&t);
@@ -111,7 +115,7 @@ static void piece_run(gmc_task *task)
  * GM_ENOMEM. */
 static int queue(gmc_chunk *ch, uint32_t job, uint64_t bytes, bool urgent)
 {
-	gmc_workers *w = gmc_stage_workers(ch->part->cl);
+	gmc_workers *w = ch->part->cl->workers;
 	unsigned n =
 	    (unsigned)((bytes + GMC_STAGE_PIECE - 1) / GMC_STAGE_PIECE);
 	piece **all = w && n ? calloc(n, sizeof(*all)) : NULL;

@@ -1,14 +1,34 @@
 /*
- * gmc_stage_impl.h - private to the staging of plain pointers: what its
- * two files share (gmc_stage.c: regions, calls and chunks; gmc_stage_copy.c:
- * the copies in and out).
+ * gmc_stage_copy.h - private to the staging of plain pointers
+ * (gmc_stage.h): what a stage is made of (its region, the calls it took,
+ * their chunks), and the copies of a chunk's operands into its block and
+ * of its results out, on the client's worker threads. The copies are
+ * below the stage: when the last of a chunk's copies in or of a job's
+ * copies out is done, they tell it through the gmc_stage_copied it gave.
  */
-#ifndef GMC_STAGE_IMPL_H
-#define GMC_STAGE_IMPL_H
+#ifndef GMC_STAGE_COPY_H
+#define GMC_STAGE_COPY_H
 
-#include "gmc_daemon.h"
-#include "gmc_shm.h"
-#include "gmc_stage.h"
+#include "gm_proto.h"
+#include "gmc_call.h"
+#include "gmc_client.h"
+#include "gmc_workers.h"
+
+#define GMC_STAGE_PIECE (2u << 20) /* one copy task */
+#define GMC_STAGE_ALIGN 256	   /* each operand in the region */
+
+typedef struct gmc_stage gmc_stage;
+typedef struct gmc_chunk gmc_chunk;
+
+/* What the copies tell their stage, under the client's lock. */
+typedef struct gmc_stage_copied {
+	/* The last copy in of ch is done: it goes out. */
+	void (*in_done)(gmc_chunk *ch, gmc_todo *t);
+	/* The last copy out of job index of ch is done: it is answered. */
+	void (*settle)(gmc_chunk *ch, uint32_t index, gmc_todo *t);
+	/* A copy's hold on ch is let go (after the two above). */
+	void (*drop)(gmc_chunk *ch, gmc_todo *t);
+} gmc_stage_copied;
 
 /* A staging region and the chunks that hold blocks of it. */
 typedef struct gmc_stage_region {
@@ -23,6 +43,7 @@ enum { STAGE_NONE, STAGE_MAKING, STAGE_READY, STAGE_OFF };
 
 struct gmc_stage {
 	gmc_daemon *dm;
+	const gmc_stage_copied *copied;
 	uint64_t bytes;
 	int state;
 	uint64_t off_until; /* STAGE_OFF: gmc_timer_now() */
@@ -44,7 +65,7 @@ typedef struct gmc_stage_call {
 } gmc_stage_call;
 
 /* Jobs [part->first, + part->njobs) of a call in one block. */
-typedef struct gmc_chunk {
+struct gmc_chunk {
 	gmc_stage_call *sc;
 	gmc_stage_region *sr;
 	gmc_part *part; /* held */
@@ -55,24 +76,16 @@ typedef struct gmc_chunk {
 	unsigned ins;	   /* copies in left */
 	unsigned refs;	   /* its life, and copies queued */
 	bool tainted;	   /* its block may be written by a lost request */
-} gmc_chunk;
+};
 
 /* Offsets in a job's slot of A, B, C and OUT, and the slot's bytes. */
 uint64_t gmc_stage_layout(const gm_job_desc *d, uint64_t off[GM_OPND_COUNT]);
 
-/* Queues the copies of ch's operands into its block. */
+/* Queues the copies of ch's operands into its block on the client's
+ * workers (made before the region was). GM_OK or GM_ENOMEM. */
 int gmc_stage_copy_in(gmc_chunk *ch);
 
 /* Queues the copies of job index's result out of ch's block. */
 int gmc_stage_copy_out(gmc_chunk *ch, uint32_t index);
-
-/* A copy in of ch is done: the chunk goes out after the last. */
-void gmc_stage_in_done(gmc_chunk *ch, gmc_todo *t);
-
-/* Job index of ch is answered with its reply (its result copied). */
-void gmc_stage_settle(gmc_chunk *ch, uint32_t index, gmc_todo *t);
-
-/* Lets go of ch; the last hold frees its block and ch. */
-void gmc_stage_chunk_drop(gmc_chunk *ch, gmc_todo *t);
 
 #endif
