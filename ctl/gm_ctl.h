@@ -5,7 +5,7 @@
  * gm_ctl_conn, CONN_OPTS, CONN_HELP), the report of a finished job, and
  * the subcommands themselves, one file each or a few by concern
  * (gm_ctl_submit.c, gm_ctl_info.c, gm_ctl_jobs.c, gm_ctl_rand.c,
- * gm_ctl_bench.c). All of it runs on gemmctl's main thread (bench's
+ * gm_ctl_benchcmd.c). All of it runs on gemmctl's main thread (bench's
  * completion callbacks only hand requests back to it); what prints,
  * prints to stdout, and errors go to stderr.
  */
@@ -200,6 +200,6 @@ int gm_ctl_jobs(int argc, char **argv);
 int gm_ctl_drain(int argc, char **argv);
 int gm_ctl_resume(int argc, char **argv);
 int gm_ctl_rand(int argc, char **argv);	 /* gm_ctl_rand.c */
-int gm_ctl_bench(int argc, char **argv); /* gm_ctl_bench.c */
+int gm_ctl_bench(int argc, char **argv); /* gm_ctl_benchcmd.c */
 
 #endif

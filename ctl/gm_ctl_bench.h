@@ -1,14 +1,13 @@
 /*
  * gm_ctl_bench.h - private to gemmctl bench: what it was asked to run
- * (gm_ctl_bench.c parses it), the run (gm_ctl_benchrun.c) and what it
- * measured (gm_ctl_benchrep.c reports it, as text or JSON). All of it lives on
- * gemmctl's main thread; the completion callbacks of the requests only
- * hand finished requests over to it.
+ * (gm_ctl_benchcmd.c parses it) and what it measured, the types that the
+ * run (gm_ctl_benchrun.h) and the report (gm_ctl_benchrep.h) share. All
+ * of it lives on gemmctl's main thread; the completion callbacks of the
+ * requests only hand finished requests over to it.
  */
 #ifndef GM_CTL_BENCH_H
 #define GM_CTL_BENCH_H
 
-#include <cjson/cJSON.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -26,8 +25,6 @@ enum {
 	BENCH_TOTAL,
 	BENCH_PHASES
 };
-
-extern const char *const gm_ctl_bench_phase[BENCH_PHASES];
 
 struct gm_ctl_bench_shape {
 	uint32_t m, n, k;
@@ -67,30 +64,5 @@ struct gm_ctl_bench_result {
 	uint32_t checked, checked_ok;	/* --verify */
 	double worst_rel, worst_tol;	/* the check of the largest rel/tol */
 };
-
-/* Makes the operands, runs the load o asks for on cl and checks the
- * results kept (gm_ctl_benchrun.c); what it measured goes into r, zeroed
- * by the caller. 0, or the exit status after saying why it could not
- * start (no memory, no region). Blocks for the run. */
-int gm_ctl_bench_drive(const struct gm_ctl_bench_opts *o, gemmd_client *cl,
-		       struct gm_ctl_bench_result *r);
-
-/* The exit status the result calls for: 3 when a connection failure
- * stopped it or kept the stats after it, 5 when a check failed, 1 when
- * any job failed or a refusal stopped the run, else 0. */
-int gm_ctl_bench_status(const struct gm_ctl_bench_result *r);
-
-/* Prints the report on gm_ctl_out: text, or one JSON document with
- * --json. before and after are the daemon's stats documents (the
- * objects inside {"ok":true,"stats":...}) from around the run; its
- * counters' differences are the daemon's view of the run. after is
- * NULL when there was none (r->stats_rv says why). */
-void gm_ctl_bench_report(const struct gm_ctl_bench_opts *o,
-			 const struct gm_ctl_bench_result *r,
-			 const cJSON *before, const cJSON *after);
-
-/* The live line on a terminal: "\r" and the run so far. */
-void gm_ctl_bench_progress(const struct gm_ctl_bench_result *r,
-			   double elapsed_s);
 
 #endif

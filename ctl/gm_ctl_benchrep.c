@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "gm_ctl_bench.h"
+#include "gm_ctl_benchrep.h"
 #include "gm_proto.h"
 #include "gm_statview.h"
 

@@ -19,7 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gm_ctl_bench.h"
+#include "gm_ctl_benchrep.h"
+#include "gm_ctl_benchrun.h"
 #include "gm_npy.h"
 #include "gm_proto.h"
 #include "gm_verify.h"

@@ -1,5 +1,5 @@
 /*
- * gm_ctl_bench.c - gemmctl bench, a load generator against a running
+ * gm_ctl_benchcmd.c - gemmctl bench, a load generator against a running
  * gemmd: its options, and the command itself: the daemon's stats
  * before, the run (gm_ctl_benchrun.c), the stats after, and the report
  * of both (gm_ctl_benchrep.c).
@@ -10,6 +10,8 @@
 #include <string.h>
 
 #include "gm_ctl_bench.h"
+#include "gm_ctl_benchrep.h"
+#include "gm_ctl_benchrun.h"
 #include "gm_proto.h"
 
 #define DEFAULT_DURATION_S  5.0
