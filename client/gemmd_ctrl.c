@@ -3,7 +3,7 @@
  * and a parsed reply on top of gemmd_ctrl: ping, stats, a detached job's
  * status and its cancel, drain and resume, and the job state names.
  * gemmd_ctrl itself, and gemmd_wait (a control request that a GEMM reply
- * answers), are in gemmd.c with the other calls that make a request.
+ * answers), are in gemmd_call.c with the other calls that make a request.
  */
 #include "gemmd.h"
 
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gm_client.h"
+#include "gmc_error.h"
 #include "gm_jobstate.h"
 #include "gm_proto.h"
 
@@ -54,8 +54,7 @@ static int ctrl_doc(gemmd_client *c, const char *request, cJSON **doc,
 		return rv;
 	*doc = cJSON_Parse(reply);
 	free(reply);
-	return *doc != NULL ? GM_OK
-			    : gm_client_seterr(GM_ENOMEM, "out of memory");
+	return *doc != NULL ? GM_OK : gmc_error_set(GM_ENOMEM, "out of memory");
 }
 
 static double num(const cJSON *o, const char *key)
@@ -108,7 +107,7 @@ int gemmd_job_status(gemmd_client *c, uint64_t id, gemmd_job_info *info,
 	int rv;
 
 	if (info == NULL)
-		return gm_client_seterr(GM_EINVAL, "no place for the status");
+		return gmc_error_set(GM_EINVAL, "no place for the status");
 	snprintf(req, sizeof(req), "{\"op\":\"status\",\"job\":%" PRIu64 "}",
 		 id);
 	if ((rv = ctrl_doc(c, req, &doc, timeout_ms)) != GM_OK)
@@ -116,8 +115,8 @@ int gemmd_job_status(gemmd_client *c, uint64_t id, gemmd_job_info *info,
 	read_info(doc, info);
 	cJSON_Delete(doc);
 	if (info->state < 0)
-		return gm_client_seterr(GM_EJSON,
-					"status reply has an unknown state");
+		return gmc_error_set(GM_EJSON,
+				     "status reply has an unknown state");
 	return GM_OK;
 }
 
@@ -134,8 +133,8 @@ int gemmd_cancel(gemmd_client *c, uint64_t id, int *state, int timeout_ms)
 	st = gm_jobstate_parse(str(doc, "state"));
 	cJSON_Delete(doc);
 	if (st < 0)
-		return gm_client_seterr(GM_EJSON,
-					"cancel reply has an unknown state");
+		return gmc_error_set(GM_EJSON,
+				     "cancel reply has an unknown state");
 	if (state != NULL)
 		*state = st;
 	return GM_OK;

@@ -1,51 +1,18 @@
 /*
- * gemmd_region.c - the public calls on shared-memory regions: making
- * and releasing one (gm_shm.c does the work), and the first-fit
- * allocator over a region.
+ * gemmd_region.c - the public calls on a region once it is made (its
+ * memory, size and id) and the first-fit allocator over it. Making and
+ * releasing one is the client's (gemmd_client.c, gmc_shm.c).
  */
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "gm_client.h"
-#include "gm_daemon.h"
-#include "gm_shm.h"
+#include "gemmd.h"
+#include "gmc_error.h"
+#include "gmc_shm.h"
 
 #define ALIGN_DEFAULT 256
-
-int gemmd_region_create_timeout(gemmd_client *c, uint64_t bytes,
-				gemmd_region **out, int timeout_ms)
-{
-	int rv;
-
-	if (out != NULL)
-		*out = NULL;
-	if (c == NULL || out == NULL || bytes == 0)
-		return gm_client_seterr(GM_EINVAL, "no client, no place for "
-						   "the region, or 0 bytes");
-	if (timeout_ms <= 0 && timeout_ms != GEMMD_FOREVER)
-		return gm_client_seterr(GM_EINVAL, "timeout %d ms, must be > 0",
-					timeout_ms);
-	/* Regions are made with the daemon gemmd_open dialed. */
-	if ((rv = gm_shm_create(c->daemons[0]->shm, bytes, timeout_ms, out)) ==
-	    GM_OK)
-		gm_client_clearerr();
-	return rv;
-}
-
-int gemmd_region_create(gemmd_client *c, uint64_t bytes, gemmd_region **out)
-{
-	return gemmd_region_create_timeout(c, bytes, out,
-					   gm_shm_create_ms(bytes));
-}
-
-int gemmd_region_release(gemmd_region *r)
-{
-	if (r == NULL)
-		return gm_client_seterr(GM_EINVAL, "no region");
-	return gm_shm_release(r, GM_SHM_RELEASE_MS);
-}
 
 void *gemmd_region_ptr(const gemmd_region *r)
 {
@@ -84,7 +51,7 @@ static int insert(gemmd_region *r, size_t i, uint64_t off, uint64_t len)
 {
 	if (r->nused == r->cap) {
 		size_t cap = r->cap ? 2 * r->cap : 16;
-		gm_shm_block *b = realloc(r->used, cap * sizeof(*b));
+		gmc_shm_block *b = realloc(r->used, cap * sizeof(*b));
 
 		if (b == NULL)
 			return GM_ENOMEM;
@@ -93,7 +60,7 @@ static int insert(gemmd_region *r, size_t i, uint64_t off, uint64_t len)
 	}
 	memmove(&r->used[i + 1], &r->used[i],
 		(r->nused - i) * sizeof(*r->used));
-	r->used[i] = (gm_shm_block){off, len};
+	r->used[i] = (gmc_shm_block){off, len};
 	r->nused++;
 	return GM_OK;
 }
@@ -109,7 +76,7 @@ int gemmd_region_alloc(gemmd_region *r, uint64_t bytes, uint64_t align,
 		align = ALIGN_DEFAULT;
 	if (r == NULL || offset == NULL || bytes == 0 ||
 	    (align & (align - 1)) != 0)
-		return gm_client_seterr(GM_EINVAL, "bad region allocation");
+		return gmc_error_set(GM_EINVAL, "bad region allocation");
 	pthread_mutex_lock(&r->mu);
 	for (i = 0; i <= r->nused; i++) {
 		uint64_t end = i < r->nused ? r->used[i].off : r->size;
@@ -123,10 +90,10 @@ int gemmd_region_alloc(gemmd_region *r, uint64_t bytes, uint64_t align,
 	}
 	pthread_mutex_unlock(&r->mu);
 	if (rv != GM_OK)
-		return gm_client_seterr(rv,
-					"no %" PRIu64 " free bytes in the "
-					"region",
-					bytes);
+		return gmc_error_set(rv,
+				     "no %" PRIu64 " free bytes in the "
+				     "region",
+				     bytes);
 	*offset = off;
 	return GM_OK;
 }

@@ -27,7 +27,7 @@ say "starting gemmd --engine auto --listen $url"
 "$b/daemon/gemmd" --engine auto --listen "$url" 2>"$work/gemmd.log" &
 pid=$!
 i=0
-until "$b/client/gemmctl" ping --url "$url" --timeout 500 >/dev/null 2>&1; do
+until "$b/ctl/gemmctl" ping --url "$url" --timeout 500 >/dev/null 2>&1; do
 	if ! kill -0 "$pid" 2>/dev/null; then
 		rc=0
 		wait "$pid" || rc=$?
@@ -46,9 +46,9 @@ until "$b/client/gemmctl" ping --url "$url" --timeout 500 >/dev/null 2>&1; do
 done
 grep -o 'engine [a-z]*: .*' "$work/gemmd.log" || true
 
-ctl() { "$b/client/gemmctl" "$@" --url "$url"; }
-"$b/client/gemmctl" rand 512x384 -o "$work/A.npy"
-"$b/client/gemmctl" rand 384x256 -o "$work/B.npy"
+ctl() { "$b/ctl/gemmctl" "$@" --url "$url"; }
+"$b/ctl/gemmctl" rand 512x384 -o "$work/A.npy"
+"$b/ctl/gemmctl" rand 384x256 -o "$work/B.npy"
 echo "\$ gemmctl submit A.npy B.npy -o C.npy --verify"
 ctl submit "$work/A.npy" "$work/B.npy" -o "$work/C.npy" --verify
 echo "\$ gemmctl stats"
