@@ -2,7 +2,10 @@
  * gm_conn_impl.h - private to gm_conn.c (a connection's life and its
  * writes), gm_conn_read.c (the frames it reads) and gm_conn_set.c (the
  * set of connections, its caps and deadlines): the connection record
- * and what the three files call of each other.
+ * and what the three files call of each other, in one direction only:
+ * the set calls the reader, both call gm_conn.c, which calls neither.
+ * What gm_conn.c has to tell the reader (bytes written, a request
+ * answered, the stream closed) it tells by waking it (gm_conn_wake).
  *
  * Ownership of the fields, since I/O completes on nng's threads: those
  * marked "rd" belong to the receive in flight while rd_busy, those
@@ -76,6 +79,8 @@ struct gm_conn {
 	gm_conn *next, *prev; /* the set */
 	gm_conn *flush_next;  /* on the flush list */
 	bool on_flush;
+	gm_conn *wake_next; /* on the wake list, holding a reference */
+	bool on_wake;
 
 	/* Read side. */
 	int rs;	       /* enum gm_conn_rstate */
@@ -136,9 +141,6 @@ void gm_conn_read_done(gm_event *ev, gm_loop *l);
  * applies. */
 bool gm_conn_read_mid_frame(const gm_conn *c);
 
-/* Frees what the read side holds (c is being freed). */
-void gm_conn_read_free(gm_conn *c);
-
 /* The payload rate deadline (payload_min_rate after payload_grace_ms):
  * a payload that comes too slowly by now is refused ETIMEDOUT and c
  * closed once that is written, or after GM_CONN_LINGER_MS. Returns
@@ -168,16 +170,17 @@ void gm_conn_send(gm_conn *c);
 /* Frees c if it is closed, idle and let go. */
 void gm_conn_maybe_free(gm_conn *c);
 
+/* Puts c on the wake list: its reading is taken up again (or, closed,
+ * what it still reads is let go) by gm_conns_flush, once the turn of
+ * the loop that woke it is over, never from inside the caller. */
+void gm_conn_wake(gm_conn *c);
+
+/* Starts the deadline timer (opened by gm_conns_open) if it is not
+ * running. */
+void gm_conn_arm_deadlines(gm_conn *c);
+
 /* Whether c may read more frames now: not over conn_max_inflight nor
  * conn_max_unsent_bytes. */
 bool gm_conn_may_read(const gm_conn *c);
-
-/* ---- gm_conn_set.c ---- */
-
-/* Starts the deadline timer if it is not running. */
-void gm_conn_arm_deadlines(gm_conn *c);
-
-/* c, admitted, is closing: it no longer counts in the caps' table. */
-void gm_conns_count_out(gm_conn *c);
 
 #endif

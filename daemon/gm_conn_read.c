@@ -85,12 +85,6 @@ bool gm_conn_read_mid_frame(const gm_conn *c)
 	}
 }
 
-void gm_conn_read_free(gm_conn *c)
-{
-	free(c->big);
-	c->big = NULL;
-}
-
 /* The first need bytes of the frame's body in one piece, or NULL after
  * starting the read that brings them. */
 static const uint8_t *body_bytes(gm_conn *c, uint64_t need)

@@ -50,6 +50,7 @@ typedef struct gm_conns {
 	gm_peers *peers;	/* open connections by peer */
 	gm_conn *head;		/* all of them, refused ones lingering too */
 	gm_conn *flush;		/* those with frames queued since a flush */
+	gm_conn *wake;		/* those whose reading may go on */
 	uint32_t next_id;	/* for the scheduler's turns; never 0 */
 	uv_timer_t timer;	/* deadlines; runs while one is pending */
 	int timer_on;		/* started */
