@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gm_ctrl.h"
 #include "gm_reply.h"
 #include "gm_request.h"
 
@@ -139,16 +138,6 @@ static int check_state(gm_loop *l, const gm_hdr *h, const gm_batch *b,
 	return gm_sched_reserve(l->sched, b->priority, h->count);
 }
 
-/* The slab is rq's: its jobs placed, its payload read. */
-static void start_payload(gm_request *rq)
-{
-	const uint8_t *head, *desc;
-
-	gm_conn_frame(rq->conn, &head, &desc);
-	gm_request_place(rq, head, desc);
-	gm_conn_read_payload(rq->conn, rq, rq->wait.slab);
-}
-
 void gm_admit_granted(gm_poolq_wait *w, void *arg)
 {
 	gm_request *rq =
@@ -156,11 +145,13 @@ void gm_admit_granted(gm_poolq_wait *w, void *arg)
 
 	(void)arg;
 	rq->waiting = false;
-	start_payload(rq);
+	/* Its connection's reader places it and reads its payload. */
+	gm_conn_wake(rq->conn);
 }
 
-static int on_gemm(gm_loop *l, gm_conn *c, const gm_hdr *h, const gm_batch *b,
-		   const uint8_t *head, const uint8_t *desc, uint64_t payload)
+gm_request *gm_admit_gemm(gm_loop *l, gm_conn *c, const gm_hdr *h,
+			  const gm_batch *b, const uint8_t *head,
+			  const uint8_t *desc, uint64_t payload)
 {
 	char text[GM_MSG_TEXT + 1];
 	int detach = (b->flags & GM_BATCH_DETACH) != 0;
@@ -181,7 +172,7 @@ static int on_gemm(gm_loop *l, gm_conn *c, const gm_hdr *h, const gm_batch *b,
 			      sizeof(text))) != GM_OK) {
 		l->stats.jobs_rejected += h->count;
 		gm_conn_error(c, h->id, rv, text);
-		return rv;
+		return NULL;
 	}
 	if ((!detach && gm_conn_reserve(c, h->count) != GM_OK) ||
 	    (pageable &&
@@ -195,24 +186,20 @@ static int on_gemm(gm_loop *l, gm_conn *c, const gm_hdr *h, const gm_batch *b,
 		gm_sched_unreserve(l->sched, b->priority, h->count);
 		l->stats.jobs_rejected += h->count;
 		gm_conn_error(c, h->id, GM_ENOMEM, "no memory for the request");
-		return GM_ENOMEM;
+		return NULL;
 	}
 	l->stats.requests++;
 	gm_conn_begin(c);
 	/* Its own holder: the record may outlive its connection. */
 	rq->wait.who = gm_share_hold(who);
 	if (pageable) {
-		/* Its own memory, never waited for: read it now. */
+		/* Its own memory, never waited for. */
 		rq->pageable = true;
 		rq->wait.slab = mem;
-		start_payload(rq);
-	} else if ((rv = gm_poolq_get(l->poolq, &rq->wait)) == GM_OK) {
-		start_payload(rq);
-	} else {
+	} else if (gm_poolq_get(l->poolq, &rq->wait) != GM_OK) {
 		rq->waiting = true; /* never GM_ETOOBIG: step 24 */
-		gm_conn_read_wait(c, rq);
 	}
-	return GM_OK;
+	return rq;
 }
 
 /* The ids of a detached request's jobs, as its CTRL_REPLY says them. */
@@ -236,9 +223,10 @@ static void answer_ids(gm_request *rq)
 	free(ans);
 }
 
-static void on_payload(gm_loop *l, gm_conn *c, void *owner)
+void gm_admit_payload(gm_request *rq)
 {
-	gm_request *rq = owner;
+	gm_loop *l = rq->l;
+	gm_conn *c = rq->conn;
 	int detach = (rq->b.flags & GM_BATCH_DETACH) != 0;
 	int rv = gm_request_submit(rq);
 
@@ -259,23 +247,12 @@ static void on_payload(gm_loop *l, gm_conn *c, void *owner)
 	gm_request_release(rq);
 }
 
-static void on_abandon(gm_loop *l, gm_conn *c, void *owner)
+void gm_admit_abandon(gm_request *rq)
 {
-	gm_request *rq = owner;
-
-	(void)c;
 	if (rq->waiting)
-		gm_poolq_cancel(l->poolq, &rq->wait);
+		gm_poolq_cancel(rq->l->poolq, &rq->wait);
 	gm_request_abandon(rq);
 }
-
-const gm_conn_ops gm_admit_ops = {
-    .gemm = on_gemm,
-    .payload = on_payload,
-    .abandon = on_abandon,
-    .ctrl = gm_ctrl_handle,
-    .frames_done = gm_request_frames_done,
-};
 
 int gm_admit_open(gm_loop *l)
 {

@@ -29,18 +29,11 @@ uint64_t gm_conn_now_us(void)
 	return (uint64_t)gm_clock_now_us();
 }
 
-static void frames_done(void *owner, uint32_t n, void *arg)
-{
-	gm_conn *c = arg;
-
-	c->l->conns.ops->frames_done(owner, n);
-}
-
 static void rd_cb(gm_io *io, int rv, size_t n);
 static void wr_cb(gm_io *io, int rv, size_t n);
 static void wr_done(gm_event *ev, gm_loop *l);
 
-gm_conn *gm_conn_new(gm_loop *l, gm_stream *s)
+gm_conn *gm_conn_new(gm_loop *l, gm_stream *s, gm_outq_done_fn frames_done)
 {
 	gm_conns *cs = &l->conns;
 	gm_conn *c = calloc(1, sizeof(*c));
@@ -185,8 +178,7 @@ void gm_conn_push_frame(gm_conn *c, const uint8_t *p, uint64_t len, void *owner,
 			uint64_t seq)
 {
 	if (c->closing) {
-		gm_outq_unreserve(&c->q, 1);
-		c->l->conns.ops->frames_done(owner, 1);
+		gm_outq_forgo(&c->q, owner);
 		return;
 	}
 	gm_outq_push(&c->q, p, len, owner, seq);
@@ -285,7 +277,6 @@ static void count_out(gm_conn *c)
 void gm_conn_close(gm_conn *c, int reason)
 {
 	gm_conns *cs = &c->l->conns;
-	void *owner;
 
 	if (c->closing)
 		return;
@@ -306,15 +297,10 @@ void gm_conn_close(gm_conn *c, int reason)
 		c->admitted = false;
 	}
 	gm_outq_drop(&c->q);
-	/* Read only now: the slabs the drop gave back may have let a request
-	 * of c waiting for room in, and gone with it (gm_conn_read_payload).
-	 * A payload being read into its slab is abandoned when that read
-	 * ends: until then the slab is the stream's. */
-	owner = c->owner;
-	if (owner != NULL && !(c->rs == RS_PAYLOAD && c->rd_busy)) {
-		c->owner = NULL;
-		cs->ops->abandon(c->l, c, owner);
-	}
+	/* The request it holds, waiting for room or its payload, is the
+	 * reader's to let go (gm_conn_read.c). */
+	if (c->owner != NULL)
+		gm_conn_wake(c);
 	gm_stream_close(c->s);
 	gm_conn_release(c);
 }

@@ -94,11 +94,11 @@ struct gm_conn {
 	uint64_t head_len; /* RS_BODY after the head: its bytes */
 	uint8_t *big;	   /* a body part over GM_CONN_RBUF, else NULL */
 	uint64_t big_have;
-	uint64_t left;	      /* RS_PAYLOAD, RS_DISCARD: bytes still to come */
-	uint8_t *dst;	      /* RS_PAYLOAD: where they go */
-	void *owner;	      /* RS_WAIT, RS_PAYLOAD: the request */
-	uint64_t payload;     /* the bytes of the payload accepted last */
-	uint64_t linger_left; /* RS_LINGER: bytes still discarded */
+	uint64_t left; /* RS_PAYLOAD, RS_DISCARD: bytes still to come */
+	uint8_t *dst;  /* RS_PAYLOAD: where they go */
+	struct gm_request *owner; /* RS_WAIT, RS_PAYLOAD: the request */
+	uint64_t payload;	  /* the bytes of the payload accepted last */
+	uint64_t linger_left;	  /* RS_LINGER: bytes still discarded */
 	double linger_until;
 	int v1_phase;	   /* RS_V1: hello, framing, request */
 	uint64_t v1_len;   /* RS_V1: the request's body length */
@@ -153,8 +153,9 @@ bool gm_conn_read_check_rate(gm_conn *c, double now);
 uint64_t gm_conn_now_us(void);
 
 /* A record for stream s (not yet admitted), in the set; NULL when out
- * of memory. */
-gm_conn *gm_conn_new(gm_loop *l, gm_stream *s);
+ * of memory. Its queue tells frames_done (arg c) of the frames of a
+ * request that are gone. */
+gm_conn *gm_conn_new(gm_loop *l, gm_stream *s, gm_outq_done_fn frames_done);
 
 /* Sends one ERROR (id 0, code, text) to c, refused as it came, and
  * closes it as soon as that is written; nothing of c is read. */
@@ -169,11 +170,6 @@ void gm_conn_send(gm_conn *c);
 
 /* Frees c if it is closed, idle and let go. */
 void gm_conn_maybe_free(gm_conn *c);
-
-/* Puts c on the wake list: its reading is taken up again (or, closed,
- * what it still reads is let go) by gm_conns_flush, once the turn of
- * the loop that woke it is over, never from inside the caller. */
-void gm_conn_wake(gm_conn *c);
 
 /* Starts the deadline timer (opened by gm_conns_open) if it is not
  * running. */

@@ -14,6 +14,7 @@
 #include "gm_conn.h"
 #include "gm_conn_impl.h"
 #include "gm_log.h"
+#include "gm_request.h"
 
 /* A refused client may retry at once: log one refusal a second. */
 #define REFUSAL_LOG_US 1e6
@@ -96,7 +97,7 @@ static void flush_cb(uv_prepare_t *p)
 	gm_conns_flush(p->data);
 }
 
-int gm_conns_open(gm_loop *l, const gm_conn_ops *ops, char *msg, size_t msglen)
+int gm_conns_open(gm_loop *l, char *msg, size_t msglen)
 {
 	gm_conns *cs = &l->conns;
 	const gm_config *cfg = l->cfg;
@@ -104,7 +105,6 @@ int gm_conns_open(gm_loop *l, const gm_conn_ops *ops, char *msg, size_t msglen)
 	int rv;
 
 	memset(cs, 0, sizeof(*cs));
-	cs->ops = ops;
 	if (cfg->stall_ms < least)
 		least = cfg->stall_ms;
 	if (cfg->send_ms < least)
@@ -331,7 +331,7 @@ void gm_conns_accept(gm_loop *l, gm_stream *s,
 	}
 	if (l->spin_us > 0 && rv == GM_OK)
 		gm_stream_set_poller(s, l->poller);
-	if ((c = gm_conn_new(l, s)) == NULL) {
+	if ((c = gm_conn_new(l, s, gm_request_frames_done)) == NULL) {
 		GM_LOG(GM_LOG_ERROR, "out of memory for a new connection");
 		gm_stream_free(s);
 		settled(l, arg);

@@ -516,7 +516,7 @@ static int open_listeners(gm_loop *l)
 	int rv;
 
 	raise_fd_limit(cfg);
-	if ((rv = gm_conns_open(l, &gm_admit_ops, msg, sizeof(msg))) != 0 ||
+	if ((rv = gm_conns_open(l, msg, sizeof(msg))) != 0 ||
 	    (rv = gm_listen_open(l, &l->listen, msg, sizeof(msg))) != 0)
 		goto fail_listen;
 	if ((rv = gm_region_srv_open(&l->uv, cfg, l->regions, &l->region_srv,

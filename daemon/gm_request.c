@@ -395,10 +395,11 @@ static void part_done(gm_request *rq)
 	maybe_free(rq);
 }
 
-void gm_request_frames_done(void *owner, uint32_t n)
+void gm_request_frames_done(void *owner, uint32_t n, void *arg)
 {
 	gm_request *rq = owner;
 
+	(void)arg;
 	rq->frames -= n;
 	maybe_free(rq);
 }

@@ -121,7 +121,8 @@ void gm_request_abandon(gm_request *rq);
 void gm_request_job_done(gm_sched_job *j, void *arg);
 void gm_request_sched_done(gm_sched_request *sr, void *arg);
 
-/* The connection's callback: n of the request's frames are gone. */
-void gm_request_frames_done(void *owner, uint32_t n);
+/* The connection queue's callback (gm_outq.h): n of the request's
+ * (owner's) frames are gone. */
+void gm_request_frames_done(void *owner, uint32_t n, void *arg);
 
 #endif
