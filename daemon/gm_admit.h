@@ -20,28 +20,16 @@
 
 /* A GEMM frame on c passed PROTOCOL.md 8 steps 1-18: h, its batch b,
  * its head and descriptors (valid during the call), payload bytes to
- * come. Returns the request's record, accepted, holding c: its slab is
- * rq->wait.slab already, or c is woken once the pool grants it; c then
- * places its jobs (gm_request_place), reads its payload into the slab
- * and calls gm_admit_payload, or, closed meanwhile, gm_admit_abandon.
+ * come. Returns the request's record, accepted, holding c: in PAYLOAD
+ * with its slab (rq->wait.slab), or in WAIT_POOL, c woken once the pool
+ * grants the slab (gm_request.h); c then places its jobs
+ * (gm_request_place), reads its payload into the slab and advances it
+ * (PAYLOAD_IN), or, closed meanwhile, lets it go (CLOSED).
  * NULL when it is refused: answered with an ERROR, counted, and its
  * payload to be discarded. */
 gm_request *gm_admit_gemm(gm_loop *l, gm_conn *c, const gm_hdr *h,
 			  const gm_batch *b, const uint8_t *head,
 			  const uint8_t *desc, uint64_t payload);
-
-/* rq's payload is in its slab: its jobs are queued (a detached
- * request's ids answered), or, when its detached results no longer fit,
- * it is refused whole. */
-void gm_admit_payload(gm_request *rq);
-
-/* rq's connection closed before its payload was in: nothing of it runs.
- * No read into its slab is in flight any more. */
-void gm_admit_abandon(gm_request *rq);
-
-/* gm_poolq's grant callback (arg the gm_loop): a request's slab; its
- * connection is woken to read the payload into it. */
-void gm_admit_granted(gm_poolq_wait *w, void *arg);
 
 /* Makes l->poolq, in front of l->pool under the keys pool_bypass_max,
  * pool_bypass_ms and principal_share_percent, and l->shares, the

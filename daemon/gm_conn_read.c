@@ -299,7 +299,7 @@ static bool step_wait(gm_conn *c)
 	gm_request *rq = c->owner;
 	const uint8_t *head = c->big != NULL ? c->big : c->rbuf + c->roff;
 
-	if (rq->wait.slab == NULL)
+	if (rq->state != GM_REQUEST_PAYLOAD)
 		return false;
 	gm_request_place(rq, head, head + c->head_len);
 	consume(c, c->need);
@@ -380,7 +380,7 @@ static void payload_in(gm_conn *c)
 
 	c->owner = NULL;
 	c->rs = RS_HDR;
-	gm_admit_payload(rq);
+	gm_request_advance(rq, GM_REQUEST_PAYLOAD_IN, 0);
 }
 
 static bool step_payload(gm_conn *c)
@@ -514,7 +514,7 @@ static void let_go(gm_conn *c)
 	if (rq == NULL || (c->rs == RS_PAYLOAD && c->rd_busy))
 		return;
 	c->owner = NULL;
-	gm_admit_abandon(rq);
+	gm_request_advance(rq, GM_REQUEST_CLOSED, 0);
 }
 
 /* Called from the loop's events and the set only, never from inside a
@@ -547,7 +547,7 @@ void gm_conn_read_done(gm_event *ev, gm_loop *l)
 
 		if (rq != NULL) {
 			c->owner = NULL;
-			gm_admit_abandon(rq);
+			gm_request_advance(rq, GM_REQUEST_CLOSED, 0);
 		}
 		gm_conn_close(c, -1);
 		gm_conn_release(c);

@@ -436,8 +436,8 @@ static int open_core(gm_loop *l)
 	open_pageable(l);
 	engine_budget(l, &budget);
 	if ((rv = gm_sched_create(l->eng, l->cfg->queue_depth, &budget,
-				  &l->stats, gm_request_job_done,
-				  gm_request_sched_done, l, &l->sched)) != 0) {
+				  &l->stats, gm_request_job_done, NULL, l,
+				  &l->sched)) != 0) {
 		GM_LOG(GM_LOG_ERROR, "scheduler: %s", gm_strerror(rv));
 		goto fail_sched;
 	}
