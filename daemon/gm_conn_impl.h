@@ -71,7 +71,6 @@ struct gm_conn {
 	bool admitted;	  /* counted in the caps (not a refused one) */
 	bool closing;	  /* stream closed or closing: nothing more read */
 	bool close_after; /* close once the queue is written: a fail */
-	bool processing;  /* inside read_process: no recursion */
 	double born_us;
 	/* Refused, until freed: what gm_conns_accept was given. */
 	void (*settled)(gm_loop *l, void *arg);
@@ -131,7 +130,9 @@ struct gm_conn {
 /* ---- gm_conn_read.c ---- */
 
 /* Reads and handles frames until it must wait (bytes, the pool, the
- * inflight or unsent caps) or c closes. */
+ * inflight or unsent caps) or c closes; closed, lets go of the request
+ * it was reading. Called by the set (a connection admitted, or woken)
+ * and at the end of a receive, never from inside a step. */
 void gm_conn_read_process(gm_conn *c);
 
 /* The loop's end of a receive: its bytes handled, then read_process. */
