@@ -1,15 +1,14 @@
 /*
- * gm_admit.h - the request layer under the connections, on the loop
- * thread: a control request goes to gm_ctrl; a GEMM request whose
- * frame passed the wire checks is checked against the daemon's state
- * (PROTOCOL.md 8 steps 19-24: regions, draining or stopping, queue room,
- * room for detached results, the staging pool's size or room beyond it
- * in pageable memory) and refused whole, or accepted: recorded
- * (gm_request.h), given its slab now or when the pool has room
- * (gm_poolq.h), or at once in pageable memory when it is larger than
- * the pool (gm_pageable.h), its payload read into it, its jobs queued.
- * A detached request is answered with its jobs' ids once its payload is
- * in.
+ * gm_admit.h - admitting GEMM requests, on the loop thread: a request
+ * whose frame passed the wire checks is checked against the daemon's
+ * state (PROTOCOL.md 8 steps 19-24: regions, draining or stopping, queue
+ * room, room for detached results, the staging pool's size or room
+ * beyond it in pageable memory) and refused whole, or accepted: its
+ * queue room and frame room reserved, recorded (gm_request.h), and given
+ * its slab now or when the pool has room (gm_poolq.h), or at once in
+ * pageable memory when it is larger than the pool (gm_pageable.h). From
+ * there its state machine (gm_request.h) takes it. Control requests are
+ * gm_ctrl's.
  */
 #ifndef GM_ADMIT_H
 #define GM_ADMIT_H
