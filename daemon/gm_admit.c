@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gm_ctrl.h"
 #include "gm_reply.h"
 #include "gm_request.h"
 
@@ -37,28 +36,6 @@ static void no_room(const gm_loop *l, int rv, const gm_batch *b, uint32_t njobs,
 			 "queue full: %" PRIu64 " jobs + %" PRIu32
 			 " over queue_depth=%" PRIu64 ", try again later",
 			 held, njobs, limit);
-}
-
-/* Writes into text why gm_detach_room (rv) has no room for a detached
- * request; a full table names the limit and its key. */
-static void no_detach_room(const gm_loop *l, int rv, char *text, size_t len)
-{
-	char held[GM_SIZE_TEXT], limit[GM_SIZE_TEXT];
-	gm_stats_detach n;
-
-	if (rv == GM_EIO) {
-		snprintf(text, len, "no random job id could be drawn");
-		return;
-	}
-	if (rv != GM_EBUSY) {
-		snprintf(text, len, "no memory for the request");
-		return;
-	}
-	gm_detach_counts(l->detach, &n);
-	snprintf(text, len,
-		 "no room for detached results: %s kept, "
-		 "detach_max_bytes=%s; wait for or cancel some",
-		 gm_size_text(n.bytes, held), gm_size_text(n.limit, limit));
 }
 
 /* What the detached jobs of a request would keep: their reply frames. */
@@ -130,7 +107,7 @@ static int check_state(gm_loop *l, const gm_hdr *h, const gm_batch *b,
 	if (detach &&
 	    (rv = gm_detach_room(l->detach, h->count,
 				 detached_cost(h, head, desc))) != GM_OK) {
-		no_detach_room(l, rv, text, len);
+		gm_request_no_detach_room(l, rv, text, len);
 		return rv;
 	}
 	if ((rv = gm_pageable_admit(&l->stats.pageable, gm_pool_size(l->pool),
@@ -139,28 +116,9 @@ static int check_state(gm_loop *l, const gm_hdr *h, const gm_batch *b,
 	return gm_sched_reserve(l->sched, b->priority, h->count);
 }
 
-/* The slab is rq's: its jobs placed, its payload read. */
-static void start_payload(gm_request *rq)
-{
-	const uint8_t *head, *desc;
-
-	gm_conn_frame(rq->conn, &head, &desc);
-	gm_request_place(rq, head, desc);
-	gm_conn_read_payload(rq->conn, rq, rq->wait.slab);
-}
-
-void gm_admit_granted(gm_poolq_wait *w, void *arg)
-{
-	gm_request *rq =
-	    (gm_request *)(void *)((char *)w - offsetof(gm_request, wait));
-
-	(void)arg;
-	rq->waiting = false;
-	start_payload(rq);
-}
-
-static int on_gemm(gm_loop *l, gm_conn *c, const gm_hdr *h, const gm_batch *b,
-		   const uint8_t *head, const uint8_t *desc, uint64_t payload)
+gm_request *gm_admit_gemm(gm_loop *l, gm_conn *c, const gm_hdr *h,
+			  const gm_batch *b, const uint8_t *head,
+			  const uint8_t *desc, uint64_t payload)
 {
 	char text[GM_MSG_TEXT + 1];
 	int detach = (b->flags & GM_BATCH_DETACH) != 0;
@@ -181,7 +139,7 @@ static int on_gemm(gm_loop *l, gm_conn *c, const gm_hdr *h, const gm_batch *b,
 			      sizeof(text))) != GM_OK) {
 		l->stats.jobs_rejected += h->count;
 		gm_conn_error(c, h->id, rv, text);
-		return rv;
+		return NULL;
 	}
 	if ((!detach && gm_conn_reserve(c, h->count) != GM_OK) ||
 	    (pageable &&
@@ -195,87 +153,23 @@ static int on_gemm(gm_loop *l, gm_conn *c, const gm_hdr *h, const gm_batch *b,
 		gm_sched_unreserve(l->sched, b->priority, h->count);
 		l->stats.jobs_rejected += h->count;
 		gm_conn_error(c, h->id, GM_ENOMEM, "no memory for the request");
-		return GM_ENOMEM;
+		return NULL;
 	}
 	l->stats.requests++;
-	gm_conn_begin(c);
 	/* Its own holder: the record may outlive its connection. */
 	rq->wait.who = gm_share_hold(who);
 	if (pageable) {
-		/* Its own memory, never waited for: read it now. */
+		/* Its own memory, never waited for. */
 		rq->pageable = true;
 		rq->wait.slab = mem;
-		start_payload(rq);
-	} else if ((rv = gm_poolq_get(l->poolq, &rq->wait)) == GM_OK) {
-		start_payload(rq);
-	} else {
-		rq->waiting = true; /* never GM_ETOOBIG: step 24 */
-		gm_conn_read_wait(c, rq);
+		gm_request_advance(rq, GM_REQUEST_SLAB, 0);
+	} else if (gm_poolq_get(l->poolq, &rq->wait) == GM_OK) {
+		gm_request_advance(rq, GM_REQUEST_SLAB, 0);
+	} else { /* never GM_ETOOBIG: step 24 */
+		gm_request_advance(rq, GM_REQUEST_NO_ROOM, 0);
 	}
-	return GM_OK;
+	return rq;
 }
-
-/* The ids of a detached request's jobs, as its CTRL_REPLY says them. */
-static void answer_ids(gm_request *rq)
-{
-	char *ans = malloc(32 + 21 * (size_t)rq->h.count);
-	size_t off;
-
-	if (ans == NULL) {
-		gm_conn_error(rq->conn, rq->h.id, GM_ENOMEM,
-			      "no memory for the reply: the jobs run, ids "
-			      "lost");
-		return;
-	}
-	off = (size_t)sprintf(ans, "{\"ok\":true,\"jobs\":[");
-	for (uint32_t i = 0; i < rq->h.count; i++)
-		off += (size_t)sprintf(ans + off, "%s%" PRIu64, i ? "," : "",
-				       rq->detach_ids[i]);
-	strcpy(ans + off, "]}");
-	gm_reply_json(rq->conn, rq->h.id, ans);
-	free(ans);
-}
-
-static void on_payload(gm_loop *l, gm_conn *c, void *owner)
-{
-	gm_request *rq = owner;
-	int detach = (rq->b.flags & GM_BATCH_DETACH) != 0;
-	int rv = gm_request_submit(rq);
-
-	if (rv != GM_OK) {
-		char text[GM_MSG_TEXT + 1];
-
-		no_detach_room(l, rv, text, sizeof(text));
-		gm_conn_error(c, rq->h.id, rv, text);
-		gm_request_drop(rq);
-		return;
-	}
-	/* Its jobs may all be back already (the engine cannot run their
-	 * dtype, say): the record is still ours until released. */
-	if (detach) {
-		answer_ids(rq);
-		gm_conn_end(c);
-	}
-	gm_request_release(rq);
-}
-
-static void on_abandon(gm_loop *l, gm_conn *c, void *owner)
-{
-	gm_request *rq = owner;
-
-	(void)c;
-	if (rq->waiting)
-		gm_poolq_cancel(l->poolq, &rq->wait);
-	gm_request_abandon(rq);
-}
-
-const gm_conn_ops gm_admit_ops = {
-    .gemm = on_gemm,
-    .payload = on_payload,
-    .abandon = on_abandon,
-    .ctrl = gm_ctrl_handle,
-    .frames_done = gm_request_frames_done,
-};
 
 int gm_admit_open(gm_loop *l)
 {
@@ -290,7 +184,7 @@ int gm_admit_open(gm_loop *l)
 
 	if ((rv = gm_shares_create(&l->shares)) != GM_OK)
 		return rv;
-	return gm_poolq_create(l->pool, l->shares, &lim, gm_admit_granted, l,
+	return gm_poolq_create(l->pool, l->shares, &lim, gm_request_granted, l,
 			       &l->poolq);
 }
 

@@ -1,7 +1,8 @@
 /*
- * gm_conn.c - a connection's life and its writes; see gm_conn.h. Reading
- * frames is gm_conn_read.c's, the set of connections with its caps and
- * deadlines gm_conn_set.c's.
+ * gm_conn.c - a connection's life and its writes, and the counts of
+ * the set that the stats read; see gm_conn.h. Reading frames is
+ * gm_conn_read.c's, the set of connections with its caps and deadlines
+ * gm_conn_set.c's; this file calls neither (gm_conn_impl.h).
  *
  * A connection is freed once it is closed, no operation of its stream
  * is in flight (their ends come to the loop as events) and nobody holds
@@ -28,18 +29,11 @@ uint64_t gm_conn_now_us(void)
 	return (uint64_t)gm_clock_now_us();
 }
 
-static void frames_done(void *owner, uint32_t n, void *arg)
-{
-	gm_conn *c = arg;
-
-	c->l->conns.ops->frames_done(owner, n);
-}
-
 static void rd_cb(gm_io *io, int rv, size_t n);
 static void wr_cb(gm_io *io, int rv, size_t n);
 static void wr_done(gm_event *ev, gm_loop *l);
 
-gm_conn *gm_conn_new(gm_loop *l, gm_stream *s)
+gm_conn *gm_conn_new(gm_loop *l, gm_stream *s, gm_outq_done_fn frames_done)
 {
 	gm_conns *cs = &l->conns;
 	gm_conn *c = calloc(1, sizeof(*c));
@@ -64,7 +58,6 @@ gm_conn *gm_conn_new(gm_loop *l, gm_stream *s)
 	gm_outq_init(&c->q, frames_done, c);
 	c->rio = (gm_io){.done = rd_cb, .arg = c};
 	c->wio = (gm_io){.done = wr_cb, .arg = c};
-	c->rd_ev.fn = gm_conn_read_done;
 	c->wr_ev.fn = wr_done;
 	c->next = cs->head;
 	if (cs->head != NULL)
@@ -133,7 +126,7 @@ void gm_conn_begin(gm_conn *c)
 void gm_conn_end(gm_conn *c)
 {
 	c->inflight--;
-	gm_conn_read_process(c);
+	gm_conn_wake(c);
 }
 
 int gm_conn_reserve(gm_conn *c, uint32_t n)
@@ -144,6 +137,29 @@ int gm_conn_reserve(gm_conn *c, uint32_t n)
 void gm_conn_unreserve(gm_conn *c, uint32_t n)
 {
 	gm_outq_unreserve(&c->q, n);
+}
+
+void gm_conn_wake(gm_conn *c)
+{
+	gm_conns *cs = &c->l->conns;
+
+	if (c->on_wake)
+		return;
+	c->on_wake = true;
+	c->refs++;
+	c->wake_next = cs->wake;
+	cs->wake = c;
+}
+
+void gm_conn_arm_deadlines(gm_conn *c)
+{
+	gm_conns *cs = &c->l->conns;
+
+	if (cs->timer_on)
+		return;
+	cs->timer_on = 1;
+	/* As gm_conns_open started it: its callback is the set's. */
+	uv_timer_again(&cs->timer);
 }
 
 /* Puts c on the list of connections to send from. */
@@ -162,8 +178,7 @@ void gm_conn_push_frame(gm_conn *c, const uint8_t *p, uint64_t len, void *owner,
 			uint64_t seq)
 {
 	if (c->closing) {
-		gm_outq_unreserve(&c->q, 1);
-		c->l->conns.ops->frames_done(owner, 1);
+		gm_outq_forgo(&c->q, owner);
 		return;
 	}
 	gm_outq_push(&c->q, p, len, owner, seq);
@@ -223,7 +238,7 @@ static void fail_linger(gm_conn *c, uint64_t id, int code, const char *text,
 			  (linger_bytes != 0 ? GM_CONN_LINGER_MS * 1e3 : 0);
 	c->linger_left = linger_bytes;
 	gm_conn_arm_deadlines(c);
-	gm_conn_read_process(c);
+	gm_conn_wake(c);
 }
 
 void gm_conn_fail(gm_conn *c, uint64_t id, int code, const char *text,
@@ -248,10 +263,20 @@ void gm_conn_refuse(gm_conn *c, int code, const char *text)
 	fail_linger(c, 0, code, text, 0);
 }
 
+/* c, admitted, is closing: it no longer counts in the caps' table. */
+static void count_out(gm_conn *c)
+{
+	gm_conns *cs = &c->l->conns;
+
+	if (c->peer_key[0] != '\0')
+		gm_peers_del(cs->peers, c->peer_key);
+	if (c->peer.kind == GM_URL_TCP)
+		gm_peers_del(cs->peers, GM_PEERS_ANONYMOUS);
+}
+
 void gm_conn_close(gm_conn *c, int reason)
 {
 	gm_conns *cs = &c->l->conns;
-	void *owner;
 
 	if (c->closing)
 		return;
@@ -268,19 +293,14 @@ void gm_conn_close(gm_conn *c, int reason)
 	}
 	if (c->admitted) {
 		cs->n.open--;
-		gm_conns_count_out(c);
+		count_out(c);
 		c->admitted = false;
 	}
 	gm_outq_drop(&c->q);
-	/* Read only now: the slabs the drop gave back may have let a request
-	 * of c waiting for room in, and gone with it (gm_conn_read_payload).
-	 * A payload being read into its slab is abandoned when that read
-	 * ends: until then the slab is the stream's. */
-	owner = c->owner;
-	if (owner != NULL && !(c->rs == RS_PAYLOAD && c->rd_busy)) {
-		c->owner = NULL;
-		cs->ops->abandon(c->l, c, owner);
-	}
+	/* The request it holds, waiting for room or its payload, is the
+	 * reader's to let go (gm_conn_read.c). */
+	if (c->owner != NULL)
+		gm_conn_wake(c);
 	gm_stream_close(c->s);
 	gm_conn_release(c);
 }
@@ -306,6 +326,7 @@ void gm_conn_maybe_free(gm_conn *c)
 		return;
 	if (c->on_flush)
 		unflush(c);
+	free(c->big);
 	if (c->prev != NULL)
 		c->prev->next = c->next;
 	else
@@ -314,7 +335,6 @@ void gm_conn_maybe_free(gm_conn *c)
 		c->next->prev = c->prev;
 	gm_stream_free(c->s);
 	gm_outq_fini(&c->q);
-	gm_conn_read_free(c);
 	gm_principal_release(c->principal);
 	gm_shares_release(c->l->shares, c->share);
 	munmap(c->rbuf, GM_CONN_RBUF);
@@ -394,7 +414,7 @@ static void wr_done(gm_event *ev, gm_loop *l)
 		     gm_clock_now_us() >= c->linger_until))
 			gm_conn_close(c, -1);
 		else /* fewer bytes unsent: reading may go on */
-			gm_conn_read_process(c);
+			gm_conn_wake(c);
 	}
 	gm_conn_release(c);
 }
@@ -428,4 +448,59 @@ static void rd_cb(gm_io *io, int rv, size_t n)
 	}
 	c->rd_rv = rv;
 	gm_loop_post(c->l, &c->rd_ev);
+}
+
+/* ---- the set's counts ---- */
+
+/* Whether c has begun a frame it has not answered: part of a header, a
+ * head or descriptors still coming, a payload waiting for the pool or
+ * coming, a v1 client's request. Closed now, its client would lose a
+ * request it had written whole, the daemon having read only its start.
+ * A refused frame's rest (RS_DISCARD) and a linger follow an ERROR
+ * already queued: nothing there waits for an answer. */
+static bool frame_begun(const gm_conn *c)
+{
+	switch (c->rs) {
+	case RS_HDR:
+		return c->roff < c->rlen;
+	case RS_BODY:
+	case RS_WAIT:
+	case RS_PAYLOAD:
+	case RS_V1:
+		return true;
+	default:
+		return false;
+	}
+}
+
+int gm_conns_quiet(const gm_loop *l)
+{
+	for (const gm_conn *c = l->conns.head; c != NULL; c = c->next)
+		if (!c->closing && (frame_begun(c) || !gm_outq_empty(&c->q)))
+			return 0;
+	return 1;
+}
+
+void gm_conns_counts(const gm_loop *l, gm_stats_conns *out)
+{
+	*out = l->conns.n;
+	out->accepted += atomic_load(&l->conns.gone);
+	out->paused = 0;
+	out->unsent_bytes = 0;
+	for (const gm_conn *c = l->conns.head; c != NULL; c = c->next) {
+		if (c->closing)
+			continue;
+		out->unsent_bytes += c->q.bytes;
+		out->paused += c->rs == RS_WAIT ||
+			       (c->rs == RS_HDR && !gm_conn_may_read(c));
+	}
+}
+
+uint64_t gm_conns_inflight(const gm_loop *l)
+{
+	uint64_t n = 0;
+
+	for (const gm_conn *c = l->conns.head; c != NULL; c = c->next)
+		n += c->inflight;
+	return n;
 }

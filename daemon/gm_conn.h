@@ -4,10 +4,10 @@
  * A connection reads frames from its byte stream (net/gm_stream.h) in
  * the order PROTOCOL.md 8 checks them, reading no more of a frame than
  * the checks so far allow: the 32-byte header, then a GEMM's head and
- * descriptors, which it hands to the request layer (gm_conn_ops) to be
- * admitted; an admitted request's payload is then read straight into
- * the slab the request layer gives it, and a CTRL's body into memory
- * bounded by max_ctrl_bytes. A refused frame's body is read and
+ * descriptors, which it hands to gm_admit to be admitted; an admitted
+ * request's payload is then read straight into the slab the request
+ * gets (gm_request.h), and a CTRL's body into memory bounded by
+ * max_ctrl_bytes, handed to gm_ctrl. A refused frame's body is read and
  * discarded. Small frames come in with one greedy read into a 64 KiB
  * buffer, from which a request's first payload bytes are copied.
  *
@@ -41,34 +41,9 @@
 #include "gm_proto.h"
 #include "gm_stream.h"
 
-/* What a connection hands to the request layer (gm_admit.c), on the
- * loop thread. owner is the request layer's record of a GEMM request. */
-struct gm_conn_ops {
-	/* A GEMM frame passed PROTOCOL.md 8 steps 1-18: h, its batch b,
-	 * its head and descriptors (valid until gm_conn_read_payload),
-	 * payload bytes to come. Returns 0 when it is accepted: the request
-	 * layer then calls gm_conn_read_payload, now or once the pool has
-	 * room, and holds a reference on c (gm_conn_hold) for as long as it
-	 * refers to it; else it answered (an ERROR) and the payload is
-	 * discarded. */
-	int (*gemm)(gm_loop *l, gm_conn *c, const gm_hdr *h, const gm_batch *b,
-		    const uint8_t *head, const uint8_t *desc, uint64_t payload);
-	/* owner's payload is in its slab. */
-	void (*payload)(gm_loop *l, gm_conn *c, void *owner);
-	/* c closed before owner's payload was in: nothing of it runs. No
-	 * read into its slab is in flight any more. */
-	void (*abandon)(gm_loop *l, gm_conn *c, void *owner);
-	/* A CTRL frame h with its JSON body (valid during the call). */
-	void (*ctrl)(gm_loop *l, gm_conn *c, const gm_hdr *h,
-		     const uint8_t *body);
-	/* n of owner's frames (gm_conn_push_frame) were written, or dropped
-	 * with the connection. */
-	void (*frames_done)(void *owner, uint32_t n);
-};
-
-/* The set of connections: its timer and peer table. ops must outlive
- * it. GM_OK or GM_ENOMEM / GM_EINTERNAL (msg says which). */
-int gm_conns_open(gm_loop *l, const gm_conn_ops *ops, char *msg, size_t msglen);
+/* The set of connections: its timer and peer table. GM_OK or
+ * GM_ENOMEM / GM_EINTERNAL (msg says which). */
+int gm_conns_open(gm_loop *l, char *msg, size_t msglen);
 
 /* Closes every connection (their requests keep running), then the
  * set's timer; the rest goes once the loop has run. */
@@ -136,9 +111,17 @@ void gm_conn_hold(gm_conn *c);
 void gm_conn_release(gm_conn *c);
 
 /* A request of c is in the daemon (read, or a parked wait) / was
- * answered: past conn_max_inflight of them c is not read. */
+ * answered: past conn_max_inflight of them c is not read; once fewer,
+ * its reading goes on when the loop's turn is over. */
 void gm_conn_begin(gm_conn *c);
 void gm_conn_end(gm_conn *c);
+
+/* Wakes c: its reading is taken up again (or, closed, the request it
+ * was reading is let go) by gm_conns_flush, once the turn of the loop
+ * that woke it is over, never from inside the caller. After anything
+ * that may let c read on: a request of it answered, its slab granted,
+ * bytes written. */
+void gm_conn_wake(gm_conn *c);
 
 /* Room for n frames of a request just accepted (so that queueing them
  * never allocates) / room not used. GM_ENOMEM. */
@@ -147,7 +130,8 @@ void gm_conn_unreserve(gm_conn *c, uint32_t n);
 
 /* Queues a frame of owner, len bytes at p in its slab, using reserved
  * room: sent at the next gm_conns_flush. On a closing connection it is
- * dropped at once (frames_done). seq orders owners, older first. */
+ * dropped at once (gm_request_frames_done). seq orders owners, older
+ * first. */
 void gm_conn_push_frame(gm_conn *c, const uint8_t *p, uint64_t len, void *owner,
 			uint64_t seq);
 
@@ -155,21 +139,6 @@ void gm_conn_push_frame(gm_conn *c, const uint8_t *p, uint64_t len, void *owner,
  * gm_conns_flush. Dropped (freed) on a closing connection or when out of
  * memory: GM_ECANCELED, GM_ENOMEM. */
 int gm_conn_push_heap(gm_conn *c, uint8_t *p, uint64_t len);
-
-/* The head and descriptors of the GEMM request c handed over last
- * (accepted by ops->gemm, its payload not yet read). */
-void gm_conn_frame(const gm_conn *c, const uint8_t **head,
-		   const uint8_t **desc);
-
-/* The request c handed over last (accepted by ops->gemm), owner, waits
- * for pool room: should c close meanwhile, ops->abandon is told. */
-void gm_conn_read_wait(gm_conn *c, void *owner);
-
-/* Reads the payload of the request c handed over last (accepted by
- * ops->gemm) into dst: its first bytes from what c already read, the
- * rest straight from the socket; ops->payload or ops->abandon follows
- * (abandon at once when c closed while the request waited). */
-void gm_conn_read_payload(gm_conn *c, void *owner, uint8_t *dst);
 
 /* Answers request id with an ERROR (code, text): the request is refused
  * whole, counted as such. Dropped when c is closing or out of memory

@@ -2,7 +2,10 @@
  * gm_conn_impl.h - private to gm_conn.c (a connection's life and its
  * writes), gm_conn_read.c (the frames it reads) and gm_conn_set.c (the
  * set of connections, its caps and deadlines): the connection record
- * and what the three files call of each other.
+ * and what the three files call of each other, in one direction only:
+ * the set calls the reader, both call gm_conn.c, which calls neither.
+ * What gm_conn.c has to tell the reader (bytes written, a request
+ * answered, the stream closed) it tells by waking it (gm_conn_wake).
  *
  * Ownership of the fields, since I/O completes on nng's threads: those
  * marked "rd" belong to the receive in flight while rd_busy, those
@@ -68,7 +71,6 @@ struct gm_conn {
 	bool admitted;	  /* counted in the caps (not a refused one) */
 	bool closing;	  /* stream closed or closing: nothing more read */
 	bool close_after; /* close once the queue is written: a fail */
-	bool processing;  /* inside read_process: no recursion */
 	double born_us;
 	/* Refused, until freed: what gm_conns_accept was given. */
 	void (*settled)(gm_loop *l, void *arg);
@@ -76,6 +78,8 @@ struct gm_conn {
 	gm_conn *next, *prev; /* the set */
 	gm_conn *flush_next;  /* on the flush list */
 	bool on_flush;
+	gm_conn *wake_next; /* on the wake list, holding a reference */
+	bool on_wake;
 
 	/* Read side. */
 	int rs;	       /* enum gm_conn_rstate */
@@ -89,11 +93,11 @@ struct gm_conn {
 	uint64_t head_len; /* RS_BODY after the head: its bytes */
 	uint8_t *big;	   /* a body part over GM_CONN_RBUF, else NULL */
 	uint64_t big_have;
-	uint64_t left;	      /* RS_PAYLOAD, RS_DISCARD: bytes still to come */
-	uint8_t *dst;	      /* RS_PAYLOAD: where they go */
-	void *owner;	      /* RS_WAIT, RS_PAYLOAD: the request */
-	uint64_t payload;     /* the bytes of the payload accepted last */
-	uint64_t linger_left; /* RS_LINGER: bytes still discarded */
+	uint64_t left; /* RS_PAYLOAD, RS_DISCARD: bytes still to come */
+	uint8_t *dst;  /* RS_PAYLOAD: where they go */
+	struct gm_request *owner; /* RS_WAIT, RS_PAYLOAD: the request */
+	uint64_t payload;	  /* the bytes of the payload accepted last */
+	uint64_t linger_left;	  /* RS_LINGER: bytes still discarded */
 	double linger_until;
 	int v1_phase;	   /* RS_V1: hello, framing, request */
 	uint64_t v1_len;   /* RS_V1: the request's body length */
@@ -126,7 +130,9 @@ struct gm_conn {
 /* ---- gm_conn_read.c ---- */
 
 /* Reads and handles frames until it must wait (bytes, the pool, the
- * inflight or unsent caps) or c closes. */
+ * inflight or unsent caps) or c closes; closed, lets go of the request
+ * it was reading. Called by the set (a connection admitted, or woken)
+ * and at the end of a receive, never from inside a step. */
 void gm_conn_read_process(gm_conn *c);
 
 /* The loop's end of a receive: its bytes handled, then read_process. */
@@ -135,9 +141,6 @@ void gm_conn_read_done(gm_event *ev, gm_loop *l);
 /* Whether c waits for bytes of a frame it began: the stall deadline
  * applies. */
 bool gm_conn_read_mid_frame(const gm_conn *c);
-
-/* Frees what the read side holds (c is being freed). */
-void gm_conn_read_free(gm_conn *c);
 
 /* The payload rate deadline (payload_min_rate after payload_grace_ms):
  * a payload that comes too slowly by now is refused ETIMEDOUT and c
@@ -151,8 +154,9 @@ bool gm_conn_read_check_rate(gm_conn *c, double now);
 uint64_t gm_conn_now_us(void);
 
 /* A record for stream s (not yet admitted), in the set; NULL when out
- * of memory. */
-gm_conn *gm_conn_new(gm_loop *l, gm_stream *s);
+ * of memory. Its queue tells frames_done (arg c) of the frames of a
+ * request that are gone. */
+gm_conn *gm_conn_new(gm_loop *l, gm_stream *s, gm_outq_done_fn frames_done);
 
 /* Sends one ERROR (id 0, code, text) to c, refused as it came, and
  * closes it as soon as that is written; nothing of c is read. */
@@ -168,16 +172,12 @@ void gm_conn_send(gm_conn *c);
 /* Frees c if it is closed, idle and let go. */
 void gm_conn_maybe_free(gm_conn *c);
 
+/* Starts the deadline timer (opened by gm_conns_open) if it is not
+ * running. */
+void gm_conn_arm_deadlines(gm_conn *c);
+
 /* Whether c may read more frames now: not over conn_max_inflight nor
  * conn_max_unsent_bytes. */
 bool gm_conn_may_read(const gm_conn *c);
-
-/* ---- gm_conn_set.c ---- */
-
-/* Starts the deadline timer if it is not running. */
-void gm_conn_arm_deadlines(gm_conn *c);
-
-/* c, admitted, is closing: it no longer counts in the caps' table. */
-void gm_conns_count_out(gm_conn *c);
 
 #endif

@@ -8,6 +8,12 @@
  * JSON) are read into rbuf when they fit, checked in place there, and
  * otherwise into one buffer of their size (big), allocated only once
  * the header's checks bound it.
+ *
+ * A GEMM's head goes to gm_admit, a CTRL's body to gm_ctrl, by direct
+ * calls; neither calls back in here. What they do that lets reading go
+ * on (an answer, a slab granted) wakes the connection (gm_conn_wake),
+ * and the set runs gm_conn_read_process again once the loop's turn is
+ * over: the reader is never re-entered from inside a step.
  */
 #include "gm_conn.h"
 #include "gm_conn_impl.h"
@@ -17,8 +23,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gm_admit.h"
 #include "gm_clock.h"
+#include "gm_ctrl.h"
 #include "gm_log.h"
+#include "gm_request.h"
 #include "gm_v1.h"
 
 #define CONN_OF(ev, member) \
@@ -83,12 +92,6 @@ bool gm_conn_read_mid_frame(const gm_conn *c)
 	default:
 		return false;
 	}
-}
-
-void gm_conn_read_free(gm_conn *c)
-{
-	free(c->big);
-	c->big = NULL;
 }
 
 /* The first need bytes of the frame's body in one piece, or NULL after
@@ -223,11 +226,12 @@ static bool step_hdr(gm_conn *c)
 }
 
 /* The head and descriptors of a GEMM are checked: steps 15-18, then the
- * request layer's, 19-24. */
+ * request layer's, 19-24. An accepted request waits for its slab
+ * (RS_WAIT); its head stays in place until then. */
 static bool step_descs(gm_conn *c, const uint8_t *p)
 {
-	const gm_conn_ops *ops = c->l->conns.ops;
 	char text[GM_MSG_TEXT + 1];
+	gm_request *rq;
 	int rv;
 
 	rv = gm_proto_check_descs(&c->h, p, p + c->head_len, &c->l->lim,
@@ -238,17 +242,16 @@ static bool step_descs(gm_conn *c, const uint8_t *p)
 		discard(c, c->h.length - c->need);
 		return true;
 	}
-	if (ops->gemm(c->l, c, &c->h, &c->b, p, p + c->head_len, c->payload) !=
-	    0) {
+	rq = gm_admit_gemm(c->l, c, &c->h, &c->b, p, p + c->head_len,
+			   c->payload);
+	if (rq == NULL) {
 		consume(c, c->need);
 		discard(c, c->payload);
 		return true;
 	}
-	/* Accepted: its slab comes now (gm_conn_read_payload has run) or
-	 * once the pool has room; the head stays until then. */
-	if (c->rs == RS_BODY)
-		c->rs = RS_WAIT;
-	return c->rs != RS_WAIT;
+	c->owner = rq;
+	c->rs = RS_WAIT;
+	return true;
 }
 
 static bool step_body(gm_conn *c)
@@ -265,7 +268,7 @@ static bool step_body(gm_conn *c)
 		/* In flight while it is answered: a stats request counts
 		 * itself, as every request does. */
 		c->inflight++;
-		c->l->conns.ops->ctrl(c->l, c, &c->h, p);
+		gm_ctrl_handle(c->l, c, &c->h, p);
 		c->inflight--;
 		consume(c, c->need);
 		c->rs = RS_HDR;
@@ -288,38 +291,25 @@ static bool step_body(gm_conn *c)
 	}
 }
 
-void gm_conn_frame(const gm_conn *c, const uint8_t **head, const uint8_t **desc)
+/* The request waits for its slab: once it has one (now, or when the
+ * pool's grant woke c), its jobs are placed in it from the head still
+ * in place, and its payload is read into it. */
+static bool step_wait(gm_conn *c)
 {
-	*head = c->big != NULL ? c->big : c->rbuf + c->roff;
-	*desc = *head + c->head_len;
-}
+	gm_request *rq = c->owner;
+	const uint8_t *head = c->big != NULL ? c->big : c->rbuf + c->roff;
 
-void gm_conn_read_wait(gm_conn *c, void *owner)
-{
-	/* Known to c, so that its close takes the request out of the queue
-	 * rather than leave it to be granted room nobody will fill. */
-	c->owner = owner;
-}
-
-void gm_conn_read_payload(gm_conn *c, void *owner, uint8_t *dst)
-{
-	if (c->closing) {
-		/* Closed as the request was given its room (within a grant,
-		 * say): nothing will be read into its slab, which would
-		 * otherwise be held for good, and c with it. */
-		c->owner = NULL;
-		c->l->conns.ops->abandon(c->l, c, owner);
-		return;
-	}
+	if (rq->state != GM_REQUEST_PAYLOAD)
+		return false;
+	gm_request_place(rq, head, head + c->head_len);
 	consume(c, c->need);
-	c->owner = owner;
-	c->dst = dst;
+	c->dst = rq->wait.slab;
 	c->left = c->payload;
 	c->rs = RS_PAYLOAD;
 	c->pay_since = gm_clock_now_us();
 	c->pay_mark = atomic_load(&c->rd_count);
 	c->pay_cut = false;
-	gm_conn_read_process(c);
+	return true;
 }
 
 /* The payload's bytes in so far: those taken before the receive into
@@ -386,11 +376,11 @@ bool gm_conn_read_check_rate(gm_conn *c, double now)
 /* The payload is in: the request goes its way, the next frame comes. */
 static void payload_in(gm_conn *c)
 {
-	void *owner = c->owner;
+	gm_request *rq = c->owner;
 
 	c->owner = NULL;
 	c->rs = RS_HDR;
-	c->l->conns.ops->payload(c->l, c, owner);
+	gm_request_advance(rq, GM_REQUEST_PAYLOAD_IN, 0);
 }
 
 static bool step_payload(gm_conn *c)
@@ -509,20 +499,33 @@ static bool step(gm_conn *c)
 		return step_v1(c);
 	case RS_LINGER:
 		return step_linger(c);
-	default: /* RS_WAIT: gm_conn_read_payload goes on */
-		return false;
+	default:
+		return step_wait(c);
 	}
 }
 
+/* c is closed: the request it holds is let go, nothing of it runs;
+ * unless its payload is being read into its slab, which is the
+ * stream's until that read ends (gm_conn_read_done lets it go then). */
+static void let_go(gm_conn *c)
+{
+	gm_request *rq = c->owner;
+
+	if (rq == NULL || (c->rs == RS_PAYLOAD && c->rd_busy))
+		return;
+	c->owner = NULL;
+	gm_request_advance(rq, GM_REQUEST_CLOSED, 0);
+}
+
+/* Called from the loop's events and the set only, never from inside a
+ * step: what a step does that lets reading go on wakes c instead. */
 void gm_conn_read_process(gm_conn *c)
 {
-	if (c->processing)
-		return;
-	c->processing = true;
 	c->refs++; /* a step may close c */
 	while (!c->closing && !c->rd_busy && step(c))
 		;
-	c->processing = false;
+	if (c->closing)
+		let_go(c);
 	gm_conn_release(c);
 }
 
@@ -540,11 +543,11 @@ void gm_conn_read_done(gm_event *ev, gm_loop *l)
 	 * whole meanwhile. */
 	if (c->rd_rv != GM_OK || c->closing ||
 	    (c->rs == RS_PAYLOAD && c->pay_cut)) {
-		void *owner = c->rs == RS_PAYLOAD ? c->owner : NULL;
+		gm_request *rq = c->rs == RS_PAYLOAD ? c->owner : NULL;
 
-		if (owner != NULL) {
+		if (rq != NULL) {
 			c->owner = NULL;
-			l->conns.ops->abandon(l, c, owner);
+			gm_request_advance(rq, GM_REQUEST_CLOSED, 0);
 		}
 		gm_conn_close(c, -1);
 		gm_conn_release(c);

@@ -14,6 +14,7 @@
 #include "gm_conn.h"
 #include "gm_conn_impl.h"
 #include "gm_log.h"
+#include "gm_request.h"
 
 /* A refused client may retry at once: log one refusal a second. */
 #define REFUSAL_LOG_US 1e6
@@ -89,16 +90,6 @@ static void sweep(uv_timer_t *t)
 	}
 }
 
-void gm_conn_arm_deadlines(gm_conn *c)
-{
-	gm_conns *cs = &c->l->conns;
-
-	if (cs->timer_on)
-		return;
-	cs->timer_on = 1;
-	uv_timer_start(&cs->timer, sweep, cs->sweep_ms, cs->sweep_ms);
-}
-
 /* ---- the set ---- */
 
 static void flush_cb(uv_prepare_t *p)
@@ -106,7 +97,7 @@ static void flush_cb(uv_prepare_t *p)
 	gm_conns_flush(p->data);
 }
 
-int gm_conns_open(gm_loop *l, const gm_conn_ops *ops, char *msg, size_t msglen)
+int gm_conns_open(gm_loop *l, char *msg, size_t msglen)
 {
 	gm_conns *cs = &l->conns;
 	const gm_config *cfg = l->cfg;
@@ -114,7 +105,6 @@ int gm_conns_open(gm_loop *l, const gm_conn_ops *ops, char *msg, size_t msglen)
 	int rv;
 
 	memset(cs, 0, sizeof(*cs));
-	cs->ops = ops;
 	if (cfg->stall_ms < least)
 		least = cfg->stall_ms;
 	if (cfg->send_ms < least)
@@ -127,7 +117,12 @@ int gm_conns_open(gm_loop *l, const gm_conn_ops *ops, char *msg, size_t msglen)
 	}
 	cs->timer.data = l;
 	cs->flusher.data = l;
+	/* Started and stopped at once, so that gm_conn_arm_deadlines can
+	 * start it again (uv_timer_again) without knowing its callback. */
 	if ((rv = uv_timer_init(&l->uv, &cs->timer)) != 0 ||
+	    (rv = uv_timer_start(&cs->timer, sweep, cs->sweep_ms,
+				 cs->sweep_ms)) != 0 ||
+	    (rv = uv_timer_stop(&cs->timer)) != 0 ||
 	    (rv = uv_prepare_init(&l->uv, &cs->flusher)) != 0 ||
 	    (rv = uv_prepare_start(&cs->flusher, flush_cb)) != 0) {
 		snprintf(msg, msglen, "connections: %s", uv_strerror(rv));
@@ -159,69 +154,39 @@ void gm_conns_free(gm_loop *l)
 	l->conns.peers = NULL;
 }
 
+/* Takes up the reading of every connection woken (gm_conn_wake), in
+ * the order they were woken; one woken again meanwhile waits for the
+ * next call. */
+static void wake_all(gm_loop *l)
+{
+	gm_conn *c = l->conns.wake, *order = NULL, *next;
+
+	l->conns.wake = NULL;
+	for (; c != NULL; c = next) {
+		next = c->wake_next;
+		c->wake_next = order;
+		order = c;
+	}
+	for (c = order; c != NULL; c = next) {
+		next = c->wake_next;
+		c->wake_next = NULL;
+		c->on_wake = false;
+		gm_conn_read_process(c);
+		gm_conn_release(c);
+	}
+}
+
 void gm_conns_flush(gm_loop *l)
 {
 	gm_conn *c;
 
+	wake_all(l);
 	while ((c = l->conns.flush) != NULL) {
 		l->conns.flush = c->flush_next;
 		c->on_flush = false;
 		c->flush_next = NULL;
 		gm_conn_send(c);
 	}
-}
-
-/* Whether c has begun a frame it has not answered: part of a header, a
- * head or descriptors still coming, a payload waiting for the pool or
- * coming, a v1 client's request. Closed now, its client would lose a
- * request it had written whole, the daemon having read only its start.
- * A refused frame's rest (RS_DISCARD) and a linger follow an ERROR
- * already queued: nothing there waits for an answer. */
-static bool frame_begun(const gm_conn *c)
-{
-	switch (c->rs) {
-	case RS_HDR:
-		return c->roff < c->rlen;
-	case RS_BODY:
-	case RS_WAIT:
-	case RS_PAYLOAD:
-	case RS_V1:
-		return true;
-	default:
-		return false;
-	}
-}
-
-int gm_conns_quiet(const gm_loop *l)
-{
-	for (const gm_conn *c = l->conns.head; c != NULL; c = c->next)
-		if (!c->closing && (frame_begun(c) || !gm_outq_empty(&c->q)))
-			return 0;
-	return 1;
-}
-
-void gm_conns_counts(const gm_loop *l, gm_stats_conns *out)
-{
-	*out = l->conns.n;
-	out->accepted += atomic_load(&l->conns.gone);
-	out->paused = 0;
-	out->unsent_bytes = 0;
-	for (const gm_conn *c = l->conns.head; c != NULL; c = c->next) {
-		if (c->closing)
-			continue;
-		out->unsent_bytes += c->q.bytes;
-		out->paused += c->rs == RS_WAIT ||
-			       (c->rs == RS_HDR && !gm_conn_may_read(c));
-	}
-}
-
-uint64_t gm_conns_inflight(const gm_loop *l)
-{
-	uint64_t n = 0;
-
-	for (const gm_conn *c = l->conns.head; c != NULL; c = c->next)
-		n += c->inflight;
-	return n;
 }
 
 /* Logs a refused connection, one line a second at most. */
@@ -333,16 +298,6 @@ static int count_in(gm_conns *cs, gm_conn *c)
 	return GM_OK;
 }
 
-void gm_conns_count_out(gm_conn *c)
-{
-	gm_conns *cs = &c->l->conns;
-
-	if (c->peer_key[0] != '\0')
-		gm_peers_del(cs->peers, c->peer_key);
-	if (c->peer.kind == GM_URL_TCP)
-		gm_peers_del(cs->peers, GM_PEERS_ANONYMOUS);
-}
-
 /*
  * A refusal must cost the daemon nothing it could run out of: a refused
  * connection is not read, and is closed once its ERROR is written (on a
@@ -376,12 +331,13 @@ void gm_conns_accept(gm_loop *l, gm_stream *s,
 	}
 	if (l->spin_us > 0 && rv == GM_OK)
 		gm_stream_set_poller(s, l->poller);
-	if ((c = gm_conn_new(l, s)) == NULL) {
+	if ((c = gm_conn_new(l, s, gm_request_frames_done)) == NULL) {
 		GM_LOG(GM_LOG_ERROR, "out of memory for a new connection");
 		gm_stream_free(s);
 		settled(l, arg);
 		return;
 	}
+	c->rd_ev.fn = gm_conn_read_done;
 	if (rv != GM_OK) {
 		c->settled = settled;
 		c->settled_arg = arg;

@@ -436,8 +436,8 @@ static int open_core(gm_loop *l)
 	open_pageable(l);
 	engine_budget(l, &budget);
 	if ((rv = gm_sched_create(l->eng, l->cfg->queue_depth, &budget,
-				  &l->stats, gm_request_job_done,
-				  gm_request_sched_done, l, &l->sched)) != 0) {
+				  &l->stats, gm_request_job_done, NULL, l,
+				  &l->sched)) != 0) {
 		GM_LOG(GM_LOG_ERROR, "scheduler: %s", gm_strerror(rv));
 		goto fail_sched;
 	}
@@ -516,7 +516,7 @@ static int open_listeners(gm_loop *l)
 	int rv;
 
 	raise_fd_limit(cfg);
-	if ((rv = gm_conns_open(l, &gm_admit_ops, msg, sizeof(msg))) != 0 ||
+	if ((rv = gm_conns_open(l, msg, sizeof(msg))) != 0 ||
 	    (rv = gm_listen_open(l, &l->listen, msg, sizeof(msg))) != 0)
 		goto fail_listen;
 	if ((rv = gm_region_srv_open(&l->uv, cfg, l->regions, &l->region_srv,

@@ -62,7 +62,15 @@ struct gm_detach {
 /* Job id (never a spare), when who owns it or who is NULL; else NULL. */
 entry *gm_detach_find(const gm_detach *t, uint64_t id, const gm_principal *who);
 
-/* The state a client sees of e: a queued entry may have started. */
-int gm_detach_state_of(const entry *e);
+/* The state a client sees of e: a queued entry may have started. Here,
+ * not in gm_detach_view.c, so that gm_detach.c calls nothing of the
+ * view, which calls it. */
+static inline int gm_detach_state_of(const entry *e)
+{
+	if (e->state == GM_JOBSTATE_QUEUED && e->job != NULL &&
+	    e->job->state == GM_SCHED_JOB_RUNNING)
+		return GM_JOBSTATE_RUNNING;
+	return e->state;
+}
 
 #endif

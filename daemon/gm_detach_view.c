@@ -10,14 +10,6 @@
 #include <inttypes.h>
 #include <stdio.h>
 
-int gm_detach_state_of(const entry *e)
-{
-	if (e->state == GM_JOBSTATE_QUEUED && e->job != NULL &&
-	    e->job->state == GM_SCHED_JOB_RUNNING)
-		return GM_JOBSTATE_RUNNING;
-	return e->state;
-}
-
 static cJSON *render_timings(const gm_timings *t)
 {
 	cJSON *o = cJSON_CreateObject();

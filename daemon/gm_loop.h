@@ -32,7 +32,6 @@
 typedef struct gm_loop gm_loop;
 typedef struct gm_listen gm_listen;
 typedef struct gm_conn gm_conn;
-typedef struct gm_conn_ops gm_conn_ops;
 typedef struct gm_peers gm_peers;
 
 /* Something another thread hands to the loop: fn runs there with it.
@@ -46,17 +45,17 @@ struct gm_event {
 /* Every connection (gm_conn.h), for the caps, the deadlines, the sends
  * and the stats. */
 typedef struct gm_conns {
-	const gm_conn_ops *ops; /* the request layer */
-	gm_peers *peers;	/* open connections by peer */
-	gm_conn *head;		/* all of them, refused ones lingering too */
-	gm_conn *flush;		/* those with frames queued since a flush */
-	uint32_t next_id;	/* for the scheduler's turns; never 0 */
-	uv_timer_t timer;	/* deadlines; runs while one is pending */
-	int timer_on;		/* started */
-	uint64_t sweep_ms;	/* its period */
-	uv_prepare_t flusher;	/* sends what the loop's turn queued */
-	double refusal_logged;	/* when a refusal was last logged */
-	gm_stats_conns n;	/* counts for the stats document */
+	gm_peers *peers;       /* open connections by peer */
+	gm_conn *head;	       /* all of them, refused ones lingering too */
+	gm_conn *flush;	       /* those with frames queued since a flush */
+	gm_conn *wake;	       /* those whose reading may go on */
+	uint32_t next_id;      /* for the scheduler's turns; never 0 */
+	uv_timer_t timer;      /* deadlines; runs while one is pending */
+	int timer_on;	       /* started */
+	uint64_t sweep_ms;     /* its period */
+	uv_prepare_t flusher;  /* sends what the loop's turn queued */
+	double refusal_logged; /* when a refusal was last logged */
+	gm_stats_conns n;      /* counts for the stats document */
 	/* Connections whose peer had gone before they were accepted: the
 	 * accepting nng thread frees them and counts them here, in
 	 * n.accepted once the counts are read (gm_listen.c says why). */

@@ -90,6 +90,12 @@ void gm_outq_unreserve(gm_outq *q, uint64_t n)
 	q->reserved -= n;
 }
 
+void gm_outq_forgo(gm_outq *q, void *owner)
+{
+	q->reserved--;
+	q->done(owner, 1, q->arg);
+}
+
 static int before(const gm_outq_seg *a, const gm_outq_seg *b)
 {
 	return a->seq < b->seq || (a->seq == b->seq && a->p < b->p);

@@ -69,6 +69,11 @@ int gm_outq_reserve(gm_outq *q, uint64_t n);
 /* Gives back room for n frames that will not be queued. */
 void gm_outq_unreserve(gm_outq *q, uint64_t n);
 
+/* A frame of owner with room reserved will not be queued (the
+ * connection is closing): its room goes back and owner is told, as of
+ * a frame dropped. */
+void gm_outq_forgo(gm_outq *q, void *owner);
+
 /* Queues one frame of owner at p (len bytes, in its slab), using room
  * reserved for it. seq orders owners: lower goes first. */
 void gm_outq_push(gm_outq *q, const uint8_t *p, uint64_t len, void *owner,

@@ -2,7 +2,9 @@
  * gm_request.c - a GEMM request's record on the loop thread: its jobs
  * described and bound to their regions when it is accepted, placed in
  * its slab when the slab is granted, queued when the payload is in, and
- * each answered in place in the slab as it finishes; see gm_request.h.
+ * each answered in place in the slab as it finishes; and the state
+ * machine that takes it there, every transition in gm_request_advance
+ * or a helper it calls; see gm_request.h for the diagram.
  */
 #include "gm_request.h"
 
@@ -13,6 +15,7 @@
 
 #include "gm_clock.h"
 #include "gm_log.h"
+#include "gm_reply.h"
 #include "gm_slab.h"
 #include "gm_stats.h"
 
@@ -138,7 +141,9 @@ gm_request *gm_request_new(gm_loop *l, gm_conn *c, const gm_hdr *h,
 		r->user = rq;
 	}
 	rq->seq = l->next_seq++;
-	rq->reserved = true;
+	rq->state = GM_REQUEST_HEAD;
+	rq->counted = true;
+	gm_conn_begin(c);
 	l->requests++;
 	rq->live_next = l->live;
 	if (l->live != NULL)
@@ -219,37 +224,6 @@ static void free_request(gm_request *rq)
 	gm_shares_release(l->shares, w.who);
 }
 
-static void maybe_free(gm_request *rq)
-{
-	if (rq->submitted && rq->parts == 0 && rq->frames == 0)
-		free_request(rq);
-}
-
-/* Gives back what an accepted request was promised. */
-static void unreserve(gm_request *rq)
-{
-	if (!rq->reserved)
-		return;
-	rq->reserved = false;
-	gm_sched_unreserve(rq->l->sched, rq->b.priority, rq->h.count);
-	if (!detached(rq))
-		gm_conn_unreserve(rq->conn, rq->h.count);
-}
-
-/* Frees a record whose jobs never went to the scheduler. */
-static void discard(gm_request *rq)
-{
-	unreserve(rq);
-	gm_conn_end(rq->conn);
-	free_request(rq);
-}
-
-void gm_request_drop(gm_request *rq)
-{
-	rq->l->stats.jobs_rejected += rq->h.count;
-	discard(rq);
-}
-
 /* Counts a finished job of rq under its owner's uid when it came over
  * ipc://. */
 static void count_owner(const gm_request *rq, int status)
@@ -258,20 +232,6 @@ static void count_owner(const gm_request *rq, int status)
 
 	if (p->kind == GM_URL_IPC && p->has_cred)
 		gm_stats_uid_job(&rq->l->stats, p->uid, status);
-}
-
-void gm_request_abandon(gm_request *rq)
-{
-	const gm_timings none = {0};
-
-	/* Counted as the scheduler counts a job failed before it started,
-	 * so that by dtype, by status and by uid agree with the totals. */
-	for (uint32_t i = 0; i < rq->h.count; i++) {
-		gm_stats_job(&rq->l->stats, &job_at(rq, i)->job.d,
-			     rq->b.priority, GM_ECANCELED, &none);
-		count_owner(rq, GM_ECANCELED);
-	}
-	discard(rq);
 }
 
 /* What a detached request's jobs take in the table: their frames. */
@@ -285,44 +245,6 @@ static uint64_t detached_cost(const gm_request *rq)
 		cost += gm_detach_cost(GM_SLAB_REPLY_HEAD + z.out);
 	}
 	return cost;
-}
-
-static void part_done(gm_request *rq);
-
-int gm_request_submit(gm_request *rq)
-{
-	gm_loop *l = rq->l;
-	double now = gm_clock_now_us();
-	uint32_t n = detached(rq) ? rq->h.count : 1;
-	gm_job_sizes z;
-	int rv;
-
-	/* Room for detached results was there when it was accepted; its
-	 * payload came since, and others may have taken it. */
-	if (detached(rq) && (rv = gm_detach_room(l->detach, rq->h.count,
-						 detached_cost(rq))) != GM_OK)
-		return rv;
-	rq->reserved = false; /* the scheduler takes its room now */
-	rq->submitted = true;
-	rq->parts = n + 1; /* the caller's hold: gm_request_release */
-	for (uint32_t i = 0; i < n; i++) {
-		rq->sr[i].recv_us = now;
-		if (detached(rq)) {
-			gm_job_sizes_of(&rq->sr[i].jobs[0].job.d, &z);
-			rq->detach_ids[i] = gm_detach_add(
-			    l->detach, &rq->sr[i], GM_SLAB_REPLY_HEAD + z.out,
-			    gm_conn_principal(rq->conn));
-		}
-		/* Cannot fail: its room was reserved. */
-		(void)gm_sched_submit(l->sched, &rq->sr[i]);
-	}
-	gm_loop_arm_tick(l);
-	return GM_OK;
-}
-
-void gm_request_release(gm_request *rq)
-{
-	part_done(rq);
 }
 
 /* Job j's reply frame, in place in the slab; returns its length. */
@@ -355,50 +277,200 @@ static uint64_t write_reply(const gm_request *rq, gm_sched_job *j, uint32_t idx)
 	return GM_SLAB_REPLY_HEAD + rj.result_bytes;
 }
 
-void gm_request_job_done(gm_sched_job *j, void *arg)
+/* The ids of a detached request's jobs, as its CTRL_REPLY says them. */
+static void answer_ids(gm_request *rq)
 {
-	gm_request *rq = j->req->user;
+	char *ans = malloc(32 + 21 * (size_t)rq->h.count);
+	size_t off;
+
+	if (ans == NULL) {
+		gm_conn_error(rq->conn, rq->h.id, GM_ENOMEM,
+			      "no memory for the reply: the jobs run, ids "
+			      "lost");
+		return;
+	}
+	off = (size_t)sprintf(ans, "{\"ok\":true,\"jobs\":[");
+	for (uint32_t i = 0; i < rq->h.count; i++)
+		off += (size_t)sprintf(ans + off, "%s%" PRIu64, i ? "," : "",
+				       rq->detach_ids[i]);
+	strcpy(ans + off, "]}");
+	gm_reply_json(rq->conn, rq->h.id, ans);
+	free(ans);
+}
+
+void gm_request_no_detach_room(const gm_loop *l, int rv, char *text, size_t len)
+{
+	char held[GM_SIZE_TEXT], limit[GM_SIZE_TEXT];
+	gm_stats_detach n;
+
+	if (rv == GM_EIO) {
+		snprintf(text, len, "no random job id could be drawn");
+		return;
+	}
+	if (rv != GM_EBUSY) {
+		snprintf(text, len, "no memory for the request");
+		return;
+	}
+	gm_detach_counts(l->detach, &n);
+	snprintf(text, len,
+		 "no room for detached results: %s kept, "
+		 "detach_max_bytes=%s; wait for or cancel some",
+		 gm_size_text(n.bytes, held), gm_size_text(n.limit, limit));
+}
+
+/* ---- the state machine ---- */
+
+/* Leaves the states in which rq counts against its connection's
+ * conn_max_inflight: every reply queued, or answered with ids. */
+static void leave_inflight(gm_request *rq)
+{
+	if (!rq->counted)
+		return;
+	rq->counted = false;
+	gm_conn_end(rq->conn);
+}
+
+/* DONE from HEAD, WAIT_POOL or PAYLOAD: its jobs never reached the
+ * scheduler, whose room and the connection's go back. */
+static void done_unqueued(gm_request *rq)
+{
+	gm_sched_unreserve(rq->l->sched, rq->b.priority, rq->h.count);
+	if (!detached(rq))
+		gm_conn_unreserve(rq->conn, rq->h.count);
+	leave_inflight(rq);
+	rq->state = GM_REQUEST_DONE;
+	free_request(rq);
+}
+
+/* PAYLOAD -> QUEUED, or DONE when a detached request's results no
+ * longer fit: room for them was there when it was accepted; its payload
+ * came since, and others may have taken it. */
+static void queue_jobs(gm_request *rq)
+{
+	gm_loop *l = rq->l;
+	double now = gm_clock_now_us();
+	uint32_t n = detached(rq) ? rq->h.count : 1;
+	char text[GM_MSG_TEXT + 1];
+	gm_job_sizes z;
+	int rv;
+
+	if (detached(rq) && (rv = gm_detach_room(l->detach, rq->h.count,
+						 detached_cost(rq))) != GM_OK) {
+		gm_request_no_detach_room(l, rv, text, sizeof(text));
+		gm_conn_error(rq->conn, rq->h.id, rv, text);
+		l->stats.jobs_rejected += rq->h.count;
+		done_unqueued(rq);
+		return;
+	}
+	rq->state = GM_REQUEST_QUEUED;
+	/* Each job until it is answered, and a hold of our own: jobs can
+	 * all come back before gm_sched_submit returns. */
+	rq->pending = rq->h.count + 1;
+	for (uint32_t i = 0; i < n; i++) {
+		rq->sr[i].recv_us = now;
+		if (detached(rq)) {
+			gm_job_sizes_of(&rq->sr[i].jobs[0].job.d, &z);
+			rq->detach_ids[i] = gm_detach_add(
+			    l->detach, &rq->sr[i], GM_SLAB_REPLY_HEAD + z.out,
+			    gm_conn_principal(rq->conn));
+		}
+		/* Cannot fail: its room was reserved. */
+		(void)gm_sched_submit(l->sched, &rq->sr[i]);
+	}
+	gm_loop_arm_tick(l);
+	if (detached(rq)) {
+		answer_ids(rq);
+		leave_inflight(rq);
+	}
+	gm_request_advance(rq, GM_REQUEST_GONE, 1);
+}
+
+/* HEAD, WAIT_POOL or PAYLOAD -> DONE: the client closed its connection
+ * before the payload was in. Its jobs never run, and count as failed,
+ * ECANCELED, as the scheduler counts a job failed before it started, so
+ * that by dtype, by status and by uid agree with the totals. */
+static void abandon(gm_request *rq)
+{
+	const gm_timings none = {0};
+
+	if (rq->state == GM_REQUEST_WAIT_POOL)
+		gm_poolq_cancel(rq->l->poolq, &rq->wait);
+	for (uint32_t i = 0; i < rq->h.count; i++) {
+		gm_stats_job(&rq->l->stats, &job_at(rq, i)->job.d,
+			     rq->b.priority, GM_ECANCELED, &none);
+		count_owner(rq, GM_ECANCELED);
+	}
+	done_unqueued(rq);
+}
+
+/* QUEUED: job j is answered; the last one's answer takes rq to
+ * REPLYING. A reply frame goes to the connection, holding rq until it
+ * is gone; a detached job's result goes to the table, which keeps its
+ * own copy, the slab going with the request. */
+static void job_back(gm_request *rq, gm_sched_job *j)
+{
 	uint32_t idx = detached(rq) ? (uint32_t)(j->req - rq->sr) : j->idx;
 	uint64_t len = write_reply(rq, j, idx);
 	uint8_t *copy;
 
-	(void)arg;
 	count_owner(rq, j->job.status);
+	if (++rq->answered == rq->h.count && !detached(rq)) {
+		rq->state = GM_REQUEST_REPLYING;
+		leave_inflight(rq);
+	}
 	if (detached(rq)) {
-		/* The table keeps its own copy: the slab goes with the
-		 * request's last job. */
 		if ((copy = malloc(len)) != NULL)
 			memcpy(copy, j->reply, len);
 		gm_detach_done(rq->l->detach, rq->detach_ids[idx], copy, len);
+		gm_request_advance(rq, GM_REQUEST_GONE, 1);
 		return;
 	}
-	rq->frames++;
+	/* Last: on a closing connection the frame is gone at once. */
 	gm_conn_push_frame(rq->conn, j->reply, len, rq, rq->seq);
 }
 
-void gm_request_sched_done(gm_sched_request *sr, void *arg)
+void gm_request_advance(gm_request *rq, int event, uint32_t n)
+{
+	switch (event) {
+	case GM_REQUEST_SLAB: /* HEAD, WAIT_POOL -> PAYLOAD */
+		rq->state = GM_REQUEST_PAYLOAD;
+		break;
+	case GM_REQUEST_NO_ROOM: /* HEAD -> WAIT_POOL */
+		rq->state = GM_REQUEST_WAIT_POOL;
+		break;
+	case GM_REQUEST_PAYLOAD_IN: /* PAYLOAD -> QUEUED, or DONE */
+		queue_jobs(rq);
+		break;
+	case GM_REQUEST_CLOSED: /* HEAD, WAIT_POOL, PAYLOAD -> DONE */
+		abandon(rq);
+		break;
+	default: /* GM_REQUEST_GONE: QUEUED, REPLYING -> DONE */
+		if ((rq->pending -= n) != 0)
+			break;
+		rq->state = GM_REQUEST_DONE;
+		free_request(rq);
+	}
+}
+
+void gm_request_granted(gm_poolq_wait *w, void *arg)
+{
+	gm_request *rq =
+	    (gm_request *)(void *)((char *)w - offsetof(gm_request, wait));
+
+	(void)arg;
+	gm_request_advance(rq, GM_REQUEST_SLAB, 0);
+	/* Its connection's reader places it and reads its payload. */
+	gm_conn_wake(rq->conn);
+}
+
+void gm_request_job_done(gm_sched_job *j, void *arg)
 {
 	(void)arg;
-	part_done(sr->user);
+	job_back(j->req->user, j);
 }
 
-/* A scheduler request of rq is done (or the caller's hold ended). */
-static void part_done(gm_request *rq)
+void gm_request_frames_done(void *owner, uint32_t n, void *arg)
 {
-	if (--rq->parts != 0)
-		return;
-	/* Every reply is queued: the request no longer counts against its
-	 * connection's inflight cap (a detached one stopped counting when
-	 * its ids were sent). */
-	if (!detached(rq))
-		gm_conn_end(rq->conn);
-	maybe_free(rq);
-}
-
-void gm_request_frames_done(void *owner, uint32_t n)
-{
-	gm_request *rq = owner;
-
-	rq->frames -= n;
-	maybe_free(rq);
+	(void)arg;
+	gm_request_advance(owner, GM_REQUEST_GONE, n);
 }

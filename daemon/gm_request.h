@@ -3,19 +3,45 @@
  * it is accepted (gm_admit.h) to its last reply: the connection it came
  * on, its slab (gm_slab.h: the payload as it came, then each job's
  * reply frame with its result), the regions its jobs hold, and its jobs
- * as the scheduler sees them.
+ * as the scheduler sees them; and the one state machine its life goes
+ * through, advanced by gm_request_advance alone:
+ *
+ *          accepted (gm_admit_gemm)
+ *               |
+ *             HEAD ---- NO_ROOM ---> WAIT_POOL
+ *               |                       |
+ *              SLAB                   SLAB (granted; connection woken)
+ *               v                       |
+ *            PAYLOAD <------------------'
+ *               |
+ *          PAYLOAD_IN ---------------------------------.
+ *               v                                      | detached,
+ *            QUEUED  (jobs in the scheduler; each      | results no
+ *               |     answered: JOB_BACK)              | longer fit
+ *   last job answered                                  |
+ *               v                                      |
+ *           REPLYING (reply frames being written)      |
+ *               |                                      |
+ *   GONE: nothing pending                              |
+ *               v                                      v
+ *             DONE  <------------- CLOSED (from HEAD, WAIT_POOL,
+ *                                  PAYLOAD: the client went first)
+ *
+ * Its life is counted once, in pending: from PAYLOAD_IN on, one for
+ * each job not yet answered or whose reply frame is not yet gone
+ * (written, or dropped with its connection); a detached job's ends when
+ * it is answered. The record goes when pending reaches 0. What it holds
+ * of others is taken and given back by the transitions alone: a hold on
+ * its connection (HEAD to DONE), the connection's conn_max_inflight
+ * count (HEAD to REPLYING, or to its ids answered when detached), queue
+ * room in the scheduler and frame room on the connection (HEAD until
+ * QUEUED uses them, or DONE gives them back).
  *
  * A request larger than the whole pool may have a slab of pageable
  * memory instead (gm_pageable.h): its jobs are then marked
  * gm_job.host_pageable, and the slab is unmapped where a pool slab would
- * be given back.
- *
- * Each job, when it finishes, gets its reply frame written in place in
- * the slab, and the frame is queued on the connection (gm_conn.h) to be
- * written from there. The record, its slab and its hold on the
- * connection go when its jobs are all back and its last frame is
- * written (or dropped with its connection): a request whose client went
- * away still runs, and is freed like any other.
+ * be given back. A request whose client went away still runs, and is
+ * freed like any other.
  *
  * A detached request is answered at once with its jobs' ids. Each of its
  * jobs is a scheduler request of its own, so that it finishes, is
@@ -34,6 +60,25 @@
 #include "gm_conn.h"
 #include "gm_loop.h"
 
+/* Where a request is; see the diagram above. */
+enum gm_request_state {
+	GM_REQUEST_HEAD,      /* accepted on its head; no slab asked for */
+	GM_REQUEST_WAIT_POOL, /* waiting in gm_poolq for its slab */
+	GM_REQUEST_PAYLOAD,   /* its slab had; its payload being read */
+	GM_REQUEST_QUEUED,    /* its jobs in the scheduler */
+	GM_REQUEST_REPLYING,  /* every job answered; frames being written */
+	GM_REQUEST_DONE,      /* freed */
+};
+
+/* What moves it; the states each may come in are the diagram's. */
+enum gm_request_event {
+	GM_REQUEST_SLAB,       /* its slab is rq->wait.slab */
+	GM_REQUEST_NO_ROOM,    /* it waits in gm_poolq for its slab */
+	GM_REQUEST_PAYLOAD_IN, /* its payload is in the slab */
+	GM_REQUEST_CLOSED,     /* its connection closed before that */
+	GM_REQUEST_GONE,       /* n of what pending counts are over */
+};
+
 typedef struct gm_request {
 	gm_loop *l;
 	gm_conn *conn; /* held until the record goes */
@@ -46,13 +91,12 @@ typedef struct gm_request {
 	gm_sched_request *sr;	/* its jobs; detached: sr[0..count-1],
 				   one job each */
 	uint64_t *detach_ids;	/* detached: each job's id */
-	uint32_t parts;		/* scheduler requests not yet done */
-	uint32_t frames;	/* reply frames queued, not yet gone */
-	bool waiting;		/* for pool room, in gm_poolq */
+	int state;		/* enum gm_request_state */
+	uint32_t pending;	/* jobs unanswered, frames not gone */
+	uint32_t answered;	/* jobs answered so far */
+	bool counted;		/* in its connection's inflight count */
 	bool pageable;		/* its slab is pageable memory of its own,
 				   not the pool's (gm_pageable.h) */
-	bool submitted;		/* its jobs went to the scheduler */
-	bool reserved;		/* holds queue room and frame room */
 	/* On the loop's list of live records (gm_loop.live), which
 	 * gm_ctrl_jobs reads. */
 	struct gm_request *live_next, *live_prev;
@@ -62,8 +106,9 @@ typedef struct gm_request {
  * A record for the accepted request h (head and descriptors at hand,
  * checked, regions checked: PROTOCOL.md 8 steps 1-24) on c, whose jobs
  * are described from head and desc and bound to the regions they name
- * (nrefs references taken). Its slab is not reserved yet. Returns NULL
- * when out of memory.
+ * (nrefs references taken), in HEAD, counted in c's inflight requests.
+ * Its slab is not reserved yet; the caller reserved queue room and frame
+ * room for it. Returns NULL when out of memory.
  */
 gm_request *gm_request_new(gm_loop *l, gm_conn *c, const gm_hdr *h,
 			   const gm_batch *b, const uint8_t *head,
@@ -87,41 +132,34 @@ uint64_t gm_request_slab_bytes(const gm_hdr *h, const uint8_t *head,
 void gm_request_place(gm_request *rq, const uint8_t *head, const uint8_t *desc);
 
 /*
- * The payload is in: queues the jobs, detached ones recorded first with
- * their ids in rq->detach_ids, and returns GM_OK; or, when a detached
- * request's results no longer fit (gm_detach_room: others took the room
- * while its payload came), queues nothing and returns why.
- *
- * Jobs can come back before this returns (the engine cannot run their
- * dtype, it refuses the wave, ...), all of them: the caller keeps a hold
- * on the record all the same, so that it can still answer the request
- * from it (a detached request's ids), and lets go with
- * gm_request_release, after which the record may be gone.
+ * Advances rq by event (n: GM_REQUEST_GONE's count, else 0); the one
+ * place its state changes. PAYLOAD_IN queues its jobs, detached ones
+ * recorded first with their ids in rq->detach_ids and answered with
+ * them; or, when a detached request's results no longer fit
+ * (gm_detach_room: others took the room while its payload came),
+ * refuses it whole, counted as rejected. CLOSED counts its jobs as
+ * failed, ECANCELED, so that every job of an accepted request is
+ * counted once, ok or failed. Either of those, and GONE, may free rq.
  */
-int gm_request_submit(gm_request *rq);
+void gm_request_advance(gm_request *rq, int event, uint32_t n);
 
-/* Ends the caller's hold that gm_request_submit (GM_OK) left: the
- * record goes now if its jobs are all back and their frames gone. */
-void gm_request_release(gm_request *rq);
+/* Why a detached request has no room for its results (rv from
+ * gm_detach_room), into text; a full table names the limit and its
+ * key. */
+void gm_request_no_detach_room(const gm_loop *l, int rv, char *text,
+			       size_t len);
 
-/* Frees a record whose jobs were never submitted, refused after it was
- * accepted (gm_request_submit failed; its jobs count as rejected), with
- * its slab if it has one. */
-void gm_request_drop(gm_request *rq);
+/* gm_poolq's grant callback (arg the gm_loop): WAIT_POOL -> PAYLOAD,
+ * and the connection is woken to read the payload into the slab. */
+void gm_request_granted(gm_poolq_wait *w, void *arg);
 
-/* Frees a record whose client closed its connection before its payload
- * was in: its jobs never run, and count as failed, ECANCELED, so that
- * every job of an accepted request is counted once, ok or failed. */
-void gm_request_abandon(gm_request *rq);
-
-/* The scheduler's callbacks (arg the gm_loop): a job is finished,
+/* The scheduler's job callback (arg the gm_loop): a job is finished,
  * counted under its owner's uid when it came over ipc://
- * (gm_stats_uid_job), and answered; every job of a scheduler request
- * is. */
+ * (gm_stats_uid_job), and answered. */
 void gm_request_job_done(gm_sched_job *j, void *arg);
-void gm_request_sched_done(gm_sched_request *sr, void *arg);
 
-/* The connection's callback: n of the request's frames are gone. */
-void gm_request_frames_done(void *owner, uint32_t n);
+/* The connection queue's callback (gm_outq.h): n of the request's
+ * (owner's) frames are gone. */
+void gm_request_frames_done(void *owner, uint32_t n, void *arg);
 
 #endif

@@ -6,6 +6,7 @@
 #include "gm_sched.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,13 +167,17 @@ static void finish_job(gm_sched *s, gm_sched_job *j)
 {
 	gm_sched_request *r = j->req;
 
+	bool last;
+
 	j->t.total_us = gm_clock_now_us() - r->recv_us;
 	gm_stats_job(s->st, &j->job.d, r->batch.priority, j->job.status, &j->t);
-	s->job_done(j, s->arg);
-	if (--r->left == 0) {
+	/* Counted before the callback, which may free r with its last job
+	 * when there is no done callback. */
+	if ((last = --r->left == 0))
 		s->requests--;
+	s->job_done(j, s->arg);
+	if (last && s->done != NULL)
 		s->done(r, s->arg);
-	}
 }
 
 /* A job that never started: it waited until now (PROTOCOL.md 11), in
@@ -245,7 +250,8 @@ int gm_sched_submit(gm_sched *s, gm_sched_request *r)
 	}
 	if (--r->left == 0) {
 		s->requests--;
-		s->done(r, s->arg);
+		if (s->done != NULL)
+			s->done(r, s->arg);
 	}
 	gm_sched_pump(s);
 	return GM_OK;

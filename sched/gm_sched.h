@@ -57,8 +57,10 @@ typedef struct gm_sched gm_sched;
  * total_us up to now), before its request's done callback. */
 typedef void (*gm_sched_job_fn)(gm_sched_job *j, void *arg);
 
-/* Called once per request when its last job is back. The request and
- * its jobs belong to the caller again. */
+/* Called once per request when its last job is back (after its job
+ * callback). The request and its jobs belong to the caller again. It
+ * may be NULL: the caller then takes its request back with its last
+ * job's callback, after which the scheduler no longer touches it. */
 typedef void (*gm_sched_done_fn)(gm_sched_request *r, void *arg);
 
 /* How much work may be on the engine at once. */
