@@ -49,19 +49,23 @@
  * one whose issue failed half-way, so that its slab is freed only after
  * the stream is past it.
  */
-#include "gm_cuda_dev.h"
+#include "gm_cuda_issue.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "gm_cuda_batch.h"
+#include "gm_cuda_dev.h"
 #include "gm_cuda_direct.h"
 #include "gm_cuda_err.h"
 #include "gm_cuda_fault.h"
 #include "gm_cuda_gemm.h"
+#include "gm_cuda_ooc.h"
 #include "gm_cuda_stage.h"
 #include "gm_cuda_take.h"
+#include "gm_cuda_warm.h"
 #include "gm_engine_impl.h"
 
 #define CHUNK_MAX 256 /* contexts issued breadth-first as one group */
