@@ -3,7 +3,7 @@
  * they do): the worker's rounds of bursts and pieces, the turns of large
  * jobs, and the side thread that runs small jobs beside a piece.
  */
-#include "gm_engine_cpu_impl.h"
+#include "gm_cpu_worker.h"
 
 #include <cblas.h>
 #include <math.h>

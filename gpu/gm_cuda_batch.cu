@@ -11,7 +11,7 @@
  * gm_cuda_gemm_batch. So a batch of jobs laid out back to back costs
  * two or three copies and one kernel launch per run, whatever its size.
  */
-#include "gm_cuda_dev.h"
+#include "gm_cuda_batch.h"
 
 #include <stdio.h>
 #include <stdlib.h>

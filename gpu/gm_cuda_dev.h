@@ -37,6 +37,25 @@
  * Locking: the fields under "guarded by mu" are only touched with mu
  * held; the CUDA objects are made before the threads start and destroyed
  * after they stop. The done callback is called without mu.
+ *
+ * Layering: calls and includes go down this list, never up.
+ *   gm_engine_cuda.cu  the engine's table: spreads waves over devices
+ *   gm_cuda_life       opens and closes a device, starts its threads
+ *   gm_cuda_issue      the issue thread (waves into work on the ring)
+ *   gm_cuda_warm       the warm-up the issue thread runs
+ *   gm_cuda_ooc        the runner's thread and queue
+ *   gm_cuda_tile       the runner's CUDA objects, a tiled job's operations
+ *   gm_cuda_take       a context and its slab for the issue thread
+ *   gm_cuda_batch      a batch's copies and batched call
+ *   gm_cuda_direct     a small job run on its host memory
+ *   gm_cuda_done       a stream's completion thread
+ *   gm_cuda_dev        this header: the device's state and the shared
+ *                      steps under mu that every module above takes
+ * Below them all, the leaves: gm_cuda_gemm, gm_cuda_lt, gm_cuda_stage,
+ * gm_cuda_err, gm_cuda_fault, and gpu/'s own gm_pool, gm_batch,
+ * gm_timeline, gm_engine_impl. State a lower module works on is
+ * declared in its header (the runner's CUDA objects in gm_cuda_tile.h),
+ * and opening and closing, which touch every module, sit at the top.
  */
 #ifndef GM_CUDA_DEV_H
 #define GM_CUDA_DEV_H
@@ -50,13 +69,14 @@
 
 #include "gm_batch.h"
 #include "gm_cuda_lt.h"
-#include "gm_cuda_ooc.h"
 #include "gm_cuda_stage.h"
 #include "gm_timeline.h"
 #include "gm_engine.h"
 #include "gm_handoff.h"
 #include "gm_pool.h"
 #include "gm_spin.h"
+
+struct gm_cuda_ooc; /* the runner's (gm_cuda_tile.h) */
 
 /* Jobs in one batch, at most: what one batched call takes. */
 #define GM_CUDA_BATCH_JOBS GM_CUDA_LT_COUNT
@@ -238,14 +258,6 @@ struct gm_cuda_dev {
 	int faulted; /* also read without mu, atomically */
 };
 
-/* Sets up device index: streams, handles, memory, threads. On failure
- * returns a code with msg and leaves nothing behind. Loop thread. */
-int gm_cuda_dev_open(struct gm_cuda_shared *sh, int index,
-		     struct gm_cuda_dev **out, char *msg, size_t msglen);
-
-/* Blocks until every job queued on d came back, then frees d. */
-void gm_cuda_dev_close(struct gm_cuda_dev *d);
-
 /* A wave record, reused from the ones d's issue thread is done with
  * (allocated only while their number grows); NULL when out of memory.
  * Loop thread. */
@@ -260,13 +272,8 @@ void gm_cuda_dev_queue(struct gm_cuda_dev *d, struct gm_cuda_wave *w,
 		       uint64_t bytes);
 
 /* Asks d's issue thread to warm up before it takes more waves; the last
- * device to finish ends the engine's warm-up (gm_cuda_warm.cu). */
+ * device to finish ends the engine's warm-up (gm_cuda_warm.h). */
 void gm_cuda_dev_warm(struct gm_cuda_dev *d);
-
-/* The issue thread's warm-up of d: every dtype and kernel on every
- * stream, per job and batched, on tiny inputs. GM_OK or a code with
- * msg; a sticky error faults d. */
-int gm_cuda_warm_run(struct gm_cuda_dev *d, char *msg, size_t msglen);
 
 /* Takes job back while it is still queued on d: in a wave its issue
  * thread has not begun, among the wave's jobs that have no memory yet
@@ -288,7 +295,7 @@ void gm_cuda_dev_stats(struct gm_cuda_dev *d, gm_device_stats *s);
 /* Host bytes of a job's operands and result; 0 when they overflow. */
 uint64_t gm_cuda_job_bytes(const gm_job *j);
 
-/* Between the device's own threads (gm_cuda_issue.cu, gm_cuda_done.cu): */
+/* Between the device's own threads (issue, completion, runner): */
 
 /* Records a sticky fault with its text: d and the engine are faulted from
  * now on and d's issue thread wakes up to fail what it holds. */
@@ -326,21 +333,5 @@ void gm_cuda_dev_finish(struct gm_cuda_dev *d, gm_job *job);
 /* The same for n jobs linked from job, with one lock for all; job->next
  * is read before each is handed back. */
 void gm_cuda_dev_finish_n(struct gm_cuda_dev *d, gm_job *job, uint32_t n);
-
-/* A batch's phases on its stream (gm_cuda_batch.cu); each returns GM_OK
- * or a code with the text in the batch's first job. */
-int gm_cuda_batch_h2d(struct gm_cuda_ctx *c);
-int gm_cuda_batch_kernel(struct gm_cuda_ctx *c);
-int gm_cuda_batch_d2h(struct gm_cuda_ctx *c);
-
-/* The batch's scratch for pieces: made with the device, freed with it. */
-int gm_cuda_copies_open(struct gm_cuda_copies **out);
-void gm_cuda_copies_close(struct gm_cuda_copies *c);
-
-/* Thread bodies; arg is the device, or the stream. */
-void *gm_cuda_issue_main(void *arg);
-void *gm_cuda_done_main(void *arg);
-
-double gm_cuda_now_us(void);
 
 #endif

@@ -27,11 +27,12 @@
  * device's busy period, whose length is the latest such end, and puts
  * its start on the host clock (gm_cuda_dev.h).
  */
-#include "gm_cuda_dev.h"
+#include "gm_cuda_done.h"
 
 #include <stdio.h>
 #include <string.h>
 
+#include "gm_cuda_dev.h"
 #include "gm_cuda_err.h"
 #include "gm_engine_impl.h"
 

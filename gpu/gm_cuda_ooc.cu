@@ -19,9 +19,6 @@
 #include "gm_cuda_err.h"
 #include "gm_engine_impl.h"
 
-/* Host copies go to the crew in items of about this many bytes. */
-#define COPY_ITEM (1ull << 20)
-
 static_assert(GM_CUDA_OOC_STAGE_BYTES >= 8ull * GM_MAX_DIM,
 	      "a staging buffer holds a line of any operand");
 
@@ -34,44 +31,14 @@ int gm_cuda_ooc_wanted(struct gm_cuda_dev *d, const gm_job *j, uint64_t bytes)
 
 /* ---- host copies ------------------------------------------------------ */
 
-struct copy2d {
-	char *dst;
-	const char *src;
-	uint64_t dpitch, spitch, width, lines, per;
-};
-
-static void copy_item(void *arg, uint64_t i)
-{
-	const struct copy2d *c = (const struct copy2d *)arg;
-	uint64_t l = i * c->per, end = l + c->per;
-
-	for (end = end < c->lines ? end : c->lines; l < end; l++)
-		memcpy(c->dst + l * c->dpitch, c->src + l * c->spitch,
-		       c->width);
-}
-
-void gm_cuda_ooc_copy(struct gm_cuda_ooc *o, void *dst, uint64_t dpitch,
-		      const void *src, uint64_t spitch, uint64_t width,
-		      uint64_t lines)
-{
-	struct copy2d c = {
-	    (char *)dst, (const char *)src, dpitch, spitch, width, lines, 1};
-
-	if (width == 0 || lines == 0)
-		return;
-	if (width < COPY_ITEM)
-		c.per = COPY_ITEM / width;
-	gm_crew_run(o->crew, copy_item, &c, (lines + c.per - 1) / c.per);
-}
-
 /* bytes from src to dst, in items the crew shares. */
 static void copy_flat(struct gm_cuda_ooc *o, void *dst, const void *src,
 		      uint64_t bytes)
 {
-	uint64_t whole = bytes / COPY_ITEM * COPY_ITEM;
+	uint64_t whole = bytes / GM_CUDA_COPY_ITEM * GM_CUDA_COPY_ITEM;
 
-	gm_cuda_ooc_copy(o, dst, COPY_ITEM, src, COPY_ITEM, COPY_ITEM,
-			 bytes / COPY_ITEM);
+	gm_cuda_tile_copy(o, dst, GM_CUDA_COPY_ITEM, src, GM_CUDA_COPY_ITEM,
+			  GM_CUDA_COPY_ITEM, bytes / GM_CUDA_COPY_ITEM);
 	memcpy((char *)dst + whole, (const char *)src + whole, bytes - whole);
 }
 
@@ -350,11 +317,6 @@ void gm_cuda_ooc_queue(struct gm_cuda_dev *d, gm_job *j)
 	/* Closed only after the issue thread stopped. */
 	(void)gm_handoff_push(&d->ooc_jobs, j);
 	pthread_mutex_unlock(&d->mu);
-}
-
-int gm_cuda_ooc_take_back(struct gm_cuda_dev *d, gm_job *job)
-{
-	return gm_handoff_remove(&d->ooc_jobs, job) ? GM_OK : GM_ENOTFOUND;
 }
 
 void gm_cuda_ooc_stop(struct gm_cuda_dev *d)

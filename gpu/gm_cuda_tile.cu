@@ -1,6 +1,7 @@
 /*
  * gm_cuda_tile.cu - a tiled job's operations (gm_ooc.h) on the runner's
- * three streams (gm_cuda_ooc.h).
+ * three streams (gm_cuda_tile.h), and the host copies it spreads over
+ * its crew.
  *
  * Each operation first makes its stream wait for the events it names,
  * then runs between two timing events, then records its own events. A
@@ -20,6 +21,8 @@
  * issued and the runner waits for the streams to drain before the slab
  * may go back to the pool.
  */
+#include "gm_cuda_tile.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -27,7 +30,6 @@
 #include "gm_cuda_err.h"
 #include "gm_cuda_fault.h"
 #include "gm_cuda_gemm.h"
-#include "gm_cuda_ooc.h"
 
 /* The job under way. */
 struct run {
@@ -37,6 +39,38 @@ struct run {
 	char *dev;    /* the plan's buffers */
 	uint32_t mid; /* the tile where test builds inject their faults */
 };
+
+/* ---- host copies ------------------------------------------------------ */
+
+struct copy2d {
+	char *dst;
+	const char *src;
+	uint64_t dpitch, spitch, width, lines, per;
+};
+
+static void copy_item(void *arg, uint64_t i)
+{
+	const struct copy2d *c = (const struct copy2d *)arg;
+	uint64_t l = i * c->per, end = l + c->per;
+
+	for (end = end < c->lines ? end : c->lines; l < end; l++)
+		memcpy(c->dst + l * c->dpitch, c->src + l * c->spitch,
+		       c->width);
+}
+
+void gm_cuda_tile_copy(struct gm_cuda_ooc *o, void *dst, uint64_t dpitch,
+		       const void *src, uint64_t spitch, uint64_t width,
+		       uint64_t lines)
+{
+	struct copy2d c = {
+	    (char *)dst, (const char *)src, dpitch, spitch, width, lines, 1};
+
+	if (width == 0 || lines == 0)
+		return;
+	if (width < GM_CUDA_COPY_ITEM)
+		c.per = GM_CUDA_COPY_ITEM / width;
+	gm_crew_run(o->crew, copy_item, &c, (lines + c.per - 1) / c.per);
+}
 
 /* ---- timing --------------------------------------------------------- */
 
@@ -116,8 +150,8 @@ static int stage_free(struct gm_cuda_ooc *o, struct gm_cuda_stage_buf *b,
 		return gm_cuda_fail(e, "waiting for a staging copy", __FILE__,
 				    __LINE__, j->msg, sizeof(j->msg));
 	if (b->state == GM_CUDA_STAGE_OUT)
-		gm_cuda_ooc_copy(o, b->dst, b->hpitch, b->p, b->width, b->width,
-				 b->lines);
+		gm_cuda_tile_copy(o, b->dst, b->hpitch, b->p, b->width,
+				  b->width, b->lines);
 	b->state = GM_CUDA_STAGE_FREE;
 	return GM_OK;
 }
@@ -158,8 +192,8 @@ static int stage(struct run *r, int out, char *host, const gm_ooc_block *b,
 		if ((rv = stage_next(o, r->j, &sb)) != GM_OK)
 			return rv;
 		if (!out)
-			gm_cuda_ooc_copy(o, sb->p, b->width, h, b->hpitch,
-					 b->width, n);
+			gm_cuda_tile_copy(o, sb->p, b->width, h, b->hpitch,
+					  b->width, n);
 		GM_CUDA_TRY(out ? cudaMemcpy2DAsync(sb->p, b->width, dv,
 						    b->dpitch, b->width, n,
 						    cudaMemcpyDeviceToHost, s)

@@ -15,10 +15,11 @@
  * theirs so, gm_cuda_direct.h). The device memory comes from the pool (as much
  * as the largest shape that fits in half of it) and goes back to it.
  */
-#include "gm_cuda_dev.h"
+#include "gm_cuda_warm.h"
 
 #include <stdio.h>
 
+#include "gm_cuda_dev.h"
 #include "gm_cuda_direct.h"
 #include "gm_cuda_err.h"
 #include "gm_cuda_gemm.h"

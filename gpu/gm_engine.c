@@ -1,75 +1,82 @@
 /*
- * gm_engine.c - picks an engine at open and forwards the public calls of
- * gm_engine.h to the engine's table of operations (gm_engine_impl.h).
- * The CUDA engine's constructors are its plugin's (gm_engine_load.c).
+ * gm_engine.c - the engine interface's bottom: forwards the public calls
+ * of gm_engine.h to the engine's table of operations, and holds what
+ * every engine calls back into (gm_engine_impl.h): handing jobs back and
+ * telling starts, failing expired jobs, ending a warm-up, the clock.
+ * Opening an engine, which calls the engines, is gm_engine_open.c's, so
+ * that the CUDA engine's plugin links this file and nothing of the CPU
+ * engine or the loader; it keeps no state, so the plugin's copy and
+ * gemmd's behave as one.
+ *
+ * Layering of gpu/'s engine modules, calls and includes going down:
+ *   gm_engine_open      picks and opens an engine
+ *   gm_engine_cpu       the CPU engine's table: open, submit, cancel, stats
+ *   gm_cpu_worker       the CPU engine's threads and state
+ *   gm_engine_load      loads the CUDA engine's plugin, forwards to it
+ *   gm_engine_plugin    the plugin's entry table (gm_engine_cuda.cu fills
+ *                       it: gm_cuda_dev.h has the CUDA engine's layers)
+ *   gm_engine           this file, gm_engine.h and gm_engine_impl.h
+ * with gm_cpu_piece, gm_crew, gm_pool, gm_batch, gm_ooc and gm_timeline
+ * below as leaves.
  */
 #include "gm_engine_impl.h"
 
 #include <stdio.h>
-#include <unistd.h>
+#include <time.h>
 
 #include "gm_error.h"
 
-/* What memory the process may have: the host's, or its cgroup's limit
- * when that is lower (cgroup v2's memory.max); 0 when unknown. */
-static uint64_t memory_available(const char **whose)
+double gm_engine_now_us(void)
 {
-	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-	uint64_t host =
-	    pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
-	unsigned long long limit;
-	FILE *f = fopen("/sys/fs/cgroup/memory.max", "r");
+	struct timespec t;
 
-	*whose = "this host's memory";
-	if (f != NULL) {
-		if (fscanf(f, "%llu", &limit) == 1 && limit < host) {
-			host = limit;
-			*whose = "this cgroup's memory.max";
-		}
-		fclose(f);
-	}
-	return host;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
 }
 
-/* A host pool larger than the memory there is would not be refused by
- * the allocation (the CPU engine maps it without reserving): back-
- * pressure would be gone, the kernel's OOM killer in its place. */
-static int check_pool(const gm_engine_config *cfg, char *msg, size_t msglen)
+void gm_engine_back(gm_engine *e, gm_job *job, uint32_t n)
 {
-	const char *whose;
-	uint64_t have = memory_available(&whose);
+	gm_job *next;
 
-	if (have == 0 || cfg->pool_bytes <= have)
-		return GM_OK;
-	snprintf(msg, msglen,
-		 "pool_bytes %llu (%.1f GiB) is more than %s, %llu bytes "
-		 "(%.1f GiB)",
-		 (unsigned long long)cfg->pool_bytes,
-		 (double)cfg->pool_bytes / (1 << 30), whose,
-		 (unsigned long long)have, (double)have / (1 << 30));
-	return GM_ECONFIG;
+	if (e->done_together != NULL) {
+		e->done_together(job, n, e->done_arg);
+		return;
+	}
+	/* Once back through the callback a job is not ours: read on
+	 * first. */
+	for (; n > 0; n--, job = next) {
+		next = job->next;
+		e->done(job, e->done_arg);
+	}
 }
 
-int gm_engine_open(const gm_engine_config *cfg, gm_engine_done_fn done,
-		   void *arg, gm_engine **out, char *msg, size_t msglen)
+void gm_engine_started(gm_engine *e, gm_job *job, uint32_t n)
 {
-	int kind = cfg->kind, rv;
+	if (e->start != NULL)
+		e->start(job, n, e->done_arg);
+}
 
-	*out = NULL;
-	if ((rv = check_pool(cfg, msg, msglen)) != GM_OK)
-		return rv;
-	if (kind == GM_ENGINE_AUTO)
-		kind =
-		    gm_engine_cuda_count() > 0 ? GM_ENGINE_CUDA : GM_ENGINE_CPU;
-	switch (kind) {
-	case GM_ENGINE_CPU:
-		return gm_engine_cpu_open(cfg, done, arg, out, msg, msglen);
-	case GM_ENGINE_CUDA:
-		return gm_engine_cuda_open(cfg, done, arg, out, msg, msglen);
-	default:
-		snprintf(msg, msglen, "unknown engine kind %d", cfg->kind);
-		return GM_EINVAL;
-	}
+int gm_engine_expired(gm_job *job, double now)
+{
+	if (job->deadline_us == 0.0 || now <= job->deadline_us)
+		return 0;
+	job->status = GM_ETIMEDOUT;
+	snprintf(job->msg, sizeof(job->msg), "%s", GM_EXPIRED_MSG);
+	job->h2d_us = job->kernel_us = job->d2h_us = job->start_us = 0.0;
+	return 1;
+}
+
+void gm_engine_warmed(gm_engine *e, int status, const char *msg)
+{
+	/* Read before warming drops: a new warm-up may start after. */
+	gm_engine_warm_fn fn = e->warm_fn;
+	void *arg = e->warm_arg;
+	double ms = (gm_engine_now_us() - e->warm_t0) / 1e3;
+
+	__atomic_store(&e->warm_ms, &ms, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->warming, 0, __ATOMIC_RELEASE);
+	if (fn != NULL)
+		fn(arg, status, ms, status == GM_OK ? NULL : msg);
 }
 
 void gm_engine_close(gm_engine *e)

@@ -39,7 +39,7 @@
  * that fits in host memory runs. The arena is only reserved address space
  * (MAP_NORESERVE): pages the pool never hands out cost nothing.
  */
-#include "gm_engine_cpu_impl.h"
+#include "gm_cpu_worker.h"
 
 #include <cblas.h>
 #include <errno.h>

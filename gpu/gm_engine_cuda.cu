@@ -20,6 +20,7 @@
 #include "gm_cuda_err.h"
 #include "gm_cuda_fault.h"
 #include "gm_cuda_gemm.h"
+#include "gm_cuda_life.h"
 #include "gm_engine_plugin.h"
 
 #define POOL_BYTES_DEFAULT (1ull << 30)
@@ -93,7 +94,7 @@ static void cuda_close(gm_engine *base)
 
 	for (i = 0; i < e->ndev; i++)
 		if (e->devs[i] != NULL)
-			gm_cuda_dev_close(e->devs[i]);
+			gm_cuda_life_close(e->devs[i]);
 	free(e->devs);
 	if (e->arena != NULL && cudaFreeHost(e->arena) != cudaSuccess)
 		(void)cudaGetLastError();
@@ -322,8 +323,8 @@ static int open_devices(struct cuda_engine *e, unsigned ndev, char *msg,
 	}
 	e->ndev = ndev;
 	for (i = 0; i < ndev; i++)
-		if ((rv = gm_cuda_dev_open(&e->sh, (int)i, &e->devs[i], msg,
-					   msglen)) != GM_OK)
+		if ((rv = gm_cuda_life_open(&e->sh, (int)i, &e->devs[i], msg,
+					    msglen)) != GM_OK)
 			return rv;
 	return GM_OK;
 }

@@ -3,7 +3,8 @@
  *
  * Private to gpu/. Each engine embeds struct gm_engine as its first member
  * and points it at its table of operations; gm_engine.c dispatches the
- * public calls of gm_engine.h through the table.
+ * public calls of gm_engine.h through the table, and defines the helpers
+ * below (this header belongs to it).
  */
 #ifndef GM_ENGINE_IMPL_H
 #define GM_ENGINE_IMPL_H

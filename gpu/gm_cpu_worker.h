@@ -1,11 +1,11 @@
 /*
- * gm_engine_cpu_impl.h - the CPU engine's state, shared by its two
- * files: gm_engine_cpu.c (the gm_engine.h operations: open, submit,
- * cancel, stats, close) and gm_cpu_worker.c (the threads that run the
- * jobs). Private to gpu/.
+ * gm_cpu_worker.h - the CPU engine's state and the threads that run its
+ * jobs (gm_cpu_worker.c). gm_engine_cpu.c, above it, holds the
+ * gm_engine.h operations (open, submit, cancel, stats, close) and
+ * starts the threads; the threads call nothing of it. Private to gpu/.
  */
-#ifndef GM_ENGINE_CPU_IMPL_H
-#define GM_ENGINE_CPU_IMPL_H
+#ifndef GM_CPU_WORKER_H
+#define GM_CPU_WORKER_H
 
 #include <pthread.h>
 
