@@ -1,8 +1,9 @@
 /*
- * gm_inbox.c - a locked list drained by a uv_async; see gm_inbox.h.
- * Posts append at the tail so that a drain walks the items in the order
- * they came. The async handle is woken under the lock, so a post cannot
- * race the close that ends the handle.
+ * gm_inbox.c - a hand-off queue (gm_handoff.h) whose consumer is the
+ * loop, woken by a uv_async; see gm_inbox.h. Posts append at the tail
+ * so that a drain walks the items in the order they came. The queue
+ * wakes the async handle under the lock, so a post cannot race the
+ * close that ends the handle.
  */
 #include "gm_inbox.h"
 
@@ -12,15 +13,14 @@
 #include <string.h>
 
 #include "gm_error.h"
+#include "gm_handoff.h"
 
 struct gm_inbox {
 	uv_async_t async;
 	pthread_mutex_t mu;
-	void *head, *tail; /* under mu */
-	bool closed;	   /* under mu */
-	bool polled;	   /* under mu: posts need not wake the loop */
-	int any;	   /* atomic: head != NULL, read without mu */
-	size_t off;	   /* of the items' link */
+	gm_handoff q;  /* under mu; its consumer is the loop, woken by async */
+	unsigned seen; /* loop thread: q's stamp at the last poll */
+	size_t off;    /* of the items' link */
 	gm_inbox_fn fn;
 	gm_inbox_drained_fn drained;
 	void *arg;
@@ -31,21 +31,16 @@ static void **link_of(const gm_inbox *b, void *item)
 	return (void **)((char *)item + b->off);
 }
 
-/* Takes the whole list, oldest first. */
 static void *take_all(gm_inbox *b)
 {
 	void *list;
 
 	pthread_mutex_lock(&b->mu);
-	list = b->head;
-	b->head = b->tail = NULL;
-	__atomic_store_n(&b->any, 0, __ATOMIC_RELAXED);
+	list = gm_handoff_take_all(&b->q);
 	pthread_mutex_unlock(&b->mu);
 	return list;
 }
 
-/* Hands each item of list to fn; an item may be freed by fn, so its
- * link is read first. */
 static void hand_over(gm_inbox *b, void *list, gm_inbox_fn fn, void *arg)
 {
 	while (list != NULL) {
@@ -56,13 +51,26 @@ static void hand_over(gm_inbox *b, void *list, gm_inbox_fn fn, void *arg)
 	}
 }
 
+static void drain(gm_inbox *b, void *list)
+{
+	hand_over(b, list, b->fn, b->arg);
+	if (b->drained != NULL)
+		b->drained(b->arg);
+}
+
 static void on_async(uv_async_t *h)
 {
 	gm_inbox *b = h->data;
 
-	hand_over(b, take_all(b), b->fn, b->arg);
-	if (b->drained != NULL)
-		b->drained(b->arg);
+	drain(b, take_all(b));
+}
+
+/* The queue's wake-up of its consumer, the loop: coalesced by libuv. */
+static void wake_loop(void *arg)
+{
+	gm_inbox *b = arg;
+
+	uv_async_send(&b->async);
 }
 
 int gm_inbox_open(uv_loop_t *loop, size_t link_off, gm_inbox_fn fn,
@@ -83,6 +91,12 @@ int gm_inbox_open(uv_loop_t *loop, size_t link_off, gm_inbox_fn fn,
 			 strerror(rv));
 		goto fail_mutex;
 	}
+	if ((rv = gm_handoff_init(&b->q, &b->mu, link_off, NULL)) != 0) {
+		snprintf(msg, msglen, "hand-off to the loop: queue: %s",
+			 strerror(rv));
+		goto fail_queue;
+	}
+	gm_handoff_set_wake(&b->q, wake_loop, b);
 	b->async.data = b;
 	if ((rv = uv_async_init(loop, &b->async, on_async)) != 0) {
 		snprintf(msg, msglen, "hand-off to the loop: %s",
@@ -92,6 +106,8 @@ int gm_inbox_open(uv_loop_t *loop, size_t link_off, gm_inbox_fn fn,
 	*out = b;
 	return GM_OK;
 fail_async:
+	gm_handoff_destroy(&b->q);
+fail_queue:
 	pthread_mutex_destroy(&b->mu);
 fail_mutex:
 	free(b);
@@ -103,20 +119,8 @@ bool gm_inbox_post_all(gm_inbox *b, void *const *items, size_t n)
 	bool posted;
 
 	pthread_mutex_lock(&b->mu);
-	posted = !b->closed;
-	for (size_t i = 0; posted && i < n; i++) {
-		*link_of(b, items[i]) = NULL;
-		if (b->tail != NULL)
-			*link_of(b, b->tail) = items[i];
-		else
-			b->head = items[i];
-		b->tail = items[i];
-	}
-	if (posted && n > 0) {
-		__atomic_store_n(&b->any, 1, __ATOMIC_RELEASE);
-		if (!b->polled)
-			uv_async_send(&b->async);
-	}
+	posted = n == 0 ? !gm_handoff_closed(&b->q)
+			: gm_handoff_push_all(&b->q, items, n);
 	pthread_mutex_unlock(&b->mu);
 	return posted;
 }
@@ -129,19 +133,10 @@ bool gm_inbox_post(gm_inbox *b, void *item)
 void *gm_inbox_cancel(gm_inbox *b, bool (*match)(void *item, void *key),
 		      void *key)
 {
-	void **pp, *prev = NULL, *item = NULL;
+	void *item;
 
 	pthread_mutex_lock(&b->mu);
-	for (pp = &b->head; *pp != NULL; pp = link_of(b, *pp)) {
-		if (match(*pp, key)) {
-			item = *pp;
-			*pp = *link_of(b, item);
-			if (b->tail == item)
-				b->tail = prev;
-			break;
-		}
-		prev = *pp;
-	}
+	item = gm_handoff_remove_if(&b->q, match, key);
 	pthread_mutex_unlock(&b->mu);
 	return item;
 }
@@ -149,15 +144,23 @@ void *gm_inbox_cancel(gm_inbox *b, bool (*match)(void *item, void *key),
 void gm_inbox_polled(gm_inbox *b, bool on)
 {
 	pthread_mutex_lock(&b->mu);
-	b->polled = on;
+	gm_handoff_polled(&b->q, on);
 	pthread_mutex_unlock(&b->mu);
 }
 
+/* A post moves the queue's stamp before its lock is dropped: a stamp
+ * seen unchanged means nothing came since the last poll took all. */
 bool gm_inbox_poll(gm_inbox *b)
 {
-	if (!__atomic_load_n(&b->any, __ATOMIC_ACQUIRE))
+	unsigned stamp = gm_handoff_stamp(&b->q);
+	void *list;
+
+	if (stamp == b->seen)
 		return false;
-	on_async(&b->async);
+	b->seen = stamp;
+	if ((list = take_all(b)) == NULL)
+		return false; /* taken back meanwhile */
+	drain(b, list);
 	return true;
 }
 
@@ -165,6 +168,7 @@ static void on_closed(uv_handle_t *h)
 {
 	gm_inbox *b = h->data;
 
+	gm_handoff_destroy(&b->q);
 	pthread_mutex_destroy(&b->mu);
 	free(b);
 }
@@ -174,9 +178,10 @@ void gm_inbox_close(gm_inbox *b, gm_inbox_fn left, void *arg)
 	void *list;
 
 	pthread_mutex_lock(&b->mu);
-	b->closed = true;
+	gm_handoff_polled(&b->q, true); /* closing wakes no one */
+	gm_handoff_close(&b->q);
+	list = gm_handoff_take_all(&b->q);
 	pthread_mutex_unlock(&b->mu);
-	list = take_all(b);
 	if (left != NULL)
 		hand_over(b, list, left, arg);
 	uv_close((uv_handle_t *)&b->async, on_closed);
