@@ -1,6 +1,9 @@
 /*
  * gmc_timer.c - a timer thread over a binary heap of events; see
- * gmc_timer.h.
+ * gmc_timer.h. The thread sleeps in a hand-off's wait (gm_handoff.h)
+ * that carries no items: the heap is kept beside it under the same
+ * lock, an event armed ahead of the thread's sleep kicks it, and
+ * closing it stops the thread.
  */
 #include "gmc_timer.h"
 
@@ -9,22 +12,22 @@
 #include <time.h>
 
 #include "gm_error.h"
+#include "gm_handoff.h"
 
 struct gmc_timer {
 	pthread_mutex_t mu;
-	pthread_cond_t cv;	/* the earliest event changed, or stop */
+	gm_handoff q;		/* no items; kicked: the earliest changed */
 	pthread_cond_t idle_cv; /* an event finished running */
 	pthread_t thread;
 	gmc_tev **heap;
 	size_t n, cap;
 	gmc_tev *running;
 	/* While the thread sleeps: when it wakes on its own, UINT64_MAX
-	 * when only a signal wakes it; 0 while it is awake, as it looks at
+	 * when only a kick wakes it; 0 while it is awake, as it looks at
 	 * the heap again before it sleeps. An event armed later than this
-	 * needs no signal: a client whose calls each arm a deadline and
+	 * needs no kick: a client whose calls each arm a deadline and
 	 * cancel it wakes the thread once per deadline, not per call. */
 	uint64_t sleep_until;
-	bool stop;
 };
 
 uint64_t gmc_timer_now(void)
@@ -95,38 +98,46 @@ static void heap_remove(gmc_timer *t, gmc_tev *ev)
 
 /* ---- the thread ---- */
 
+/* Under mu: sleeps until the earliest event's time (forever when there
+ * is none), an earlier one is armed, or t stops. */
+static void sleep_for_next(gmc_timer *t)
+{
+	struct timespec ts;
+
+	if (t->n == 0) {
+		t->sleep_until = UINT64_MAX;
+		gm_handoff_wait(&t->q);
+	} else {
+		t->sleep_until = t->heap[0]->when;
+		ts = (struct timespec){(time_t)(t->sleep_until / 1000000000u),
+				       (long)(t->sleep_until % 1000000000u)};
+		(void)gm_handoff_wait_until(&t->q, &ts);
+	}
+	t->sleep_until = 0;
+}
+
+/* Under mu: runs ev, which is due, with the lock dropped. */
+static void run(gmc_timer *t, gmc_tev *ev)
+{
+	heap_remove(t, ev);
+	t->running = ev;
+	pthread_mutex_unlock(&t->mu);
+	ev->fn(ev->arg);
+	pthread_mutex_lock(&t->mu);
+	t->running = NULL;
+	pthread_cond_broadcast(&t->idle_cv);
+}
+
 static void *timer_main(void *arg)
 {
 	gmc_timer *t = arg;
 
 	pthread_mutex_lock(&t->mu);
-	while (!t->stop) {
-		uint64_t now = gmc_timer_now();
-		gmc_tev *ev;
-
-		if (t->n == 0) {
-			t->sleep_until = UINT64_MAX;
-			pthread_cond_wait(&t->cv, &t->mu);
-			t->sleep_until = 0;
-			continue;
-		}
-		ev = t->heap[0];
-		if (ev->when > now) {
-			struct timespec ts = {(time_t)(ev->when / 1000000000u),
-					      (long)(ev->when % 1000000000u)};
-
-			t->sleep_until = ev->when;
-			pthread_cond_timedwait(&t->cv, &t->mu, &ts);
-			t->sleep_until = 0;
-			continue;
-		}
-		heap_remove(t, ev);
-		t->running = ev;
-		pthread_mutex_unlock(&t->mu);
-		ev->fn(ev->arg);
-		pthread_mutex_lock(&t->mu);
-		t->running = NULL;
-		pthread_cond_broadcast(&t->idle_cv);
+	while (!gm_handoff_closed(&t->q)) {
+		if (t->n > 0 && t->heap[0]->when <= gmc_timer_now())
+			run(t, t->heap[0]);
+		else
+			sleep_for_next(t);
 	}
 	pthread_mutex_unlock(&t->mu);
 	return NULL;
@@ -135,19 +146,20 @@ static void *timer_main(void *arg)
 int gmc_timer_new(gmc_timer **out)
 {
 	gmc_timer *t = calloc(1, sizeof(*t));
-	pthread_condattr_t ca;
 
 	if (t == NULL)
 		return GM_ENOMEM;
 	pthread_mutex_init(&t->mu, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&t->cv, &ca);
-	pthread_condattr_destroy(&ca);
+	/* The link offset is never used: nothing is pushed. */
+	if (gm_handoff_init(&t->q, &t->mu, 0, NULL) != 0) {
+		pthread_mutex_destroy(&t->mu);
+		free(t);
+		return GM_ENOMEM;
+	}
 	pthread_cond_init(&t->idle_cv, NULL);
 	if (pthread_create(&t->thread, NULL, timer_main, t) != 0) {
 		pthread_cond_destroy(&t->idle_cv);
-		pthread_cond_destroy(&t->cv);
+		gm_handoff_destroy(&t->q);
 		pthread_mutex_destroy(&t->mu);
 		free(t);
 		return GM_ENOMEM;
@@ -161,15 +173,14 @@ void gmc_timer_free(gmc_timer *t)
 	if (t == NULL)
 		return;
 	pthread_mutex_lock(&t->mu);
-	t->stop = true;
-	pthread_cond_signal(&t->cv);
+	gm_handoff_close(&t->q);
 	pthread_mutex_unlock(&t->mu);
 	pthread_join(t->thread, NULL);
 	for (size_t i = 0; i < t->n; i++)
 		t->heap[i]->armed = false;
 	free(t->heap);
 	pthread_cond_destroy(&t->idle_cv);
-	pthread_cond_destroy(&t->cv);
+	gm_handoff_destroy(&t->q);
 	pthread_mutex_destroy(&t->mu);
 	free(t);
 }
@@ -202,7 +213,7 @@ int gmc_timer_arm(gmc_timer *t, gmc_tev *ev, uint64_t when)
 	place(t, t->n++, ev);
 	sift_up(t, t->n - 1);
 	if (t->heap[0] == ev && ev->when < t->sleep_until)
-		pthread_cond_signal(&t->cv);
+		gm_handoff_kick(&t->q);
 out:
 	pthread_mutex_unlock(&t->mu);
 	return rv;

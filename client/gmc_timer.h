@@ -3,7 +3,8 @@
  * runs events at their time: calls' deadlines, the redial of a dropped
  * connection, the freeing of a closed stream (which must not happen on
  * one of the stream's own callbacks). Events are kept in a binary heap
- * by time; the thread sleeps on a condition variable until the earliest.
+ * by time; the thread sleeps in a hand-off's timed wait (gm_handoff.h)
+ * until the earliest.
  * An event runs on the timer thread with no lock of the library held.
  */
 #ifndef GMC_TIMER_H
