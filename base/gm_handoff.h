@@ -22,8 +22,17 @@
  * so no wake-up is lost. A consumer that is not a thread of ours (an
  * event loop) is woken by a function of the owner's instead.
  *
- * Thread map: which threads cross where (the daemon's loop, nng's
- * threads and the client's are gm_inbox.h's and the client's own).
+ * Thread map: which threads cross where.
+ *
+ *   gemmd (daemon/)
+ *     nng's threads, engine threads --news--> loop
+ *                                 gm_inbox.h: a hand-off whose consumer
+ *                                 is the loop, woken by its uv_async
+ *                                 unless the loop polls it
+ *   libgemmd (client/)
+ *     callers, nng's threads --tasks--> copy threads (gmc_workers.c)
+ *     any thread --kick--> timer thread (gmc_timer.c: a heap of events
+ *                                 beside a hand-off that carries none)
  *
  *   CPU engine (gm_engine_cpu.c)
  *     loop --jobs--> worker       the FIFO; the worker takes what it
