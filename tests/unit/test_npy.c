@@ -1,5 +1,5 @@
 /*
- * test_npy.c - unit tests of client/gm_npy: .npy round trips in both
+ * test_npy.c - unit tests of ctl/gm_npy: .npy round trips in both
  * dtypes and orders, files written in versions 2.0 and 3.0 and in the
  * spellings older NumPy used, a table of malformed files each with the
  * exact code and the words its message must contain, streams (pipes)
