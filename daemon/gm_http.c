@@ -1,8 +1,13 @@
 /*
  * gm_http.c - the HTTP endpoints' server on libuv's TCP, on the loop
  * thread: accepting and the connection cap, reading requests, the
- * loop's turns, the deadlines; the answers are gm_http_reply.c's. See
- * gm_http.h and gm_http_impl.h.
+ * loop's turns, writing the answers gm_http_reply.c decides and what
+ * comes after one: the next request of a keep-alive connection, or,
+ * after a last answer, a shutdown of the sending side and a moment in
+ * which what the client still sends is read and dropped before the
+ * close (closing a socket with unread bytes resets it, and the reset can
+ * destroy the answer, a 400 or a 431, before the client reads it); the
+ * deadlines. See gm_http.h and gm_http_impl.h.
  *
  * One timer sweeps the deadlines while any connection is open; one idle
  * handle runs the turns while anything waits for one, which also keeps
@@ -19,6 +24,7 @@
 #include "gm_clock.h"
 #include "gm_error.h"
 #include "gm_http_impl.h"
+#include "gm_http_reply.h"
 #include "gm_http_req.h"
 #include "gm_log.h"
 
@@ -81,7 +87,7 @@ static void unqueue(gm_http *h, gm_http_conn *c)
 	}
 }
 
-void gm_http_conn_close(gm_http_conn *c)
+static void conn_close(gm_http_conn *c)
 {
 	gm_http *h = c->h;
 
@@ -98,7 +104,7 @@ void gm_http_conn_close(gm_http_conn *c)
 	uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
 }
 
-void gm_http_conn_state(gm_http_conn *c, enum gm_http_state s)
+static void conn_state(gm_http_conn *c, enum gm_http_state s)
 {
 	c->state = s;
 	c->since_us = gm_clock_now_us();
@@ -161,7 +167,7 @@ static void on_sweep(uv_timer_t *t)
 		if (lim > 0 && now - c->since_us > lim) {
 			if (reason_of_state[c->state] >= 0)
 				h->n->closed_by[reason_of_state[c->state]]++;
-			gm_http_conn_close(c);
+			conn_close(c);
 		}
 	}
 	arm_sweep(h);
@@ -170,6 +176,10 @@ static void on_sweep(uv_timer_t *t)
 /* ---- turns ---- */
 
 static void on_pump(uv_idle_t *p);
+static void write_answer(gm_http_conn *c, const gm_http_ans *a);
+
+static const gm_http_ans too_large = {
+    .status = 431, .type = "text/plain", .text = "request head too large\n"};
 
 static void start_pump(gm_http *h)
 {
@@ -179,7 +189,7 @@ static void start_pump(gm_http *h)
 
 /* A complete head queues the request for its turn; a buffer full
  * without one is answered 431 and closed. */
-void gm_http_conn_take(gm_http_conn *c)
+static void take(gm_http_conn *c)
 {
 	gm_http *h = c->h;
 	size_t end = gm_http_req_end(c->buf, c->len, c->searched);
@@ -188,14 +198,13 @@ void gm_http_conn_take(gm_http_conn *c)
 		c->searched = c->len;
 		if (c->len == c->cap) {
 			h->n->closed_by[GM_HTTP_CLOSED_TOO_LARGE]++;
-			gm_http_reply(c, 431, "text/plain",
-				      "request head too large\n", NULL, 0, 0);
+			write_answer(c, &too_large);
 		}
 		return;
 	}
 	c->head_len = end;
 	uv_read_stop((uv_stream_t *)&c->tcp);
-	gm_http_conn_state(c, GM_HTTP_QUEUED);
+	conn_state(c, GM_HTTP_QUEUED);
 	c->queue_next = NULL;
 	*(h->queue_tail != NULL ? &h->queue_tail->queue_next : &h->queue_head) =
 	    c;
@@ -225,7 +234,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
 
 	(void)b;
 	if (nread < 0) { /* the client closed, or no memory for a buffer */
-		gm_http_conn_close(c);
+		conn_close(c);
 		return;
 	}
 	if (nread == 0)
@@ -235,14 +244,86 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
 		return;
 	}
 	if (c->state == GM_HTTP_IDLE)
-		gm_http_conn_state(c, GM_HTTP_READING);
+		conn_state(c, GM_HTTP_READING);
 	c->len += (size_t)nread;
-	gm_http_conn_take(c);
+	take(c);
 }
 
-int gm_http_conn_read(gm_http_conn *c)
+static int conn_read(gm_http_conn *c)
 {
 	return uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+}
+
+/* ---- answers ---- */
+
+static void on_shut(uv_shutdown_t *sd, int status)
+{
+	if (status < 0)
+		conn_close(sd->handle->data);
+}
+
+/* After a last answer: no more to send, and what comes is dropped until
+ * the client closes or GM_HTTP_LINGER_US passes. */
+static void linger(gm_http_conn *c)
+{
+	c->len = c->head_len = c->searched = 0;
+	conn_state(c, GM_HTTP_LINGERING);
+	if (uv_shutdown(&c->sd, (uv_stream_t *)&c->tcp, on_shut) != 0 ||
+	    conn_read(c) != 0)
+		conn_close(c);
+}
+
+static void on_written(uv_write_t *w, int status)
+{
+	gm_http_conn *c = w->handle->data;
+
+	gm_http_body_release(c->body);
+	c->body = NULL;
+	if (status < 0 || c->h->closing) {
+		conn_close(c);
+		return;
+	}
+	if (!c->keep) {
+		linger(c);
+		return;
+	}
+	/* What the client sent after this request (pipelining) is next. */
+	c->len -= c->head_len;
+	memmove(c->buf, c->buf + c->head_len, c->len);
+	c->head_len = c->searched = 0;
+	conn_state(c, c->len > 0 ? GM_HTTP_READING : GM_HTTP_IDLE);
+	if (conn_read(c) != 0)
+		conn_close(c);
+	else if (c->len > 0)
+		take(c);
+}
+
+/* Writes a, whose body reference c takes: its head (which holds a short
+ * text too) and the shared body unless it is HEAD. */
+static void write_answer(gm_http_conn *c, const gm_http_ans *a)
+{
+	gm_http_body *b = a->body;
+	uv_buf_t bufs[2];
+	int n;
+
+	if ((n = gm_http_ans_head(a, c->head, sizeof(c->head))) < 0) {
+		gm_http_body_release(b);
+		conn_close(c);
+		return;
+	}
+	bufs[0] = uv_buf_init(c->head, (unsigned)n);
+	bufs[1] = uv_buf_init(b != NULL ? b->text : NULL,
+			      b != NULL ? (unsigned)b->len : 0);
+	c->body = b;
+	c->keep = a->keep;
+	uv_read_stop((uv_stream_t *)&c->tcp);
+	conn_state(c, GM_HTTP_WRITING);
+	if (uv_write(&c->wr, (uv_stream_t *)&c->tcp, bufs,
+		     b != NULL && !a->head_only ? 2 : 1, on_written) != 0) {
+		gm_http_body_release(b);
+		c->body = NULL;
+		conn_close(c);
+	}
 }
 
 static void refuse(gm_http_conn *c)
@@ -261,7 +342,7 @@ static void refuse(gm_http_conn *c)
 	}
 	/* Best effort: a fresh socket's buffer takes it whole. */
 	uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
-	gm_http_conn_close(c);
+	conn_close(c);
 }
 
 static void accept_one(gm_http *h)
@@ -279,7 +360,7 @@ static void accept_one(gm_http *h)
 	c->h = h;
 	h->handles++;
 	if (uv_accept((uv_stream_t *)&h->server, (uv_stream_t *)&c->tcp) != 0) {
-		gm_http_conn_close(c);
+		conn_close(c);
 		return;
 	}
 	h->n->accepted++;
@@ -294,9 +375,9 @@ static void accept_one(gm_http *h)
 		h->conns->prev = c;
 	h->conns = c;
 	uv_tcp_nodelay(&c->tcp, 1);
-	gm_http_conn_state(c, GM_HTTP_READING);
-	if (gm_http_conn_read(c) != 0)
-		gm_http_conn_close(c);
+	conn_state(c, GM_HTTP_READING);
+	if (conn_read(c) != 0)
+		conn_close(c);
 	arm_sweep(h);
 }
 
@@ -328,6 +409,7 @@ static void on_pump(uv_idle_t *p)
 {
 	gm_http *h = p->data;
 	gm_http_conn *c;
+	gm_http_ans a;
 
 	h->accepts = 0;
 	if (h->accept_waiting) {
@@ -337,7 +419,8 @@ static void on_pump(uv_idle_t *p)
 	for (int i = 0; i < ANSWER_BUDGET && (c = h->queue_head) != NULL; i++) {
 		if ((h->queue_head = c->queue_next) == NULL)
 			h->queue_tail = NULL;
-		gm_http_answer(c);
+		gm_http_answer(&h->routes, c->buf, c->head_len, &a);
+		write_answer(c, &a);
 	}
 	if (h->queue_head == NULL && !h->accept_waiting)
 		uv_idle_stop(p);
@@ -439,8 +522,10 @@ int gm_http_open(uv_loop_t *loop, const gm_config *cfg, const gm_http_ops *ops,
 		snprintf(msg, msglen, "metrics_listen: out of memory");
 		return GM_ENOMEM;
 	}
-	*h =
-	    (gm_http){.loop = loop, .cfg = cfg, .ops = ops, .arg = arg, .n = n};
+	*h = (gm_http){.loop = loop,
+		       .cfg = cfg,
+		       .n = n,
+		       .routes = {.cfg = cfg, .ops = ops, .arg = arg, .n = n}};
 	uv_tcp_init(loop, &h->server);
 	own(h, (uv_handle_t *)&h->server);
 	uv_timer_init(loop, &h->sweep);
@@ -460,9 +545,8 @@ void gm_http_close(gm_http *h)
 	h->closing = 1;
 	h->queue_head = h->queue_tail = NULL;
 	while (h->conns != NULL)
-		gm_http_conn_close(h->conns);
-	gm_http_body_release(h->cache);
-	h->cache = NULL;
+		conn_close(h->conns);
+	gm_http_routes_drop(&h->routes);
 	uv_close((uv_handle_t *)&h->server, on_own_closed);
 	uv_close((uv_handle_t *)&h->sweep, on_own_closed);
 	uv_close((uv_handle_t *)&h->pump, on_own_closed);

@@ -32,18 +32,10 @@
 #include <uv.h>
 
 #include "gm_config.h"
+#include "gm_http_ops.h"
 #include "gm_stats.h"
 
 typedef struct gm_http gm_http;
-typedef struct gm_http_ops gm_http_ops;
-
-/* What the endpoints need from the daemon; called on the loop thread. */
-struct gm_http_ops {
-	/* The /metrics body: malloc'd text, or NULL when out of memory. */
-	char *(*metrics)(void *arg);
-	/* Non-zero when gemmd takes work; else *why says why not. */
-	int (*ready)(void *arg, const char **why);
-};
 
 /*
  * Serves the endpoints on cfg->metrics_listen, "HOST:PORT" (e.g.

@@ -1,9 +1,6 @@
 /*
- * gm_http_impl.h - private to gm_http.c (the server: accepting, the cap,
- * reading requests, the loop's turns, the deadlines) and gm_http_reply.c
- * (the answers: routes, the /metrics render cache, writing, and what
- * follows an answer): the server and connection records and what the
- * two files call of each other. Loop thread only.
+ * gm_http_impl.h - private to gm_http.c: the HTTP server's and its
+ * connections' records. Loop thread only.
  *
  * A connection is in one state at a time, each with its deadline:
  * READING a request's head (from the accept or its first byte), QUEUED
@@ -19,12 +16,10 @@
 #include <uv.h>
 
 #include "gm_config.h"
+#include "gm_http_reply.h"
 #include "gm_stats.h"
 
-/* gm_http.h's types, named here without including it, which would make
- * the two modules include each other. */
 typedef struct gm_http gm_http;
-typedef struct gm_http_ops gm_http_ops;
 
 /* How long a connection lingers after its last answer, at most. */
 #define GM_HTTP_LINGER_US 1e6
@@ -36,14 +31,6 @@ enum gm_http_state {
 	GM_HTTP_IDLE,
 	GM_HTTP_LINGERING,
 };
-
-/* A rendered /metrics body, shared by the answers that send it. */
-typedef struct gm_http_body {
-	unsigned refs; /* the cache's, and each write's */
-	size_t len;
-	double made_us;
-	char *text;
-} gm_http_body;
 
 typedef struct gm_http_conn gm_http_conn;
 struct gm_http_conn {
@@ -69,9 +56,8 @@ struct gm_http_conn {
 struct gm_http {
 	uv_loop_t *loop;
 	const gm_config *cfg;
-	const gm_http_ops *ops;
-	void *arg;
 	gm_stats_http *n;
+	gm_http_routes routes; /* the answers': the same cfg and n */
 	uv_tcp_t server;
 	uv_timer_t sweep;
 	uv_idle_t pump;
@@ -79,36 +65,9 @@ struct gm_http {
 	gm_http_conn *queue_head, *queue_tail;
 	unsigned accepts;   /* this turn */
 	int accept_waiting; /* libuv holds one for us to accept */
-	gm_http_body *cache;
 	double refusal_logged, accept_err_logged;
 	unsigned handles; /* not yet closed; h goes with the last */
 	int closing;
 };
-
-/* gm_http.c: closes c (idempotent), uncounting and unlinking it. */
-void gm_http_conn_close(gm_http_conn *c);
-
-/* gm_http.c: c enters state s, whose deadline starts now. */
-void gm_http_conn_state(gm_http_conn *c, enum gm_http_state s);
-
-/* gm_http.c: (re)starts reading c; 0 or libuv's error. */
-int gm_http_conn_read(gm_http_conn *c);
-
-/* gm_http.c: what c has read so far: a complete head queues the request
- * for its turn, a full buffer without one is answered 431. */
-void gm_http_conn_take(gm_http_conn *c);
-
-/* gm_http_reply.c: answers c's queued request. */
-void gm_http_answer(gm_http_conn *c);
-
-/* gm_http_reply.c: writes an answer: status, type, and either the
- * shared body b (whose reference it takes) or the short text. HEAD
- * (head_only) sends the headers alone; keep: the connection serves
- * another request after it, else it lingers and closes. */
-void gm_http_reply(gm_http_conn *c, int status, const char *type,
-		   const char *text, gm_http_body *b, int head_only, int keep);
-
-/* gm_http_reply.c: drops a reference to b (NULL: nothing). */
-void gm_http_body_release(gm_http_body *b);
 
 #endif

@@ -25,8 +25,8 @@ import os
 import re
 import sys
 
-PRODUCT_DIRS = ("client", "ctl", "net", "gpu", "sched", "config", "daemon",
-                "proto")
+PRODUCT_DIRS = ("base", "client", "ctl", "net", "gpu", "sched", "config",
+                "daemon", "proto")
 NO_UV_NNG = ("config", "sched")
 MAX_LINES = 700
 MAX_TEST_LINES = 600
