@@ -203,9 +203,13 @@ typedef struct gemmd_submit_opts {
  * refused whole gives its jobs the refusal, later chunks are not sent
  * (their jobs GM_ECANCELED), and the call returns GM_OK when some chunk
  * was answered. Priority applies to each chunk, and deadline_ms counts
- * from the call's start. Detached requests, jobs naming regions and
- * jobs too large for the region take the socket, and so does everything
- * when the region cannot be made (regions off in the daemon, a quota).
+ * from the call's start. A job larger than half the region makes the
+ * library replace it with one that holds two of it (a power of two),
+ * kept while the client lives: staging_bytes is the initial size, the
+ * daemon's region_max_bytes the bound. Detached requests, jobs naming
+ * regions and jobs over half of what the daemon's quota allows take the
+ * socket, and so does everything when the region cannot be made
+ * (regions off in the daemon).
  */
 typedef struct gemmd_open_opts {
 	unsigned flags;		     /* GEMMD_OPEN_LAZY, GEMMD_OPEN_NO_SHM */

@@ -18,6 +18,8 @@
 #include "gmc_stage_copy.h"
 
 #define THREADS_MAX 16
+#define MIB	    (1ull << 20)
+#define NO_LIMIT    (1ull << 62) /* no refusal yet: never doubled past */
 
 static void make_run(gmc_task *task);
 static void in_done(gmc_chunk *ch, gmc_todo *t);
@@ -41,6 +43,7 @@ int gmc_stage_new(gmc_daemon *dm, uint64_t bytes, gmc_stage **out)
 	st->copied = &copied;
 	dm->cl->staging = &staging;
 	st->bytes = bytes ? bytes : GEMMD_STAGING_BYTES_DEFAULT;
+	st->limit = NO_LIMIT;
 	st->make.fn = make_run;
 	*out = st;
 	return GM_OK;
@@ -87,7 +90,7 @@ bool gmc_stage_wants(const gmc_daemon *dm, const gmc_call *k,
 	for (uint32_t i = 0; i < k->njobs; i++) {
 		uint64_t slot = gmc_stage_layout(&d[i], off);
 
-		if (!plain(&k->jobs[i]) || slot > st->bytes / 2)
+		if (!plain(&k->jobs[i]) || slot > st->limit / 2)
 			return false;
 		total += slot;
 	}
@@ -96,56 +99,123 @@ bool gmc_stage_wants(const gmc_daemon *dm, const gmc_call *k,
 
 /* ---- the region ---- */
 
+static void start_make(gmc_stage *st, gmc_todo *t);
+static void fall_back(gmc_stage *st, uint64_t over, gmc_todo *t);
+static void issue(gmc_stage *st, gmc_todo *t);
+
+/* The last retired region gone, the stage waiting for it makes the
+ * next. */
+static void gone(gmc_stage *st, gmc_todo *t)
+{
+	if (--st->live == 0 && st->state == STAGE_DRAIN) {
+		st->state = STAGE_NONE;
+		if (st->head != NULL)
+			start_make(st, t);
+	}
+}
+
 static void release_run(gmc_task *task)
 {
 	gmc_stage_region *sr =
 	    (gmc_stage_region *)((char *)task -
 				 offsetof(gmc_stage_region, release));
+	gmc_stage *st = sr->st;
+	gemmd_client *cl = st->dm->cl;
+	gmc_todo t = GMC_TODO_INIT(cl);
 
 	gmc_shm_release(sr->r, GMC_SHM_RELEASE_MS);
 	free(sr);
+	pthread_mutex_lock(&cl->mu);
+	gone(st, &t);
+	pthread_mutex_unlock(&cl->mu);
+	gmc_todo_run(&t);
 }
 
 /* A stale region that no chunk uses any more is handed back. */
-static void maybe_release(gmc_stage_region *sr)
+static void maybe_release(gmc_stage_region *sr, gmc_todo *t)
 {
 	gmc_workers *w;
 
 	if (!sr->stale || sr->users > 0)
 		return;
-	if ((w = workers(sr->st->dm->cl)) == NULL)
-		return; /* it goes with the hand-off socket, at the end */
+	if ((w = workers(sr->st->dm->cl)) == NULL) {
+		gone(sr->st, t); /* the region goes with the hand-off socket */
+		return;
+	}
 	sr->release.fn = release_run;
 	gmc_workers_push(w, &sr->release, false);
 }
 
-static void start_make(gmc_stage *st, gmc_todo *t);
-static void fall_back(gmc_stage *st, gmc_todo *t);
-static void issue(gmc_stage *st, gmc_todo *t);
+/* The current region takes no more chunks: a lost one may write into
+ * it, or a call needs a larger one. */
+static void retire(gmc_stage *st, gmc_todo *t)
+{
+	gmc_stage_region *sr = st->cur;
+
+	st->cur = NULL;
+	st->state = STAGE_NONE;
+	sr->stale = true;
+	maybe_release(sr, t);
+}
+
+/* The size of the next region: room for two of the largest job waiting,
+ * a power of two, never less than the last region, at most the limit
+ * (the calls that would not fit in half of it took the socket). */
+static uint64_t region_size(const gmc_stage *st)
+{
+	uint64_t need = 0, size = MIB;
+
+	for (const gmc_stage_call *sc = st->head; sc; sc = sc->next_wait)
+		need = sc->need > need ? sc->need : need;
+	while (size < 2 * need)
+		size <<= 1;
+	size = size > st->bytes ? size : st->bytes;
+	return size < st->limit ? size : st->limit;
+}
 
 static void make_run(gmc_task *task)
 {
 	gmc_stage *st = (gmc_stage *)((char *)task - offsetof(gmc_stage, make));
 	gemmd_client *cl = st->dm->cl;
 	gmc_todo t = GMC_TODO_INIT(cl);
-	gmc_stage_region *sr = calloc(1, sizeof(*sr));
 	gemmd_region *r = NULL;
-	int rv = sr ? gmc_shm_create(st->dm->shm, st->bytes,
-				     gmc_shm_create_ms(st->bytes), &r)
-		    : GM_ENOMEM;
+	gmc_stage_region *sr;
+	uint64_t size;
+	int rv;
 
 	pthread_mutex_lock(&cl->mu);
-	if (rv == GM_OK) {
-		*sr = (gmc_stage_region){.r = r, .st = st};
-		st->cur = sr;
-		st->state = STAGE_READY;
-		issue(st, &t);
-	} else {
+	for (;;) {
+		fall_back(st, st->limit / 2, &t); /* they never fit */
+		if (st->head == NULL) {
+			st->state = STAGE_NONE;
+			break;
+		}
+		size = region_size(st);
+		pthread_mutex_unlock(&cl->mu);
+		sr = calloc(1, sizeof(*sr));
+		rv = sr ? gmc_shm_create(st->dm->shm, size,
+					 gmc_shm_create_ms(size), &r)
+			: GM_ENOMEM;
+		pthread_mutex_lock(&cl->mu);
+		if (rv == GM_OK) {
+			*sr = (gmc_stage_region){.r = r, .st = st};
+			st->cur = sr;
+			st->bytes = size;
+			st->live++;
+			st->state = STAGE_READY;
+			issue(st, &t);
+			break;
+		}
 		free(sr);
-		st->state = STAGE_OFF;
-		st->off_until =
-		    gmc_timer_now() + GMC_STAGE_RETRY_S * 1000000000ull;
-		fall_back(st, &t);
+		if (rv != GM_ETOOBIG) {
+			st->state = STAGE_OFF;
+			st->off_until =
+			    gmc_timer_now() + GMC_STAGE_RETRY_S * 1000000000ull;
+			fall_back(st, 0, &t);
+			break;
+		}
+		/* Over the daemon's quota: the limit halves, for good. */
+		st->limit = (size / 2) & ~(MIB - 1);
 	}
 	pthread_mutex_unlock(&cl->mu);
 	gmc_todo_run(&t);
@@ -157,8 +227,12 @@ static void start_make(gmc_stage *st, gmc_todo *t)
 
 	if (st->state == STAGE_MAKING)
 		return;
+	if (st->live > 0) {
+		st->state = STAGE_DRAIN; /* the retired regions go first */
+		return;
+	}
 	if (w == NULL) {
-		fall_back(st, t);
+		fall_back(st, 0, t);
 		return;
 	}
 	st->state = STAGE_MAKING;
@@ -185,19 +259,25 @@ static void sc_free(gmc_stage_call *sc)
 	free(sc);
 }
 
-/* The calls waiting for the region take the socket instead: their
- * frames are built by gmc_daemon_plan, here, on a worker thread. Called
- * under the lock; lets it go meanwhile. */
-static void fall_back(gmc_stage *st, gmc_todo *t)
+/* The calls waiting for the region whose largest job is over bytes take
+ * the socket instead: their frames are built by gmc_daemon_plan, here,
+ * on a worker thread. Called under the lock; lets it go meanwhile. */
+static void fall_back(gmc_stage *st, uint64_t over, gmc_todo *t)
 {
 	gemmd_client *cl = st->dm->cl;
 	gmc_stage_call *sc;
 
-	while ((sc = st->head) != NULL) {
-		gmc_call *k = sc->k;
+	for (;;) {
+		gmc_call *k;
 		gmc_plan pl;
 		int rv;
 
+		for (sc = st->head; sc != NULL && sc->need <= over;
+		     sc = sc->next_wait)
+			;
+		if (sc == NULL)
+			break;
+		k = sc->k;
 		unwait(st, sc);
 		k->stage = NULL;
 		gmc_call_pin(k); /* its operands are read to build */
@@ -230,6 +310,12 @@ void gmc_stage_submit(gmc_daemon *dm, gmc_call *k, const gm_job_desc *d,
 		return;
 	}
 	memcpy(sc->d, d, k->njobs * sizeof(*d));
+	for (uint32_t i = 0; i < k->njobs; i++) {
+		uint64_t off[GM_OPND_COUNT],
+		    slot = gmc_stage_layout(&d[i], off);
+
+		sc->need = slot > sc->need ? slot : sc->need;
+	}
 	sc->b = *b;
 	sc->k = k;
 	sc->st = st;
@@ -248,7 +334,7 @@ void gmc_stage_submit(gmc_daemon *dm, gmc_call *k, const gm_job_desc *d,
 	else if (st->state == STAGE_READY)
 		issue(st, t);
 	else if (st->state == STAGE_OFF)
-		fall_back(st, t);
+		fall_back(st, 0, t);
 }
 
 static void call_end(gmc_call *k, gmc_todo *t)
@@ -352,15 +438,18 @@ static void issue(gmc_stage *st, gmc_todo *t)
 	gmc_stage_call *sc;
 	uint64_t off[GM_OPND_COUNT];
 
-	if (st->cur == NULL && st->head != NULL) {
-		start_make(st, t);
-		return;
-	}
-	while (st->cur != NULL && (sc = st->head) != NULL) {
+	while ((sc = st->head) != NULL) {
 		gmc_call *k = sc->k;
 		uint64_t bytes = 0, at;
 		uint32_t n = 0;
 		gmc_chunk *ch;
+
+		if (st->cur != NULL && sc->need > st->bytes / 2)
+			retire(st, t); /* it grows */
+		if (st->cur == NULL) {
+			start_make(st, t);
+			return;
+		}
 
 		/* A quarter of the region: a few chunks in flight. */
 		while (sc->next + n < k->njobs &&
@@ -428,11 +517,9 @@ static void part_over(gmc_part *p, gmc_todo *t)
 	 * still run it and write into its block. */
 	if (p->written && !p->refused && p->left > 0) {
 		ch->tainted = true;
+		if (st->cur == ch->sr)
+			retire(st, t);
 		ch->sr->stale = true;
-		if (st->cur == ch->sr) {
-			st->cur = NULL;
-			st->state = STAGE_NONE;
-		}
 	}
 	chunk_drop(ch, t);
 }
@@ -456,6 +543,6 @@ static void chunk_drop(gmc_chunk *ch, gmc_todo *t)
 	free(ch->rec);
 	free(ch->outs);
 	free(ch);
-	maybe_release(sr);
+	maybe_release(sr, t);
 	issue(st, t);
 }

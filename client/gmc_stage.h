@@ -4,27 +4,36 @@
  * a local client's operands and results do not cross the socket
  * (PROTOCOL.md 14; issue 10, point 2).
  *
- * Each daemon dialed over ipc:// has a stage: one region of
- * staging_bytes, made on the hand-off socket at the first call that
- * needs it (on a worker thread: the daemon registers it, which takes
- * time with CUDA) and reused. A staged call is cut into chunks of
- * consecutive jobs of at most a quarter of the region, each given a
- * block of the region (first fit), so that a few chunks are in flight:
- * the worker threads copy a chunk's operands in, in pieces of
- * GMC_STAGE_PIECE, and the chunk goes out as a request of its own (job
- * headers and region descriptors: a few hundred bytes) while the next
- * is copied; as each job's reply comes its result is copied out of the
- * region into the caller's out, and the job is answered. A chunk's block
- * is free again once its request is over and its copies done.
+ * Each daemon dialed over ipc:// has a stage: one region, made on the
+ * hand-off socket at the first call that needs it (on a worker thread:
+ * the daemon registers it, which takes time with CUDA) and reused. Its
+ * size is staging_bytes, or, for a call with a job larger than half of
+ * it, room for two of the largest job waiting (a power of two): the
+ * region grows. A region too small for the call at the head of the
+ * queue is retired (no new chunks); once the chunks using it are over it
+ * is released, and the larger one is made then, so that the daemon's
+ * per-uid quota sees only one. The stage never shrinks while the client
+ * lives. A region refused over the daemon's quota (GM_ETOOBIG,
+ * region_max_bytes or region_max_count) halves the stage's limit, for
+ * good, and is tried again at most that size; the calls with a job
+ * larger than half the limit take the socket. A staged call is cut into chunks
+ * of consecutive jobs of at most a quarter of the region, each given a block of
+ * the region (first fit), so that a few chunks are in flight: the worker
+ * threads copy a chunk's operands in, in pieces of GMC_STAGE_PIECE, and the
+ * chunk goes out as a request of its own (job headers and region descriptors: a
+ * few hundred bytes) while the next is copied; as each job's reply comes its
+ * result is copied out of the region into the caller's out, and the job is
+ * answered. A chunk's block is free again once its request is over and its
+ * copies done.
  *
  * Calls wait for blocks in order of arrival. A chunk whose connection
  * drops may still be run by the daemon, which may then write into its
  * block: the region is no longer used for new chunks, and released (the
  * daemon keeps its own mapping until its jobs are done) once the chunks
- * still using it are over; the next call makes a new one. When the
- * region cannot be made (regions off, a quota, no hand-off socket) the
- * calls waiting for it, and the next ones for GMC_STAGE_RETRY_S, take the
- * socket.
+ * still using it are over; the next region is made then. When the
+ * region cannot be made for another reason (regions off, no hand-off
+ * socket) the calls waiting for it, and the next ones for
+ * GMC_STAGE_RETRY_S, take the socket.
  *
  * Under the client's lock unless said otherwise.
  */
@@ -43,7 +52,8 @@
 
 typedef struct gmc_stage gmc_stage;
 
-/* A stage for dm with a region of bytes (0: the default); from then on
+/* A stage for dm with a region of at least bytes (0: the default), more
+ * for a larger job; from then on
  * the layers below tell it of the calls it takes through the client's
  * gmc_staging (gmc_call.h). Not under the lock. GM_ENOMEM. */
 int gmc_stage_new(gmc_daemon *dm, uint64_t bytes, gmc_stage **out);
@@ -55,7 +65,7 @@ void gmc_stage_free(gmc_stage *st);
 /* Whether the GEMM call k, of jobs described by d, goes through dm's
  * stage: dm has one that is not off, every job has plain pointers, the
  * call moves at least GMC_STAGE_MIN_BYTES, and every job fits in half the
- * region. */
+ * largest region the daemon may take, as far as the stage has learnt. */
 bool gmc_stage_wants(const gmc_daemon *dm, const gmc_call *k,
 		     const gm_job_desc *d);
 

@@ -35,16 +35,24 @@ typedef struct gmc_stage_region {
 	gemmd_region *r;
 	gmc_stage *st;
 	unsigned users;	  /* chunks with a block of it */
-	bool stale;	  /* a lost chunk may still be written: no new ones */
+	bool stale;	  /* retired (a lost chunk may still be written, or a
+			     larger region replaces it): no new chunks */
 	gmc_task release; /* on a worker, once stale and unused */
 } gmc_stage_region;
 
-enum { STAGE_NONE, STAGE_MAKING, STAGE_READY, STAGE_OFF };
+/* STAGE_DRAIN: no current region, the retired ones not yet released:
+ * the next is made once they are, so that the daemon's quota sees only
+ * it. */
+enum { STAGE_NONE, STAGE_MAKING, STAGE_READY, STAGE_DRAIN, STAGE_OFF };
 
 struct gmc_stage {
 	gmc_daemon *dm;
 	const gmc_stage_copied *copied;
-	uint64_t bytes;
+	uint64_t bytes; /* the current region's, or the last one's: the
+			   stage never shrinks */
+	uint64_t limit; /* the largest region the daemon may take: learnt
+			   from its refusals (UINT64_MAX: none yet) */
+	unsigned live;	/* regions made and not released */
 	int state;
 	uint64_t off_until; /* STAGE_OFF: gmc_timer_now() */
 	gmc_stage_region *cur;
@@ -58,6 +66,7 @@ typedef struct gmc_stage_call {
 	gmc_stage *st;
 	gm_job_desc *d;
 	gm_batch b;
+	uint64_t need;	 /* its largest job's slot */
 	uint32_t next;	 /* its first job not in a chunk */
 	unsigned chunks; /* alive */
 	bool waiting;	 /* in st's queue, holding one of k's open units */
