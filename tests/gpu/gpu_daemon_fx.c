@@ -539,3 +539,23 @@ int close_cpu(void **state)
 	gm_engine_close(cpu);
 	return 0;
 }
+
+int gpu_daemon_main(const struct CMUnitTest *tests, size_t n)
+{
+	const char *s = getenv("GM_TEST_SEED");
+	const char *filter = getenv("GM_TEST_FILTER");
+
+	if (getenv("GEMMD") == NULL) {
+		printf("GEMMD is not set: skipped\n");
+		return 77;
+	}
+	if (gm_engine_cuda_count() == 0) {
+		printf("no CUDA device: skipped\n");
+		return 77;
+	}
+	seed = s != NULL ? strtoull(s, NULL, 0) : (uint64_t)time(NULL);
+	printf("GM_TEST_SEED=%llu\n", (unsigned long long)seed);
+	if (filter != NULL)
+		cmocka_set_test_filter(filter);
+	return _cmocka_run_group_tests("tests", tests, n, open_cpu, close_cpu);
+}

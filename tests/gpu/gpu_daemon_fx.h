@@ -223,4 +223,12 @@ int open_cpu(void **state);
 
 int close_cpu(void **state);
 
+/* The main of a test of this kind: exit 77 (skipped) without GEMMD or
+ * without a CUDA device; the seed from GM_TEST_SEED (else the time),
+ * printed; the test filter from GM_TEST_FILTER; the n tests run between
+ * open_cpu and close_cpu. */
+int gpu_daemon_main(const struct CMUnitTest *tests, size_t n);
+#define GPU_DAEMON_MAIN(tests) \
+	gpu_daemon_main(tests, sizeof(tests) / sizeof((tests)[0]))
+
 #endif

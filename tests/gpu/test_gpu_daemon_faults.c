@@ -220,25 +220,11 @@ static void test_fault_sticky(void **state)
 
 int main(void)
 {
-	const char *s = getenv("GM_TEST_SEED");
-	const char *filter = getenv("GM_TEST_FILTER");
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_teardown(test_phases_add_up, reap_daemon),
 	    cmocka_unit_test_teardown(test_fault_oom, reap_daemon),
 	    cmocka_unit_test_teardown(test_fault_sticky, reap_daemon),
 	};
 
-	if (getenv("GEMMD") == NULL) {
-		printf("GEMMD is not set: skipped\n");
-		return 77;
-	}
-	if (gm_engine_cuda_count() == 0) {
-		printf("no CUDA device: skipped\n");
-		return 77;
-	}
-	seed = s != NULL ? strtoull(s, NULL, 0) : (uint64_t)time(NULL);
-	printf("GM_TEST_SEED=%llu\n", (unsigned long long)seed);
-	if (filter != NULL)
-		cmocka_set_test_filter(filter);
-	return cmocka_run_group_tests(tests, open_cpu, close_cpu);
+	return GPU_DAEMON_MAIN(tests);
 }

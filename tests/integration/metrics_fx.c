@@ -140,3 +140,13 @@ void run_too_big_job(gemmd_client *c)
 	assert_int_equal(j.status, GM_ETOOBIG);
 	it_job_free(&j);
 }
+
+void start_small_pool(int ok)
+{
+	static const char *const small_pool[] = {
+	    "--set", "pool_bytes=1M", "--set", "pageable_max_bytes=0", NULL};
+
+	start(small_pool);
+	run_ok_jobs(fx.c, ok);
+	run_too_big_job(fx.c);
+}

@@ -76,4 +76,8 @@ void run_ok_jobs(gemmd_client *c, int n);
  * beyond it: its request is refused whole with ETOOBIG. */
 void run_too_big_job(gemmd_client *c);
 
+/* start with a 1 MiB pool and no pageable memory, then ok jobs that
+ * succeed (run_ok_jobs) and one refused ETOOBIG (run_too_big_job). */
+void start_small_pool(int ok);
+
 #endif

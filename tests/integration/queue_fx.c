@@ -161,20 +161,11 @@ int ready(gemmd_client *c)
 int calibrate(void **state)
 {
 	const char *args[] = {"--set", "cpu_threads=1", NULL};
-	gemmd_client *c;
-	gemmd_job j;
-	it_daemon d;
-	double flops_per_us, n;
+	double flops_per_us = it_flops_per_us(args, 400, TIMEOUT_MS), n;
 	uint64_t bytes;
 
-	if (it_launch(&d, args) != 0 || gemmd_open(d.ipc, NULL, &c) != GM_OK)
+	if (flops_per_us < 0)
 		return -1;
-	it_job(&j, 400, 400, 400, 1);
-	for (int i = 0; i < 2; i++) /* the first warms OpenBLAS up */
-		if (gemmd_submit(c, &j, 1, NULL, TIMEOUT_MS) != GM_OK ||
-		    j.status != GM_OK)
-			return -1;
-	flops_per_us = 2.0 * 400 * 400 * 400 / j.t.kernel_us;
 	n = cbrt(BLOCK_S * 1e6 * flops_per_us / 2.0);
 	/* Over the budget, so that it starts beside the filler. */
 	blocker_n = (uint32_t)(n < 1700 ? 1700 : n > 4000 ? 4000 : n);
@@ -184,9 +175,5 @@ int calibrate(void **state)
 		 (unsigned long long)(((bytes >> 20) + 1) << 20));
 	print_message("%.1f GFLOP/s on one thread: blocker %u^3, %s\n",
 		      flops_per_us / 1e3, blocker_n, pool_arg);
-	it_job_free(&j);
-	gemmd_close(c);
-	it_stop(&d);
-	it_cleanup(&d);
 	return 0;
 }

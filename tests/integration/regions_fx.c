@@ -277,3 +277,21 @@ int child_dies(const char *url)
 	usleep(2000);
 	_exit(0); /* no release, no close */
 }
+
+int regions_main(int argc, char **argv, const struct CMUnitTest *tests,
+		 size_t n)
+{
+	if (argc == 5 && strcmp(argv[1], "--child") == 0) {
+		signal(SIGPIPE, SIG_IGN);
+		if (strcmp(argv[2], "dies") == 0)
+			return child_dies(argv[3]);
+		return child_other_user(argv[3], strtoull(argv[4], NULL, 10));
+	}
+#if GM_TEST_CUDA
+	if (getenv("GEMMD") != NULL && gm_engine_cuda_count() == 0) {
+		fprintf(stderr, "no CUDA device: skipped\n");
+		return 77;
+	}
+#endif
+	return it_run(tests, n);
+}

@@ -106,4 +106,12 @@ void on_done(void *arg, int rv);
 /* Makes regions, starts a job on one, and exits without a word. */
 int child_dies(const char *url);
 
+/* The main of a region test: as a child (--child ROLE URL ID) runs
+ * child_dies or child_other_user; with GM_TEST_CUDA and no device
+ * returns 77 (skipped); else it_run. */
+int regions_main(int argc, char **argv, const struct CMUnitTest *tests,
+		 size_t n);
+#define REGIONS_MAIN(argc, argv, tests) \
+	regions_main(argc, argv, tests, sizeof(tests) / sizeof((tests)[0]))
+
 #endif

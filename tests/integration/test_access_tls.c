@@ -6,64 +6,20 @@
  * file.
  */
 #include "access_fx.h"
+#include "gm_testpki.h"
 
 /* ---- TLS ---- */
 
-/* Certificates for one test run, made by the openssl command. */
-typedef struct pki {
-	char dir[96];
-	char ca[128], cert[128], key[128]; /* the daemon's */
-	char ccert[128], ckey[128];	   /* a client the CA signed */
-	char c2cert[128], c2key[128];	   /* another one */
-	char rcert[128], rkey[128];	   /* a client another CA signed */
-} pki;
-
-/* Makes a CA, a server certificate for "localhost", a client certificate
- * it signed, and a client certificate from an unrelated CA, in dir;
- * openssl's output goes to dir/openssl.log. Returns 0, or -1 when there
- * is no openssl command (the caller skips). */
-static int make_pki(pki *p, const char *dir)
+/* The certificates of gm_testpki.h in dir. Returns 0, or -1 when there
+ * is no openssl command (the caller skips); fails the test when openssl
+ * failed. */
+static int make_pki(gm_testpki *p, const char *dir)
 {
-	static const char script[] =
-	    "set -e; cd '%s'; exec >openssl.log 2>&1\n"
-	    "key() { openssl genpkey -algorithm EC "
-	    "-pkeyopt ec_paramgen_curve:P-256 -out \"$1\"; }\n"
-	    "ca() { key $1.key; openssl req -x509 -new -key $1.key -out "
-	    "$1.crt -days 2 -subj /CN=$1 "
-	    "-addext basicConstraints=critical,CA:TRUE "
-	    "-addext keyUsage=critical,keyCertSign,cRLSign; }\n"
-	    "leaf() { key $1.key; openssl req -new -key $1.key -out $1.csr "
-	    "-subj /CN=$3; printf '%%s\\n' \"$4\" >$1.ext; "
-	    "openssl x509 -req -in $1.csr -CA $2.crt -CAkey $2.key "
-	    "-CAcreateserial -out $1.crt -days 2 -extfile $1.ext; }\n"
-	    "ca ca; ca other-ca\n"
-	    "leaf server ca localhost "
-	    "'subjectAltName=DNS:localhost\nextendedKeyUsage=serverAuth'\n"
-	    "leaf client ca gemmd-client extendedKeyUsage=clientAuth\n"
-	    "leaf client2 ca other-client extendedKeyUsage=clientAuth\n"
-	    "leaf rogue other-ca rogue-client extendedKeyUsage=clientAuth\n";
-	char cmd[2048];
+	int r = gm_testpki_make(p, dir);
 
-	snprintf(p->dir, sizeof(p->dir), "%s", dir);
-	snprintf(p->ca, sizeof(p->ca), "%s/ca.crt", dir);
-	snprintf(p->cert, sizeof(p->cert), "%s/server.crt", dir);
-	snprintf(p->key, sizeof(p->key), "%s/server.key", dir);
-	snprintf(p->ccert, sizeof(p->ccert), "%s/client.crt", dir);
-	snprintf(p->ckey, sizeof(p->ckey), "%s/client.key", dir);
-	snprintf(p->c2cert, sizeof(p->c2cert), "%s/client2.crt", dir);
-	snprintf(p->c2key, sizeof(p->c2key), "%s/client2.key", dir);
-	snprintf(p->rcert, sizeof(p->rcert), "%s/rogue.crt", dir);
-	snprintf(p->rkey, sizeof(p->rkey), "%s/rogue.key", dir);
-	if (system("openssl version >/dev/null 2>&1") != 0)
-		return -1;
-	snprintf(cmd, sizeof(cmd), script, dir);
-	if (system(cmd) != 0) {
-		snprintf(cmd, sizeof(cmd), "cat '%s/openssl.log' >&2", dir);
-		if (system(cmd) != 0)
-			fprintf(stderr, "no %s/openssl.log\n", dir);
+	if (r == -2)
 		fail_msg("openssl could not make the test certificates");
-	}
-	return 0;
+	return r;
 }
 
 /* "--set" "KEY=VALUE" pairs for the three TLS files, and a tls+tcp://
@@ -96,7 +52,7 @@ static void tls_args_make(tls_args *t, const char *cert, const char *key,
 
 /* Opens a client over t's tls+tcp:// URL showing cert and key (NULL:
  * none) into *c; gemmd_open's code. */
-static int tls_dial(const tls_args *t, const pki *p, const char *cert,
+static int tls_dial(const tls_args *t, const gm_testpki *p, const char *cert,
 		    const char *key, gemmd_client **c)
 {
 	gemmd_open_opts o = {.tls_ca_file = p->ca,
@@ -108,7 +64,7 @@ static int tls_dial(const tls_args *t, const pki *p, const char *cert,
 }
 
 /* Whether a client showing cert/key (NULL: none) gets a ping through. */
-static int tls_ping(const tls_args *t, const pki *p, const char *cert,
+static int tls_ping(const tls_args *t, const gm_testpki *p, const char *cert,
 		    const char *key)
 {
 	gemmd_client *c;
@@ -122,8 +78,8 @@ static int tls_ping(const tls_args *t, const pki *p, const char *cert,
 }
 
 /* A client over t's tls+tcp:// URL showing cert and key. */
-static gemmd_client *tls_open(const tls_args *t, const pki *p, const char *cert,
-			      const char *key)
+static gemmd_client *tls_open(const tls_args *t, const gm_testpki *p,
+			      const char *cert, const char *key)
 {
 	gemmd_client *c;
 
@@ -144,7 +100,7 @@ static void test_tls(void **state)
 	uint64_t id;
 	tls_args t;
 	it_daemon d;
-	pki p;
+	gm_testpki p;
 
 	assert_int_equal(it_setup(&d), 0);
 	if (make_pki(&p, d.dir) != 0) {
@@ -244,7 +200,7 @@ static void test_tls_broken_files(void **state)
 {
 	const char *garbage, *bad_cert, *bad_key, *missing;
 	it_daemon d;
-	pki p;
+	gm_testpki p;
 
 	assert_int_equal(it_setup(&d), 0);
 	if (make_pki(&p, d.dir) != 0) {

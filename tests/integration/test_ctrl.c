@@ -23,9 +23,7 @@
 
 #include <cmocka.h>
 
-#include "itest.h"
-
-#define WAIT_MS 10000
+#include "hostile_fx.h"
 
 /* Error codes (PROTOCOL.md 9). */
 enum {
@@ -229,14 +227,7 @@ static void test_refusal_is_json(void **state)
 static void test_check_order(void **state)
 {
 	static double a[4], b[4];
-	rc_job reg = {.dtype = 1,
-		      .flags = 2,
-		      .m = 1,
-		      .n = 1,
-		      .k = 1,
-		      .alpha = 1,
-		      .refs = {7, 0},
-		      .b = b};
+	rc_job reg = region_job(b);
 	rc_job j = {
 	    .dtype = 1, .m = 1, .n = 1, .k = 1, .alpha = 1, .a = a, .b = b};
 	rc_job bad = j;

@@ -142,16 +142,22 @@ static int call_region(int timeout_ms)
 	return rv;
 }
 
-/* Plain pointers of 6 MiB over ipc://: staged through shared memory. */
-static int call_staged(int timeout_ms)
+/* Submits one it_job of n x n x n from seed; returns the call's code. */
+static int submit_cube(uint32_t n, unsigned seed, int timeout_ms)
 {
 	gemmd_job j;
 	int rv;
 
-	it_job(&j, STAGED, STAGED, STAGED, 3);
+	it_job(&j, n, n, n, seed);
 	rv = gemmd_submit(fx.c, &j, 1, NULL, timeout_ms);
 	it_job_free(&j);
 	return rv;
+}
+
+/* Plain pointers of 6 MiB over ipc://: staged through shared memory. */
+static int call_staged(int timeout_ms)
+{
+	return submit_cube(STAGED, 3, timeout_ms);
 }
 
 static int call_ping(int timeout_ms)
@@ -358,13 +364,7 @@ static void test_dead_lazy_waits(void **state)
 
 static int call_blocker(int timeout_ms)
 {
-	gemmd_job j;
-	int rv;
-
-	it_job(&j, BLOCKER, BLOCKER, BLOCKER, 4);
-	rv = gemmd_submit(fx.c, &j, 1, NULL, timeout_ms);
-	it_job_free(&j);
-	return rv;
+	return submit_cube(BLOCKER, 4, timeout_ms);
 }
 
 /* A job running when gemmd dies: its call fails at once. */

@@ -312,28 +312,15 @@ static void test_small_beside_large(void **state)
  */
 static int calibrate(void **state)
 {
-	gemmd_client *c;
-	gemmd_job j;
-	it_daemon d;
-	double flops_per_us, n;
+	double flops_per_us = it_flops_per_us(NULL, 600, WAIT_MS), n;
 
 	(void)state;
-	if (it_launch(&d, NULL) != 0 || gemmd_open(d.ipc, NULL, &c) != GM_OK)
+	if (flops_per_us < 0)
 		return -1;
-	it_job(&j, 600, 600, 600, 1);
-	for (int i = 0; i < 2; i++) /* the first warms OpenBLAS up */
-		if (gemmd_submit(c, &j, 1, NULL, WAIT_MS) != GM_OK ||
-		    j.status != GM_OK)
-			return -1;
-	flops_per_us = 2.0 * 600 * 600 * 600 / j.t.kernel_us;
 	n = cbrt(BIG_S * 1e6 * flops_per_us / 2.0);
 	big_n = (uint32_t)(n < 1500 ? 1500 : n > 5000 ? 5000 : n);
 	print_message("%.1f GFLOP/s: the huge job is %u^3\n",
 		      flops_per_us / 1e3, big_n);
-	it_job_free(&j);
-	gemmd_close(c);
-	it_stop(&d);
-	it_cleanup(&d);
 	return 0;
 }
 

@@ -53,14 +53,7 @@ static void test_state_refusals(void **state)
 		    .b = b};
 	rc_job small[3] = {
 	    {.dtype = 1, .m = 1, .n = 1, .k = 1, .alpha = 1, .a = a, .b = b}};
-	rc_job reg = {.dtype = 1,
-		      .flags = 2,
-		      .m = 1,
-		      .n = 1,
-		      .k = 1,
-		      .alpha = 1,
-		      .refs = {7, 0},
-		      .b = b};
+	rc_job reg = region_job(b);
 	char *doc, msg[97];
 	uint8_t *req;
 	size_t len;
@@ -214,14 +207,7 @@ static void test_go_away(void **state)
 		       .alpha = 1,
 		       .a = a,
 		       .b = b};
-	rc_job reg = {.dtype = 1,
-		      .flags = 2,
-		      .m = 1,
-		      .n = 1,
-		      .k = 1,
-		      .alpha = 1,
-		      .refs = {7, 0},
-		      .b = b};
+	rc_job reg = region_job(b);
 	const char *ctrl = "{\"op\":\"stats\"}";
 	uint8_t *g, *w, *r, c[64];
 	size_t gl, wl, rl;
@@ -301,20 +287,10 @@ static double timed_jobs(int fd, double *p50)
 	    .dtype = 1, .m = 64, .n = 64, .k = 64, .alpha = 1, .a = a, .b = b};
 	uint8_t *req;
 	size_t len;
-	rc_frame f;
-	rc_reply r;
 
 	assert_non_null(req = rc_gemm(1, 1, 0, 0, &j, 1, &len));
-	for (int i = 0; i < TIMED_JOBS; i++) {
-		double t0 = it_now_us();
-
-		assert_int_equal(rc_write(fd, req, len), 0);
-		assert_int_equal(rc_read_frame(fd, &f, WAIT_MS), 0);
-		assert_int_equal(rc_reply_of(&f, &r), 0);
-		assert_int_equal(r.status, 0);
-		rc_frame_free(&f);
-		lat[i] = it_now_us() - t0;
-	}
+	for (int i = 0; i < TIMED_JOBS; i++)
+		lat[i] = job_ok_us(fd, req, len);
 	free(req);
 	*p50 = it_quantile(lat, TIMED_JOBS, 0.50);
 	return it_quantile(lat, TIMED_JOBS, 0.99);

@@ -127,15 +127,11 @@ static void test_readyz_drain_op(void **state)
 
 static void test_metrics_count_jobs(void **state)
 {
-	static const char *const small_pool[] = {
-	    "--set", "pool_bytes=1M", "--set", "pageable_max_bytes=0", NULL};
 	char line[128];
 	http_reply r;
 
 	(void)state;
-	start(small_pool);
-	run_ok_jobs(fx.c, 3);
-	run_too_big_job(fx.c);
+	start_small_pool(3);
 	r = get(fx.port, "/metrics");
 	assert_int_equal(r.status, 200);
 	assert_string_equal(r.type, "text/plain; version=0.0.4; charset=utf-8");
@@ -257,16 +253,12 @@ static void test_process_metrics(void **state)
 
 static void test_stats_document(void **state)
 {
-	static const char *const small_pool[] = {
-	    "--set", "pool_bytes=1M", "--set", "pageable_max_bytes=0", NULL};
 	const cJSON *prio;
 	char key[64];
 	cJSON *s;
 
 	(void)state;
-	start(small_pool);
-	run_ok_jobs(fx.c, 3);
-	run_too_big_job(fx.c);
+	start_small_pool(3);
 	usleep(1100 * 1000);
 	s = it_stats(fx.c);
 	assert_non_null(s);

@@ -19,17 +19,13 @@ static int have(const char *prog)
 /* promtool's linter on a scrape with ok and failed jobs in it. */
 static void test_promtool_check(void **state)
 {
-	static const char *const small_pool[] = {
-	    "--set", "pool_bytes=1M", "--set", "pageable_max_bytes=0", NULL};
 	char path[256], cmd[600];
 	http_reply r;
 	FILE *f;
 	int rc;
 
 	(void)state;
-	start(small_pool);
-	run_ok_jobs(fx.c, 2);
-	run_too_big_job(fx.c);
+	start_small_pool(2);
 	r = get(fx.port, "/metrics");
 	snprintf(path, sizeof(path), "%s/metrics.txt", fx.d.dir);
 	assert_non_null(f = fopen(path, "w"));

@@ -228,22 +228,5 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_other_user),
 	};
 
-	if (argc == 5 && strcmp(argv[1], "--child") == 0) {
-		signal(SIGPIPE, SIG_IGN);
-		if (strcmp(argv[2], "dies") == 0)
-			return child_dies(argv[3]);
-		return child_other_user(argv[3], strtoull(argv[4], NULL, 10));
-	}
-	if (getenv("GEMMD") == NULL) {
-		fprintf(stderr, "GEMMD is not set\n");
-		return 77;
-	}
-#if GM_TEST_CUDA
-	if (gm_engine_cuda_count() == 0) {
-		fprintf(stderr, "no CUDA device: skipped\n");
-		return 77;
-	}
-#endif
-	signal(SIGPIPE, SIG_IGN);
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return REGIONS_MAIN(argc, argv, tests);
 }

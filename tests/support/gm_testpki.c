@@ -26,6 +26,7 @@ int gm_testpki_make(gm_testpki *p, const char *dir)
 	    "'subjectAltName=DNS:localhost,IP:127.0.0.1\n"
 	    "extendedKeyUsage=serverAuth'\n"
 	    "leaf client ca gemmd-client extendedKeyUsage=clientAuth\n"
+	    "leaf client2 ca other-client extendedKeyUsage=clientAuth\n"
 	    "leaf rogue other-ca rogue-client extendedKeyUsage=clientAuth\n";
 	char cmd[2048];
 
@@ -35,6 +36,8 @@ int gm_testpki_make(gm_testpki *p, const char *dir)
 	snprintf(p->key, sizeof(p->key), "%s/server.key", dir);
 	snprintf(p->ccert, sizeof(p->ccert), "%s/client.crt", dir);
 	snprintf(p->ckey, sizeof(p->ckey), "%s/client.key", dir);
+	snprintf(p->c2cert, sizeof(p->c2cert), "%s/client2.crt", dir);
+	snprintf(p->c2key, sizeof(p->c2key), "%s/client2.key", dir);
 	snprintf(p->rcert, sizeof(p->rcert), "%s/rogue.crt", dir);
 	snprintf(p->rkey, sizeof(p->rkey), "%s/rogue.key", dir);
 	if (system("openssl version >/dev/null 2>&1") != 0)

@@ -176,4 +176,10 @@ double it_timed_job(gemmd_client *c, uint32_t m, uint32_t n, uint32_t k,
 /* Whether out still holds the 0xA5 fill: no byte of a result landed. */
 int it_job_untouched(const gemmd_job *j);
 
+/* The engine's speed on this host: starts a gemmd with args, runs one
+ * it_job of n x n x n twice over ipc:// within timeout_ms each (the
+ * first warms OpenBLAS up), stops it. Returns the second's flops per
+ * microsecond of kernel time, or -1 when a step failed. */
+double it_flops_per_us(const char *const *args, uint32_t n, int timeout_ms);
+
 #endif

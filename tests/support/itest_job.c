@@ -113,3 +113,31 @@ double it_timed_job(gemmd_client *c, uint32_t m, uint32_t n, uint32_t k,
 	it_job_free(&j);
 	return ok ? us : -1.0;
 }
+
+double it_flops_per_us(const char *const *args, uint32_t n, int timeout_ms)
+{
+	double rate = -1;
+	gemmd_client *c;
+	gemmd_job j;
+	it_daemon d;
+	int i;
+
+	if (it_launch(&d, args) != 0) {
+		it_cleanup(&d);
+		return -1;
+	}
+	if (gemmd_open(d.ipc, NULL, &c) == GM_OK) {
+		it_job(&j, n, n, n, 1);
+		for (i = 0; i < 2; i++)
+			if (gemmd_submit(c, &j, 1, NULL, timeout_ms) != GM_OK ||
+			    j.status != GM_OK)
+				break;
+		if (i == 2)
+			rate = 2.0 * n * n * n / j.t.kernel_us;
+		it_job_free(&j);
+		gemmd_close(c);
+	}
+	it_stop(&d);
+	it_cleanup(&d);
+	return rate;
+}

@@ -295,15 +295,20 @@ void detach_start(struct fixture *fx, struct bg *b, gemmd_job *jobs, uint32_t n,
 	bg_start(b, do_detach);
 }
 
-void serve_one(struct fixture *fx, gemmd_job *jobs, uint32_t n)
+void serve_pending(struct fixture *fx)
 {
 	gm_testframe f;
 
-	async_submit(fx, jobs, n, 5000);
 	assert_int_equal(gm_testconn_read(fx->conn, &f, 5000), GM_OK);
 	assert_int_equal(gm_testconn_reply_all(fx->conn, &f), GM_OK);
 	gm_testframe_free(&f);
 	assert_int_equal(async_wait(fx), GM_OK);
+}
+
+void serve_one(struct fixture *fx, gemmd_job *jobs, uint32_t n)
+{
+	async_submit(fx, jobs, n, 5000);
+	serve_pending(fx);
 }
 
 void serve_ping(struct fixture *fx)

@@ -136,6 +136,10 @@ void detach_start(struct fixture *fx, struct bg *b, gemmd_job *jobs, uint32_t n,
 		  uint64_t *ids);
 int bg_end(struct bg *b);
 
+/* Serves the call async_submit started: its frame read on fx->conn,
+ * every job of it answered, the call's success awaited. */
+void serve_pending(struct fixture *fx);
+
 /* Runs jobs through fx->conn: the call, the frame, its replies. */
 void serve_one(struct fixture *fx, gemmd_job *jobs, uint32_t n);
 void serve_ping(struct fixture *fx);
