@@ -173,6 +173,11 @@ typedef struct gemmd_submit_opts {
  * socket instead of staging them through shared memory. */
 #define GEMMD_OPEN_NO_SHM 0x2u
 
+/* Connections to a tcp:// or tls+tcp:// daemon when connections is 0:
+ * one stream over TCP moves what one window and one core allow, so a
+ * large request goes over several. */
+#define GEMMD_TCP_CONNECTIONS_DEFAULT 4u
+
 /* Staging region of a client over ipc:// when staging_bytes is 0. */
 #define GEMMD_STAGING_BYTES_DEFAULT (256ull << 20)
 
@@ -183,7 +188,14 @@ typedef struct gemmd_submit_opts {
  * connections: a large GEMM request (64 MiB of operands and results or
  * more) to a daemon with several connections is striped: split into job
  * ranges of about equal bytes, one request per connection, all in
- * flight at once; the call ends when all are answered. The daemon sees
+ * flight at once; the call ends when all are answered. 0 means 1 over
+ * ipc:// and GEMMD_TCP_CONNECTIONS_DEFAULT over tcp:// and tls+tcp://,
+ * of which only the first is dialed at open: the others are dialed
+ * when a large request is striped over them (its parts wait for the
+ * dials; a part whose dial fails moves to a connection that is up), and
+ * one that fails or drops stays down until the next large request, so
+ * a client that sends only small requests holds one connection. The
+ * daemon sees
  * several requests: each is queued, or refused, on its own. When some
  * are refused whole (GM_EBUSY for a full queue, say) and others
  * answered, the call returns GM_OK, the jobs of a refused part carry
@@ -225,8 +237,10 @@ typedef struct gemmd_open_opts {
 	const char *region_socket;   /* the daemon's hand-off socket for
 					regions; NULL: beside the ipc://
 					socket of the URL */
-	unsigned connections;	     /* connections to the daemon; 0: 1,
-					at most 64 */
+	unsigned connections;	     /* connections to the daemon; 0: 1
+					over ipc://, else
+					GEMMD_TCP_CONNECTIONS_DEFAULT; at
+					most 64 */
 	uint64_t staging_bytes;	     /* ipc://: the staging region's size;
 					0: GEMMD_STAGING_BYTES_DEFAULT */
 } gemmd_open_opts;

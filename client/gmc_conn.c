@@ -273,6 +273,13 @@ void gmc_conn_fail(gmc_conn *c, int code, const char *msg, gmc_todo *t)
 	requeue(c, t);
 }
 
+/* Whether c is a slot dialed on demand with nothing queued: then it
+ * stays down until a part is queued on it. */
+static bool idle_on_demand(const gmc_conn *c)
+{
+	return c->index >= c->sl->on_demand && c->q.head == NULL;
+}
+
 static void redial_later(gmc_conn *c)
 {
 	c->dial_waiting = true;
@@ -295,10 +302,12 @@ static void reap_cb(void *arg)
 	pthread_mutex_lock(&cl->mu);
 	c->state = GMC_CONN_DOWN;
 	c->refused = GM_OK;
-	if (!c->sl->stopping && c->backoff_ms == 0)
-		gmc_conn_dial(c, &t);
-	else if (!c->sl->stopping)
-		redial_later(c);
+	if (!c->sl->stopping && !idle_on_demand(c)) {
+		if (c->backoff_ms == 0)
+			gmc_conn_dial(c, &t);
+		else
+			redial_later(c);
+	}
 	pthread_cond_broadcast(&cl->cv);
 	pthread_mutex_unlock(&cl->mu);
 	gmc_todo_run(&t);
@@ -338,10 +347,15 @@ static void dial_cb(void *arg, int rv, gm_stream *s, const char *msg)
 			snprintf(c->why, sizeof(c->why), "%s", msg);
 		c->backoff_ms = next_backoff(c->backoff_ms);
 		if (!c->sl->stopping) {
-			redial_later(c);
+			bool demand = c->index >= c->sl->on_demand;
+
+			if (!demand)
+				redial_later(c);
 			requeue(c, &t);
 			if (!c->sl->lazy)
 				fail_queued(c, &t);
+			if (demand && !idle_on_demand(c))
+				redial_later(c);
 		}
 		pthread_cond_broadcast(&cl->cv);
 		pthread_mutex_unlock(&cl->mu);

@@ -26,6 +26,11 @@
  *
  * Reader: gmc_read.h, on the slot's receive.
  *
+ * Slots the caller did not ask for (gemmd_open_opts.connections 0 over
+ * TCP) are on demand: dialed when a striped request queues a part on
+ * them, and left down, not redialed, when their dial fails or their
+ * stream ends with nothing queued on them.
+ *
  * A slot knows its daemon only as the slots it is one of (gmc_slots,
  * which gmc_daemon.h embeds): the first that is up with the least work
  * takes a new part, and the parts not written move there when a slot's
@@ -55,10 +60,13 @@ typedef struct gmc_slots {
 	gemmd_client *cl;
 	gmc_conn *conns;
 	unsigned n;
-	uint64_t work; /* of its parts queued and in flight */
-	bool stopping; /* no more dials; streams freed as they close */
-	bool lazy;     /* GEMMD_OPEN_LAZY: requests wait for a dial to
-			  succeed; else a failed dial fails those waiting */
+	uint64_t work;	    /* of its parts queued and in flight */
+	bool stopping;	    /* no more dials; streams freed as they close */
+	bool lazy;	    /* GEMMD_OPEN_LAZY: requests wait for a dial to
+			       succeed; else a failed dial fails those waiting */
+	unsigned on_demand; /* slots from this index on are dialed only
+			       when a part is queued on them: a slot of
+			       these is not redialed with nothing queued */
 } gmc_slots;
 
 enum gmc_conn_state {

@@ -70,6 +70,16 @@ static int make_tls(gmc_daemon *dm, const gemmd_open_opts *o)
 	return GM_OK;
 }
 
+/* How many slots: those asked for, else one over ipc:// and
+ * GEMMD_TCP_CONNECTIONS_DEFAULT over TCP (all but the first on demand),
+ * so that a large request is striped over a network by default. */
+static unsigned conns_of(int kind, const gemmd_open_opts *o)
+{
+	if (o->connections)
+		return o->connections;
+	return kind == GM_URL_IPC ? 1 : GEMMD_TCP_CONNECTIONS_DEFAULT;
+}
+
 int gmc_daemon_new(gemmd_client *cl, const char *url, const gemmd_open_opts *o,
 		   gmc_daemon **out)
 {
@@ -89,7 +99,8 @@ int gmc_daemon_new(gemmd_client *cl, const char *url, const gemmd_open_opts *o,
 	if ((kind == GM_URL_TLS && (rv = make_tls(dm, o)) != GM_OK) ||
 	    (rv = gmc_shm_new(url, o->region_socket, &dm->shm)) != GM_OK)
 		goto fail;
-	n = o->connections ? o->connections : 1;
+	n = conns_of(kind, o);
+	dm->sl.on_demand = o->connections ? n : 1;
 	if ((dm->sl.conns = calloc(n, sizeof(*dm->sl.conns))) == NULL) {
 		rv = gmc_error_set(GM_ENOMEM, "out of memory");
 		goto fail;
@@ -110,7 +121,7 @@ fail:
 
 void gmc_daemon_start(gmc_daemon *dm, gmc_todo *t)
 {
-	for (unsigned i = 0; i < dm->sl.n; i++)
+	for (unsigned i = 0; i < dm->sl.on_demand; i++)
 		gmc_conn_dial(&dm->sl.conns[i], t);
 }
 

@@ -14,6 +14,9 @@
  * work (gmc_conn_pick). A GEMM request of at least GMC_DAEMON_STRIPE_BYTES
  * whose daemon has several slots is striped: split by job ranges of about equal
  * bytes into one part per slot (at most one per job), all in flight at once.
+ * A TCP daemon has GEMMD_TCP_CONNECTIONS_DEFAULT slots unless the caller
+ * said how many, all but the first dialed on demand (gmc_conn.h): by
+ * the first part a striped request queues on them.
  *
  * Functions say whether they run under the client's lock.
  */

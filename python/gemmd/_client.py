@@ -136,8 +136,9 @@ class Client:
     (:class:`TimeoutError` when the dial has not ended within
     ``timeout``), unless ``lazy``: then calls wait, within their timeout,
     for a connection made in the background. The ``tls_*`` files are for ``tls+tcp://``.
-    ``connections`` (default 1) connections to the daemon carry large
-    requests striped over them; over ``ipc://`` arrays are staged through
+    ``connections`` (0: 1 over ``ipc://``, 4 over TCP, the others
+    dialed by the first large request) connections to the daemon carry
+    large requests striped over them; over ``ipc://`` arrays are staged through
     shared memory of ``staging_bytes`` (default 256 MiB) unless
     ``no_shm`` (see gemmd.h, ``gemmd_open_opts``).
 

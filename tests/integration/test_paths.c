@@ -5,7 +5,8 @@
  * through the library's region, explicit regions, the ipc:// socket,
  * tcp://, tls+tcp://, a request striped over three connections); staged
  * operands do not cross the socket; staging falls back to the socket
- * when the daemon takes no region; requests spread over two daemons; a
+ * when the daemon takes no region; a tcp:// client stripes a large
+ * request by default; requests spread over two daemons; a
  * daemon killed under a request fails it at once with GM_ETRANSPORT and
  * a restarted one serves the next call after the redial.
  */
@@ -247,6 +248,49 @@ static void test_staging_falls_back(void **state)
 	it_cleanup(&d);
 }
 
+/* ---- striping over TCP by default ---- */
+
+/* A tcp:// client opened with no options holds one connection while its
+ * requests are small; a request of 64 MiB or more is striped over
+ * GEMMD_TCP_CONNECTIONS_DEFAULT connections, the others dialed for it,
+ * one request each, and its results are right. */
+static void test_tcp_stripes_by_default(void **state)
+{
+	/* 4 x 1024 x 4096 fp64 operands: 128 MiB, little arithmetic. */
+	enum { BIG = 4 };
+	it_daemon d;
+	gemmd_client *mon, *cl;
+	gemmd_job big[BIG], small;
+	double req0;
+
+	(void)state;
+	assert_int_equal(it_launch(&d, NULL), 0);
+	assert_int_equal(gemmd_open(d.ipc, NULL, &mon), GM_OK);
+	assert_int_equal(gemmd_open(d.tcp, NULL, &cl), GM_OK);
+	it_job(&small, 40, 30, 20, 1);
+	assert_int_equal(gemmd_submit(cl, &small, 1, NULL, 10000), GM_OK);
+	assert_true(it_job_ok(&small));
+	assert_int_equal(it_stat(mon, "connections.open"), 2);
+	req0 = it_stat(mon, "requests.total");
+	for (int i = 0; i < BIG; i++)
+		it_job(&big[i], 1024, 1, 4096, (unsigned)i + 2);
+	assert_int_equal(gemmd_submit(cl, big, BIG, NULL, 60000), GM_OK);
+	for (int i = 0; i < BIG; i++)
+		assert_true(it_job_ok(&big[i]));
+	/* One GEMM request per connection. */
+	assert_int_equal(it_stat(mon, "requests.total") - req0,
+			 GEMMD_TCP_CONNECTIONS_DEFAULT);
+	assert_int_equal(it_stat(mon, "connections.open"),
+			 1 + GEMMD_TCP_CONNECTIONS_DEFAULT);
+	for (int i = 0; i < BIG; i++)
+		it_job_free(&big[i]);
+	it_job_free(&small);
+	gemmd_close(cl);
+	gemmd_close(mon);
+	assert_int_equal(it_stop(&d), 0);
+	it_cleanup(&d);
+}
+
 /* ---- several daemons, and one that dies ---- */
 
 static void on_done(void *arg, int rv)
@@ -339,6 +383,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_same_results),
 	    cmocka_unit_test(test_staging_falls_back),
+	    cmocka_unit_test(test_tcp_stripes_by_default),
 	    cmocka_unit_test(test_two_daemons),
 	    cmocka_unit_test(test_daemon_dies),
 	};
