@@ -410,6 +410,9 @@ int gm_npy_write(const char *path, const gm_npy *m, char *msg, size_t msglen)
 		return rv;
 	if ((f = fopen(path, "wb")) == NULL)
 		return fail(&e, GM_EIO, "%s", strerror(errno));
+	/* Unbuffered: the header in one write, the data in one more, from
+	 * where it is, through no buffer. */
+	setvbuf(f, NULL, _IONBF, 0);
 	ok = put_npy(f, m, bytes);
 	ok = (fclose(f) == 0) && ok;
 	if (!ok) {
