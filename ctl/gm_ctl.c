@@ -404,9 +404,17 @@ int gm_ctl_check_output(const char *path)
 
 int gm_ctl_write_result(const char *path, const gemmd_job *j)
 {
-	gm_npy r;
+	gm_npy r = {.dtype = j->dtype == GM_FP64 ? GM_FP64 : GM_FP32,
+		    .fortran = j->layout == GEMMD_COL_MAJOR,
+		    .rows = j->m,
+		    .cols = j->n,
+		    .data = j->out};
 	int rv;
 
+	/* fp64, fp32 and tf32 results are written as they are, from where
+	 * they came back; fp16 and bf16 are widened to float32 first. */
+	if (j->dtype == GM_FP64 || j->dtype == GM_FP32 || j->dtype == GM_TF32)
+		return gm_ctl_write_npy(path, &r);
 	rv = gm_npy_unpack(j->out, j->dtype, j->m, j->n,
 			   j->layout == GEMMD_COL_MAJOR, &r);
 	if (rv != 0)

@@ -4,9 +4,16 @@
  * and K from their shapes, converts them to A's order and the job's
  * dtype, asks the daemon whether its engine runs that dtype (refused
  * here, as the daemon would, before the operands are sent), runs the job
- * (through a shared-memory region over ipc:// when it can) or queues it
- * detached, prints its timings (text or JSON),
- * writes the result and, with --verify, checks it (gm_verify.h).
+ * or queues it detached, prints its timings (text or JSON), writes the
+ * result and, with --verify, checks it (gm_verify.h).
+ *
+ * Over ipc:// the job gets a shared-memory region of its own, sized for
+ * A, B, C and the result, the operands are read straight into it
+ * (gm_ctl_operands.h), and the result file is written from it.
+ * Elsewhere (tcp://, regions off, a quota, --no-shm, --detach) the plain
+ * path reads the files into memory of their own and the library sends
+ * them (staging them through its own region over ipc://); the result
+ * file is the same either way.
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -16,6 +23,7 @@
 #include <string.h>
 
 #include "gm_ctl.h"
+#include "gm_ctl_operands.h"
 #include "gm_npy.h"
 #include "gm_proto.h"
 #include "gm_verify.h"
@@ -61,9 +69,9 @@ static const char submit_help[] =
     "                      daemon keeps the result for 'gemmctl wait'\n"
     "                      (no -o, no --verify)\n"
     "      --no-shm        over ipc://, send the operands through the\n"
-    "                      socket; by default the library stages them\n"
-    "                      through a shared-memory region when the\n"
-    "                      daemon takes regions\n" CONN_HELP;
+    "                      socket; by default they are read straight\n"
+    "                      into a shared-memory region of the job's own\n"
+    "                      when the daemon takes regions\n" CONN_HELP;
 
 static int parse_kernel(const char *s)
 {
@@ -209,139 +217,60 @@ static int submit_parse(int argc, char **argv, struct submit_args *s)
 	return 0;
 }
 
-/* The operands as read, and the copies converted to the job's dtype
- * where the file held another. */
-struct operands {
-	gm_npy a, b, c;
-	void *pa, *pb, *pc, *out;
-};
-
-static void operands_free(struct operands *o)
+/* Whether to try a region: over ipc://, unless --no-shm. */
+static bool wants_region(const struct submit_args *s)
 {
-	gm_npy_free(&o->a);
-	gm_npy_free(&o->b);
-	gm_npy_free(&o->c);
-	free(o->pa);
-	free(o->pb);
-	free(o->pc);
-	free(o->out);
+	return !(s->conn.tls.flags & GEMMD_OPEN_NO_SHM) &&
+	       strncmp(gm_ctl_conn_url(&s->conn), "ipc://", 6) == 0;
 }
 
-static int check_dim(const char *what, uint64_t v, uint32_t *out)
-{
-	if (v == 0 || v > GEMMD_MAX_DIM) {
-		return gm_ctl_fail("shape", GM_EDIM, EXIT_USAGE,
-				   "%s = %" PRIu64 ": must be 1..%u", what, v,
-				   GEMMD_MAX_DIM);
-	}
-	*out = (uint32_t)v;
-	return 0;
-}
-
-/* M, N, K from the shapes; the inner dimensions and C must agree. */
-static int job_shape(const struct operands *o, gemmd_job *j)
-{
-	uint64_t m = j->trans_a ? o->a.cols : o->a.rows;
-	uint64_t k = j->trans_a ? o->a.rows : o->a.cols;
-	uint64_t kb = j->trans_b ? o->b.cols : o->b.rows;
-	uint64_t n = j->trans_b ? o->b.rows : o->b.cols;
-	int rc;
-
-	if (k != kb)
-		return gm_ctl_fail("shape", GM_EINVAL, EXIT_USAGE,
-				   "inner dimensions differ: op(A) is %" PRIu64
-				   "x%" PRIu64 ", op(B) is %" PRIu64 "x%" PRIu64
-				   " (K %" PRIu64 " vs %" PRIu64 ")",
-				   m, k, kb, n, k, kb);
-	if (o->c.data != NULL && (o->c.rows != m || o->c.cols != n))
-		return gm_ctl_fail("shape", GM_EINVAL, EXIT_USAGE,
-				   "C is %" PRIu64 "x%" PRIu64
-				   ", op(A)*op(B) is %" PRIu64 "x%" PRIu64,
-				   o->c.rows, o->c.cols, m, n);
-	if ((rc = check_dim("M", m, &j->m)) ||
-	    (rc = check_dim("N", n, &j->n)) || (rc = check_dim("K", k, &j->k)))
-		return rc;
-	return 0;
-}
-
-/* What is sent for m: its own data when those bytes already are the
- * job's dtype (tf32 is fp32 data), else a converted copy in *copy. */
-static int as_sent(const gm_npy *m, int dtype, void **copy, const void **sent)
-{
-	bool same =
-	    m->dtype == dtype || (m->dtype == GM_FP32 && dtype == GM_TF32);
-
-	if (same) {
-		*sent = m->data;
-		return GM_OK;
-	}
-	if (gm_npy_pack(m, dtype, copy) != GM_OK)
-		return GM_ENOMEM;
-	*sent = *copy;
-	return GM_OK;
-}
-
-/* B and C in A's order, everything in the job's dtype. */
-static int pack_operands(struct operands *o, gemmd_job *j)
-{
-	bool has_c = o->c.data != NULL;
-	size_t out_bytes = (size_t)j->m * j->n * gm_dtype_size(j->dtype);
-
-	j->layout = o->a.fortran ? GEMMD_COL_MAJOR : GEMMD_ROW_MAJOR;
-	if (gm_npy_reorder(&o->b, o->a.fortran) != 0 ||
-	    (has_c && gm_npy_reorder(&o->c, o->a.fortran) != 0) ||
-	    as_sent(&o->a, j->dtype, &o->pa, &j->a) != 0 ||
-	    as_sent(&o->b, j->dtype, &o->pb, &j->b) != 0 ||
-	    (has_c && as_sent(&o->c, j->dtype, &o->pc, &j->c) != 0) ||
-	    (j->out = o->out = malloc(out_bytes)) == NULL)
-		return gm_ctl_fail("pack", GM_ENOMEM, EXIT_JOB,
-				   "out of memory");
-	return 0;
-}
-
-static int load_operands(const struct submit_args *s, struct operands *o,
-			 gemmd_job *j)
-{
-	int rc;
-
-	if ((rc = gm_ctl_read_npy(s->a_path, &o->a)) ||
-	    (rc = gm_ctl_read_npy(s->b_path, &o->b)) ||
-	    (s->c_path && (rc = gm_ctl_read_npy(s->c_path, &o->c))))
-		return rc;
-	if (!s->dtype_set)
-		j->dtype = o->a.dtype;
-	if ((rc = job_shape(o, j)) != 0)
-		return rc;
-	return pack_operands(o, j);
-}
-
-static int run_job(const struct submit_args *s, gemmd_job *j)
+/* Loads the operands, in a region or plain, and runs the job on cl
+ * (left open: a region's result is read from it afterwards). */
+static int run_job(const struct submit_args *s, struct gm_ctl_operands *o,
+		   gemmd_job *j, gemmd_client **cl)
 {
 	int rc, rv, timeout_ms = s->conn.timeout_ms;
-	gemmd_client *cl;
+	double t0;
 
-	if ((rc = gm_ctl_connect(&s->conn, &cl)) != 0)
+	if ((rc = gm_ctl_connect(&s->conn, cl)) != 0)
 		return rc;
-	if ((rc = gm_ctl_check_dtype(cl, j->dtype, &timeout_ms)) != 0) {
-		gemmd_close(cl);
+	if ((rc = gm_ctl_check_dtype(*cl, j->dtype, &timeout_ms)) != 0)
 		return rc;
+	t0 = gm_ctl_now_ms();
+	rc = wants_region(s)
+		 ? gm_ctl_operands_region(o, *cl, j, s->verify, timeout_ms)
+		 : GM_CTL_NO_REGION;
+	if (rc == GM_CTL_NO_REGION) {
+		gm_ctl_operands_drop_region(o, j);
+		rc = gm_ctl_operands_plain(o, j);
 	}
-	rv = gemmd_submit(cl, j, 1, &s->opts, timeout_ms);
-	gemmd_close(cl);
-	if (rv == GM_OK && j->status == GM_OK)
+	if (rc != 0)
+		return rc;
+	timeout_ms -= (int)(gm_ctl_now_ms() - t0);
+	rv = gemmd_submit(*cl, j, 1, &s->opts, timeout_ms > 0 ? timeout_ms : 1);
+	if (rv == GM_OK && j->status == GM_OK) {
+		if (o->region != NULL)
+			gm_ctl_operands_view(o, j);
 		return 0;
+	}
 	if (rv == GM_OK)
 		rv = j->status;
 	return gm_ctl_failed("job", 0, rv, j->message);
 }
 
-/* Queues j detached and prints its id. */
-static int run_detached(const struct submit_args *s, gemmd_job *j)
+/* Queues j detached and prints its id. Its operands take the plain
+ * path: the daemon refuses a detached request that names a region
+ * (EUNSUPPORTED), since the region goes when this process does and the
+ * result must outlast it until 'gemmctl wait'. */
+static int run_detached(const struct submit_args *s, struct gm_ctl_operands *o,
+			gemmd_job *j)
 {
 	int rc, rv, timeout_ms = s->conn.timeout_ms;
 	gemmd_client *cl;
 	uint64_t id;
 
+	if ((rc = gm_ctl_operands_plain(o, j)) != 0)
+		return rc;
 	if ((rc = gm_ctl_connect(&s->conn, &cl)) != 0)
 		return rc;
 	if ((rc = gm_ctl_check_dtype(cl, j->dtype, &timeout_ms)) != 0) {
@@ -407,7 +336,8 @@ int gm_ctl_submit(int argc, char **argv)
 {
 	struct submit_args s = {.conn = {.timeout_ms = DEFAULT_TIMEOUT_MS},
 				.opts = {GEMMD_PRIORITY_DEFAULT, 0}};
-	struct operands o = {0};
+	struct gm_ctl_operands o = {0};
+	gemmd_client *cl = NULL;
 	int rc;
 
 	s.job.alpha = 1.0;
@@ -415,10 +345,14 @@ int gm_ctl_submit(int argc, char **argv)
 		return rc < 0 ? 0 : rc;
 	if (!s.detach && (rc = gm_ctl_check_output(s.out_path)) != 0)
 		return rc;
-	if ((rc = load_operands(&s, &o, &s.job)) == 0 && s.detach)
-		rc = run_detached(&s, &s.job);
-	else if (rc == 0 && (rc = run_job(&s, &s.job)) == 0)
+	if ((rc = gm_ctl_operands_open(&o, s.a_path, s.b_path, s.c_path,
+				       s.dtype_set, &s.job)) == 0 &&
+	    s.detach)
+		rc = run_detached(&s, &o, &s.job);
+	else if (rc == 0 && (rc = run_job(&s, &o, &s.job, &cl)) == 0)
 		rc = finish(&s, &s.job);
-	operands_free(&o);
+	if (cl != NULL)
+		gemmd_close(cl); /* and the region with it */
+	gm_ctl_operands_free(&o);
 	return rc;
 }

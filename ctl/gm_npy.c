@@ -215,30 +215,56 @@ static int input_size(struct err *e, FILE *f, uint64_t *size)
 	return GM_OK;
 }
 
-static int read_file(struct err *e, FILE *f, gm_npy *m)
+/* Checks f up to its data: size, header, shape; fills in (data NULL). */
+static int open_data(struct err *e, FILE *f, gm_npy_in *in)
 {
 	gm_npy_header h = {0};
-	uint64_t size = 0, bytes = 0;
+	uint64_t size = 0;
 	int rv;
 
 	if ((rv = input_size(e, f, &size)) != 0 ||
 	    (rv = read_header(e, f, size, &h)) != 0 ||
-	    (rv = check_shape(e, &h, size, &bytes)) != 0)
+	    (rv = check_shape(e, &h, size, &in->bytes)) != 0)
 		return rv;
-	if ((m->data = alloc_bytes(bytes)) == NULL)
-		return fail(e, GM_ENOMEM, "%" PRIu64 " bytes: out of memory",
-			    bytes);
-	if ((rv = read_exact(e, f, m->data, (size_t)bytes)) != 0)
+	in->f = f;
+	in->name = e->path;
+	in->stream = e->stream;
+	in->m.dtype = h.dtype;
+	in->m.fortran = h.fortran;
+	in->m.rows = h.dims[0];
+	in->m.cols = h.dims[1];
+	return GM_OK;
+}
+
+/* The data of in into dst; a stream must end with it. */
+static int read_data(const struct err *e, gm_npy_in *in, void *dst)
+{
+	int rv;
+
+	if ((rv = read_exact(e, in->f, dst, (size_t)in->bytes)) != 0)
 		return rv;
-	if (e->stream && fgetc(f) != EOF)
+	if (e->stream && fgetc(in->f) != EOF)
 		return fail(e, GM_ENPY,
 			    "bytes after the %" PRIu64 "x%" PRIu64 " %s array",
-			    h.dims[0], h.dims[1],
-			    gm_npy_type_of(h.dtype)->name);
-	m->dtype = h.dtype;
-	m->fortran = h.fortran;
-	m->rows = h.dims[0];
-	m->cols = h.dims[1];
+			    in->m.rows, in->m.cols,
+			    gm_npy_type_of(in->m.dtype)->name);
+	return GM_OK;
+}
+
+static int read_file(struct err *e, FILE *f, gm_npy *m)
+{
+	gm_npy_in in = {0};
+	int rv;
+
+	if ((rv = open_data(e, f, &in)) != 0)
+		return rv;
+	if ((m->data = alloc_bytes(in.bytes)) == NULL)
+		return fail(e, GM_ENOMEM, "%" PRIu64 " bytes: out of memory",
+			    in.bytes);
+	if ((rv = read_data(e, &in, m->data)) != 0)
+		return rv;
+	in.m.data = m->data;
+	*m = in.m;
 	return GM_OK;
 }
 
@@ -265,6 +291,39 @@ int gm_npy_read(const char *path, gm_npy *m, char *msg, size_t msglen)
 	rv = gm_npy_fread(f, path, m, msg, msglen);
 	fclose(f);
 	return rv;
+}
+
+int gm_npy_open(const char *path, gm_npy_in *in, char *msg, size_t msglen)
+{
+	struct err e = {path, msg, msglen, false};
+	FILE *f;
+	int rv;
+
+	memset(in, 0, sizeof(*in));
+	if ((f = fopen(path, "rb")) == NULL)
+		return fail(&e, GM_EIO, "%s", strerror(errno));
+	/* Unbuffered: the header takes a few small reads, and the data then
+	 * goes from the file to its place in one read, through no buffer. */
+	setvbuf(f, NULL, _IONBF, 0);
+	if ((rv = open_data(&e, f, in)) != 0) {
+		fclose(f);
+		memset(in, 0, sizeof(*in));
+	}
+	return rv;
+}
+
+int gm_npy_read_data(gm_npy_in *in, void *dst, char *msg, size_t msglen)
+{
+	struct err e = {in->name, msg, msglen, in->stream != 0};
+
+	return read_data(&e, in, dst);
+}
+
+void gm_npy_close(gm_npy_in *in)
+{
+	if (in->f != NULL)
+		fclose(in->f);
+	memset(in, 0, sizeof(*in));
 }
 
 void gm_npy_free(gm_npy *m)
@@ -351,6 +410,9 @@ int gm_npy_write(const char *path, const gm_npy *m, char *msg, size_t msglen)
 		return rv;
 	if ((f = fopen(path, "wb")) == NULL)
 		return fail(&e, GM_EIO, "%s", strerror(errno));
+	/* Unbuffered: the header in one write, the data in one more, from
+	 * where it is, through no buffer. */
+	setvbuf(f, NULL, _IONBF, 0);
 	ok = put_npy(f, m, bytes);
 	ok = (fclose(f) == 0) && ok;
 	if (!ok) {
@@ -525,26 +587,45 @@ static void pack_elem(void *out, int dtype, uint64_t i, double x)
 	}
 }
 
-int gm_npy_pack(const gm_npy *m, int dtype, void **out)
+/* Elements of m, or GM_EOVERFLOW when they could not be counted. */
+static int elems(const gm_npy *m, uint64_t *n)
+{
+	if (__builtin_mul_overflow(m->rows, m->cols, n) || *n > SIZE_MAX / 8)
+		return GM_EOVERFLOW;
+	return GM_OK;
+}
+
+int gm_npy_pack_to(const gm_npy *m, int dtype, void *dst)
 {
 	size_t es = gm_dtype_size(dtype);
 	uint64_t n, i;
 
-	*out = NULL;
 	if (es == 0)
 		return GM_EDTYPE;
-	if (__builtin_mul_overflow(m->rows, m->cols, &n) || n > SIZE_MAX / 8)
+	if (elems(m, &n) != GM_OK)
 		return GM_EOVERFLOW;
-	if ((*out = alloc_bytes(n * es)) == NULL)
-		return GM_ENOMEM;
 	if (dtype == m->dtype) {
-		memcpy(*out, m->data, n * es);
+		memcpy(dst, m->data, n * es);
 		return GM_OK;
 	}
 	for (i = 0; i < n; i++)
-		pack_elem(*out, dtype, i,
-			  gm_npy_wire_get(m->data, m->dtype, i));
+		pack_elem(dst, dtype, i, gm_npy_wire_get(m->data, m->dtype, i));
 	return GM_OK;
+}
+
+int gm_npy_pack(const gm_npy *m, int dtype, void **out)
+{
+	size_t es = gm_dtype_size(dtype);
+	uint64_t n;
+
+	*out = NULL;
+	if (es == 0)
+		return GM_EDTYPE;
+	if (elems(m, &n) != GM_OK)
+		return GM_EOVERFLOW;
+	if ((*out = alloc_bytes(n * es)) == NULL)
+		return GM_ENOMEM;
+	return gm_npy_pack_to(m, dtype, *out);
 }
 
 int gm_npy_unpack(const void *buf, int dtype, uint64_t rows, uint64_t cols,

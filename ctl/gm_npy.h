@@ -44,6 +44,31 @@ int gm_npy_read(const char *path, gm_npy *m, char *msg, size_t msglen);
 int gm_npy_fread(FILE *f, const char *name, gm_npy *m, char *msg,
 		 size_t msglen);
 
+/* An input whose header has been read and checked (with the size of a
+ * regular file), its data not yet: so that the data can be read straight
+ * to where it is used, once it is known where that is. */
+typedef struct gm_npy_in {
+	gm_npy m;	/* dtype, order and shape; m.data NULL */
+	uint64_t bytes; /* of the data, rows * cols elements */
+	FILE *f;	/* at the data */
+	const char *name;
+	int stream; /* a pipe: checked only as it is read */
+} gm_npy_in;
+
+/* Opens the .npy file at path and reads its header into in, checked as
+ * gm_npy_read checks it, allocating nothing; on failure in is zeroed and
+ * msg says why, as gm_npy_read's would. The file is unbuffered, so the
+ * data is read by gm_npy_read_data through no buffer. Blocks. */
+int gm_npy_open(const char *path, gm_npy_in *in, char *msg, size_t msglen);
+
+/* Reads in's data, in->bytes, into dst (the caller's, that large), with
+ * one read for a regular file. A stream must end with it, as in
+ * gm_npy_fread. GM_OK, GM_EIO or GM_ENPY with msg. Blocks. */
+int gm_npy_read_data(gm_npy_in *in, void *dst, char *msg, size_t msglen);
+
+/* Closes in's file and zeroes in; in may be zeroed already. */
+void gm_npy_close(gm_npy_in *in);
+
 /* Writes m to path as a version 1.0 .npy file, header padded to a
  * multiple of 64 bytes. A partly written file is removed. Blocks. */
 int gm_npy_write(const char *path, const gm_npy *m, char *msg, size_t msglen);
@@ -68,6 +93,10 @@ int gm_npy_reorder(gm_npy *m, int fortran);
  * *out is malloc'd; the caller frees it. GM_EDTYPE, GM_EOVERFLOW or
  * GM_ENOMEM. */
 int gm_npy_pack(const gm_npy *m, int dtype, void **out);
+
+/* As gm_npy_pack, into dst (the caller's, with room for rows * cols
+ * elements of dtype). GM_EDTYPE or GM_EOVERFLOW. */
+int gm_npy_pack_to(const gm_npy *m, int dtype, void *dst);
 
 /* Makes m (malloc'd) from rows * cols elements of wire dtype at buf in
  * the given order: float64 for fp64, float32 (exact) for every other
