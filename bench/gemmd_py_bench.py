@@ -5,13 +5,14 @@ path, and against the memcpy bound, measured in the same run.
     PYTHONPATH=python GEMMD_LIBRARY=build/client/libgemmd.so.0 \\
         python3 bench/gemmd_py_bench.py [--gemmd PATH | --url URL]
         [--jobloop PATH] [--engine NAME] [--reps N] [--batch J]
-        [--sizes 1024,2048] [--big-reps N]
+        [--batch-reps N] [--sizes 1024,2048] [--big-reps N] [--rounds N]
 
 Without --url it starts a gemmd (--gemmd, default build/daemon/gemmd;
 --engine, default auto: the CUDA engine where there is one) on an
 ipc:// socket in a temporary directory. The C side is gemmd_jobloop
 (bench/gemmd_jobloop.c, built beside it): the same requests, with plain
-pointers over the same socket, timed one by one. Cases:
+pointers over the same socket, timed one by one. Python and C take
+turns (--rounds) so that both see the same load on the host. Cases:
 
   single   one 64^3 fp32 job per request: p50 and p99 per call,
            Python ``c.gemm(a, b)`` against C; "+us" is Python's extra
@@ -52,9 +53,11 @@ def options():
     p.add_argument("--engine", default="auto")
     p.add_argument("--reps", type=int, default=2000)
     p.add_argument("--batch", type=int, default=4096)
-    p.add_argument("--batch-reps", type=int, default=10)
+    p.add_argument("--batch-reps", type=int, default=20)
     p.add_argument("--sizes", default="1024,2048")
     p.add_argument("--big-reps", type=int, default=5)
+    p.add_argument("--rounds", type=int, default=5,
+                   help="Python and C alternate this many times")
     return p.parse_args()
 
 
@@ -90,7 +93,7 @@ def check(got, a, b, dtype):
 
 
 def jobloop(o, url, **kw):
-    """gemmd_jobloop's (p50, p99, mean) in us per request."""
+    """gemmd_jobloop's per-request times in us: (p50, p99, mean)."""
     args = [o.jobloop, "--url", url]
     for k, v in kw.items():
         args += [f"--{k}"] if v is True else [f"--{k}", str(v)]
@@ -101,29 +104,55 @@ def jobloop(o, url, **kw):
     return tuple(float(x) for x in lines[0].split())
 
 
-def timed(fn, reps):
-    """(p50, p99, mean) of fn() in us, after one call untimed."""
+def timed(fn, reps, layer=None):
+    """fn()'s times in us, after one call untimed; with a Client as
+    layer, what of each went outside the library's calls into layer."""
     fn()
     us = np.empty(reps)
     for i in range(reps):
+        if layer is not None:
+            layer.inside = 0
         t0 = time.perf_counter_ns()
         fn()
         us[i] = (time.perf_counter_ns() - t0) / 1e3
-    us.sort()
-    return us[reps // 2], us[int(reps * 0.99)], us.mean()
+        if layer is not None:
+            us[i] -= layer.inside / 1e3
+    return us
+
+
+def layer_us(fn, reps, c):
+    """p50 in us of the Python layer's own time in fn(): its time less
+    that spent in libgemmd (Client._call), which load on the host and
+    the daemon's work do not inflate as they do the end-to-end time."""
+    return float(np.median(timed(fn, reps, c)))
+
+
+def side_by_side(o, fn, reps, url, **kw):
+    """(p50, p99) of fn() and of gemmd_jobloop's same request, in us,
+    taken in o.rounds alternating rounds so that both see the same load
+    on the host: each the median over the rounds of the round's own."""
+    py, cc = [], []
+    each = max(reps // o.rounds, 1)
+    for _ in range(o.rounds):
+        us = np.sort(timed(fn, each))
+        py.append((us[each // 2], us[int(each * 0.99)]))
+        cc.append(jobloop(o, url, reps=each, **kw)[:2])
+    return tuple(np.median(py, axis=0)), tuple(np.median(cc, axis=0))
 
 
 def single(o, c, url, rng):
     a = rng.uniform(-1, 1, (64, 64)).astype(np.float32)
     b = rng.uniform(-1, 1, (64, 64)).astype(np.float32)
     check(c.gemm(a, b), a, b, np.float32)
-    py = timed(lambda: c.gemm(a, b), o.reps)
-    cc = jobloop(o, url, size=64, jobs=1, reps=o.reps)
+    py, cc = side_by_side(o, lambda: c.gemm(a, b), o.reps, url, size=64,
+                          jobs=1)
     print(f"single 64^3 fp32, {o.reps} calls (us per call)")
     print(f"  {'':8}{'p50':>9}{'p99':>9}")
     print(f"  {'python':8}{py[0]:9.1f}{py[1]:9.1f}")
     print(f"  {'C':8}{cc[0]:9.1f}{cc[1]:9.1f}")
     print(f"  {'+us':8}{py[0] - cc[0]:9.1f}{py[1] - cc[1]:9.1f}")
+    print(f"  python layer alone (outside libgemmd): "
+          f"{layer_us(lambda: c.gemm(a, b), o.reps, c):.1f} us per call")
 
 
 def batch(o, c, url, rng):
@@ -134,11 +163,13 @@ def batch(o, c, url, rng):
     res = c.batch(jobs)
     for i in (0, n // 2, n - 1):
         check(res[i].raise_for_status(), a[i], b[i], np.float32)
-    py = timed(lambda: c.batch(jobs), o.batch_reps)
-    cc = jobloop(o, url, size=64, jobs=n, reps=o.batch_reps)
-    print(f"batch of {n} 64^3 fp32, {o.batch_reps} requests (us per job)")
+    py, cc = side_by_side(o, lambda: c.batch(jobs), o.batch_reps, url,
+                          size=64, jobs=n)
+    print(f"batch of {n} 64^3 fp32, {o.batch_reps} requests (us per job, "
+          "p50)")
     print(f"  python {py[0] / n:7.2f}   C {cc[0] / n:7.2f}   "
-          f"+us {(py[0] - cc[0]) / n:6.2f}")
+          f"+us {(py[0] - cc[0]) / n:6.2f}   python layer alone "
+          f"{layer_us(lambda: c.batch(jobs), o.batch_reps, c) / n:.2f}")
 
 
 def memcpy_us(nbytes, reps):
@@ -154,7 +185,7 @@ def memcpy_us(nbytes, reps):
 
 
 def big(o, c, url, rng):
-    print(f"big jobs through the socket, median of {o.big_reps} (ms; "
+    print(f"big jobs through the socket, p50 of {o.big_reps} (ms; "
           "x = bound / time)")
     print(f"  {'case':14}{'python':>9}{'C':>9}{'bound':>9}"
           f"{'x py':>7}{'x C':>7}{'py/C':>7}")
@@ -163,9 +194,9 @@ def big(o, c, url, rng):
             a = rng.uniform(-1, 1, (size, size)).astype(dt)
             b = rng.uniform(-1, 1, (size, size)).astype(dt)
             check(c.gemm(a, b), a, b, dt)
-            py = timed(lambda: c.gemm(a, b), o.big_reps)[0] / 1e3
-            cc = jobloop(o, url, size=size, dtype=name,
-                         reps=o.big_reps)[0] / 1e3
+            py, cc = side_by_side(o, lambda: c.gemm(a, b), o.big_reps,
+                                  url, size=size, dtype=name)
+            py, cc = py[0] / 1e3, cc[0] / 1e3
             bound = memcpy_us(3 * a.nbytes, o.big_reps) / 1e3
             print(f"  {f'{size}^2 {name}':14}{py:9.2f}{cc:9.2f}"
                   f"{bound:9.2f}{bound / py:7.3f}{bound / cc:7.3f}"
@@ -176,6 +207,18 @@ def main():
     o = options()
     import gemmd
 
+    class Client(gemmd.Client):
+        """A client that adds up the ns its calls spend in libgemmd."""
+
+        inside = 0
+
+        def _call(self, fn, *args):
+            t0 = time.perf_counter_ns()
+            try:
+                return super()._call(fn, *args)
+            finally:
+                self.inside += time.perf_counter_ns() - t0
+
     tmp = tempfile.mkdtemp(prefix="gemmd-pybench.")
     proc = None
     try:
@@ -183,7 +226,7 @@ def main():
         if url is None:
             proc, url = start(o, tmp)
         rng = np.random.default_rng()
-        with gemmd.Client(url) as c:
+        with Client(url) as c:
             print(f"gemmd {c.ping().get('version')}, engine "
                   f"{c.ping().get('engine')}, {url}")
             single(o, c, url, rng)
