@@ -24,7 +24,7 @@ from ._handle import Handle, in_callback
 from ._plan import Plan, finish, plan
 from ._plan import plans as batch_plans
 from ._region import Region, _Memory
-from ._table import address, fill, table
+from ._table import address, fill, pointer, table
 from ._types import STORAGE, DType
 
 _DTYPE_NAMES = {v: k for k, v in DTYPES.items()}
@@ -591,6 +591,9 @@ class _Call:
     def _fill(self, sent: list[Plan]) -> None:
         """The job table, all in one assignment: operands by address, or
         by region and offset where they lie in one of the client's."""
+        if len(sent) == 1 and not self.memories:  # cheaper through cffi
+            self._fill_one(self.jobs[0], sent[0])
+            return
         if not self.memories:
             fill(self.table, [
                 (DTYPES[p.dtype], p.layout, p.kernel, p.trans_a, p.trans_b,
@@ -603,6 +606,16 @@ class _Call:
              p.m, p.n, p.k, p.alpha, p.beta, 0, 0, 0, 0) for p in sent])
         for i, p in enumerate(sent):
             self._fill_refs(self.table[i:i + 1], p)
+
+    @staticmethod
+    def _fill_one(j, p: Plan) -> None:
+        """One job's fields set in the struct itself, operands by
+        address."""
+        j.dtype, j.layout, j.kernel = DTYPES[p.dtype], p.layout, p.kernel
+        j.trans_a, j.trans_b = p.trans_a, p.trans_b
+        j.m, j.n, j.k, j.alpha, j.beta = p.m, p.n, p.k, p.alpha, p.beta
+        j.a, j.b, j.c, j.out = (pointer(p.a), pointer(p.b), pointer(p.c),
+                                pointer(p.out))
 
     def _fill_refs(self, row, p: Plan) -> None:
         """One job's operands: by offset where they lie in a region,

@@ -81,5 +81,12 @@ def address(x) -> int:
                      _from_buffer(x if x.flags.c_contiguous else x.T)))
 
 
+def pointer(x):
+    """As address(), as a cdata (char[] over x's buffer, or NULL)."""
+    if x is None:
+        return ffi.NULL
+    return _from_buffer(x if x.flags.c_contiguous else x.T)
+
+
 _cast, _from_buffer, _UINTPTR = ffi.cast, ffi.from_buffer, \
     ffi.typeof("uintptr_t")
