@@ -17,12 +17,14 @@ import numpy as np
 
 from ._errors import (Error, TimeoutError, TransportError, codes, errname,
                       error, last_error)
-from ._ffi import (DTYPES, FOREVER, OPEN_LAZY, OPEN_NO_SHM, PRIORITY_DEFAULT,
-                   ffi, lib, libc, text)
+from ._ffi import (COL_MAJOR, DTYPES, FOREVER, OPEN_LAZY, OPEN_NO_SHM,
+                   PRIORITY_DEFAULT, ffi, lib, libc, text)
 from . import _handle
 from ._handle import Handle, in_callback
 from ._plan import Plan, finish, plan
+from ._plan import plans as batch_plans
 from ._region import Region, _Memory
+from ._table import address, fill, pointer, table
 from ._types import STORAGE, DType
 
 _DTYPE_NAMES = {v: k for k, v in DTYPES.items()}
@@ -212,28 +214,38 @@ class Client:
         if not getattr(self, "_closed", True):
             self.close()
 
-    @contextlib.contextmanager
-    def _use(self):
-        """The gemmd_client, held for a call: a close() from another
-        thread meanwhile closes it only once the call has returned."""
+    def _hold(self):
+        """The gemmd_client, held until _handle.drop(): a close() from
+        another thread meanwhile closes it only once the call has
+        returned."""
         try:
             if self._closed:
                 raise RuntimeError
             self._handle.hold()
         except RuntimeError:
             raise Error(codes["EINVAL"], "the client is closed") from None
+        if self._handle.ptr is None:
+            self._handle.drop()
+            raise Error(codes["EINVAL"], "the client is its parent's: "
+                        "this is a fork()ed child")
+        return self._handle.ptr
+
+    @contextlib.contextmanager
+    def _use(self):
+        """The gemmd_client, held for the with block (see _hold)."""
+        ptr = self._hold()
         try:
-            if self._handle.ptr is None:
-                raise Error(codes["EINVAL"], "the client is its parent's: "
-                            "this is a fork()ed child")
-            yield self._handle.ptr
+            yield ptr
         finally:
             self._handle.drop()
 
     def _call(self, fn, *args) -> int:
         """fn(the gemmd_client, *args), the client held meanwhile."""
-        with self._use() as ptr:
+        ptr = self._hold()
+        try:
             return fn(ptr, *args)
+        finally:
+            self._handle.drop()
 
     def _timeout(self, timeout, zero_ok=False) -> int:
         return _ms(self.timeout if timeout is _UNSET else timeout, zero_ok)
@@ -279,7 +291,7 @@ class Client:
         the others succeed. Each job is a :class:`Job`, a dict of its
         fields, or a tuple ``(a, b, ...)`` in Job's order. Raises
         :class:`Error` only when the whole request fails."""
-        plans = [plan(**vars(_as_job(j))) for j in jobs]
+        plans = batch_plans(jobs, lambda j: plan(**vars(_as_job(j))))
         timeout = self._check_engine(plans, timeout)
         return self._run(plans, priority, deadline, timeout)
 
@@ -493,16 +505,13 @@ class Client:
             self._memories.add(r._memory)
         return r
 
-    def _ref(self, x: np.ndarray):
-        """(region memory, offset) of x when it lies in a region of this
-        client, which may be closed but still holds arrays."""
+    def _memory_list(self) -> list:
+        """The memories of this client's regions, which may be closed but
+        still hold arrays."""
+        if not self._memories:
+            return []
         with self._memories_lock:
-            memories = list(self._memories)
-        for mem in memories:
-            at = mem.offset_of(x)
-            if at is not None:
-                return mem, at
-        return None
+            return list(self._memories)
 
 
 _inflight: set = set()
@@ -510,61 +519,122 @@ _inflight: set = set()
 
 class _Call:
     """One request's jobs as the library sees them, with everything they
-    point to kept alive until it is answered."""
+    point to kept alive until it is answered: one job table (_table.JOB)
+    filled a column at a time, over which ``jobs`` is the gemmd_job[]."""
 
     def __init__(self, client: Client, plans: list[Plan], priority, deadline,
                  result: bool = True):
         self.client = client
         self.plans = plans
         self.future: Optional[Future] = None
-        self.sent = [p for p in plans if p.refused is None]
-        self.jobs = ffi.new("gemmd_job[]", max(len(self.sent), 1))
+        self.sent = sent = [p for p in plans if p.refused is None]
+        self.table, self.jobs = table(len(sent))
         self.opts = ffi.new("gemmd_submit_opts *")
         self.opts.priority = PRIORITY_DEFAULT if priority is None \
             else priority
         self.opts.deadline_ms = 0 if deadline is None else \
             max(1, math.ceil(deadline * 1000))
-        for j, p in zip(self.jobs, self.sent):
-            if result and p.out is None:
-                p.out = self._result_array(p)
-            self._fill(j, p)
+        # Regions are looked for only where this client has any.
+        self.memories = client._memory_list()
+        if result and self.memories:
+            for p in sent:
+                if p.out is None:
+                    p.out = self._result_array(p)
+        elif result:
+            self._heap_results([p for p in sent if p.out is None])
+        if sent:
+            self._fill(sent)
+
+    @staticmethod
+    def _heap_results(plans: list[Plan]) -> None:
+        """Results on the heap, one block for all those of a shape, dtype
+        and order (each result a view of it, which keeps it alive): a
+        batch's results are allocated once, not job by job."""
+        groups: dict = {}
+        for p in plans:
+            groups.setdefault((p.m, p.n, p.dtype, p.layout), []).append(p)
+        for (m, n, name, layout), like in groups.items():
+            if len(like) == 1:
+                like[0].out = np.empty((m, n), STORAGE[name], like[0].order)
+            elif layout == COL_MAJOR:
+                block = np.empty((len(like), n, m), STORAGE[name])
+                for p, x in zip(like, block):
+                    p.out = x.T
+            else:
+                block = np.empty((len(like), m, n), STORAGE[name])
+                for p, x in zip(like, block):
+                    p.out = x
 
     def _result_array(self, p: Plan) -> np.ndarray:
         """Where the result goes: in the region of an input when there is
         room, so that it does not cross the socket either; else the heap."""
         shape, dtype = (p.m, p.n), STORAGE[p.dtype]
-        for x in (p.a, p.b, p.c):
-            ref = self.client._ref(x) if x is not None else None
-            region = ref[0].region() if ref else None
-            if region is not None and not region.closed:
-                try:
-                    return region.empty(shape, dtype, p.order)
-                except Error:
-                    break
+        if self.memories:
+            for x in (p.a, p.b, p.c):
+                ref = self._ref(x) if x is not None else None
+                region = ref[0].region() if ref else None
+                if region is not None and not region.closed:
+                    try:
+                        return region.empty(shape, dtype, p.order)
+                    except Error:
+                        break
         return np.empty(shape, dtype=dtype, order=p.order)
 
-    def _fill(self, j, p: Plan) -> None:
-        j.dtype = DTYPES[p.dtype]
-        j.layout = p.layout
-        j.kernel = p.kernel
-        j.trans_a, j.trans_b = int(p.trans_a), int(p.trans_b)
-        j.m, j.n, j.k = p.m, p.n, p.k
-        j.alpha, j.beta = p.alpha, p.beta
+    def _ref(self, x: np.ndarray):
+        """(region memory, offset) of x when it lies in one of the
+        client's regions (as they were when the call began)."""
+        for mem in self.memories:
+            at = mem.offset_of(x)
+            if at is not None:
+                return mem, at
+        return None
+
+    def _fill(self, sent: list[Plan]) -> None:
+        """The job table, all in one assignment: operands by address, or
+        by region and offset where they lie in one of the client's."""
+        if len(sent) == 1 and not self.memories:  # cheaper through cffi
+            self._fill_one(self.jobs[0], sent[0])
+            return
+        if not self.memories:
+            fill(self.table, [
+                (DTYPES[p.dtype], p.layout, p.kernel, p.trans_a, p.trans_b,
+                 p.m, p.n, p.k, p.alpha, p.beta, address(p.a),
+                 address(p.b), address(p.c), address(p.out))
+                for p in sent])
+            return
+        fill(self.table, [
+            (DTYPES[p.dtype], p.layout, p.kernel, p.trans_a, p.trans_b,
+             p.m, p.n, p.k, p.alpha, p.beta, 0, 0, 0, 0) for p in sent])
+        for i, p in enumerate(sent):
+            self._fill_refs(self.table[i:i + 1], p)
+
+    @staticmethod
+    def _fill_one(j, p: Plan) -> None:
+        """One job's fields set in the struct itself, operands by
+        address."""
+        j.dtype, j.layout, j.kernel = DTYPES[p.dtype], p.layout, p.kernel
+        j.trans_a, j.trans_b = p.trans_a, p.trans_b
+        j.m, j.n, j.k, j.alpha, j.beta = p.m, p.n, p.k, p.alpha, p.beta
+        j.a, j.b, j.c, j.out = (pointer(p.a), pointer(p.b), pointer(p.c),
+                                pointer(p.out))
+
+    def _fill_refs(self, row, p: Plan) -> None:
+        """One job's operands: by offset where they lie in a region,
+        else by address."""
         refs = {}
         for name in ("a", "b", "c", "out"):
             x = getattr(p, name)
             if x is None:
                 continue
-            ref = self.client._ref(x)
+            ref = self._ref(x)
             if ref and name == "out" and not self._may_write(ref, x, refs):
                 ref = None
             if ref:
                 refs[name] = (ref, x.nbytes)
-                r = getattr(j, name + "_ref")
-                r.region, r.offset = ref[0].ptr, ref[1]
+                row[name + "_region"] = int(ffi.cast("uintptr_t", ref[0].ptr))
+                row[name + "_offset"] = ref[1]
             else:
-                setattr(j, name,
-                        ffi.cast("void *", x.__array_interface__["data"][0]))
+                row[name] = address(x)
 
     @staticmethod
     def _may_write(ref, x: np.ndarray, refs: dict) -> bool:
@@ -581,14 +651,20 @@ class _Call:
         return True
 
     def results(self) -> list[Result]:
-        out, sent = [], iter(self.jobs)
+        t = self.table[:len(self.sent)]
+        status = t["status"].tolist()
+        timings = t["t"].tolist()
+        messages = t["message"].tolist()
+        out, i = [], 0
         for p in self.plans:
             if p.refused is not None:
                 out.append(Result(None, p.refused.code, p.refused.message))
                 continue
-            j = next(sent)
-            out.append(Result(finish(p) if j.status == 0 else None,
-                              j.status, text(j.message), Timings._of(j.t)))
+            code, said = status[i], messages[i]
+            out.append(Result(finish(p) if code == 0 else None, code,
+                              said.decode("utf-8", "replace") if said
+                              else "", Timings(*timings[i])))
+            i += 1
         return out
 
     def complete(self, rv: int) -> None:

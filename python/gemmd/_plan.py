@@ -130,6 +130,49 @@ def plan(a, b, c=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False,
     return p
 
 
+def _as_given(sent: np.ndarray, x: np.ndarray) -> Optional[bool]:
+    """How plan() sends x: False as it lies, True as its transpose,
+    None as a copy."""
+    if sent is x:
+        return False
+    if sent.T.shape == x.shape and sent.T.strides == x.strides and \
+            sent.__array_interface__["data"] == x.__array_interface__["data"]:
+        return True
+    return None
+
+
+def plans(specs, as_plan) -> list[Plan]:
+    """The plans of a batch's jobs: as_plan(spec) for each, except that a
+    job given as a tuple (a, b) of two arrays shaped, strided and typed
+    as an earlier one's, whose arrays went as they lie, reuses that plan
+    with its own arrays: everything plan() checks and decides depends on
+    nothing else. So a batch of like jobs is checked once."""
+    seen: dict = {}
+    out = []
+    for spec in specs:
+        if type(spec) is not tuple or len(spec) != 2 or \
+                type(spec[0]) is not np.ndarray or \
+                type(spec[1]) is not np.ndarray:
+            out.append(as_plan(spec))
+            continue
+        a, b = spec
+        key = (a.shape, a.strides, a.dtype, b.shape, b.strides, b.dtype)
+        like = seen.get(key)
+        if like is None:
+            p = plan(a, b)
+            flips = (_as_given(p.a, a), _as_given(p.b, b))
+            if None not in flips:
+                seen[key] = (p, flips)
+            out.append(p)
+            continue
+        p = Plan.__new__(Plan)
+        p.__dict__ = dict(like[0].__dict__)
+        p.a = a.T if like[1][0] else a
+        p.b = b.T if like[1][1] else b
+        out.append(p)
+    return out
+
+
 def finish(p: Plan) -> np.ndarray:
     """The caller's result once p.out holds the job's: copied into the
     caller's ``out`` where it could not be written in place."""

@@ -59,6 +59,9 @@ def dtype_name(dtype: DType, *arrays: np.ndarray) -> str:
         except (KeyError, TypeError):
             raise TypeError(f"dtype {dtype!r}: want one of "
                             f"{', '.join(DTYPES)} or a NumPy float type")
+    if len(arrays) == 2 and arrays[0].dtype == arrays[1].dtype and \
+            arrays[0].dtype in _BY_NUMPY:  # the common case, at once
+        return _BY_NUMPY[arrays[0].dtype]
     if any(x.dtype == np.uint16 for x in arrays):
         raise TypeError("uint16 arrays are taken as bfloat16 bit patterns "
                         "only with dtype='bf16'")
@@ -88,6 +91,8 @@ def from_bf16(bits) -> np.ndarray:
 def as_storage(x: np.ndarray, name: str) -> np.ndarray:
     """x as the data of dtype name: itself when it already is (no copy),
     else a converted copy in the same memory order."""
-    if name == "bf16" and x.dtype != np.uint16:
+    if x.dtype == STORAGE[name]:
+        return x
+    if name == "bf16":
         return to_bf16(x)
     return x.astype(STORAGE[name], copy=False)
