@@ -16,6 +16,7 @@
  * stopped gemmd returns at once, and opening one against a TCP listener that
  * accepts nothing returns GM_ETIMEDOUT within its timeout.
  */
+#include <math.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -39,7 +40,12 @@
 #define FOREVER_MS 60000 /* the timeout of the calls a kill ends */
 #define DEAD_MS	   1000	 /* the most a call may take to see the kill */
 #define STAGED	   512	 /* m = n = k of a job staged through shm (6 MiB) */
-#define BLOCKER	   2500	 /* one BLAS thread takes seconds on it */
+/* How long the blocker keeps one BLAS thread busy: many times
+ * TIMEOUT_MS. Its size comes from the engine's speed measured on this
+ * host (calibrate): a fixed 2500^3 took 0.7 s with OpenBLAS's Haswell
+ * kernels and under 0.4 s with those it picks by itself on the same
+ * host, and then the job queued behind it ran in time. */
+#define BLOCK_S 3.0
 /* m = n = k of a job that waits behind the blocker: over the 64^3 that
  * OpenBLAS runs on one thread, which the CPU engine runs beside a
  * piece instead of after it. */
@@ -47,6 +53,8 @@
 #define DEAF_FDS 8 /* a listener and what fills its backlog */
 
 static const gemmd_open_opts socket_only = {.flags = GEMMD_OPEN_NO_SHM};
+
+static uint32_t blocker_n; /* m = n = k of the blocker (calibrate) */
 
 static struct {
 	it_daemon d;
@@ -364,7 +372,7 @@ static void test_dead_lazy_waits(void **state)
 
 static int call_blocker(int timeout_ms)
 {
-	return submit_cube(BLOCKER, 4, timeout_ms);
+	return submit_cube(blocker_n, 4, timeout_ms);
 }
 
 /* A job running when gemmd dies: its call fails at once. */
@@ -507,7 +515,7 @@ static void test_timeout_cancels_job(void **state)
 	(void)state;
 	open_client(&socket_only);
 	ok = it_stat(fx.c, "jobs.ok");
-	it_job(&blocker, BLOCKER, BLOCKER, BLOCKER, 5);
+	it_job(&blocker, blocker_n, blocker_n, blocker_n, 5);
 	assert_int_equal(gemmd_submit_async(fx.c, &blocker, 1, NULL, FOREVER_MS,
 					    on_done, &blocker_rv),
 			 GM_OK);
@@ -557,6 +565,23 @@ static entry at_region_create = {.name = "region_create",
 		"test_" #f "_" #e, test_##f, setup, teardown, &at_##e \
 	}
 
+/* Sizes the blocker to take BLOCK_S on one BLAS thread of this host,
+ * as the daemons here run it. */
+static int calibrate(void **state)
+{
+	const char *args[] = {"--set", "cpu_threads=1", NULL};
+	double rate = it_flops_per_us(args, 400, FOREVER_MS), n;
+
+	(void)state;
+	if (rate <= 0)
+		return -1;
+	n = cbrt(BLOCK_S * 1e6 * rate / 2.0);
+	blocker_n = (uint32_t)(n < 1000 ? 1000 : n > 4500 ? 4500 : n);
+	fprintf(stderr, "blocker: %u^3 (%.0f flops/us on one thread)\n",
+		blocker_n, rate);
+	return 0;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -588,5 +613,5 @@ int main(void)
 	    cmocka_unit_test(test_open_not_accepting),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return cmocka_run_group_tests(tests, calibrate, NULL);
 }
