@@ -161,14 +161,14 @@ int ready(gemmd_client *c)
 int calibrate(void **state)
 {
 	const char *args[] = {"--set", "cpu_threads=1", NULL};
-	double flops_per_us = it_flops_per_us(args, 400, TIMEOUT_MS), n;
+	double flops_per_us;
 	uint64_t bytes;
 
-	if (flops_per_us < 0)
-		return -1;
-	n = cbrt(BLOCK_S * 1e6 * flops_per_us / 2.0);
 	/* Over the budget, so that it starts beside the filler. */
-	blocker_n = (uint32_t)(n < 1700 ? 1700 : n > 4000 ? 4000 : n);
+	blocker_n = it_cube_for(args, 400, TIMEOUT_MS, BLOCK_S, 1700, 4000,
+				&flops_per_us);
+	if (blocker_n == 0)
+		return -1;
 	bytes = 3ull * blocker_n * blocker_n * 8 + SMALLS_ROOM +
 		3ull * FILLER_N * FILLER_N * 8;
 	snprintf(pool_arg, sizeof(pool_arg), "pool_bytes=%llu",

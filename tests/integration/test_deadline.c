@@ -16,7 +16,6 @@
  * stopped gemmd returns at once, and opening one against a TCP listener that
  * accepts nothing returns GM_ETIMEDOUT within its timeout.
  */
-#include <math.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -570,13 +569,13 @@ static entry at_region_create = {.name = "region_create",
 static int calibrate(void **state)
 {
 	const char *args[] = {"--set", "cpu_threads=1", NULL};
-	double rate = it_flops_per_us(args, 400, FOREVER_MS), n;
+	double rate;
 
 	(void)state;
-	if (rate <= 0)
+	blocker_n =
+	    it_cube_for(args, 400, FOREVER_MS, BLOCK_S, 1000, 4500, &rate);
+	if (blocker_n == 0)
 		return -1;
-	n = cbrt(BLOCK_S * 1e6 * rate / 2.0);
-	blocker_n = (uint32_t)(n < 1000 ? 1000 : n > 4500 ? 4500 : n);
 	fprintf(stderr, "blocker: %u^3 (%.0f flops/us on one thread)\n",
 		blocker_n, rate);
 	return 0;

@@ -312,13 +312,13 @@ static void test_small_beside_large(void **state)
  */
 static int calibrate(void **state)
 {
-	double flops_per_us = it_flops_per_us(NULL, 600, WAIT_MS), n;
+	double flops_per_us;
 
 	(void)state;
-	if (flops_per_us < 0)
+	big_n =
+	    it_cube_for(NULL, 600, WAIT_MS, BIG_S, 1500, 5000, &flops_per_us);
+	if (big_n == 0)
 		return -1;
-	n = cbrt(BIG_S * 1e6 * flops_per_us / 2.0);
-	big_n = (uint32_t)(n < 1500 ? 1500 : n > 5000 ? 5000 : n);
 	print_message("%.1f GFLOP/s: the huge job is %u^3\n",
 		      flops_per_us / 1e3, big_n);
 	return 0;

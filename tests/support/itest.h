@@ -182,4 +182,12 @@ int it_job_untouched(const gemmd_job *j);
  * microsecond of kernel time, or -1 when a step failed. */
 double it_flops_per_us(const char *const *args, uint32_t n, int timeout_ms);
 
+/* The edge of the cube job that takes about seconds on the engine of a
+ * gemmd started with args, timed as it_flops_per_us does with an n^3
+ * job, within [lo, hi]; its speed in *rate (flops per microsecond).
+ * Returns 0 when the timing failed. For tests that size a job to take
+ * a given time on whatever host runs them. */
+uint32_t it_cube_for(const char *const *args, uint32_t n, int timeout_ms,
+		     double seconds, uint32_t lo, uint32_t hi, double *rate);
+
 #endif

@@ -141,3 +141,14 @@ double it_flops_per_us(const char *const *args, uint32_t n, int timeout_ms)
 	it_cleanup(&d);
 	return rate;
 }
+
+uint32_t it_cube_for(const char *const *args, uint32_t n, int timeout_ms,
+		     double seconds, uint32_t lo, uint32_t hi, double *rate)
+{
+	double edge;
+
+	if ((*rate = it_flops_per_us(args, n, timeout_ms)) <= 0)
+		return 0;
+	edge = cbrt(seconds * 1e6 * *rate / 2.0);
+	return (uint32_t)(edge < lo ? lo : edge > hi ? hi : edge);
+}
