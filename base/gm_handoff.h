@@ -42,7 +42,9 @@
  *     loop/worker --> side thread woken while the worker is in a piece
  *                                 (a condition of the engine's, not a
  *                                 queue: it takes from the same FIFO)
- *     any engine thread --> loop  done and started news (gm_engine.h)
+ *     any engine thread --> loop  jobs back (gm_engine.h); starts cross
+ *                                 nothing: a flag and a count the loop
+ *                                 reads (gm_engine_starts)
  *   CUDA engine, per device (gm_cuda_dev.h)
  *     loop --waves--> issue       polled for spin_us after each wave;
  *                                 a warm-up asked for is a kick
@@ -53,7 +55,7 @@
  *                                 last, and one its end event
  *     issue --pieces--> stagers   a crew (gm_crew.h)
  *     runner --tiles--> packers   a crew (gm_crew.h)
- *     done, issue, runner --> loop  done and started news
+ *     done, issue, runner --> loop  jobs back
  *   Waits for device memory (issue thread, runner) are conditions of the
  *   device's, not queues: memory freed wakes them only while they wait.
  */

@@ -224,8 +224,9 @@ static cJSON *live_item(const gm_request *rq, uint32_t i, const gm_sched_job *j)
 	cJSON_AddFalseToObject(o, "detached");
 	/* Handed to the engine but not started there is still queued. */
 	cJSON_AddStringToObject(o, "state",
-				j->state == GM_SCHED_JOB_RUNNING ? "running"
-								 : "queued");
+				gm_sched_job_state(j) == GM_SCHED_JOB_RUNNING
+				    ? "running"
+				    : "queued");
 	cJSON_AddStringToObject(o, "owner",
 				gm_principal_name(gm_conn_principal(rq->conn)));
 	cJSON_AddStringToObject(o, "dtype", gm_dtype_name(j->job.d.dtype));

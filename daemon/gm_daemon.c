@@ -67,11 +67,12 @@ static struct {
 	int pending; /* a warm-up's end is still to be posted */
 } warming = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
 
-/* Engine thread: posts the news (started, or back) of job and the n - 1
- * after it through next to the loop, a few dozen a post: jobs that start
- * or end together cost the loop one wake-up, not one each. A job is
- * read before it is posted: once back, it is the loop's. */
-static void post_together(gm_loop *l, gm_job *job, uint32_t n, bool back)
+/* Engine thread: hands job and the n - 1 after it through next back to
+ * the loop, a few dozen a post: jobs that end together cost the loop one
+ * wake-up, not one each. A job is read before it is posted: once back,
+ * it is the loop's. (Starts cross no thread: the loop reads them,
+ * gm_sched_job_state.) */
+static void post_together(gm_loop *l, gm_job *job, uint32_t n)
 {
 	enum { AT_ONCE = 64 };
 	void *news[AT_ONCE];
@@ -82,7 +83,7 @@ static void post_together(gm_loop *l, gm_job *job, uint32_t n, bool back)
 		gm_sched_job *j = job->user;
 
 		next = job->next;
-		news[k++] = back ? &j->back : &j->started;
+		news[k++] = j;
 		if (k == AT_ONCE || n == 1) {
 			gm_inbox_post_all(l->done, news, k);
 			k = 0;
@@ -90,41 +91,25 @@ static void post_together(gm_loop *l, gm_job *job, uint32_t n, bool back)
 	}
 }
 
-/* Engine thread: the jobs started; on the same list as their returns,
- * so the news come in the order they happened. */
-static void on_engine_start(gm_job *job, uint32_t n, void *arg)
-{
-	post_together(arg, job, n, false);
-}
-
 /* Engine thread: the jobs are back. The inbox is open while any job is
  * out. */
 static void on_engine_done_together(gm_job *job, uint32_t n, void *arg)
 {
-	post_together(arg, job, n, true);
+	post_together(arg, job, n);
 }
 
 static void on_engine_done(gm_job *job, void *arg)
 {
-	post_together(arg, job, 1, true);
+	post_together(arg, job, 1);
 }
 
-/* Loop thread: news of a job from the engine, in the order it told;
- * at debug level each start is logged, in the order the engine started
- * the jobs. */
-static void on_job_news(void *item, void *arg)
+/* Loop thread: a job back from the engine, in the order it came. */
+static void on_job_back(void *item, void *arg)
 {
 	gm_loop *l = arg;
-	gm_sched_handoff *h = item;
-	const gm_sched_job *j = h->job;
+	gm_sched_job *j = item;
 
-	if (h->news == GM_SCHED_STARTED && j->state == GM_SCHED_JOB_HANDED)
-		GM_LOGJ(GM_LOG_DEBUG, j->req->id, j->idx,
-			"started: %" PRIu32 "x%" PRIu32 "x%" PRIu32
-			" %s, priority %u",
-			j->job.d.m, j->job.d.n, j->job.d.k,
-			gm_dtype_name(j->job.d.dtype), j->req->batch.priority);
-	gm_sched_news(l->sched, h);
+	gm_sched_complete(l->sched, &j->job);
 }
 
 /* Loop thread: an event from another thread. */
@@ -324,8 +309,8 @@ static int open_handles(gm_loop *l)
 	char msg[256];
 	int rv;
 
-	if ((rv = gm_inbox_open(&l->uv, offsetof(gm_sched_handoff, link),
-				on_job_news, after_jobs_back, l, &l->done, msg,
+	if ((rv = gm_inbox_open(&l->uv, offsetof(gm_sched_job, link),
+				on_job_back, after_jobs_back, l, &l->done, msg,
 				sizeof(msg))) != 0 ||
 	    (rv = gm_inbox_open(&l->uv, offsetof(gm_event, link), on_event,
 				after_events, l, &l->events, msg,
@@ -405,7 +390,6 @@ static int open_core(gm_loop *l)
 		GM_LOG(GM_LOG_ERROR, "engine: %s: %s", gm_strerror(rv), msg);
 		return rv;
 	}
-	gm_engine_on_start(l->eng, on_engine_start);
 	gm_engine_on_done_together(l->eng, on_engine_done_together);
 	if (l->cfg->engine.kind == GM_ENGINE_AUTO) { /* and what CUDA lacked */
 		int ndev = gm_engine_cuda_probe(msg, sizeof(msg));

@@ -447,9 +447,8 @@ int gm_detach_cancel(gm_detach *t, const gm_principal *who, uint64_t id,
 		e->cancel = 1;
 		/* A queued job fails at once and comes back through
 		 * gm_detach_done before this call returns. One the engine
-		 * would not give back runs, even while the news of its
-		 * start is still on its way to the loop (it reads queued
-		 * till then): it is running. */
+		 * would not give back runs: it started as the engine
+		 * refused. */
 		if (gm_sched_cancel(t->sched, e->job) != GM_OK) {
 			GM_LOG(GM_LOG_DEBUG,
 			       "detached job %" PRIu64 ": canceled while "

@@ -68,7 +68,7 @@ entry *gm_detach_find(const gm_detach *t, uint64_t id, const gm_principal *who);
 static inline int gm_detach_state_of(const entry *e)
 {
 	if (e->state == GM_JOBSTATE_QUEUED && e->job != NULL &&
-	    e->job->state == GM_SCHED_JOB_RUNNING)
+	    gm_sched_job_state(e->job) == GM_SCHED_JOB_RUNNING)
 		return GM_JOBSTATE_RUNNING;
 	return e->state;
 }

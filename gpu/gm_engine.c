@@ -52,8 +52,19 @@ void gm_engine_back(gm_engine *e, gm_job *job, uint32_t n)
 
 void gm_engine_started(gm_engine *e, gm_job *job, uint32_t n)
 {
+	gm_job *j = job;
+
+	for (uint32_t i = 0; i < n; i++, j = j->next)
+		if (__atomic_exchange_n(&j->started, 1, __ATOMIC_RELEASE) == 0)
+			__atomic_add_fetch(&e->starts[j->prio], 1,
+					   __ATOMIC_RELEASE);
 	if (e->start != NULL)
 		e->start(job, n, e->done_arg);
+}
+
+uint64_t gm_engine_starts(const gm_engine *e, unsigned prio)
+{
+	return __atomic_load_n(&e->starts[prio], __ATOMIC_ACQUIRE);
 }
 
 int gm_engine_expired(gm_job *job, double now)

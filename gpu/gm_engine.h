@@ -240,15 +240,21 @@ int gm_engine_supports(const gm_engine *e, const gm_job_desc *d, char *msg,
 int gm_engine_submit(gm_engine *e, gm_job **jobs, size_t n);
 
 /*
- * Asks for fn to be called as jobs start, so that the caller can
- * tell the jobs waiting in the engine from those running. A job starts
- * when the engine commits to running it: the CPU engine when its worker
- * takes it off its queue (its BLAS call follows at once), the CUDA engine
- * when its work is issued to a stream (where it may still wait behind
- * work issued before it: its start_us says when it began on the device).
- * A job that fails before it starts comes back without a start. Set
- * before the first submit. Loop thread.
+ * Jobs start when the engine commits to running them: the CPU engine
+ * when its worker takes one off its queue (its BLAS call follows at
+ * once), the CUDA engine when its work is issued to a stream (where it
+ * may still wait behind work issued before it: its start_us says when
+ * it began on the device). A job that fails before it starts comes back
+ * without a start. The engine marks each job as it starts
+ * (gm_job_started) and counts starts by the job's prio, so that the
+ * caller tells the jobs waiting in the engine from those running by
+ * reading, with no news crossing threads: gm_engine_starts is the count
+ * for prio, any thread.
  */
+uint64_t gm_engine_starts(const gm_engine *e, unsigned prio);
+
+/* Asks for fn to be called, besides, as jobs start, in the order they
+ * do (a test that watches the order). Set before the first submit. */
 void gm_engine_on_start(gm_engine *e, gm_engine_jobs_fn fn);
 
 /*

@@ -39,7 +39,9 @@ struct gm_engine {
 	const struct gm_engine_ops *ops;
 	gm_engine_done_fn done;
 	void *done_arg;
-	gm_engine_jobs_fn start;	 /* NULL: nobody asked */
+	gm_engine_jobs_fn start; /* NULL: nobody asked */
+	/* Jobs started, by priority (gm_engine_started); atomic. */
+	uint64_t starts[GM_BATCH_PRIO_MAX + 1];
 	gm_engine_jobs_fn done_together; /* NULL: done for each */
 	/* The warm-up under way or last ended (gm_engine.c). */
 	gm_engine_warm_fn warm_fn;
@@ -52,9 +54,10 @@ struct gm_engine {
  * warm callback. Once per warm-up, on an engine thread. */
 void gm_engine_warmed(gm_engine *e, int status, const char *msg);
 
-/* Tells the caller that job and the n - 1 jobs after it through next
- * start (gm_engine_on_start), if it asked. On the engine thread that
- * commits to running them. */
+/* Marks job and the n - 1 jobs after it through next started
+ * (gm_job.started), counts them (gm_engine_starts) and tells the caller
+ * (gm_engine_on_start), if it asked. On the engine thread that commits
+ * to running them; a job already marked is not counted again. */
 void gm_engine_started(gm_engine *e, gm_job *job, uint32_t n);
 
 /* Hands job and the n - 1 jobs after it through next back to the

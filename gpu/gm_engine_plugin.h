@@ -29,7 +29,7 @@ extern "C" {
 
 /* Raised when the table's members change; the layout below catches the
  * shared structures' sizes without anyone remembering to. */
-#define GM_ENGINE_PLUGIN_ABI 1
+#define GM_ENGINE_PLUGIN_ABI 2
 
 #define GM_ENGINE_PLUGIN_LAYOUT                         \
 	((uint64_t)sizeof(gm_engine_config) |           \

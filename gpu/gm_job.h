@@ -98,9 +98,26 @@ typedef struct gm_job {
 	double start_us;
 	int device; /* device index that ran it, -1 CPU */
 
+	/*
+	 * Whether the engine has started the job: set once, as it commits
+	 * to running it (gm_engine_started), with release order, and read
+	 * with gm_job_started from any thread. The caller learns of starts
+	 * by reading this, not by being told: it clears started and sets
+	 * prio (0..GM_BATCH_PRIO_MAX, counted by gm_engine_starts) before
+	 * it hands the job over.
+	 */
+	int started;
+	uint8_t prio;
+
 	void *user;	     /* the daemon's, untouched by engines */
 	struct gm_job *next; /* engine-private link while submitted */
 } gm_job;
+
+/* Whether job has started (gm_job.started); any thread. */
+static inline int gm_job_started(const gm_job *job)
+{
+	return __atomic_load_n(&job->started, __ATOMIC_ACQUIRE);
+}
 
 #ifdef __cplusplus
 }

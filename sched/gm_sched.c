@@ -29,7 +29,9 @@ struct gm_sched {
 							engine */
 	uint64_t oversized, oversized_bytes; /* of those, larger than the
 						whole byte budget */
-	uint64_t handed, handed_prio[NPRIO]; /* on it, not started */
+	/* Jobs handed to the engine, ever, less those back unstarted: less
+	 * the engine's count of starts, those waiting there (waiting()). */
+	uint64_t handed_prio[NPRIO];
 	gm_sched_job *dl_handed; /* handed with a deadline (dprev, dnext) */
 	uint64_t started;	 /* jobs handed to the engine, ever */
 	uint64_t reserved, reserved_prio[NPRIO];
@@ -236,9 +238,6 @@ int gm_sched_submit(gm_sched *s, gm_sched_request *r)
 		j->job.user = j;
 		j->job.device = -1;
 		j->job.deadline_us = due;
-		j->started =
-		    (gm_sched_handoff){.job = j, .news = GM_SCHED_STARTED};
-		j->back = (gm_sched_handoff){.job = j, .news = GM_SCHED_BACK};
 		j->bytes = job_bytes(&j->job);
 		if ((rv = gm_engine_supports(s->eng, &j->job.d, msg,
 					     sizeof(msg))) != 0) {
@@ -263,6 +262,21 @@ static int oversized(const gm_sched *s, const gm_sched_job *j)
 	return j->bytes > s->budget.bytes;
 }
 
+/* Jobs of priority p handed to the engine that it has not started. */
+static uint64_t waiting(const gm_sched *s, unsigned p)
+{
+	return s->handed_prio[p] - gm_engine_starts(s->eng, p);
+}
+
+static uint64_t waiting_all(const gm_sched *s)
+{
+	uint64_t n = 0;
+
+	for (unsigned p = 0; p < NPRIO; p++)
+		n += waiting(s, p);
+	return n;
+}
+
 /* Counts j as handed to the engine at now, not started. */
 static void hand(gm_sched *s, gm_sched_job *j, double now)
 {
@@ -270,13 +284,14 @@ static void hand(gm_sched *s, gm_sched_job *j, double now)
 
 	j->state = GM_SCHED_JOB_HANDED;
 	j->handed_us = now;
+	j->job.prio = (uint8_t)p;
+	j->job.started = 0;
 	s->inflight++;
 	s->inflight_bytes += j->bytes;
 	if (oversized(s, j)) {
 		s->oversized++;
 		s->oversized_bytes += j->bytes;
 	}
-	s->handed++;
 	s->handed_prio[p]++;
 	j->dprev = NULL;
 	j->dnext = NULL;
@@ -287,13 +302,15 @@ static void hand(gm_sched *s, gm_sched_job *j, double now)
 	s->dl_handed = j;
 }
 
-/* j, handed, started or came back: it no longer waits. */
+/* j, handed, came back or was taken back: one that never started is no
+ * longer counted as waiting in the engine (one that did, the engine
+ * counted as it started). */
 static void unhand(gm_sched *s, gm_sched_job *j)
 {
 	if (j->state != GM_SCHED_JOB_HANDED)
 		return;
-	s->handed--;
-	s->handed_prio[j->req->batch.priority]--;
+	if (!gm_job_started(&j->job))
+		s->handed_prio[j->req->batch.priority]--;
 	if (j->job.deadline_us == 0.0)
 		return;
 	if (j->dprev != NULL)
@@ -445,6 +462,8 @@ static void sweep_handed(gm_sched *s, struct sweep *w, gm_sched_job **gone)
 
 	for (j = s->dl_handed; j != NULL; j = next) {
 		next = j->dnext;
+		if (gm_job_started(&j->job))
+			continue; /* it runs to its end */
 		if (sweep_one(j, w) && gm_engine_cancel(s->eng, &j->job) == 0) {
 			withdraw(s, j);
 			j->qnext = *gone;
@@ -497,16 +516,6 @@ void gm_sched_pump(gm_sched *s)
 	}
 }
 
-void gm_sched_started(gm_sched *s, gm_job *job)
-{
-	gm_sched_job *j = job->user;
-
-	if (j->state != GM_SCHED_JOB_HANDED)
-		return;
-	unhand(s, j);
-	j->state = GM_SCHED_JOB_RUNNING;
-}
-
 void gm_sched_complete(gm_sched *s, gm_job *job)
 {
 	gm_sched_job *j = job->user;
@@ -518,7 +527,7 @@ void gm_sched_complete(gm_sched *s, gm_job *job)
 	 * deadline passed in the engine's queue, met there between two
 	 * pieces before the loop's sweep took it) has no more place in the
 	 * order of starts than one the sweep took back. */
-	if (j->state == GM_SCHED_JOB_HANDED)
+	if (!gm_job_started(job))
 		withdraw(s, j);
 	else
 		take_back(s, j);
@@ -531,12 +540,11 @@ void gm_sched_complete(gm_sched *s, gm_job *job)
 	gm_sched_pump(s);
 }
 
-void gm_sched_news(gm_sched *s, gm_sched_handoff *h)
+int gm_sched_job_state(const gm_sched_job *j)
 {
-	if (h->news == GM_SCHED_STARTED)
-		gm_sched_started(s, &h->job->job);
-	else
-		gm_sched_complete(s, &h->job->job);
+	if (j->state == GM_SCHED_JOB_HANDED && gm_job_started(&j->job))
+		return GM_SCHED_JOB_RUNNING;
+	return j->state;
 }
 
 void gm_sched_stop(gm_sched *s)
@@ -546,19 +554,19 @@ void gm_sched_stop(gm_sched *s)
 
 uint64_t gm_sched_queued(const gm_sched *s)
 {
-	return gm_fairq_total(s->q) + s->handed;
+	return gm_fairq_total(s->q) + waiting_all(s);
 }
 
 uint64_t gm_sched_queued_prio(const gm_sched *s, unsigned prio)
 {
 	if (prio > GM_BATCH_PRIO_MAX)
 		return 0;
-	return gm_fairq_count(s->q, prio) + s->handed_prio[prio];
+	return gm_fairq_count(s->q, prio) + waiting(s, prio);
 }
 
 uint64_t gm_sched_inflight(const gm_sched *s)
 {
-	return s->inflight - s->handed;
+	return s->inflight - waiting_all(s);
 }
 
 uint64_t gm_sched_on_engine(const gm_sched *s)

@@ -32,11 +32,12 @@
  *
  * A job handed to the engine may still wait there (the engine's own
  * queue, device memory): it counts as queued until the engine starts it
- * (gm_sched_started), and its queue time runs to its first device
- * operation or BLAS call (gm_job.start_us). A job whose deadline passed
- * before it started fails with GM_ETIMEDOUT and never runs: at the
- * latest when the pump or the engine reaches it, or when the owner calls
- * gm_sched_expire at gm_sched_next_deadline (a job waiting in the engine
+ * (the engine marks and counts its starts, gm_engine_starts, which the
+ * counts below read: no news of starts crosses threads), and its queue time
+ * runs to its first device operation or BLAS call (gm_job.start_us). A job
+ * whose deadline passed before it started fails with GM_ETIMEDOUT and never
+ * runs: at the latest when the pump or the engine reaches it, or when the owner
+ * calls gm_sched_expire at gm_sched_next_deadline (a job waiting in the engine
  * is taken back from it). A job not started can be canceled. Each job,
  * when it finishes (run or not), goes to the job callback; when every
  * job of a request has, the request's done callback runs once.
@@ -138,18 +139,13 @@ unsigned gm_sched_expire(gm_sched *s);
  * call then finds nothing and this moves on. */
 double gm_sched_next_deadline(const gm_sched *s);
 
-/* The engine started job (the loop receives it from the engine's start
- * callback, gm_engine_on_start, before the job is back): it counts as
- * running from now on. */
-void gm_sched_started(gm_sched *s, gm_job *job);
-
 /* Takes back a job the engine returned (the loop receives it from the
  * engine's done callback) and pumps. */
 void gm_sched_complete(gm_sched *s, gm_job *job);
 
-/* Hands news of a job that arrived through its handoff (gm_sched_job.h)
- * to gm_sched_started or gm_sched_complete. */
-void gm_sched_news(gm_sched *s, gm_sched_handoff *h);
+/* Where j is (enum gm_sched_job_state): a job handed to the engine
+ * reads as running once the engine has started it (gm_job_started). */
+int gm_sched_job_state(const gm_sched_job *j);
 
 /* Starts queued jobs while the engine's work is within the budget. */
 void gm_sched_pump(gm_sched *s);

@@ -16,7 +16,9 @@
 typedef struct gm_sched_request gm_sched_request;
 
 /* Where a job is. A job handed to the engine still waits until the
- * engine starts it (gm_engine_on_start): it counts as queued till then. */
+ * engine starts it: it counts as queued till then, and reads as
+ * GM_SCHED_JOB_RUNNING from then on (gm_sched_job_state), while the
+ * scheduler's own state stays HANDED until the job is back. */
 enum gm_sched_job_state {
 	GM_SCHED_JOB_NEW,     /* not submitted */
 	GM_SCHED_JOB_QUEUED,  /* waiting in the queue */
@@ -26,20 +28,6 @@ enum gm_sched_job_state {
 };
 
 typedef struct gm_sched_job gm_sched_job;
-
-/* What the engine tells of a job from its threads: that it started, or
- * that it is back. */
-enum gm_sched_news { GM_SCHED_STARTED, GM_SCHED_BACK };
-
-/* The caller's: a link with which it hands one piece of news of a job
- * from an engine's threads to its own (job and news are set by the
- * scheduler). A job has one for each, so both may be on their way at
- * once, on one list, in the order they happened. */
-typedef struct gm_sched_handoff {
-	void *link;
-	gm_sched_job *job;
-	int news; /* enum gm_sched_news */
-} gm_sched_handoff;
 
 /* One job of a request. The caller fills job.d and the operand
  * pointers (job.a, b, c, out: in the request's slab or in regions) and
@@ -56,7 +44,9 @@ struct gm_sched_job {
 	struct gm_sched_job *qnext; /* the queue's, while queued */
 	/* While handed with a deadline: the scheduler's list of them. */
 	struct gm_sched_job *dprev, *dnext;
-	gm_sched_handoff started, back; /* the caller's, see above */
+	/* The caller's: the link with which it hands the job back from an
+	 * engine's threads to its own (gm_handoff.h). */
+	void *link;
 };
 
 /* A request: the caller fills id, batch, conn, principal, recv_us,

@@ -47,18 +47,6 @@ void set_gate(int closed)
 	pthread_mutex_unlock(&h.mu);
 }
 
-void deliver_starts(void)
-{
-	size_t n;
-
-	pthread_mutex_lock(&h.mu);
-	n = h.nstarts;
-	pthread_mutex_unlock(&h.mu);
-	assert_true(n <= MAXBACK);
-	for (; h.ndelivered < n; h.ndelivered++)
-		gm_sched_started(h.sched, h.starts[h.ndelivered]);
-}
-
 void on_job_done(gm_sched_job *j, void *arg)
 {
 	struct treq *tr = j->req->user;
@@ -237,7 +225,6 @@ void wait_started(size_t n)
 {
 	if (wait_count(&h.nstarts, n) < n)
 		fail_msg("fewer than %zu jobs started", n);
-	deliver_starts();
 }
 
 void take_one(void)
@@ -246,7 +233,6 @@ void take_one(void)
 
 	assert_true(gm_sched_on_engine(h.sched) > 0);
 	wait_back(h.ntaken + 1);
-	deliver_starts();
 	assert_true(h.ntaken < MAXBACK);
 	j = h.back[h.ntaken++]->user;
 	((struct treq *)j->req->user)->back[j->idx]++;

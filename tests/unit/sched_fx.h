@@ -112,9 +112,6 @@ void on_engine_start(gm_job *job, uint32_t n, void *arg);
 
 void set_gate(int closed);
 
-/* Tells the scheduler of every start noted so far, as the loop would. */
-void deliver_starts(void);
-
 /* Test thread, from the scheduler: job j is finished. */
 void on_job_done(gm_sched_job *j, void *arg);
 
@@ -146,8 +143,7 @@ size_t wait_count(const size_t *count, size_t n);
 /* Waits until at least n jobs have come back from the engine. */
 void wait_back(size_t n);
 
-/* Waits until at least n jobs have started on the engine, and tells the
- * scheduler. */
+/* Waits until at least n jobs have started on the engine. */
 void wait_started(size_t n);
 
 /* Completes the next job the engine returned, as the loop would, after

@@ -151,14 +151,16 @@ static void test_cancel(void **state)
 	one = new_req_of(1, &SMALL);
 	assert_int_equal(submit(one), GM_OK);
 	wait_back(1);
-	deliver_starts();
-	assert_int_equal(blk->r->jobs[0].state, GM_SCHED_JOB_RUNNING);
-	assert_int_equal(two->r->jobs[1].state, GM_SCHED_JOB_QUEUED);
+	assert_int_equal(gm_sched_job_state(&blk->r->jobs[0]),
+			 GM_SCHED_JOB_RUNNING);
+	assert_int_equal(gm_sched_job_state(&two->r->jobs[1]),
+			 GM_SCHED_JOB_QUEUED);
 	assert_int_equal(gm_sched_cancel(h.sched, &blk->r->jobs[0]),
 			 GM_ENOTFOUND);
 	assert_int_equal(gm_sched_cancel(h.sched, &two->r->jobs[1]), GM_OK);
 	assert_int_equal(two->r->jobs[1].job.status, GM_ECANCELED);
-	assert_int_equal(two->r->jobs[1].state, GM_SCHED_JOB_DONE);
+	assert_int_equal(gm_sched_job_state(&two->r->jobs[1]),
+			 GM_SCHED_JOB_DONE);
 	assert_int_equal(two->done, 0);
 	assert_int_equal(gm_sched_cancel(h.sched, &two->r->jobs[0]), GM_OK);
 	assert_int_equal(two->done, 1);
@@ -265,16 +267,16 @@ static void test_engine_queue(void **state)
 	blk = new_req_of(1, &SMALL);
 	assert_int_equal(submit(blk), GM_OK);
 	wait_back(1); /* the engine is held from now on */
-	deliver_starts();
-	assert_int_equal(blk->r->jobs[0].state, GM_SCHED_JOB_RUNNING);
+	assert_int_equal(gm_sched_job_state(&blk->r->jobs[0]),
+			 GM_SCHED_JOB_RUNNING);
 	wait = new_req_of(1, &SMALL);
 	assert_int_equal(submit(wait), GM_OK);
 	cancel = new_req_of(1, &SMALL);
 	assert_int_equal(submit(cancel), GM_OK);
 	late = new_req(1, 1, 1, &SMALL, 1);
 	assert_int_equal(submit(late), GM_OK);
-	deliver_starts();
-	assert_int_equal(wait->r->jobs[0].state, GM_SCHED_JOB_HANDED);
+	assert_int_equal(gm_sched_job_state(&wait->r->jobs[0]),
+			 GM_SCHED_JOB_HANDED);
 	assert_int_equal(gm_sched_in_queue(h.sched), 0);
 	assert_int_equal(gm_sched_on_engine(h.sched), 4);
 	assert_int_equal(gm_sched_queued(h.sched), 3);
