@@ -378,44 +378,88 @@ static void wr_cb(gm_io *io, int rv, size_t n)
 	gm_loop_post(c->l, &c->wr_ev);
 }
 
+/* Writes wio on the loop's thread while the socket takes it: true when
+ * it is all written (*rv 0) or the stream failed (*rv why); false when
+ * the rest waits for room, for nng to send. */
+static bool write_now(gm_conn *c, int *rv)
+{
+	size_t n;
+
+	for (;;) {
+		if ((*rv = gm_stream_try_send(c->s, &c->wio, &n)) != GM_OK)
+			return true;
+		if (n == 0)
+			return false;
+		atomic_store(&c->wr_last_us, gm_conn_now_us());
+		if (!advance(&c->wio, n))
+			return true;
+	}
+}
+
+/* The frames of the last gm_outq_next are written (rv 0) or never will
+ * be. The caller holds c: they can be the last of requests that hold
+ * it. */
+static void sent(gm_conn *c, int rv)
+{
+	uint64_t bytes = gm_outq_sent(&c->q);
+
+	if (rv == 0)
+		c->l->stats.bytes_out += bytes;
+	if (!c->closing && rv != 0)
+		gm_conn_close(c, -1);
+}
+
+/* After frames went: a connection to close once its answers are out
+ * closes, any other may read on (fewer bytes unsent). */
+static void after_sent(gm_conn *c)
+{
+	if (c->closing)
+		return;
+	if (c->close_after && gm_outq_empty(&c->q) &&
+	    (c->linger_left == 0 || gm_clock_now_us() >= c->linger_until))
+		gm_conn_close(c, -1);
+	else
+		gm_conn_wake(c);
+}
+
+/* Sends what the queue holds. The loop writes it itself as far as the
+ * socket takes it at once, so that a reply that fits (any but a large
+ * payload) costs no thread a wake-up; nng sends the rest and its
+ * completion comes back through the loop's inbox (wr_done). */
 void gm_conn_send(gm_conn *c)
 {
+	bool wrote = false;
 	unsigned k;
+	int rv;
 
-	if (c->wr_busy || c->closing)
-		return;
-	if ((k = gm_outq_next(&c->q, c->wio.iov, GM_IO_IOV_MAX)) == 0)
-		return;
-	c->wio.niov = k;
-	c->wr_busy = true;
-	c->send_since = gm_clock_now_us();
-	gm_conn_arm_deadlines(c);
-	gm_stream_send(c->s, &c->wio);
+	c->refs++;
+	while (!c->wr_busy && !c->closing &&
+	       (k = gm_outq_next(&c->q, c->wio.iov, GM_IO_IOV_MAX)) != 0) {
+		c->wio.niov = k;
+		c->send_since = gm_clock_now_us();
+		if (!write_now(c, &rv)) {
+			c->wr_busy = true;
+			gm_conn_arm_deadlines(c);
+			gm_stream_send(c->s, &c->wio);
+			break;
+		}
+		sent(c, rv);
+		wrote = true;
+	}
+	if (wrote)
+		after_sent(c);
+	gm_conn_release(c);
 }
 
 static void wr_done(gm_event *ev, gm_loop *l)
 {
 	gm_conn *c = CONN_OF(ev, wr_ev);
-	uint64_t bytes;
 
-	/* Held here: the frames written can be the last of requests that
-	 * hold c. */
 	c->refs++;
 	c->wr_busy = false;
-	bytes = gm_outq_sent(&c->q);
-	if (c->wr_rv == 0)
-		l->stats.bytes_out += bytes;
-	if (!c->closing && c->wr_rv != 0)
-		gm_conn_close(c, -1);
-	if (!c->closing) {
-		gm_conn_send(c);
-		if (c->close_after && gm_outq_empty(&c->q) &&
-		    (c->linger_left == 0 ||
-		     gm_clock_now_us() >= c->linger_until))
-			gm_conn_close(c, -1);
-		else /* fewer bytes unsent: reading may go on */
-			gm_conn_wake(c);
-	}
+	sent(c, c->wr_rv);
+	gm_conn_send(c);
+	after_sent(c);
 	gm_conn_release(c);
 }
 

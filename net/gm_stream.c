@@ -231,6 +231,7 @@ void gm_stream_free_parts(gm_stream *s)
 	nng_aio_free(s->raio);
 	nng_aio_free(s->waio);
 	nng_aio_free(s->paio);
+	nng_aio_free(s->taio);
 	if (s->ns != NULL)
 		nng_stream_free(s->ns);
 	SSL_free(s->ssl);
@@ -277,6 +278,37 @@ void gm_stream_recv(gm_stream *s, gm_io *io)
 void gm_stream_send(gm_stream *s, gm_io *io)
 {
 	s->ops->send(s, io);
+}
+
+int gm_stream_try_send(gm_stream *s, gm_io *io, size_t *n)
+{
+	bool closed;
+	int nrv;
+
+	*n = 0;
+	if (s->kind == GM_URL_TLS)
+		return GM_OK;
+	if (s->taio == NULL && nng_aio_alloc(&s->taio, NULL, NULL) != 0)
+		return GM_OK; /* the plain send needs no more */
+	/* Under mu as plain_start: a close after the start ends it. */
+	pthread_mutex_lock(&s->mu);
+	if (!(closed = s->closed)) {
+		nng_aio_set_iov(s->taio, io->niov, io->iov);
+		nng_stream_send(s->ns, s->taio);
+	}
+	pthread_mutex_unlock(&s->mu);
+	if (closed)
+		return GM_ECANCELED;
+	nng_aio_cancel(s->taio);
+	nng_aio_wait(s->taio);
+	if ((nrv = nng_aio_result(s->taio)) == NNG_ECANCELED)
+		return GM_OK; /* nothing written: it waited for room */
+	if (nrv != 0) {
+		gm_stream_set_error(s, "connection", nrv);
+		return gm_net_err(nrv);
+	}
+	*n = nng_aio_count(s->taio);
+	return GM_OK;
 }
 
 void gm_stream_peer(gm_stream *s, gm_peer *p)

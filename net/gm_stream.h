@@ -50,6 +50,19 @@ void gm_stream_recv(gm_stream *s, gm_io *io);
 /* Writes at least one byte of io's buffers. One at a time. */
 void gm_stream_send(gm_stream *s, gm_io *io);
 
+/*
+ * Writes what io's buffers hold at once, on this thread, as far as the
+ * socket takes it without waiting, with no callback and so no thread
+ * woken: GM_OK with the bytes written in *n (0: the socket is full, or
+ * s is a TLS stream, whose records go through its pump: send the rest
+ * with gm_stream_send), else why not, as a send's completion would say
+ * (GM_ETRANSPORT, GM_ECANCELED once closed). No send of s may be in
+ * flight. A plain stream of nng's writes at once when its queue is
+ * empty and finishes the operation with whatever one write took, so
+ * taking it back straight away leaves nothing half-done.
+ */
+int gm_stream_try_send(gm_stream *s, gm_io *io, size_t *n);
+
 /* Who is at the other end. For TLS the certificate subject is known once
  * the handshake is done, that is once a receive has completed. */
 void gm_stream_peer(gm_stream *s, gm_peer *p);

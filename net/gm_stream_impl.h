@@ -88,6 +88,7 @@ struct gm_stream {
 	struct gm_poller *poller;
 	gm_poll_node pnode;
 	nng_aio *paio; /* a poll's try, which has no callback */
+	nng_aio *taio; /* a send's try (gm_stream_try_send), likewise */
 	bool rarmed;   /* under mu: raio holds a receive in nng */
 	bool pulling;  /* under mu: it is being taken back for the poller */
 };

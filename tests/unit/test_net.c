@@ -62,17 +62,18 @@ static void test_error_map(void **state)
 
 /* ---- streams ---- */
 
-/* Sends len bytes at p, each send scattered over three iovs. */
-struct sender {
+/* One side of a transfer on a thread of its own: len bytes at p. */
+struct mover {
 	gm_stream *s;
 	uint8_t *p;
 	size_t len;
 	int rv;
 };
 
+/* Sends x's bytes, each send scattered over three iovs. */
 static void *send_scattered(void *arg)
 {
-	struct sender *x = arg;
+	struct mover *x = arg;
 	gm_teststream_wait w = {0};
 	gm_io io = {.done = gm_teststream_on_io, .arg = &w};
 	size_t done = 0;
@@ -106,7 +107,7 @@ static void round_trip(struct pair *p)
 	assert_non_null(b);
 	fill(a, len, 7);
 	for (int way = 0; way < 2; way++) {
-		struct sender x = {way ? p->srv : p->cli, a, len, 0};
+		struct mover x = {way ? p->srv : p->cli, a, len, 0};
 		pthread_t t;
 
 		memset(b, 0, len);
@@ -196,6 +197,63 @@ static void test_large_scattered(void **state)
 	pair_close(&p);
 }
 
+static void *read_all(void *arg)
+{
+	struct mover *r = arg;
+
+	r->rv = gm_teststream_move_all(r->s, 0, r->p, r->len);
+	return NULL;
+}
+
+/* A send tried at once writes on the calling thread what the socket
+ * takes: all of a small buffer, then, the peer not reading, less and at
+ * last nothing; nng sends the rest, and every byte arrives in order. A
+ * TLS stream writes nothing this way. */
+static void test_try_send(void **state)
+{
+	enum { LEN = 64 << 20 };
+	uint8_t *out = malloc(LEN), *in = malloc(LEN);
+	struct mover r = {.p = in, .len = LEN};
+	size_t n, off;
+	struct pair p;
+	pthread_t t;
+	char url[160];
+	gm_io io = {.niov = 1};
+
+	(void)state;
+	assert_true(out != NULL && in != NULL);
+	fill(out, LEN, 7);
+	snprintf(url, sizeof(url), "ipc://%s/t.sock", dir);
+	pair_open(&p, url, NULL, NULL);
+	io.iov[0] = (nng_iov){out, 1000};
+	assert_int_equal(gm_stream_try_send(p.srv, &io, &n), GM_OK);
+	assert_int_equal(n, 1000);
+	for (off = n; n > 0 && off < LEN; off += n) {
+		io.iov[0] = (nng_iov){out + off, LEN - off};
+		assert_int_equal(gm_stream_try_send(p.srv, &io, &n), GM_OK);
+	}
+	assert_true(off < LEN); /* the socket holds less than 64 MiB */
+	r.s = p.cli;
+	assert_int_equal(pthread_create(&t, NULL, read_all, &r), 0);
+	assert_int_equal(gm_teststream_move_all(p.srv, 1, out + off, LEN - off),
+			 GM_OK);
+	pthread_join(t, NULL);
+	assert_int_equal(r.rv, GM_OK);
+	assert_memory_equal(in, out, LEN);
+	pair_close(&p);
+	free(out);
+	free(in);
+	if (!have_pki)
+		return;
+	pair_open(&p, "tls+tcp://127.0.0.1:0", server_ctx(),
+		  client_ctx(pki.ccert, pki.ckey, "localhost"));
+	io.iov[0] = (nng_iov){url, 10};
+	assert_int_equal(gm_stream_try_send(p.srv, &io, &n), GM_OK);
+	assert_int_equal(n, 0);
+	exchange(&p, 1000);
+	pair_close(&p);
+}
+
 static void test_tls_small_reads(void **state)
 {
 	struct chain c = {.len = 200000, .step = 7};
@@ -234,6 +292,7 @@ int main(void)
 	    cmocka_unit_test(test_tls),
 	    cmocka_unit_test(test_large_scattered),
 	    cmocka_unit_test(test_tls_small_reads),
+	    cmocka_unit_test(test_try_send),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
