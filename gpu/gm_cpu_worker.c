@@ -111,8 +111,8 @@ static void take(struct cpu_engine *ce, int want_large, struct taken *t)
 	}
 }
 
-/* Hands back the jobs taken for their deadline, and tells the small
- * ones started, in one piece of news (chained for it). */
+/* Hands back the jobs taken for their deadline, and marks the small
+ * ones started, in one call (chained for it). */
 static void start_taken(struct cpu_engine *ce, struct taken *t)
 {
 	gm_job *next;

@@ -302,8 +302,8 @@ static int copy_in(struct gm_cuda_ctx *c)
 	return GM_OK;
 }
 
-/* The context's jobs are committed to its stream from here on: one
- * piece of news for all of them. */
+/* The context's jobs are committed to its stream from here on: marked
+ * started, all of them at once. */
 static void tell_started(struct gm_cuda_ctx *c)
 {
 	gm_engine_started(c->st->dev->sh->engine, c->job, c->njobs);
@@ -472,9 +472,9 @@ static void issue_chunk(struct gm_cuda_dev *d, struct chunk *ch)
 			phase(d, c[k], copies_in);
 		for (k = i; k < end; k++)
 			phase(d, c[k], issue_kernel);
-		/* The news that the jobs started goes once their work is
-		 * queued, the device busy with it, and before any can end:
-		 * their completion thread has them after hand_over. */
+		/* The jobs are marked started once their work is queued,
+		 * the device busy with it, and before any can end: their
+		 * completion thread has them after hand_over. */
 		for (k = i; k < end; k++) {
 			phase(d, c[k], issue_d2h);
 			tell_started(c[k]);
