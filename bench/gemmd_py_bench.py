@@ -5,7 +5,8 @@ path, and against the memcpy bound, measured in the same run.
     PYTHONPATH=python GEMMD_LIBRARY=build/client/libgemmd.so.0 \\
         python3 bench/gemmd_py_bench.py [--gemmd PATH | --url URL]
         [--jobloop PATH] [--engine NAME] [--reps N] [--batch J]
-        [--batch-reps N] [--sizes 1024,2048] [--big-reps N] [--rounds N]
+        [--batch-reps N] [--sizes 1024,2048] [--dtypes fp32,fp64]
+        [--big-reps N] [--rounds N]
 
 Without --url it starts a gemmd (--gemmd, default build/daemon/gemmd;
 --engine, default auto: the CUDA engine where there is one) on an
@@ -21,7 +22,11 @@ turns (--rounds) so that both see the same load on the host. Cases:
   big      one N^2 job (fp32 and fp64) through the socket (staged over
            ipc://): Python against C, and both against the bound, one
            thread's memcpy of the same bytes (A and B in, the result out)
-           measured here; "x" is bound time / time (1.0: the bound's rate)
+           measured here; "x" is bound time / time (1.0: the bound's rate).
+           On the CUDA engine, where PyTorch sees the GPU, also "pcie":
+           the slowest of A and B in, the kernel and C out, each alone
+           from pinned memory, and "torch": in-process PyTorch doing the
+           three one after another (the peer a user would otherwise run)
 
 Every Python result is checked against NumPy in float64 with a tolerance
 scaled to the dtype and K.
@@ -55,6 +60,7 @@ def options():
     p.add_argument("--batch", type=int, default=4096)
     p.add_argument("--batch-reps", type=int, default=20)
     p.add_argument("--sizes", default="1024,2048")
+    p.add_argument("--dtypes", default="fp32,fp64")
     p.add_argument("--big-reps", type=int, default=5)
     p.add_argument("--rounds", type=int, default=5,
                    help="Python and C alternate this many times")
@@ -184,13 +190,61 @@ def memcpy_us(nbytes, reps):
     return best
 
 
+def cuda_torch():
+    """PyTorch with a CUDA device, or None."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch if torch.cuda.is_available() else None
+
+
+def gpu_peer(torch, a, b, reps):
+    """For a @ b on the GPU from pinned host memory, in ms, best of
+    reps: the bound (the slowest of A and B in, the kernel, C out, each
+    alone) and in-process PyTorch doing all three one after another."""
+    ta, tb = torch.from_numpy(a).pin_memory(), torch.from_numpy(b).pin_memory()
+    out = torch.empty((a.shape[0], b.shape[1]), dtype=ta.dtype).pin_memory()
+    da, db = ta.to("cuda"), tb.to("cuda")
+    dc = torch.empty(out.shape, dtype=ta.dtype, device="cuda")
+
+    def best(*steps):
+        t = float("inf")
+        for _ in range(reps + 1):
+            torch.cuda.synchronize()
+            t0 = time.perf_counter_ns()
+            for step in steps:
+                step()
+            torch.cuda.synchronize()
+            t = min(t, (time.perf_counter_ns() - t0) / 1e6)
+        return t
+
+    def h2d():
+        da.copy_(ta, non_blocking=True)
+        db.copy_(tb, non_blocking=True)
+
+    def kernel():
+        torch.matmul(da, db, out=dc)
+
+    def d2h():
+        out.copy_(dc, non_blocking=True)
+
+    bound = max(best(h2d), best(kernel), best(d2h))
+    return bound, best(h2d, kernel, d2h)
+
+
 def big(o, c, url, rng):
+    torch = cuda_torch() if c.ping().get("engine") == "cuda" else None
     print(f"big jobs through the socket, p50 of {o.big_reps} (ms; "
           "x = bound / time)")
     print(f"  {'case':14}{'python':>9}{'C':>9}{'bound':>9}"
-          f"{'x py':>7}{'x C':>7}{'py/C':>7}")
+          f"{'x py':>7}{'x C':>7}{'py/C':>7}"
+          + (f"{'pcie':>9}{'x py':>7}{'torch':>9}{'py/t':>7}" if torch
+             else ""))
     for size in (int(s) for s in o.sizes.split(",")):
         for dt, name in ((np.float32, "fp32"), (np.float64, "fp64")):
+            if name not in o.dtypes.split(","):
+                continue
             a = rng.uniform(-1, 1, (size, size)).astype(dt)
             b = rng.uniform(-1, 1, (size, size)).astype(dt)
             check(c.gemm(a, b), a, b, dt)
@@ -198,9 +252,14 @@ def big(o, c, url, rng):
                                   url, size=size, dtype=name)
             py, cc = py[0] / 1e3, cc[0] / 1e3
             bound = memcpy_us(3 * a.nbytes, o.big_reps) / 1e3
-            print(f"  {f'{size}^2 {name}':14}{py:9.2f}{cc:9.2f}"
-                  f"{bound:9.2f}{bound / py:7.3f}{bound / cc:7.3f}"
-                  f"{py / cc:7.3f}")
+            line = (f"  {f'{size}^2 {name}':14}{py:9.2f}{cc:9.2f}"
+                    f"{bound:9.2f}{bound / py:7.3f}{bound / cc:7.3f}"
+                    f"{py / cc:7.3f}")
+            if torch is not None:
+                pcie, peer = gpu_peer(torch, a, b, o.big_reps)
+                line += (f"{pcie:9.2f}{pcie / py:7.3f}{peer:9.2f}"
+                         f"{py / peer:7.3f}")
+            print(line)
 
 
 def main():
