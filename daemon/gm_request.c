@@ -271,6 +271,14 @@ static uint64_t write_reply(const gm_request *rq, gm_sched_job *j, uint32_t idx)
 			 j->job.msg[0] ? j->job.msg
 				       : gm_strerror(j->job.status));
 	}
+	if (j->t.start_seq != 0) /* it ran: its place among the jobs handed */
+		GM_LOGJ(GM_LOG_DEBUG, rq->h.id, idx,
+			"ran: %" PRIu32 "x%" PRIu32 "x%" PRIu32
+			" %s, priority %u, start %" PRIu64
+			", queued %.0f us, %.0f us in all",
+			j->job.d.m, j->job.d.n, j->job.d.k,
+			gm_dtype_name(j->job.d.dtype), rq->b.priority,
+			(uint64_t)j->t.start_seq, j->t.queue_us, j->t.total_us);
 	gm_proto_put_hdr(j->reply, GM_MSG_GEMM_REPLY, rq->h.id, idx,
 			 GM_REPLY_JOB_SIZE + rj.result_bytes);
 	gm_proto_put_reply_job(j->reply + GM_HDR_SIZE, &rj);
