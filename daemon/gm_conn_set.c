@@ -176,17 +176,25 @@ static void wake_all(gm_loop *l)
 	}
 }
 
+/* Until nothing is left to take up: a send the loop writes at once
+ * (gm_conn_send) gives back what its frames held, which can wake a
+ * connection (a slab granted to a waiting request, room to read), and
+ * a wake left for the next turn would wait for whatever event next
+ * woke the loop. Each round follows from work done in the one before
+ * (bytes written, frames answered), so the rounds end. */
 void gm_conns_flush(gm_loop *l)
 {
 	gm_conn *c;
 
-	wake_all(l);
-	while ((c = l->conns.flush) != NULL) {
-		l->conns.flush = c->flush_next;
-		c->on_flush = false;
-		c->flush_next = NULL;
-		gm_conn_send(c);
-	}
+	do {
+		wake_all(l);
+		while ((c = l->conns.flush) != NULL) {
+			l->conns.flush = c->flush_next;
+			c->on_flush = false;
+			c->flush_next = NULL;
+			gm_conn_send(c);
+		}
+	} while (l->conns.wake != NULL);
 }
 
 /* Logs a refused connection, one line a second at most. */
