@@ -75,7 +75,7 @@ static struct {
 static void post_together(gm_loop *l, gm_job *job, uint32_t n)
 {
 	enum { AT_ONCE = 64 };
-	void *news[AT_ONCE];
+	void *back[AT_ONCE];
 	size_t k = 0;
 	gm_job *next;
 
@@ -83,9 +83,9 @@ static void post_together(gm_loop *l, gm_job *job, uint32_t n)
 		gm_sched_job *j = job->user;
 
 		next = job->next;
-		news[k++] = j;
+		back[k++] = j;
 		if (k == AT_ONCE || n == 1) {
-			gm_inbox_post_all(l->done, news, k);
+			gm_inbox_post_all(l->done, back, k);
 			k = 0;
 		}
 	}

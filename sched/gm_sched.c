@@ -33,7 +33,7 @@ struct gm_sched {
 	 * the engine's count of starts, those waiting there (waiting()). */
 	uint64_t handed_prio[NPRIO];
 	gm_sched_job *dl_handed; /* handed with a deadline (dprev, dnext) */
-	uint64_t started;	 /* jobs handed to the engine, ever */
+	uint64_t seq; /* jobs handed to the engine, ever: start_seq */
 	uint64_t reserved, reserved_prio[NPRIO];
 	int stopped;
 	gm_fairq *q;
@@ -343,7 +343,7 @@ static void start_job(gm_sched *s, gm_sched_job *j, unsigned p, double now,
 {
 	gm_fairq_take(s->q, p);
 	hand(s, j, now);
-	j->t.start_seq = ++s->started;
+	j->t.start_seq = ++s->seq;
 	s->wave[(*n)++] = &j->job;
 	if (j == s->waiting) {
 		s->waiting = NULL;
