@@ -21,10 +21,10 @@ from ._ffi import (COL_MAJOR, DTYPES, FOREVER, OPEN_LAZY, OPEN_NO_SHM,
                    PRIORITY_DEFAULT, ffi, lib, libc, text)
 from . import _handle
 from ._handle import Handle, in_callback
-from ._plan import Plan, finish, plan
-from ._plan import plans as batch_plans
+from ._plan import Plan, Run, finish, plan
+from ._plan import runs as batch_runs
 from ._region import Region, _Memory
-from ._table import address, fill, pointer, table
+from ._table import address, addresses, fill_runs, pointer, table
 from ._types import STORAGE, DType
 
 _DTYPE_NAMES = {v: k for k, v in DTYPES.items()}
@@ -90,6 +90,27 @@ class Result:
         if self.code:
             raise error(self.code, self.message)
         return self.out
+
+    @classmethod
+    def _of_row(cls, out, code: int, said: bytes, table: np.ndarray,
+                row: int) -> "Result":
+        """The Result of a row of a request's job table. Its timings are
+        read from the table when first asked for: most callers never ask,
+        and a batch's thousands of Timings would cost more than the rest
+        of its results."""
+        r = cls.__new__(cls)
+        r.__dict__.update(out=out, code=code,
+                          message=said.decode("utf-8", "replace"),
+                          _row=(table, row))
+        return r
+
+    def __getattr__(self, name: str):
+        row = self.__dict__.get("_row") if name == "timings" else None
+        if row is None:
+            raise AttributeError(name)
+        self.timings = Timings(*row[0]["t"][row[1]].tolist())
+        self.__dict__.pop("_row", None)
+        return self.timings
 
 
 @dataclass(frozen=True)
@@ -280,7 +301,7 @@ class Client:
         """
         p = plan(a, b, c, alpha, beta, trans_a, trans_b, dtype, out, kernel)
         timeout = self._check_engine([p], timeout)
-        return self._run([p], priority, deadline,
+        return self._run([Run.of(p)], priority, deadline,
                          timeout)[0].raise_for_status()
 
     def batch(self, jobs: Iterable[Union[Job, dict, tuple]], *,
@@ -291,9 +312,9 @@ class Client:
         the others succeed. Each job is a :class:`Job`, a dict of its
         fields, or a tuple ``(a, b, ...)`` in Job's order. Raises
         :class:`Error` only when the whole request fails."""
-        plans = batch_plans(jobs, lambda j: plan(**vars(_as_job(j))))
-        timeout = self._check_engine(plans, timeout)
-        return self._run(plans, priority, deadline, timeout)
+        runs = batch_runs(jobs, lambda j: plan(**vars(_as_job(j))))
+        timeout = self._check_engine([r.plan for r in runs], timeout)
+        return self._run(runs, priority, deadline, timeout)
 
     def submit(self, a, b, c=None, alpha: float = 1.0, beta: float = 0.0,
                trans_a: bool = False, trans_b: bool = False,
@@ -313,11 +334,11 @@ class Client:
         if p.refused is not None:
             fut.set_exception(p.refused)
             return fut
-        call = _Call(self, [p], priority, deadline)
+        call = _Call(self, [Run.of(p)], priority, deadline)
         call.future = fut
         call.arg = ffi.new_handle(call)
         _inflight.add(call)
-        rv = self._call(lib.gemmd_submit_async, call.jobs, len(call.plans),
+        rv = self._call(lib.gemmd_submit_async, call.jobs, call.count,
                                     call.opts, self._timeout(timeout),
                                     _done, call.arg)
         if rv != 0:
@@ -356,10 +377,10 @@ class Client:
                     f"{self._engine.get('engine', 'daemon')} engine")
         return timeout
 
-    def _run(self, plans: list[Plan], priority, deadline, timeout):
-        call = _Call(self, plans, priority, deadline)
+    def _run(self, runs: list[Run], priority, deadline, timeout):
+        call = _Call(self, runs, priority, deadline)
         if call.sent:
-            rv = self._call(lib.gemmd_submit, call.jobs, len(call.sent),
+            rv = self._call(lib.gemmd_submit, call.jobs, call.count,
                                   call.opts, self._timeout(timeout))
             if rv != 0:
                 raise last_error(rv)
@@ -382,7 +403,7 @@ class Client:
         timeout = self._check_engine([p], timeout)
         if p.refused is not None:
             raise p.refused
-        call = _Call(self, [p], priority, deadline, result=False)
+        call = _Call(self, [Run.of(p)], priority, deadline, result=False)
         ids = ffi.new("uint64_t[1]")
         rv = self._call(lib.gemmd_submit_detached, call.jobs, 1, call.opts,
                                        ids, self._timeout(timeout))
@@ -519,16 +540,19 @@ _inflight: set = set()
 
 class _Call:
     """One request's jobs as the library sees them, with everything they
-    point to kept alive until it is answered: one job table (_table.JOB)
-    filled a column at a time, over which ``jobs`` is the gemmd_job[]."""
+    point to kept alive until it is answered: one job table (_table.JOB),
+    over which ``jobs`` is the gemmd_job[], filled a run (_plan.Run) at a
+    time: the fields a run's jobs share from one tuple, the operands'
+    addresses a column at a time."""
 
-    def __init__(self, client: Client, plans: list[Plan], priority, deadline,
+    def __init__(self, client: Client, runs: list[Run], priority, deadline,
                  result: bool = True):
         self.client = client
-        self.plans = plans
+        self.runs = runs
         self.future: Optional[Future] = None
-        self.sent = sent = [p for p in plans if p.refused is None]
-        self.table, self.jobs = table(len(sent))
+        self.sent = sent = [r for r in runs if r.plan.refused is None]
+        self.count = sum(len(r.at) for r in sent)
+        self.table, self.jobs = table(self.count)
         self.opts = ffi.new("gemmd_submit_opts *")
         self.opts.priority = PRIORITY_DEFAULT if priority is None \
             else priority
@@ -536,48 +560,68 @@ class _Call:
             max(1, math.ceil(deadline * 1000))
         # Regions are looked for only where this client has any.
         self.memories = client._memory_list()
-        if result and self.memories:
-            for p in sent:
-                if p.out is None:
-                    p.out = self._result_array(p)
-        elif result:
-            self._heap_results([p for p in sent if p.out is None])
+        self.rows = self._rows()
+        self.outs = self._results(sent) if result else \
+            [[None] * len(r.at) for r in sent]
         if sent:
             self._fill(sent)
 
-    @staticmethod
-    def _heap_results(plans: list[Plan]) -> None:
-        """Results on the heap, one block for all those of a shape, dtype
-        and order (each result a view of it, which keeps it alive): a
-        batch's results are allocated once, not job by job."""
-        groups: dict = {}
-        for p in plans:
-            groups.setdefault((p.m, p.n, p.dtype, p.layout), []).append(p)
-        for (m, n, name, layout), like in groups.items():
-            if len(like) == 1:
-                like[0].out = np.empty((m, n), STORAGE[name], like[0].order)
-            elif layout == COL_MAJOR:
-                block = np.empty((len(like), n, m), STORAGE[name])
-                for p, x in zip(like, block):
-                    p.out = x.T
-            else:
-                block = np.empty((len(like), m, n), STORAGE[name])
-                for p, x in zip(like, block):
-                    p.out = x
+    def _rows(self) -> list:
+        """Each sent run's rows of the table: the jobs keep their order
+        in the request, less those refused before sending."""
+        if len(self.sent) == len(self.runs):
+            return [r.at for r in self.sent]
+        kept = np.zeros(sum(len(r.at) for r in self.runs), bool)
+        for r in self.sent:
+            kept[r.at] = True
+        row = np.cumsum(kept) - 1
+        return [row[r.at] for r in self.sent]
 
-    def _result_array(self, p: Plan) -> np.ndarray:
-        """Where the result goes: in the region of an input when there is
-        room, so that it does not cross the socket either; else the heap."""
+    def _results(self, sent: list[Run]) -> list:
+        """Each sent run's result arrays: the caller's ``out``; else in
+        the region of an input when there is room, so that the result
+        does not cross the socket either; else on the heap, one block for
+        all the results of a shape, dtype and order (each result a view
+        of it, which keeps it alive): a batch's results are allocated
+        once, not job by job."""
+        outs: list = [None] * len(sent)
+        groups: dict = {}
+        for i, r in enumerate(sent):
+            p = r.plan
+            if p.out is not None:
+                outs[i] = [p.out]
+            elif self.memories:
+                outs[i] = [self._in_region(p, ins)
+                           for ins in zip(r.a, r.b, [p.c] * len(r.at))]
+            else:
+                groups.setdefault((p.m, p.n, p.dtype, p.layout), []).append(i)
+        for (m, n, name, layout), like in groups.items():
+            count = sum(len(sent[i].at) for i in like)
+            if layout == COL_MAJOR:
+                block = list(np.empty((count, n, m), STORAGE[name]).transpose(
+                    0, 2, 1))
+            else:
+                block = list(np.empty((count, m, n), STORAGE[name]))
+            for i in like:
+                outs[i], block = block[:len(sent[i].at)], \
+                    block[len(sent[i].at):]
+        for r, o in zip(sent, outs):
+            if len(o) == 1:  # the plan's result, as finish() reads it
+                r.plan.out = o[0]
+        return outs
+
+    def _in_region(self, p: Plan, inputs) -> np.ndarray:
+        """A result of p's shape in the region of one of its inputs, when
+        there is room; else on the heap."""
         shape, dtype = (p.m, p.n), STORAGE[p.dtype]
-        if self.memories:
-            for x in (p.a, p.b, p.c):
-                ref = self._ref(x) if x is not None else None
-                region = ref[0].region() if ref else None
-                if region is not None and not region.closed:
-                    try:
-                        return region.empty(shape, dtype, p.order)
-                    except Error:
-                        break
+        for x in inputs:
+            ref = self._ref(x) if x is not None else None
+            region = ref[0].region() if ref else None
+            if region is not None and not region.closed:
+                try:
+                    return region.empty(shape, dtype, p.order)
+                except Error:
+                    break
         return np.empty(shape, dtype=dtype, order=p.order)
 
     def _ref(self, x: np.ndarray):
@@ -589,24 +633,37 @@ class _Call:
                 return mem, at
         return None
 
-    def _fill(self, sent: list[Plan]) -> None:
-        """The job table, all in one assignment: operands by address, or
-        by region and offset where they lie in one of the client's."""
-        if len(sent) == 1 and not self.memories:  # cheaper through cffi
-            self._fill_one(self.jobs[0], sent[0])
+    def _fill(self, sent: list[Run]) -> None:
+        """The job table: the fields each run shares, then the operands,
+        by address, or by region and offset where they lie in one of the
+        client's regions."""
+        if self.count == 1 and not self.memories:  # cheaper through cffi
+            self._fill_one(self.jobs[0], sent[0].plan)
             return
-        if not self.memories:
-            fill(self.table, [
-                (DTYPES[p.dtype], p.layout, p.kernel, p.trans_a, p.trans_b,
-                 p.m, p.n, p.k, p.alpha, p.beta, address(p.a),
-                 address(p.b), address(p.c), address(p.out))
-                for p in sent])
+        which = np.empty(self.count, np.intp)
+        for i, rows in enumerate(self.rows):
+            which[rows] = i
+        shared = [(DTYPES[p.dtype], p.layout, p.kernel, p.trans_a, p.trans_b,
+                   p.m, p.n, p.k, p.alpha, p.beta)
+                  for p in (r.plan for r in sent)]
+        if self.memories:
+            fill_runs(self.table, shared, which, {})
+            for r, rows, outs in zip(sent, self.rows, self.outs):
+                for row, a, b, out in zip(rows, r.a, r.b, outs):
+                    self._fill_refs(self.table[row:row + 1],
+                                    {"a": a, "b": b, "c": r.plan.c,
+                                     "out": out})
             return
-        fill(self.table, [
-            (DTYPES[p.dtype], p.layout, p.kernel, p.trans_a, p.trans_b,
-             p.m, p.n, p.k, p.alpha, p.beta, 0, 0, 0, 0) for p in sent])
-        for i, p in enumerate(sent):
-            self._fill_refs(self.table[i:i + 1], p)
+        columns = {name: np.zeros(self.count, np.uint64)
+                   for name in ("a", "b", "c", "out")}
+        for r, rows, outs in zip(sent, self.rows, self.outs):
+            order = r.plan.order
+            columns["a"][rows] = addresses(r.a, order)
+            columns["b"][rows] = addresses(r.b, order)
+            columns["out"][rows] = addresses(outs, order)
+            if r.plan.c is not None:
+                columns["c"][rows] = address(r.plan.c)
+        fill_runs(self.table, shared, which, columns)
 
     @staticmethod
     def _fill_one(j, p: Plan) -> None:
@@ -618,12 +675,11 @@ class _Call:
         j.a, j.b, j.c, j.out = (pointer(p.a), pointer(p.b), pointer(p.c),
                                 pointer(p.out))
 
-    def _fill_refs(self, row, p: Plan) -> None:
+    def _fill_refs(self, row, operands: dict) -> None:
         """One job's operands: by offset where they lie in a region,
         else by address."""
         refs = {}
-        for name in ("a", "b", "c", "out"):
-            x = getattr(p, name)
+        for name, x in operands.items():
             if x is None:
                 continue
             ref = self._ref(x)
@@ -651,20 +707,22 @@ class _Call:
         return True
 
     def results(self) -> list[Result]:
-        t = self.table[:len(self.sent)]
-        status = t["status"].tolist()
-        timings = t["t"].tolist()
-        messages = t["message"].tolist()
-        out, i = [], 0
-        for p in self.plans:
-            if p.refused is not None:
-                out.append(Result(None, p.refused.code, p.refused.message))
-                continue
-            code, said = status[i], messages[i]
-            out.append(Result(finish(p) if code == 0 else None, code,
-                              said.decode("utf-8", "replace") if said
-                              else "", Timings(*timings[i])))
-            i += 1
+        """Each job's Result, in the request's order."""
+        t = self.table[:self.count]
+        status, messages = t["status"].tolist(), t["message"].tolist()
+        out: list = [None] * sum(len(r.at) for r in self.runs)
+        for r in self.runs:
+            if r.plan.refused is not None:
+                for i in r.at:
+                    out[i] = Result(None, r.plan.refused.code,
+                                    r.plan.refused.message)
+        for r, rows, outs in zip(self.sent, self.rows, self.outs):
+            if len(outs) == 1:
+                outs = [finish(r.plan)]
+            for i, row, x in zip(r.at, rows, outs):
+                code = status[row]
+                out[i] = Result._of_row(x if code == 0 else None, code,
+                                        messages[row], t, row)
         return out
 
     def complete(self, rv: int) -> None:

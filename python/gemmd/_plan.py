@@ -141,35 +141,53 @@ def _as_given(sent: np.ndarray, x: np.ndarray) -> Optional[bool]:
     return None
 
 
-def plans(specs, as_plan) -> list[Plan]:
-    """The plans of a batch's jobs: as_plan(spec) for each, except that a
+@dataclass
+class Run:
+    """Jobs of one request that share a Plan, checked once: the plan (its
+    a and b are the first job's), each job's place in the request, and
+    each one's A and B laid out as the plan lays out the first's."""
+
+    plan: Plan
+    at: list[int]
+    a: list[np.ndarray]
+    b: list[np.ndarray]
+    #: Whether the jobs' A and B are sent as their transposes.
+    flips: tuple[bool, bool] = (False, False)
+
+    @classmethod
+    def of(cls, p: Plan, at: int = 0) -> "Run":
+        """The run of one job."""
+        return cls(p, [at], [p.a], [p.b])
+
+
+def runs(specs, as_plan) -> list[Run]:
+    """The request's jobs as runs: as_plan(spec) for each, except that a
     job given as a tuple (a, b) of two arrays shaped, strided and typed
-    as an earlier one's, whose arrays went as they lie, reuses that plan
-    with its own arrays: everything plan() checks and decides depends on
-    nothing else. So a batch of like jobs is checked once."""
+    as an earlier one's, whose arrays went as they lie, joins that one's
+    run with its own arrays: everything plan() checks and decides depends
+    on nothing else. So a batch of like jobs is checked once, and the
+    table is filled a run at a time."""
     seen: dict = {}
     out = []
-    for spec in specs:
+    for i, spec in enumerate(specs):
         if type(spec) is not tuple or len(spec) != 2 or \
                 type(spec[0]) is not np.ndarray or \
                 type(spec[1]) is not np.ndarray:
-            out.append(as_plan(spec))
+            out.append(Run.of(as_plan(spec), i))
             continue
         a, b = spec
         key = (a.shape, a.strides, a.dtype, b.shape, b.strides, b.dtype)
-        like = seen.get(key)
-        if like is None:
-            p = plan(a, b)
-            flips = (_as_given(p.a, a), _as_given(p.b, b))
-            if None not in flips:
-                seen[key] = (p, flips)
-            out.append(p)
+        r = seen.get(key)
+        if r is None:
+            r = Run.of(plan(a, b), i)
+            r.flips = (_as_given(r.plan.a, a), _as_given(r.plan.b, b))
+            if None not in r.flips:
+                seen[key] = r
+            out.append(r)
             continue
-        p = Plan.__new__(Plan)
-        p.__dict__ = dict(like[0].__dict__)
-        p.a = a.T if like[1][0] else a
-        p.b = b.T if like[1][1] else b
-        out.append(p)
+        r.at.append(i)
+        r.a.append(a.T if r.flips[0] else a)
+        r.b.append(b.T if r.flips[1] else b)
     return out
 
 

@@ -49,20 +49,34 @@ def _dtype() -> np.dtype:
 #: One gemmd_job as a NumPy record.
 JOB = _dtype()
 
-#: The fields a request sets in each job, in the order of the rows that
-#: fill() takes; a view of a JOB array (the other fields left as they are).
-SET = ("dtype", "layout", "kernel", "trans_a", "trans_b", "m", "n", "k",
-       "alpha", "beta", "a", "b", "c", "out")
-_SET = np.dtype({"names": list(SET),
-                 "formats": [JOB.fields[f][0] for f in SET],
-                 "offsets": [JOB.fields[f][1] for f in SET],
-                 "itemsize": JOB.itemsize})
+#: The fields of a job the request sets that the jobs of a run
+#: (_plan.Run) share; the rest it sets are each job's own operands, a, b,
+#: c and out, and the others are the reply's.
+SHARED = ("dtype", "layout", "kernel", "trans_a", "trans_b", "m", "n", "k",
+          "alpha", "beta")
 
 
-def fill(t: np.ndarray, rows: list) -> None:
-    """Sets the SET fields of t's first len(rows) jobs from rows, tuples
-    in SET's order, in one assignment."""
-    t[:len(rows)].view(_SET)[:] = rows
+def _view(fields) -> np.dtype:
+    """A view of a JOB array that reads and writes only fields."""
+    return np.dtype({"names": list(fields),
+                     "formats": [JOB.fields[f][0] for f in fields],
+                     "offsets": [JOB.fields[f][1] for f in fields],
+                     "itemsize": JOB.itemsize})
+
+
+_SHARED = _view(SHARED)
+
+
+def fill_runs(t: np.ndarray, shared: list, which: np.ndarray,
+              operands: dict) -> None:
+    """Sets what the request says of t's first len(which) jobs: job i the
+    SHARED fields of run which[i] (shared: one tuple per run, in SHARED's
+    order) and its operands' addresses from operands ("a", "b", "c",
+    "out": a column of len(which) each), a column at a time."""
+    n = len(which)
+    t[:n].view(_SHARED)[:] = np.array(shared, _SHARED)[which]
+    for name, column in operands.items():
+        t[name][:n] = column
 
 
 def table(n: int):
@@ -81,6 +95,16 @@ def address(x) -> int:
                      _from_buffer(x if x.flags.c_contiguous else x.T)))
 
 
+def addresses(xs: list, order: str) -> np.ndarray:
+    """address() of each of xs, all contiguous in order ("C" or "F"), as
+    one uint64 array: the pointers are taken and converted in C."""
+    if not xs:
+        return np.zeros(0, np.uint64)
+    views = xs if order == "C" else [x.T for x in xs]
+    ptrs = ffi.new("char *[]", [_from_buffer(_CHARS, x) for x in views])
+    return np.frombuffer(ffi.buffer(ptrs), np.uint64).copy()
+
+
 def pointer(x):
     """As address(), as a cdata (char[] over x's buffer, or NULL)."""
     if x is None:
@@ -88,5 +112,5 @@ def pointer(x):
     return _from_buffer(x if x.flags.c_contiguous else x.T)
 
 
-_cast, _from_buffer, _UINTPTR = ffi.cast, ffi.from_buffer, \
-    ffi.typeof("uintptr_t")
+_cast, _from_buffer = ffi.cast, ffi.from_buffer
+_UINTPTR, _CHARS = ffi.typeof("uintptr_t"), ffi.typeof("char[]")

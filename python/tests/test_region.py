@@ -95,3 +95,24 @@ def test_region_needs_ipc(daemon):
         with pytest.raises(gemmd.Error) as e:
             c.region(4096)
         assert e.value.name == "EINVAL"
+
+
+def test_batch_of_like_jobs_in_a_region(client, rng):
+    """A batch of like jobs (one run) whose operands lie in a region:
+    each job named by offset, each result in the region, in the
+    request's order, beside a job of another shape from the heap."""
+    a, b = rand(rng, (6, 24, 16)), rand(rng, (16, 8))
+    other = (rand(rng, (5, 7)), rand(rng, (7, 3)))
+    with client.region(1 << 20) as r:
+        ra, rb = r.array(a), r.array(b)
+        jobs = [(ra[i], rb) for i in range(3)] + [other] + \
+            [(ra[i], rb) for i in range(3, 6)]
+        results = client.batch(jobs)
+        for i, res in zip([0, 1, 2, None, 3, 4, 5], results):
+            if i is None:
+                check(res.raise_for_status(), other[0] @ other[1], k=7)
+                assert r.offset_of(res.out) is None
+                continue
+            check(res.raise_for_status(), a[i] @ b, k=16)
+            assert r.offset_of(res.out) is not None
+        assert results[0].timings.total_us > 0

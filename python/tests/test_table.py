@@ -9,7 +9,7 @@ import pytest
 import gemmd
 from gemmd._client import _Call
 from gemmd._ffi import COL_MAJOR, ROW_MAJOR, ffi
-from gemmd._plan import plan, plans
+from gemmd._plan import Run, plan, runs
 from gemmd._table import JOB, table
 from conftest import rand
 
@@ -35,7 +35,7 @@ def test_contiguous_operands_are_their_own_buffers(client, rng, order_a,
     a = rand(rng, (30, 20), np.float32, order_a)
     b = rand(rng, (20, 10), np.float32, order_b)
     out = np.empty((30, 10), np.float32, order=order_a)
-    call = _Call(client, [plan(a, b, out=out)], None, None)
+    call = _Call(client, [Run.of(plan(a, b, out=out))], None, None)
     row = call.table[0]
     assert row["a"] == address(a) and row["b"] == address(b)
     assert row["out"] == address(out) and row["c"] == 0
@@ -47,30 +47,47 @@ def test_contiguous_operands_are_their_own_buffers(client, rng, order_a,
 
 def test_strided_operand_is_copied(client, rng):
     a = rand(rng, (30, 40))[:, ::2]
-    call = _Call(client, [plan(a, rand(rng, (20, 10)))], None, None)
+    call = _Call(client, [Run.of(plan(a, rand(rng, (20, 10))))], None, None)
     assert call.table[0]["a"] != address(a)
-    assert call.plans[0].a.flags.c_contiguous
+    assert call.runs[0].plan.a.flags.c_contiguous
 
 
 def test_batch_of_like_jobs_is_planned_once(rng):
     a = rand(rng, (5, 16, 8), np.float32)
     b = np.asfortranarray(rand(rng, (8, 4), np.float32))
-    got = plans([(a[i], b) for i in range(5)], None)
-    want = [plan(a[i], b) for i in range(5)]
-    for p, q, i in zip(got, want, range(5)):
-        assert vars(p).keys() == vars(q).keys()
+    got = runs([(a[i], b) for i in range(5)], None)
+    assert len(got) == 1 and got[0].at == list(range(5))
+    p = got[0].plan
+    for i in range(5):
+        q = plan(a[i], b)
         for f in ("dtype", "layout", "kernel", "trans_a", "trans_b", "m",
                   "n", "k", "alpha", "beta"):
             assert getattr(p, f) == getattr(q, f)
-        assert address(p.a) == address(a[i]) and p.a.shape == q.a.shape
-        assert address(p.b) == address(b) and p.b.shape == q.b.shape
+        assert address(got[0].a[i]) == address(a[i])
+        assert got[0].a[i].shape == q.a.shape
+        assert address(got[0].b[i]) == address(b)
+        assert got[0].b[i].shape == q.b.shape
+
+
+def test_batch_table_keeps_the_request_order(client, rng):
+    a = rand(rng, (3, 6, 4), np.float32)
+    b = rand(rng, (4, 5), np.float32)
+    other = (rand(rng, (2, 4)), rand(rng, (4, 3)))
+    jobs = [(a[0], b), other, (a[1], b), (a[2], b)]
+    call = _Call(client, runs(jobs, None), None, None)
+    t = call.table
+    assert [int(x) for x in t["m"][:4]] == [6, 2, 6, 6]
+    assert [int(x) for x in t["a"][:4]] == [address(a[0]), address(other[0]),
+                                            address(a[1]), address(a[2])]
+    outs = [t["out"][i] for i in (0, 2, 3)]
+    assert len(set(outs)) == 3 and t["dtype"][1] != t["dtype"][0]
 
 
 def test_batch_plans_check_every_new_shape(rng):
     ok = (rand(rng, (4, 3)), rand(rng, (3, 5)))
     bad = (rand(rng, (4, 3)), rand(rng, (4, 5)))
     with pytest.raises(ValueError, match="inner dimensions differ"):
-        plans([ok, ok, bad], None)
+        runs([ok, ok, bad], None)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
