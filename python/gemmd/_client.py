@@ -301,6 +301,8 @@ class Client:
         """
         p = plan(a, b, c, alpha, beta, trans_a, trans_b, dtype, out, kernel)
         timeout = self._check_engine([p], timeout)
+        if p.refused is None and not self._memories:
+            return self._one(p, priority, deadline, timeout)
         return self._run([Run.of(p)], priority, deadline,
                          timeout)[0].raise_for_status()
 
@@ -376,6 +378,28 @@ class Client:
                     f"dtype {p.dtype} is unsupported by the "
                     f"{self._engine.get('engine', 'daemon')} engine")
         return timeout
+
+    def _one(self, p: Plan, priority, deadline, timeout) -> np.ndarray:
+        """One job, none of its arrays in a region, waited for: set in
+        this thread's own gemmd_job, which the library no longer touches
+        once the call has returned, so nothing is allocated for it but
+        its result."""
+        slot = getattr(_mine, "slot", None)
+        if slot is None:
+            slot = _mine.slot = (ffi.new("gemmd_job *"),
+                                 ffi.new("gemmd_submit_opts *"))
+        job, opts = slot
+        _options(opts, priority, deadline)
+        if p.out is None:
+            p.out = np.empty((p.m, p.n), STORAGE[p.dtype], p.order)
+        _Call._fill_one(job, p)
+        rv = self._call(lib.gemmd_submit, job, 1, opts,
+                        self._timeout(timeout))
+        if rv != 0:
+            raise last_error(rv)
+        if job.status != 0:
+            raise error(job.status, text(job.message))
+        return finish(p)
 
     def _run(self, runs: list[Run], priority, deadline, timeout):
         call = _Call(self, runs, priority, deadline)
@@ -536,6 +560,16 @@ class Client:
 
 
 _inflight: set = set()
+#: Each thread's gemmd_job and options for Client._one.
+_mine = threading.local()
+
+
+def _options(opts, priority, deadline):
+    """opts (a gemmd_submit_opts *) set from a call's arguments."""
+    opts.priority = PRIORITY_DEFAULT if priority is None else priority
+    opts.deadline_ms = 0 if deadline is None else \
+        max(1, math.ceil(deadline * 1000))
+    return opts
 
 
 class _Call:
@@ -553,11 +587,8 @@ class _Call:
         self.sent = sent = [r for r in runs if r.plan.refused is None]
         self.count = sum(len(r.at) for r in sent)
         self.table, self.jobs = table(self.count)
-        self.opts = ffi.new("gemmd_submit_opts *")
-        self.opts.priority = PRIORITY_DEFAULT if priority is None \
-            else priority
-        self.opts.deadline_ms = 0 if deadline is None else \
-            max(1, math.ceil(deadline * 1000))
+        self.opts = _options(ffi.new("gemmd_submit_opts *"), priority,
+                             deadline)
         # Regions are looked for only where this client has any.
         self.memories = client._memory_list()
         self.rows = self._rows()

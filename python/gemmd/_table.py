@@ -82,7 +82,8 @@ def fill_runs(t: np.ndarray, shared: list, which: np.ndarray,
 def table(n: int):
     """(array, cdata): n zeroed jobs, and the gemmd_job[] over the same
     memory, which keeps the array alive."""
-    t = np.zeros(max(n, 1), JOB)
+    # Zeroed as bytes: NumPy 2 zeroes a structured dtype field by field.
+    t = np.zeros(max(n, 1) * JOB.itemsize, np.uint8).view(JOB)
     return t, ffi.from_buffer("gemmd_job[]", t)
 
 
