@@ -592,6 +592,7 @@ class _Call:
         # Regions are looked for only where this client has any.
         self.memories = client._memory_list()
         self.rows = self._rows()
+        self.out_at: list = [None] * len(sent)  # results' addresses, known
         self.outs = self._results(sent) if result else \
             [[None] * len(r.at) for r in sent]
         if sent:
@@ -628,14 +629,17 @@ class _Call:
                 groups.setdefault((p.m, p.n, p.dtype, p.layout), []).append(i)
         for (m, n, name, layout), like in groups.items():
             count = sum(len(sent[i].at) for i in like)
-            if layout == COL_MAJOR:
-                block = list(np.empty((count, n, m), STORAGE[name]).transpose(
-                    0, 2, 1))
-            else:
-                block = list(np.empty((count, m, n), STORAGE[name]))
+            shape = (count, n, m) if layout == COL_MAJOR else (count, m, n)
+            block = np.empty(shape, STORAGE[name])
+            at = address(block) + block.strides[0] * np.arange(
+                count, dtype=np.uint64)
+            views = list(block.transpose(0, 2, 1) if layout == COL_MAJOR
+                         else block)
+            start = 0
             for i in like:
-                outs[i], block = block[:len(sent[i].at)], \
-                    block[len(sent[i].at):]
+                end = start + len(sent[i].at)
+                outs[i], self.out_at[i] = views[start:end], at[start:end]
+                start = end
         for r, o in zip(sent, outs):
             if len(o) == 1:  # the plan's result, as finish() reads it
                 r.plan.out = o[0]
@@ -687,11 +691,12 @@ class _Call:
             return
         columns = {name: np.zeros(self.count, np.uint64)
                    for name in ("a", "b", "c", "out")}
-        for r, rows, outs in zip(sent, self.rows, self.outs):
+        for i, (r, rows, outs) in enumerate(zip(sent, self.rows, self.outs)):
             order = r.plan.order
             columns["a"][rows] = addresses(r.a, order)
             columns["b"][rows] = addresses(r.b, order)
-            columns["out"][rows] = addresses(outs, order)
+            columns["out"][rows] = addresses(outs, order) \
+                if self.out_at[i] is None else self.out_at[i]
             if r.plan.c is not None:
                 columns["c"][rows] = address(r.plan.c)
         fill_runs(self.table, shared, which, columns)
