@@ -592,7 +592,7 @@ class _Call:
         # Regions are looked for only where this client has any.
         self.memories = client._memory_list()
         self.rows = self._rows()
-        self.out_at: list = [None] * len(sent)  # results' addresses, known
+        self.out_at: list = [None] * len(sent)  # where _results() knows them
         self.outs = self._results(sent) if result else \
             [[None] * len(r.at) for r in sent]
         if sent:
