@@ -54,103 +54,6 @@ static const char later[] =
     "\"kernel_s\":40004,\"copy_s\":30005,\"overlap_s\":20003,"
     "\"stream_busy_s\":[9016.15,18012.3,27018.45,36024.6]}]}";
 
-/* The table of the document text, with prev's text when not NULL. */
-static char *render_flags(const char *text, const char *prev_text,
-			  unsigned flags)
-{
-	cJSON *doc = cJSON_Parse(text);
-	cJSON *prev = prev_text ? cJSON_Parse(prev_text) : NULL;
-	char *out = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&out, &len);
-
-	assert_non_null(doc);
-	assert_non_null(f);
-	gm_statview_print(f, doc, prev, flags);
-	fclose(f);
-	cJSON_Delete(doc);
-	cJSON_Delete(prev);
-	return out;
-}
-
-static char *render(const char *text, const char *prev_text)
-{
-	return render_flags(text, prev_text, 0);
-}
-
-static void assert_has(const char *text, const char *want)
-{
-	assert_non_null(text);
-	if (strstr(text, want) == NULL)
-		fail_msg("no \"%s\" in:\n%s", want, text);
-}
-
-static void test_full(void **state)
-{
-	char *t = render(full, NULL);
-
-	(void)state;
-	assert_has(t, "gemmd 0.1.0  engine cuda  up 1d 01:01:01  ready\n");
-	assert_has(t, "requests 1234 (refused 5, ctrl 10)  in flight 3 (room "
-		      "for 64)\n");
-	assert_has(t, "jobs ok 1200  failed 3  rejected 12  inflight 8\n");
-	assert_has(t, "queue 4 of 4096 (p3 0  p2 0  p1 4  p0 0)\n");
-	assert_has(t, "pool 512.0 MiB of 1.0 GiB (12 slabs)  connections 2 "
-		      "(refused 0)\n");
-	assert_has(t, "work 2.50P FLOP  2.0 KiB in  1.0 MiB out\n");
-	assert_has(t, "1s            123.0     4567.8      12.35       4.50\n");
-	assert_has(t, "10s            0.50       0.00       0.00       0.00\n");
-	assert_has(t, "60s               -          -          -          -\n");
-	assert_has(t, "kernel         1200     1.50ms     2.50ms     12.3ms    "
-		      "  2.50s\n");
-	assert_has(t, "queue             -          -          -          -    "
-		      "      -\n");
-	/* Since the start: busy 45030.75 of 90061.5 s, overlap 20000 of
-	 * 40000 kernel seconds, streams 10..40% of the uptime. */
-	assert_has(t, "0   NVIDIA H200        1200    1.0 GiB/80.0 GiB     50%"
-		      "     50%  4: 10%-40%\n");
-	assert_has(t, "dtypes  fp64 1203 (3 failed)\n");
-	assert_has(t, "errors  EBUSY 12  ETIMEDOUT 3\n");
-	free(t);
-}
-
-static void test_interval(void **state)
-{
-	char *t = render(later, full);
-
-	(void)state;
-	assert_has(t, "  80%     75%  4: 0%-100%\n");
-	free(t);
-}
-
-/* Nothing known: every value is "-", nothing is refused. */
-static void test_empty(void **state)
-{
-	char *t = render("{}", "{}");
-
-	(void)state;
-	assert_has(t, "gemmd -  engine -  up -  -\n");
-	assert_has(t, "jobs ok -  failed -  rejected -  inflight -\n");
-	assert_has(t, "queue - of -\n");
-	assert_has(t, "total             -");
-	assert_has(t, "dtypes  none\n");
-	assert_has(t, "errors  none\n");
-	free(t);
-}
-
-/* A daemon from before "dtypes": the per-dtype counts of jobs. */
-static void test_older_document(void **state)
-{
-	char *t = render("{\"draining\":true,\"jobs\":{\"by_dtype\":"
-			 "{\"fp64\":5,\"fp16\":0,\"bf16\":2}}}",
-			 NULL);
-
-	(void)state;
-	assert_has(t, "  draining\n");
-	assert_has(t, "dtypes  fp64 5  bf16 2\n");
-	free(t);
-}
-
 /* Every count at its widest (5 characters), eight streams, two
  * devices with long names, every dtype failing and many error codes. */
 static const char widest[] =
@@ -185,6 +88,24 @@ static const char widest[] =
     "\"rates\":{\"1s\":{\"jobs_per_s\":1.2345e9,\"gflops_per_s\":1.2345e9,"
     "\"h2d_gb_per_s\":99999,\"d2h_gb_per_s\":99999}}}";
 
+/* The table of the document text, with prev's text when not NULL. */
+static char *render(const char *text, const char *prev_text, unsigned flags)
+{
+	cJSON *doc = cJSON_Parse(text);
+	cJSON *prev = prev_text ? cJSON_Parse(prev_text) : NULL;
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+
+	assert_non_null(doc);
+	assert_non_null(f);
+	gm_statview_print(f, doc, prev, flags);
+	fclose(f);
+	cJSON_Delete(doc);
+	cJSON_Delete(prev);
+	return out;
+}
+
 /* The longest line of t, in characters (all ASCII). */
 static size_t longest_line(const char *t)
 {
@@ -199,49 +120,95 @@ static size_t longest_line(const char *t)
 	return most;
 }
 
-static void test_fits_80_columns(void **state)
+/* A document (with the one before it, when not NULL) rendered with flags
+ * must hold each line of has; all but --wide fit in 80 columns. */
+static const struct view_case {
+	const char *name, *doc, *prev;
+	unsigned flags;
+	const char *has[16];
+} cases[] = {
+    {"full",
+     full,
+     NULL,
+     0,
+     {"gemmd 0.1.0  engine cuda  up 1d 01:01:01  ready\n",
+      "requests 1234 (refused 5, ctrl 10)  in flight 3 (room for 64)\n",
+      "jobs ok 1200  failed 3  rejected 12  inflight 8\n",
+      "queue 4 of 4096 (p3 0  p2 0  p1 4  p0 0)\n",
+      "pool 512.0 MiB of 1.0 GiB (12 slabs)  connections 2 (refused 0)\n",
+      "work 2.50P FLOP  2.0 KiB in  1.0 MiB out\n",
+      "1s            123.0     4567.8      12.35       4.50\n",
+      "10s            0.50       0.00       0.00       0.00\n",
+      "60s               -          -          -          -\n",
+      "kernel         1200     1.50ms     2.50ms     12.3ms      2.50s\n",
+      "queue             -          -          -          -          -\n",
+      /* Since the start: busy 45030.75 of 90061.5 s, overlap 20000 of
+       * 40000 kernel seconds, streams 10..40% of the uptime. */
+      "0   NVIDIA H200        1200    1.0 GiB/80.0 GiB     50%     50%  "
+      "4: 10%-40%\n",
+      "dtypes  fp64 1203 (3 failed)\n", "errors  EBUSY 12  ETIMEDOUT 3\n"}},
+    {"interval", later, full, 0, {"  80%     75%  4: 0%-100%\n"}},
+    /* Abbreviated: the vendor dropped, then the parenthesis, then cut.
+     * Wrapped lists continue under their label's end. */
+    {"fits 80 columns",
+     widest,
+     NULL,
+     0,
+     {"0   H100 80GB HBM3    12345 1024.0 MiB/1024.0 MiB  100%",
+      "1   cpu                   -", "2   A device with a~      -",
+      "  8: 0%-100%\n",
+      "dtypes  fp64 12345 (12345 failed)  fp32 12345 (12345 failed)\n"
+      "        tf32 ",
+      "errors  EBUSY 12345"}},
+    {"wide",
+     widest,
+     NULL,
+     GM_STATVIEW_WIDE,
+     {"0   NVIDIA H100 80GB HBM3           12345 1024.0 MiB / 1024.0 MiB",
+      "1   cpu (OpenBLAS, 2 threads)           -",
+      "2   A device with a very long name      -",
+      "  0% 0% 0% 0% 0% 0% 0% 100%\n",
+      "(12345 failed)  bf16 12345 (12345 failed)\n"}},
+    /* Nothing known: every value is "-", nothing is refused. */
+    {"empty",
+     "{}",
+     "{}",
+     0,
+     {"gemmd -  engine -  up -  -\n",
+      "jobs ok -  failed -  rejected -  inflight -\n", "queue - of -\n",
+      "total             -", "dtypes  none\n", "errors  none\n"}},
+    /* A daemon from before "dtypes": the per-dtype counts of jobs. */
+    {"older document",
+     "{\"draining\":true,\"jobs\":{\"by_dtype\":"
+     "{\"fp64\":5,\"fp16\":0,\"bf16\":2}}}",
+     NULL,
+     0,
+     {"  draining\n", "dtypes  fp64 5  bf16 2\n"}},
+};
+
+static void test_views(void **state)
 {
-	char *t = render(widest, NULL);
-
 	(void)state;
-	if (longest_line(t) > 80)
-		fail_msg("a line of %zu columns in:\n%s", longest_line(t), t);
-	/* Abbreviated: the vendor dropped, then the parenthesis, then cut. */
-	assert_has(t,
-		   "0   H100 80GB HBM3    12345 1024.0 MiB/1024.0 MiB  100%");
-	assert_has(t, "1   cpu                   -");
-	assert_has(t, "2   A device with a~      -");
-	assert_has(t, "  8: 0%-100%\n");
-	/* Wrapped lists continue under their label's end. */
-	assert_has(t, "dtypes  fp64 12345 (12345 failed)  fp32 12345 (12345 "
-		      "failed)\n        tf32 ");
-	assert_has(t, "errors  EBUSY 12345");
-	free(t);
-}
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const struct view_case *c = &cases[i];
+		char *t = render(c->doc, c->prev, c->flags);
 
-static void test_wide(void **state)
-{
-	char *t = render_flags(widest, NULL, GM_STATVIEW_WIDE);
-
-	(void)state;
-	assert_has(t, "0   NVIDIA H100 80GB HBM3           12345 1024.0 MiB / "
-		      "1024.0 MiB");
-	assert_has(t, "1   cpu (OpenBLAS, 2 threads)           -");
-	assert_has(t, "2   A device with a very long name      -");
-	assert_has(t, "  0% 0% 0% 0% 0% 0% 0% 100%\n");
-	assert_has(t, "(12345 failed)  bf16 12345 (12345 failed)\n");
-	free(t);
+		assert_non_null(t);
+		if (!(c->flags & GM_STATVIEW_WIDE) && longest_line(t) > 80)
+			fail_msg("a line of %zu columns in:\n%s",
+				 longest_line(t), t);
+		for (int k = 0; k < 16 && c->has[k] != NULL; k++)
+			if (strstr(t, c->has[k]) == NULL)
+				fail_msg("%s: no \"%s\" in:\n%s", c->name,
+					 c->has[k], t);
+		free(t);
+	}
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_full),
-	    cmocka_unit_test(test_interval),
-	    cmocka_unit_test(test_fits_80_columns),
-	    cmocka_unit_test(test_wide),
-	    cmocka_unit_test(test_empty),
-	    cmocka_unit_test(test_older_document),
+	    cmocka_unit_test(test_views),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
