@@ -4,9 +4,31 @@
  */
 #include "config_fx.h"
 
-int load(gm_config *c, const char *doc, char *msg, size_t len)
+char msg[256];
+
+int load(gm_config *c, const char *doc)
 {
-	return gm_config_load_string(c, doc, strlen(doc), msg, len);
+	return gm_config_load_string(c, doc, strlen(doc), msg, sizeof(msg));
+}
+
+int load_file(gm_config *c, const char *path)
+{
+	return gm_config_load_file(c, path, msg, sizeof(msg));
+}
+
+int set(gm_config *c, const char *key, const char *value)
+{
+	return gm_config_set(c, key, value, msg, sizeof(msg));
+}
+
+int add_listen(gm_config *c, const char *url, int replace)
+{
+	return gm_config_add_listen(c, url, replace, msg, sizeof(msg));
+}
+
+int check(const gm_config *c)
+{
+	return gm_config_check(c, msg, sizeof(msg));
 }
 
 void assert_same_string(const char *a, const char *b)

@@ -1,7 +1,7 @@
 /*
- * config_fx.h - what the tests of config/gm_config share: a document loaded
- * from text, configurations compared key by key, and the document that
- * changes every key with its check.
+ * config_fx.h - what the tests of config/gm_config share: gm_config's
+ * calls with one message buffer, a document loaded from text, configurations
+ * compared key by key, and the document that changes every key with its check.
  */
 #ifndef CONFIG_FX_H
 #define CONFIG_FX_H
@@ -27,7 +27,18 @@
 
 #define GIB (UINT64_C(1) << 30)
 
-int load(gm_config *c, const char *doc, char *msg, size_t len);
+/* The message of the last call below; each passes it to gm_config. */
+extern char msg[256];
+
+int load(gm_config *c, const char *doc);
+
+int load_file(gm_config *c, const char *path);
+
+int set(gm_config *c, const char *key, const char *value);
+
+int add_listen(gm_config *c, const char *url, int replace);
+
+int check(const gm_config *c);
 
 void assert_same_string(const char *a, const char *b);
 

@@ -23,7 +23,7 @@ static char *write_temp(const char *text, size_t len)
 
 static void test_files(void **state)
 {
-	char msg[512] = "", want[512];
+	char want[512];
 	gm_config c, d;
 	char *path, *big;
 
@@ -31,15 +31,12 @@ static void test_files(void **state)
 	gm_config_defaults(&c);
 	gm_config_defaults(&d);
 
-	assert_int_equal(gm_config_load_file(&c, "/nonexistent/gemmd.json", msg,
-					     sizeof(msg)),
-			 GM_EIO);
+	assert_int_equal(load_file(&c, "/nonexistent/gemmd.json"), GM_EIO);
 	snprintf(want, sizeof(want), "/nonexistent/gemmd.json: %s",
 		 strerror(ENOENT));
 	assert_string_equal(msg, want);
 
-	assert_int_equal(gm_config_load_file(&c, "/tmp", msg, sizeof(msg)),
-			 GM_EIO);
+	assert_int_equal(load_file(&c, "/tmp"), GM_EIO);
 	snprintf(want, sizeof(want), "/tmp: %s", strerror(EISDIR));
 	assert_string_equal(msg, want);
 
@@ -50,8 +47,7 @@ static void test_files(void **state)
 		assert_non_null(mkdtemp(dir));
 		snprintf(fifo, sizeof(fifo), "%s/gemmd.json", dir);
 		assert_int_equal(mkfifo(fifo, 0600), 0);
-		assert_int_equal(
-		    gm_config_load_file(&c, fifo, msg, sizeof(msg)), GM_EIO);
+		assert_int_equal(load_file(&c, fifo), GM_EIO);
 		snprintf(want, sizeof(want), "%s: not a regular file", fifo);
 		assert_string_equal(msg, want);
 		unlink(fifo);
@@ -59,15 +55,13 @@ static void test_files(void **state)
 	}
 
 	path = write_temp("{\n\t\"streams\": 8,\n\t\"kernel\": tiled\n}\n", 35);
-	assert_int_equal(gm_config_load_file(&c, path, msg, sizeof(msg)),
-			 GM_EJSON);
+	assert_int_equal(load_file(&c, path), GM_EJSON);
 	snprintf(want, sizeof(want), "%s: bad JSON at line 3, column 12", path);
 	assert_string_equal(msg, want);
 	unlink(path);
 
 	path = write_temp("{\"streams\": 99}", 15);
-	assert_int_equal(gm_config_load_file(&c, path, msg, sizeof(msg)),
-			 GM_ECONFIG);
+	assert_int_equal(load_file(&c, path), GM_ECONFIG);
 	snprintf(want, sizeof(want),
 		 "%s: config key \"streams\": 99 is out of range 1..64", path);
 	assert_string_equal(msg, want);
@@ -81,14 +75,12 @@ static void test_files(void **state)
 	big[GM_CONFIG_MAX_FILE] = '}';
 	path = write_temp(big, GM_CONFIG_MAX_FILE + 1);
 	free(big);
-	assert_int_equal(gm_config_load_file(&c, path, msg, sizeof(msg)),
-			 GM_ECONFIG);
+	assert_int_equal(load_file(&c, path), GM_ECONFIG);
 	assert_non_null(strstr(msg, "1048577 bytes"));
 	unlink(path);
 
 	path = write_temp("{\"streams\": 8}\n", 15);
-	assert_int_equal(gm_config_load_file(&c, path, msg, sizeof(msg)),
-			 GM_OK);
+	assert_int_equal(load_file(&c, path), GM_OK);
 	assert_int_equal(c.engine.streams, 8);
 	unlink(path);
 
@@ -254,7 +246,6 @@ static const struct bad_doc {
 
 static void test_bad_documents(void **state)
 {
-	char msg[256];
 	gm_config c, before;
 
 	(void)state;
@@ -267,7 +258,7 @@ static void test_bad_documents(void **state)
 		gm_config_defaults(&c);
 		c.engine.streams = 8;
 		msg[0] = '\0';
-		rv = load(&c, t->doc, msg, sizeof(msg));
+		rv = load(&c, t->doc);
 		if (rv != t->code || strcmp(msg, t->msg) != 0)
 			fail_msg("case %zu %s: got %s \"%s\", want %s \"%s\"",
 				 i, t->doc, gm_errname(rv), msg,
@@ -362,23 +353,19 @@ static void on_change(void *arg, const char *key, bool taken, const char *was,
  * and reported as changed but not taken; unchanged keys are silent. */
 static void test_reload(void **state)
 {
-	char msg[256] = "";
 	gm_config c, next;
 
 	(void)state;
 	gm_config_defaults(&c);
 	gm_config_defaults(&next);
+	assert_int_equal(load(&c, "{\"allow_uids\": [5], \"streams\": 4}"),
+			 GM_OK);
 	assert_int_equal(
-	    load(&c, "{\"allow_uids\": [5], \"streams\": 4}", msg, sizeof(msg)),
-	    GM_OK);
-	assert_int_equal(
-	    load(&next,
-		 "{\"log_level\": \"debug\", \"pool_bytes\": \"2G\","
-		 " \"allow_uids\": [7, 8], \"streams\": 4,"
-		 " \"queue_depth_per_priority\": [1, 2, 3, 4],"
-		 " \"http_max_connections\": 9,"
-		 " \"metrics_listen\": \"127.0.0.1:1\"}",
-		 msg, sizeof(msg)),
+	    load(&next, "{\"log_level\": \"debug\", \"pool_bytes\": \"2G\","
+			" \"allow_uids\": [7, 8], \"streams\": 4,"
+			" \"queue_depth_per_priority\": [1, 2, 3, 4],"
+			" \"http_max_connections\": 9,"
+			" \"metrics_listen\": \"127.0.0.1:1\"}"),
 	    GM_OK);
 	reload_log[0] = '\0';
 	assert_int_equal(gm_config_reload(&c, &next, on_change, NULL), GM_OK);
@@ -451,7 +438,6 @@ static void test_reload_documented(void **state)
 
 static void test_bad_sets(void **state)
 {
-	char msg[256];
 	gm_config c, before;
 
 	(void)state;
@@ -462,7 +448,7 @@ static void test_bad_sets(void **state)
 		int rv;
 
 		msg[0] = '\0';
-		rv = gm_config_set(&c, t->key, t->value, msg, sizeof(msg));
+		rv = set(&c, t->key, t->value);
 		if (rv != GM_ECONFIG || strcmp(msg, t->msg) != 0)
 			fail_msg("case %zu %s=%s: got %s \"%s\", want ECONFIG "
 				 "\"%s\"",
@@ -476,17 +462,17 @@ static void test_bad_sets(void **state)
 /* A value too long for the message is cut, not overflowed. */
 static void test_long_values(void **state)
 {
-	char value[4096], msg[64];
+	char value[4096], cut[64];
 	gm_config c;
 
 	(void)state;
 	memset(value, 'x', sizeof(value) - 1);
 	value[sizeof(value) - 1] = '\0';
 	gm_config_defaults(&c);
-	assert_int_equal(gm_config_set(&c, "streams", value, msg, sizeof(msg)),
+	assert_int_equal(gm_config_set(&c, "streams", value, cut, sizeof(cut)),
 			 GM_ECONFIG);
-	assert_int_equal(strlen(msg), sizeof(msg) - 1);
-	assert_non_null(strstr(msg, "config key \"streams\""));
+	assert_int_equal(strlen(cut), sizeof(cut) - 1);
+	assert_non_null(strstr(cut, "config key \"streams\""));
 	gm_config_free(&c);
 }
 

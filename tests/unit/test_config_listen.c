@@ -7,42 +7,32 @@
 
 static void test_listen(void **state)
 {
-	char msg[256] = "", url[64];
+	char url[64];
 	gm_config c;
 
 	(void)state;
 	gm_config_defaults(&c);
 	/* The first --listen replaces the defaults, later ones add. */
-	assert_int_equal(
-	    gm_config_add_listen(&c, "ipc:///tmp/a.sock", 1, msg, sizeof(msg)),
-	    GM_OK);
+	assert_int_equal(add_listen(&c, "ipc:///tmp/a.sock", 1), GM_OK);
 	assert_int_equal(c.nlisten, 1);
 	assert_string_equal(c.listen[0], "ipc:///tmp/a.sock");
-	assert_int_equal(
-	    gm_config_add_listen(&c, "tcp://[::1]:7000", 0, msg, sizeof(msg)),
-	    GM_OK);
+	assert_int_equal(add_listen(&c, "tcp://[::1]:7000", 0), GM_OK);
 	assert_int_equal(c.nlisten, 2);
 	assert_string_equal(c.listen[1], "tcp://[::1]:7000");
-	assert_int_equal(
-	    gm_config_add_listen(&c, "tcp://[::1]:7000", 0, msg, sizeof(msg)),
-	    GM_ECONFIG);
+	assert_int_equal(add_listen(&c, "tcp://[::1]:7000", 0), GM_ECONFIG);
 	assert_string_equal(msg, "config key \"listen\": \"tcp://[::1]:7000\" "
 				 "is listed twice");
 	assert_int_equal(c.nlisten, 2);
 	for (unsigned i = 2; i < GM_CONFIG_MAX_LISTEN; i++) {
 		snprintf(url, sizeof(url), "tcp://127.0.0.1:%u", 7000 + i);
-		assert_int_equal(
-		    gm_config_add_listen(&c, url, 0, msg, sizeof(msg)), GM_OK);
+		assert_int_equal(add_listen(&c, url, 0), GM_OK);
 	}
 	assert_int_equal(c.nlisten, GM_CONFIG_MAX_LISTEN);
-	assert_int_equal(
-	    gm_config_add_listen(&c, "tcp://h:1", 0, msg, sizeof(msg)),
-	    GM_ECONFIG);
+	assert_int_equal(add_listen(&c, "tcp://h:1", 0), GM_ECONFIG);
 	assert_non_null(strstr(msg, "config key \"listen\""));
 	assert_int_equal(c.nlisten, GM_CONFIG_MAX_LISTEN);
 	/* --set listen=URL is one URL in place of the list. */
-	assert_int_equal(
-	    gm_config_set(&c, "listen", "tcp://h:1", msg, sizeof(msg)), GM_OK);
+	assert_int_equal(set(&c, "listen", "tcp://h:1"), GM_OK);
 	assert_int_equal(c.nlisten, 1);
 	assert_string_equal(c.listen[0], "tcp://h:1");
 	gm_config_free(&c);
@@ -53,7 +43,7 @@ static void test_listen(void **state)
  * the command line, matched exactly. */
 static void test_admin(void **state)
 {
-	char msg[256] = "", subject[300];
+	char subject[300];
 	gm_config c;
 
 	(void)state;
@@ -61,40 +51,29 @@ static void test_admin(void **state)
 	assert_true(gm_config_admin_uid(&c, 0));
 	assert_false(gm_config_admin_uid(&c, 1000));
 	assert_false(gm_config_admin_subject(&c, "CN=ops"));
-	assert_int_equal(gm_config_set(&c, "admin_uids", "", msg, sizeof(msg)),
-			 GM_OK);
+	assert_int_equal(set(&c, "admin_uids", ""), GM_OK);
 	assert_false(gm_config_admin_uid(&c, 0));
-	assert_int_equal(
-	    gm_config_set(&c, "admin_uids", "1000,0", msg, sizeof(msg)), GM_OK);
+	assert_int_equal(set(&c, "admin_uids", "1000,0"), GM_OK);
 	assert_true(gm_config_admin_uid(&c, 0) &&
 		    gm_config_admin_uid(&c, 1000));
-	assert_int_equal(gm_config_set(&c, "admin_subjects", "CN=ops,O=lab",
-				       msg, sizeof(msg)),
-			 GM_OK);
+	assert_int_equal(set(&c, "admin_subjects", "CN=ops,O=lab"), GM_OK);
 	assert_int_equal(c.nadmin_subjects, 1);
 	assert_true(gm_config_admin_subject(&c, "CN=ops,O=lab"));
 	assert_false(gm_config_admin_subject(&c, "CN=ops"));
 	assert_false(gm_config_admin_subject(&c, "cn=ops,o=lab"));
-	assert_int_equal(load(&c,
-			      "{\"admin_subjects\": [\"CN=a\", \"CN=b,O=c\"]}",
-			      msg, sizeof(msg)),
-			 GM_OK);
+	assert_int_equal(
+	    load(&c, "{\"admin_subjects\": [\"CN=a\", \"CN=b,O=c\"]}"), GM_OK);
 	assert_true(gm_config_admin_subject(&c, "CN=b,O=c"));
 	assert_false(gm_config_admin_subject(&c, "CN=ops,O=lab"));
-	assert_int_equal(
-	    gm_config_set(&c, "admin_subjects", "", msg, sizeof(msg)), GM_OK);
+	assert_int_equal(set(&c, "admin_subjects", ""), GM_OK);
 	assert_int_equal(c.nadmin_subjects, 0);
 	memset(subject, 'x', 256);
 	memcpy(subject, "CN=", 3);
 	subject[256] = '\0';
-	assert_int_equal(
-	    gm_config_set(&c, "admin_subjects", subject, msg, sizeof(msg)),
-	    GM_ECONFIG);
+	assert_int_equal(set(&c, "admin_subjects", subject), GM_ECONFIG);
 	assert_non_null(strstr(msg, "must be 1 to 255 bytes"));
 	subject[255] = '\0';
-	assert_int_equal(
-	    gm_config_set(&c, "admin_subjects", subject, msg, sizeof(msg)),
-	    GM_OK);
+	assert_int_equal(set(&c, "admin_subjects", subject), GM_OK);
 	gm_config_free(&c);
 	/* Freed, the defaults are back, root included. */
 	assert_true(gm_config_admin_uid(&c, 0));
@@ -102,48 +81,37 @@ static void test_admin(void **state)
 
 static void test_check(void **state)
 {
-	char msg[256] = "";
 	gm_config c;
 
 	(void)state;
 	gm_config_defaults(&c);
-	assert_int_equal(gm_config_check(&c, msg, sizeof(msg)), GM_OK);
+	assert_int_equal(check(&c), GM_OK);
 	/* Plain TCP, allowed by default, refused once allow_plain_tcp is
 	 * false; the other schemes are not. */
-	assert_int_equal(
-	    gm_config_add_listen(&c, "tcp://127.0.0.1:1", 0, msg, sizeof(msg)),
-	    GM_OK);
-	assert_int_equal(gm_config_check(&c, msg, sizeof(msg)), GM_OK);
-	assert_int_equal(
-	    gm_config_set(&c, "allow_plain_tcp", "false", msg, sizeof(msg)),
-	    GM_OK);
-	assert_int_equal(gm_config_check(&c, msg, sizeof(msg)), GM_ECONFIG);
+	assert_int_equal(add_listen(&c, "tcp://127.0.0.1:1", 0), GM_OK);
+	assert_int_equal(check(&c), GM_OK);
+	assert_int_equal(set(&c, "allow_plain_tcp", "false"), GM_OK);
+	assert_int_equal(check(&c), GM_ECONFIG);
 	assert_string_equal(msg, "config key \"listen\": \"tcp://127.0.0.1:1\" "
 				 "is plain TCP, unauthenticated, and "
 				 "\"allow_plain_tcp\" is false: use tls+tcp:// "
 				 "or ipc://");
-	assert_int_equal(
-	    gm_config_set(&c, "listen", "ipc:///tmp/x.sock", msg, sizeof(msg)),
-	    GM_OK);
-	assert_int_equal(gm_config_check(&c, msg, sizeof(msg)), GM_OK);
-	assert_int_equal(load(&c, "{\"listen\": [\"tls+tcp://0.0.0.0:1\"]}",
-			      msg, sizeof(msg)),
+	assert_int_equal(set(&c, "listen", "ipc:///tmp/x.sock"), GM_OK);
+	assert_int_equal(check(&c), GM_OK);
+	assert_int_equal(load(&c, "{\"listen\": [\"tls+tcp://0.0.0.0:1\"]}"),
 			 GM_OK);
-	assert_int_equal(gm_config_check(&c, msg, sizeof(msg)), GM_ECONFIG);
+	assert_int_equal(check(&c), GM_ECONFIG);
 	assert_string_equal(msg,
 			    "config key \"listen\": \"tls+tcp://0.0.0.0:1\""
 			    " needs \"tls_cert\", \"tls_key\" and \"tls_ca\"");
-	assert_int_equal(
-	    gm_config_set(&c, "tls_cert", "/c.pem", msg, sizeof(msg)), GM_OK);
-	assert_int_equal(gm_config_check(&c, msg, sizeof(msg)), GM_ECONFIG);
+	assert_int_equal(set(&c, "tls_cert", "/c.pem"), GM_OK);
+	assert_int_equal(check(&c), GM_ECONFIG);
 	assert_string_equal(msg, "config keys \"tls_cert\" and \"tls_key\" go "
 				 "together, but \"tls_key\" is null");
-	assert_int_equal(
-	    gm_config_set(&c, "tls_key", "/k.pem", msg, sizeof(msg)), GM_OK);
-	assert_int_equal(gm_config_check(&c, msg, sizeof(msg)), GM_ECONFIG);
-	assert_int_equal(
-	    gm_config_set(&c, "tls_ca", "/ca.pem", msg, sizeof(msg)), GM_OK);
-	assert_int_equal(gm_config_check(&c, msg, sizeof(msg)), GM_OK);
+	assert_int_equal(set(&c, "tls_key", "/k.pem"), GM_OK);
+	assert_int_equal(check(&c), GM_ECONFIG);
+	assert_int_equal(set(&c, "tls_ca", "/ca.pem"), GM_OK);
+	assert_int_equal(check(&c), GM_OK);
 	gm_config_free(&c);
 }
 
@@ -173,18 +141,13 @@ static void test_allows(void **state)
 	    {"", "", 4294967295u, 4294967295u, true},
 	    {"0", "", 4294967295u, 0, false},
 	};
-	char msg[256];
 	gm_config c;
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		gm_config_defaults(&c);
-		assert_int_equal(gm_config_set(&c, "allow_uids", rows[i].uids,
-					       msg, sizeof(msg)),
-				 GM_OK);
-		assert_int_equal(gm_config_set(&c, "allow_gids", rows[i].gids,
-					       msg, sizeof(msg)),
-				 GM_OK);
+		assert_int_equal(set(&c, "allow_uids", rows[i].uids), GM_OK);
+		assert_int_equal(set(&c, "allow_gids", rows[i].gids), GM_OK);
 		if (gm_config_allows(&c, rows[i].uid, rows[i].gid) !=
 		    rows[i].in)
 			fail_msg("allow_uids [%s] allow_gids [%s], uid %llu "
@@ -205,41 +168,34 @@ static void test_metrics_listen(void **state)
 	static const char *const bad[] = {
 	    "9464",    ":9464", "host:",       "host:0",
 	    "h:65536", "h:12x", "http://h:80", "h:-1"};
-	char msg[256] = "", want[256];
+	char want[256];
 	gm_config c;
 
 	(void)state;
 	gm_config_defaults(&c);
 	assert_null(c.metrics_listen);
 	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
-		assert_int_equal(gm_config_set(&c, "metrics_listen", good[i],
-					       msg, sizeof(msg)),
-				 GM_OK);
-		assert_int_equal(gm_config_check(&c, msg, sizeof(msg)), GM_OK);
+		assert_int_equal(set(&c, "metrics_listen", good[i]), GM_OK);
+		assert_int_equal(check(&c), GM_OK);
 	}
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		assert_int_equal(gm_config_set(&c, "metrics_listen", bad[i],
-					       msg, sizeof(msg)),
-				 GM_OK);
-		assert_int_equal(gm_config_check(&c, msg, sizeof(msg)),
-				 GM_ECONFIG);
+		assert_int_equal(set(&c, "metrics_listen", bad[i]), GM_OK);
+		assert_int_equal(check(&c), GM_ECONFIG);
 		snprintf(want, sizeof(want),
 			 "config key \"metrics_listen\": \"%s\" is not "
 			 "HOST:PORT, e.g. \"127.0.0.1:9464\"",
 			 bad[i]);
 		assert_string_equal(msg, want);
 	}
-	assert_int_equal(
-	    gm_config_set(&c, "metrics_listen", "", msg, sizeof(msg)), GM_OK);
+	assert_int_equal(set(&c, "metrics_listen", ""), GM_OK);
 	assert_null(c.metrics_listen);
-	assert_int_equal(gm_config_check(&c, msg, sizeof(msg)), GM_OK);
+	assert_int_equal(check(&c), GM_OK);
 	gm_config_free(&c);
 }
 
 /* The dump loads back to the same configuration. */
 static void test_to_json(void **state)
 {
-	char msg[256] = "";
 	gm_config c, d;
 	char *text, *again;
 
@@ -252,10 +208,10 @@ static void test_to_json(void **state)
 	assert_non_null(strstr(text, "\"tls_cert\":\tnull"));
 	free(text);
 
-	assert_int_equal(load(&c, all_changed, msg, sizeof(msg)), GM_OK);
+	assert_int_equal(load(&c, all_changed), GM_OK);
 	text = gm_config_to_json(&c);
 	assert_non_null(text);
-	assert_int_equal(load(&d, text, msg, sizeof(msg)), GM_OK);
+	assert_int_equal(load(&d, text), GM_OK);
 	assert_config_equal(&c, &d);
 	again = gm_config_to_json(&d);
 	assert_string_equal(text, again);
@@ -267,13 +223,12 @@ static void test_to_json(void **state)
 
 static void test_free_leaves_defaults(void **state)
 {
-	char msg[256] = "";
 	gm_config c, d;
 
 	(void)state;
 	gm_config_defaults(&c);
 	gm_config_defaults(&d);
-	assert_int_equal(load(&c, all_changed, msg, sizeof(msg)), GM_OK);
+	assert_int_equal(load(&c, all_changed), GM_OK);
 	gm_config_free(&c);
 	assert_config_equal(&c, &d);
 	gm_config_free(&c);
