@@ -4,6 +4,7 @@
 #include "proto_fx.h"
 
 uint8_t buf[PROTO_BUF];
+char msg[MSG_LEN];
 
 const gm_limits lim_small = {.max_jobs = 4,
 			     .max_dim = 64,
@@ -186,8 +187,7 @@ void check_walk(const struct request *r)
 	assert_int_equal(off, r->payload_bytes);
 }
 
-int read_request(struct stream *s, const gm_limits *lim, struct request *r,
-		 char *msg, size_t msglen)
+int read_request(struct stream *s, const gm_limits *lim, struct request *r)
 {
 	uint8_t *p;
 	int rv;
@@ -202,18 +202,19 @@ int read_request(struct stream *s, const gm_limits *lim, struct request *r,
 		rv = gm_proto_is_sp(p, 4);
 		exact_free(p);
 		if (rv) {
-			snprintf(msg, msglen, "a protocol v1 client");
+			snprintf(msg, sizeof(msg), "a protocol v1 client");
 			return GM_EVERSION;
 		}
 	}
 	r->at = AT_HDR;
 	p = take(s, GM_HDR_SIZE);
-	rv = gm_proto_get_hdr(p, GM_HDR_SIZE, &r->h, msg, msglen);
+	rv = gm_proto_get_hdr(p, GM_HDR_SIZE, &r->h, msg, sizeof(msg));
 	exact_free(p);
 	if (rv != GM_OK)
 		return rv;
 	r->at = AT_REQUEST;
-	if ((rv = gm_proto_check_request(&r->h, lim, msg, msglen)) != GM_OK)
+	if ((rv = gm_proto_check_request(&r->h, lim, msg, sizeof(msg))) !=
+	    GM_OK)
 		return rv;
 	if (r->h.type == GM_MSG_CTRL) {
 		r->body = take(s, r->h.length);
@@ -223,12 +224,12 @@ int read_request(struct stream *s, const gm_limits *lim, struct request *r,
 	r->at = AT_HEAD;
 	r->head = take(s, gm_proto_head_size(&r->h));
 	if ((rv = gm_proto_check_head(&r->h, r->head, lim, &r->b, &r->ndesc,
-				      msg, msglen)) != GM_OK)
+				      msg, sizeof(msg))) != GM_OK)
 		return rv;
 	r->at = AT_DESCS;
 	r->desc = take(s, (uint64_t)r->ndesc * GM_REGION_DESC_SIZE);
 	if ((rv = gm_proto_check_descs(&r->h, r->head, r->desc, lim,
-				       &r->payload_bytes, msg, msglen)) !=
+				       &r->payload_bytes, msg, sizeof(msg))) !=
 	    GM_OK)
 		return rv;
 	r->at = AT_END;
@@ -238,18 +239,23 @@ int read_request(struct stream *s, const gm_limits *lim, struct request *r,
 }
 
 int read_one(const uint8_t *p, size_t len, const gm_limits *lim,
-	     struct request *r, char *msg, size_t msglen)
+	     struct request *r)
 {
 	struct stream s = {p, len, 0, 1};
-	int rv = read_request(&s, lim, r, msg, msglen);
+	int rv = read_request(&s, lim, r);
 
 	if (rv == GM_OK)
 		assert_int_equal(s.pos, len);
 	return rv;
 }
 
-int read_answer(struct stream *s, uint32_t njobs, struct answer *a, char *msg,
-		size_t msglen)
+int check_gemm(const uint8_t *p, size_t len, const gm_limits *lim, gm_hdr *h,
+	       gm_batch *b)
+{
+	return gm_proto_check_gemm(p, len, lim, h, b, msg, sizeof(msg));
+}
+
+int read_answer(struct stream *s, uint32_t njobs, struct answer *a)
 {
 	uint8_t *p;
 	int rv;
@@ -258,7 +264,7 @@ int read_answer(struct stream *s, uint32_t njobs, struct answer *a, char *msg,
 	msg[0] = '\0';
 	a->at = AT_HDR;
 	p = take(s, GM_HDR_SIZE);
-	rv = gm_proto_get_hdr(p, GM_HDR_SIZE, &a->h, msg, msglen);
+	rv = gm_proto_get_hdr(p, GM_HDR_SIZE, &a->h, msg, sizeof(msg));
 	exact_free(p);
 	if (rv != GM_OK)
 		return rv;
@@ -270,15 +276,16 @@ int read_answer(struct stream *s, uint32_t njobs, struct answer *a, char *msg,
 		if (rv == GM_OK)
 			a->at = AT_END;
 		else
-			snprintf(msg, msglen, "bad ERROR frame");
+			snprintf(msg, sizeof(msg), "bad ERROR frame");
 		return rv;
 	}
 	a->at = AT_REPLY_HDR;
-	if ((rv = gm_proto_check_reply_hdr(&a->h, njobs, msg, msglen)) != 0)
+	if ((rv = gm_proto_check_reply_hdr(&a->h, njobs, msg, sizeof(msg))) !=
+	    0)
 		return rv;
 	a->at = AT_REPLY_JOB;
 	p = take(s, GM_REPLY_JOB_SIZE);
-	rv = gm_proto_get_reply_job(&a->h, p, &a->r, msg, msglen);
+	rv = gm_proto_get_reply_job(&a->h, p, &a->r, msg, sizeof(msg));
 	exact_free(p);
 	if (rv != GM_OK)
 		return rv;

@@ -30,6 +30,9 @@
 #define PROTO_BUF (1 << 18)
 extern uint8_t buf[PROTO_BUF];
 
+/* The message of the last check the readers below, or a test, ran. */
+extern char msg[MSG_LEN];
+
 /* What the tables run against: 4 jobs of dims up to 64 and 4096 bytes,
  * GEMM bodies up to 1024 bytes, CTRL bodies up to 64. */
 extern const gm_limits lim_small;
@@ -126,19 +129,21 @@ void check_walk(const struct request *r);
  * first failure's code, r->at naming the check, or GM_OK with the
  * frame read whole and its jobs walked.
  */
-int read_request(struct stream *s, const gm_limits *lim, struct request *r,
-		 char *msg, size_t msglen);
+int read_request(struct stream *s, const gm_limits *lim, struct request *r);
 
 /* Reads a whole frame of len bytes at p as a fresh connection's first. */
 int read_one(const uint8_t *p, size_t len, const gm_limits *lim,
-	     struct request *r, char *msg, size_t msglen);
+	     struct request *r);
+
+/* gm_proto_check_gemm on len bytes at p, its message in msg. */
+int check_gemm(const uint8_t *p, size_t len, const gm_limits *lim, gm_hdr *h,
+	       gm_batch *b);
 
 /* Reads one frame from the daemon as a client waiting for the replies
  * of a request of njobs jobs does: an ERROR by gm_proto_get_error on a
  * body of the length its header says, anything else as a GEMM_REPLY,
  * its record and then its result. */
-int read_answer(struct stream *s, uint32_t njobs, struct answer *a, char *msg,
-		size_t msglen);
+int read_answer(struct stream *s, uint32_t njobs, struct answer *a);
 
 /* Field by field: the struct has padding that no decoder writes. */
 void assert_job_equal(const gm_job_desc *x, const gm_job_desc *y);

@@ -81,7 +81,6 @@ static void test_job_check_messages(void **state)
 	gm_job_desc d[4] = {job(GM_FP32, 2, 2, 2), job(GM_FP32, 2, 2, 2),
 			    job(GM_FP32, 2, 2, 2), job(GM_FP32, 2, 2, 2)};
 	gm_batch b = {.priority = GM_BATCH_PRIO_DEFAULT};
-	char msg[MSG_LEN];
 	gm_hdr h;
 	size_t len;
 
@@ -96,17 +95,13 @@ static void test_job_check_messages(void **state)
 	/* m of job 3: the job headers are back to back in v2. */
 	put_le(buf + GM_HDR_SIZE + GM_BATCH_SIZE + 3 * GM_JOB_HDR_SIZE + 8, 4,
 	       0);
-	assert_int_equal(
-	    gm_proto_check_gemm(buf, len, &lim, &h, &b, msg, sizeof(msg)),
-	    GM_EDIM);
+	assert_int_equal(check_gemm(buf, len, &lim, &h, &b), GM_EDIM);
 	assert_string_equal(msg, "job 3: m=0, must be 1..65536");
 	/* payload_bytes of job 1, one short. */
 	put_le(buf + GM_HDR_SIZE + GM_BATCH_SIZE + 3 * GM_JOB_HDR_SIZE + 8, 4,
 	       2);
 	put_le(buf + GM_HDR_SIZE + GM_BATCH_SIZE + GM_JOB_HDR_SIZE + 40, 8, 31);
-	assert_int_equal(
-	    gm_proto_check_gemm(buf, len, &lim, &h, &b, msg, sizeof(msg)),
-	    GM_EFIELD);
+	assert_int_equal(check_gemm(buf, len, &lim, &h, &b), GM_EFIELD);
 	assert_string_equal(msg, "job 1: payload_bytes=31, must be 32 "
 				 "(A 16 + B 16 + C 0)");
 
@@ -171,7 +166,6 @@ static void test_gemm_round_trip(void **state)
 		      .flags = GM_BATCH_DETACH},
 		 got_b;
 	gm_limits lim = lim_small;
-	char msg[MSG_LEN];
 	struct request r;
 	uint64_t size;
 	size_t off, len;
@@ -208,9 +202,7 @@ static void test_gemm_round_trip(void **state)
 				  0x0102030405060708u + off, &b, d, NULL, 5);
 		assert_int_equal(gm_proto_gemm_size(d, 5, &size), GM_OK);
 		assert_int_equal(size, len);
-		assert_int_equal(gm_proto_check_gemm(p, len, &lim, &h, &got_b,
-						     msg, sizeof(msg)),
-				 GM_OK);
+		assert_int_equal(check_gemm(p, len, &lim, &h, &got_b), GM_OK);
 		assert_int_equal(h.id, 0x0102030405060708u + off);
 		assert_int_equal(h.type, GM_MSG_GEMM);
 		assert_int_equal(h.version, GM_PROTO_VERSION);
@@ -224,8 +216,7 @@ static void test_gemm_round_trip(void **state)
 				 p + GM_HDR_SIZE + gm_proto_head_size(&h), d,
 				 NULL);
 		/* The same frame read from a stream. */
-		assert_int_equal(read_one(p, len, &lim, &r, msg, sizeof(msg)),
-				 GM_OK);
+		assert_int_equal(read_one(p, len, &lim, &r), GM_OK);
 		assert_int_equal(r.ndesc, 0);
 		check_jobs_match(&r.h, r.head, r.desc, r.body, d, NULL);
 		request_free(&r);
@@ -235,16 +226,13 @@ static void test_gemm_round_trip(void **state)
 					  3 * GM_JOB_HDR_SIZE +
 					  2 * GM_REGION_DESC_SIZE + 48 +
 					  (32 + 32 + 32) + 32);
-		assert_int_equal(gm_proto_check_gemm(p, len, &lim, &h, &got_b,
-						     msg, sizeof(msg)),
-				 GM_OK);
+		assert_int_equal(check_gemm(p, len, &lim, &h, &got_b), GM_OK);
 		check_jobs_match(&h, p + GM_HDR_SIZE,
 				 p + GM_HDR_SIZE + gm_proto_head_size(&h),
 				 p + GM_HDR_SIZE + gm_proto_head_size(&h) +
 				     2 * GM_REGION_DESC_SIZE,
 				 dr, ref);
-		assert_int_equal(read_one(p, len, &lim, &r, msg, sizeof(msg)),
-				 GM_OK);
+		assert_int_equal(read_one(p, len, &lim, &r), GM_OK);
 		assert_int_equal(r.ndesc, 2);
 		assert_int_equal(r.payload_bytes, 48 + 96 + 32);
 		check_jobs_match(&r.h, r.head, r.desc, r.body, dr, ref);
@@ -300,7 +288,6 @@ static void test_reply_round_trip(void **state)
 	     .t = {0.5, 0, 7.0, 0, 8.0}},
 	};
 	static const uint32_t order[4] = {2, 0, 3, 1};
-	char msg[MSG_LEN];
 	struct stream s;
 	struct answer a;
 	size_t len = 0;
@@ -315,8 +302,7 @@ static void test_reply_round_trip(void **state)
 	for (int i = 0; i < 4; i++) {
 		const gm_reply_job *w = &r[order[i]];
 
-		assert_int_equal(read_answer(&s, 4, &a, msg, sizeof(msg)),
-				 GM_OK);
+		assert_int_equal(read_answer(&s, 4, &a), GM_OK);
 		assert_int_equal(a.h.type, GM_MSG_GEMM_REPLY);
 		assert_int_equal(a.h.id, 99);
 		assert_int_equal(a.h.count, order[i]);
@@ -337,14 +323,13 @@ static void test_reply_round_trip(void **state)
 
 static void test_error_round_trip(void **state)
 {
-	char msg[MSG_LEN];
 	struct stream s;
 	struct answer a;
 
 	(void)state;
 	gm_proto_put_error(buf + 3, 42, GM_EBUSY, "queue full: 512 jobs");
 	s = (struct stream){buf + 3, GM_HDR_SIZE + GM_ERROR_SIZE, 0, 0};
-	assert_int_equal(read_answer(&s, 1, &a, msg, sizeof(msg)), GM_OK);
+	assert_int_equal(read_answer(&s, 1, &a), GM_OK);
 	assert_int_equal(a.h.type, GM_MSG_ERROR);
 	assert_int_equal(a.h.id, 42);
 	assert_int_equal(a.h.count, 0);
@@ -354,7 +339,7 @@ static void test_error_round_trip(void **state)
 
 	gm_proto_put_error(buf + 1, 0, GM_ESHUTDOWN, NULL);
 	s = (struct stream){buf + 1, GM_HDR_SIZE + GM_ERROR_SIZE, 0, 0};
-	assert_int_equal(read_answer(&s, 1, &a, msg, sizeof(msg)), GM_OK);
+	assert_int_equal(read_answer(&s, 1, &a), GM_OK);
 	assert_int_equal(a.h.id, 0);
 	assert_string_equal(a.text, gm_strerror(GM_ESHUTDOWN));
 }
@@ -364,16 +349,15 @@ static void test_ctrl_round_trip(void **state)
 {
 	static const char ping[] = "{\"op\":\"ping\"}";
 	static const char pong[] = "{\"ok\":true,\"draining\":false}";
-	char msg[MSG_LEN];
 	struct request r;
 	gm_hdr h;
 
 	(void)state;
 	gm_proto_put_hdr(buf + 1, GM_MSG_CTRL, 5, 0, sizeof(ping) - 1);
 	memcpy(buf + 1 + GM_HDR_SIZE, ping, sizeof(ping) - 1);
-	assert_int_equal(read_one(buf + 1, GM_HDR_SIZE + sizeof(ping) - 1,
-				  &lim_small, &r, msg, sizeof(msg)),
-			 GM_OK);
+	assert_int_equal(
+	    read_one(buf + 1, GM_HDR_SIZE + sizeof(ping) - 1, &lim_small, &r),
+	    GM_OK);
 	assert_int_equal(r.h.type, GM_MSG_CTRL);
 	assert_int_equal(r.h.id, 5);
 	assert_int_equal(r.h.count, 0);
@@ -441,7 +425,6 @@ static void test_message_text_cut(void **state)
 /* A refusal echoes the id whenever the bytes that carry it arrived. */
 static void test_id_echo(void **state)
 {
-	char msg[MSG_LEN];
 	gm_batch b;
 	gm_hdr h;
 
@@ -458,8 +441,7 @@ static void test_id_echo(void **state)
 	    gm_proto_get_hdr(buf, GM_HDR_SIZE, &h, msg, sizeof(msg)),
 	    GM_EMAGIC);
 	assert_int_equal(h.id, 0xfeedfacecafebeefu);
-	assert_int_equal(gm_proto_check_gemm(buf, GM_HDR_SIZE, &lim_small, &h,
-					     &b, msg, sizeof(msg)),
+	assert_int_equal(check_gemm(buf, GM_HDR_SIZE, &lim_small, &h, &b),
 			 GM_EMAGIC);
 	assert_int_equal(h.id, 0xfeedfacecafebeefu);
 }
@@ -491,7 +473,6 @@ static void test_hdr_prefix(void **state)
 	    {"whole", 32, 99, 0, GM_OK},
 	    {"a wrong magic beats a wrong version", 6, 1, 'X', GM_EMAGIC},
 	};
-	char msg[MSG_LEN];
 	gm_hdr h;
 
 	(void)state;

@@ -83,7 +83,6 @@ static void test_example_request(void **state)
 	gm_job_desc d = job(GM_FP64, 1, 1, 1), got;
 	gm_batch b = {.priority = GM_BATCH_PRIO_DEFAULT};
 	gm_job_operands ops;
-	char msg[MSG_LEN];
 	struct request r;
 	gm_job_iter it;
 	uint8_t *frame;
@@ -99,13 +98,12 @@ static void test_example_request(void **state)
 	assert_memory_equal(buf, example_request, sizeof(example_request));
 
 	frame = exact(example_request, sizeof(example_request));
-	assert_int_equal(gm_proto_check_gemm(frame, sizeof(example_request),
-					     &lim, &h, &b, msg, sizeof(msg)),
-			 GM_OK);
+	assert_int_equal(
+	    check_gemm(frame, sizeof(example_request), &lim, &h, &b), GM_OK);
 	exact_free(frame);
-	assert_int_equal(read_one(example_request, sizeof(example_request),
-				  &lim, &r, msg, sizeof(msg)),
-			 GM_OK);
+	assert_int_equal(
+	    read_one(example_request, sizeof(example_request), &lim, &r),
+	    GM_OK);
 	assert_int_equal(r.b.priority, 1);
 	assert_int_equal(r.payload_bytes, 16);
 	gm_proto_jobs_begin(&it, &r.h, r.head, r.desc, r.body);
@@ -119,9 +117,8 @@ static void test_example_request(void **state)
 	/* §4.3: detached, it differs in the batch flags at 0x28. */
 	memcpy(buf, example_request, sizeof(example_request));
 	buf[0x28] = 0x01;
-	assert_int_equal(
-	    read_one(buf, sizeof(example_request), &lim, &r, msg, sizeof(msg)),
-	    GM_OK);
+	assert_int_equal(read_one(buf, sizeof(example_request), &lim, &r),
+			 GM_OK);
 	assert_int_equal(r.b.flags, GM_BATCH_DETACH);
 	request_free(&r);
 }
@@ -135,7 +132,6 @@ static void test_example_reply(void **state)
 			   .n = 1,
 			   .t = {12.5, 0.0, 3.25, 0.0, 40.0, 1},
 			   .result_bytes = 8};
-	char msg[MSG_LEN];
 	struct stream s;
 	struct answer a;
 
@@ -148,7 +144,7 @@ static void test_example_reply(void **state)
 	for (size_t i = 0x68; i < 0xd0; i++)
 		assert_int_equal(buf[i], 0);
 	s = (struct stream){buf, 216, 0, 0};
-	assert_int_equal(read_answer(&s, 1, &a, msg, sizeof(msg)), GM_OK);
+	assert_int_equal(read_answer(&s, 1, &a), GM_OK);
 	assert_int_equal(get_le(a.result, 8), 0x4018000000000000u);
 	assert_true(a.r.t.queue_us == 12.5 && a.r.t.total_us == 40.0);
 	assert_int_equal(a.r.t.start_seq, 1);
@@ -163,7 +159,6 @@ static void test_example_reply(void **state)
 
 static void test_example_error(void **state)
 {
-	char msg[MSG_LEN];
 	struct stream s;
 	struct answer a;
 
@@ -175,7 +170,7 @@ static void test_example_error(void **state)
 		assert_int_equal(buf[i], 0);
 	assert_int_equal(buf[0x88], 0xee);
 	s = (struct stream){buf, 136, 0, 0};
-	assert_int_equal(read_answer(&s, 1, &a, msg, sizeof(msg)), GM_OK);
+	assert_int_equal(read_answer(&s, 1, &a), GM_OK);
 	assert_int_equal(a.status, GM_EBUSY);
 	assert_string_equal(a.text, "queue full, try again later");
 }
@@ -183,15 +178,13 @@ static void test_example_error(void **state)
 static void test_example_ping(void **state)
 {
 	static const char ping[] = "{\"op\":\"ping\"}";
-	char msg[MSG_LEN];
 	struct request r;
 
 	(void)state;
 	gm_proto_put_hdr(buf, GM_MSG_CTRL, 7, 0, sizeof(ping) - 1);
 	assert_memory_equal(buf, example_ping, sizeof(example_ping));
 	memcpy(buf + GM_HDR_SIZE, ping, sizeof(ping) - 1);
-	assert_int_equal(read_one(buf, 45, &lim_small, &r, msg, sizeof(msg)),
-			 GM_OK);
+	assert_int_equal(read_one(buf, 45, &lim_small, &r), GM_OK);
 	assert_memory_equal(r.body, ping, 13);
 	request_free(&r);
 }
@@ -213,7 +206,6 @@ static void test_stream_pipelined(void **state)
 	    [0] = {{RID, 0}, {0, 0}, {0, 0}, {RID, 64}}};
 	const gm_batch b = {.priority = 1};
 	size_t len = 0, ends[8];
-	char msg[MSG_LEN];
 	struct request r;
 	struct stream s;
 	int i;
@@ -245,29 +237,25 @@ static void test_stream_pipelined(void **state)
 
 	s = (struct stream){buf, len, 0, 1};
 	for (i = 0; i < 3; i++) {
-		assert_int_equal(
-		    read_request(&s, &lim_small, &r, msg, sizeof(msg)), GM_OK);
+		assert_int_equal(read_request(&s, &lim_small, &r), GM_OK);
 		assert_int_equal(r.h.id, (uint64_t)i + 1);
 		assert_int_equal(s.pos, ends[i]);
 		request_free(&r);
 	}
-	assert_int_equal(read_request(&s, &lim_small, &r, msg, sizeof(msg)),
-			 GM_EFIELD);
+	assert_int_equal(read_request(&s, &lim_small, &r), GM_EFIELD);
 	assert_int_equal(r.at, AT_HEAD);
 	assert_int_equal(r.h.id, 4);
 	request_free(&r);
 	s.pos = ends[2] + GM_HDR_SIZE + (size_t)r.h.length;
 	assert_int_equal(s.pos, ends[3]);
-	assert_int_equal(read_request(&s, &lim_small, &r, msg, sizeof(msg)),
-			 GM_EFIELD);
+	assert_int_equal(read_request(&s, &lim_small, &r), GM_EFIELD);
 	assert_int_equal(r.at, AT_DESCS);
 	assert_int_equal(r.h.id, 5);
 	assert_string_equal(msg, "job 1: payload_bytes=25, must be 32 "
 				 "(A 24 + B 8 + C 0)");
 	request_free(&r);
 	s.pos = ends[3] + GM_HDR_SIZE + (size_t)r.h.length;
-	assert_int_equal(read_request(&s, &lim_small, &r, msg, sizeof(msg)),
-			 GM_EMAGIC);
+	assert_int_equal(read_request(&s, &lim_small, &r), GM_EMAGIC);
 	assert_int_equal(r.at, AT_HDR);
 	assert_int_equal(s.pos, ends[4] + GM_HDR_SIZE);
 }
@@ -278,14 +266,12 @@ static void test_stream_v1_client(void **state)
 {
 	static const uint8_t hello[8] = {0x00, 'S',  'P',  0x00,
 					 0x00, 0x30, 0x00, 0x00};
-	char msg[MSG_LEN];
 	struct request r;
 	struct stream s = {hello, sizeof(hello), 0, 1};
 	uint8_t *p = exact(hello, 3);
 
 	(void)state;
-	assert_int_equal(read_request(&s, &lim_small, &r, msg, sizeof(msg)),
-			 GM_EVERSION);
+	assert_int_equal(read_request(&s, &lim_small, &r), GM_EVERSION);
 	assert_int_equal(r.at, AT_SP);
 	assert_int_equal(s.pos, 0);
 	/* Fewer than 4 bytes are not a handshake (and are not read). */
@@ -300,7 +286,6 @@ static void test_stream_lying_length(void **state)
 {
 	gm_job_desc d = job(GM_FP64, 1, 1, 1);
 	gm_batch b = {0};
-	char msg[MSG_LEN];
 	struct request r;
 	size_t len = put_request(buf, sizeof(buf), 1, &b, &d, NULL, 1);
 
@@ -309,14 +294,14 @@ static void test_stream_lying_length(void **state)
 	/* The stream ends after the head: the payload is never asked for. */
 	assert_int_equal(read_one(buf,
 				  GM_HDR_SIZE + GM_BATCH_SIZE + GM_JOB_HDR_SIZE,
-				  &lim_open, &r, msg, sizeof(msg)),
+				  &lim_open, &r),
 			 GM_ETRAILING);
 	assert_int_equal(r.at, AT_DESCS);
 	request_free(&r);
 	put_le(buf + 24, 8, len - GM_HDR_SIZE - 1);
 	assert_int_equal(read_one(buf,
 				  GM_HDR_SIZE + GM_BATCH_SIZE + GM_JOB_HDR_SIZE,
-				  &lim_open, &r, msg, sizeof(msg)),
+				  &lim_open, &r),
 			 GM_ETRUNC);
 	request_free(&r);
 }
@@ -327,7 +312,6 @@ static void test_check_gemm_buffer(void **state)
 {
 	gm_job_desc d = job(GM_FP32, 1, 2, 3);
 	gm_batch b = {0};
-	char msg[MSG_LEN];
 	size_t len = put_request(buf, sizeof(buf), 5, &b, &d, NULL, 1);
 	static const size_t cut[] = {0, 10, GM_HDR_SIZE - 1, GM_HDR_SIZE,
 				     GM_HDR_SIZE + 16};
@@ -339,33 +323,26 @@ static void test_check_gemm_buffer(void **state)
 	/* Less than a header, or less than its length says. */
 	for (size_t i = 0; i < sizeof(cut) / sizeof(cut[0]); i++) {
 		p = exact(buf, cut[i]);
-		assert_int_equal(gm_proto_check_gemm(p, cut[i], &lim_small, &h,
-						     &b, msg, sizeof(msg)),
+		assert_int_equal(check_gemm(p, cut[i], &lim_small, &h, &b),
 				 GM_ETRUNC);
 		exact_free(p);
 	}
 	p = exact(buf, len - 1);
-	assert_int_equal(gm_proto_check_gemm(p, len - 1, &lim_small, &h, &b,
-					     msg, sizeof(msg)),
-			 GM_ETRUNC);
+	assert_int_equal(check_gemm(p, len - 1, &lim_small, &h, &b), GM_ETRUNC);
 	assert_int_equal(h.id, 5);
 	exact_free(p);
 	p = exact(buf, len);
-	assert_int_equal(
-	    gm_proto_check_gemm(p, len, &lim_small, &h, &b, msg, sizeof(msg)),
-	    GM_OK);
+	assert_int_equal(check_gemm(p, len, &lim_small, &h, &b), GM_OK);
 	exact_free(p);
 	/* Two frames in one buffer. */
 	p = exact(buf, 2 * len);
-	assert_int_equal(gm_proto_check_gemm(p, 2 * len, &lim_small, &h, &b,
-					     msg, sizeof(msg)),
+	assert_int_equal(check_gemm(p, 2 * len, &lim_small, &h, &b),
 			 GM_ETRAILING);
 	exact_free(p);
 	/* A CTRL is no GEMM. */
 	gm_proto_put_hdr(buf, GM_MSG_CTRL, 5, 0, 2);
 	memcpy(buf + GM_HDR_SIZE, "{}", 2);
-	assert_int_equal(gm_proto_check_gemm(buf, GM_HDR_SIZE + 2, &lim_small,
-					     &h, &b, msg, sizeof(msg)),
+	assert_int_equal(check_gemm(buf, GM_HDR_SIZE + 2, &lim_small, &h, &b),
 			 GM_EMSGTYPE);
 }
 
@@ -376,7 +353,6 @@ static void test_accept_limits_exactly(void **state)
 	gm_limits lim = lim_small;
 	gm_job_desc d = job(GM_FP64, 64, 64, 64);
 	gm_batch b = {0};
-	char msg[MSG_LEN];
 	struct request r;
 	size_t len;
 	gm_hdr h;
@@ -387,28 +363,23 @@ static void test_accept_limits_exactly(void **state)
 	/* A + B + C is exactly 3 * 64 * 64 * 8 bytes, the body 64 more. */
 	lim.max_job_bytes = 3 * 64 * 64 * 8;
 	lim.max_frame = len - GM_HDR_SIZE;
-	assert_int_equal(
-	    gm_proto_check_gemm(buf, len, &lim, &h, &b, msg, sizeof(msg)),
-	    GM_OK);
-	assert_int_equal(read_one(buf, len, &lim, &r, msg, sizeof(msg)), GM_OK);
+	assert_int_equal(check_gemm(buf, len, &lim, &h, &b), GM_OK);
+	assert_int_equal(read_one(buf, len, &lim, &r), GM_OK);
 	request_free(&r);
 	lim.max_job_bytes--;
-	assert_int_equal(read_one(buf, len, &lim, &r, msg, sizeof(msg)),
-			 GM_ETOOBIG);
+	assert_int_equal(read_one(buf, len, &lim, &r), GM_ETOOBIG);
 	assert_int_equal(r.at, AT_DESCS);
 	assert_string_equal(msg, "job 0: A+B+C of 96 KiB, more than "
 				 "max_message_bytes=95.999 KiB");
 	request_free(&r);
 	lim.max_job_bytes++;
 	lim.max_frame--;
-	assert_int_equal(read_one(buf, len, &lim, &r, msg, sizeof(msg)),
-			 GM_ETOOBIG);
+	assert_int_equal(read_one(buf, len, &lim, &r), GM_ETOOBIG);
 	assert_int_equal(r.at, AT_REQUEST);
 	assert_non_null(strstr(msg, ", more than max_message_bytes="));
 	lim.max_frame++;
 	lim.max_dim = 63;
-	assert_int_equal(read_one(buf, len, &lim, &r, msg, sizeof(msg)),
-			 GM_EDIM);
+	assert_int_equal(read_one(buf, len, &lim, &r), GM_EDIM);
 	assert_int_equal(r.at, AT_HEAD);
 	assert_string_equal(msg, "job 0: m=64, more than max_dim=63");
 	request_free(&r);
@@ -416,14 +387,14 @@ static void test_accept_limits_exactly(void **state)
 	/* A CTRL body of exactly max_ctrl bytes, and one over. */
 	memset(buf, ' ', 100);
 	gm_proto_put_hdr(buf, GM_MSG_CTRL, 2, 0, lim_small.max_ctrl);
-	assert_int_equal(read_one(buf, GM_HDR_SIZE + lim_small.max_ctrl,
-				  &lim_small, &r, msg, sizeof(msg)),
-			 GM_OK);
+	assert_int_equal(
+	    read_one(buf, GM_HDR_SIZE + lim_small.max_ctrl, &lim_small, &r),
+	    GM_OK);
 	request_free(&r);
 	gm_proto_put_hdr(buf, GM_MSG_CTRL, 2, 0, lim_small.max_ctrl + 1);
-	assert_int_equal(read_one(buf, GM_HDR_SIZE + lim_small.max_ctrl + 1,
-				  &lim_small, &r, msg, sizeof(msg)),
-			 GM_ETOOBIG);
+	assert_int_equal(
+	    read_one(buf, GM_HDR_SIZE + lim_small.max_ctrl + 1, &lim_small, &r),
+	    GM_ETOOBIG);
 	assert_non_null(strstr(msg, ", more than max_ctrl_bytes="));
 }
 
@@ -433,7 +404,6 @@ static void test_accept_hard_ceiling_dim(void **state)
 	gm_limits lim = {UINT32_MAX, UINT32_MAX, UINT64_MAX, UINT64_MAX,
 			 UINT64_MAX};
 	gm_job_desc d = job(GM_FP16, GM_MAX_DIM, 1, 1);
-	char msg[MSG_LEN];
 
 	(void)state;
 	assert_int_equal(gm_job_check(&d, &lim, msg, sizeof(msg)), GM_OK);
@@ -449,7 +419,6 @@ static void test_accept_max_jobs_exactly(void **state)
 			   GM_MAX_JOBS * (GM_JOB_HDR_SIZE + 4)];
 	gm_limits lim = lim_open;
 	gm_batch b = {.priority = 0};
-	char msg[MSG_LEN];
 	struct request r;
 	size_t len;
 	gm_hdr h;
@@ -460,24 +429,20 @@ static void test_accept_max_jobs_exactly(void **state)
 	len = put_request(big, sizeof(big), 3, &b, d, NULL, GM_MAX_JOBS);
 	assert_int_equal(len, sizeof(big));
 	lim.max_jobs = UINT32_MAX; /* held to GM_MAX_JOBS */
-	assert_int_equal(
-	    gm_proto_check_gemm(big, len, &lim, &h, &b, msg, sizeof(msg)),
-	    GM_OK);
+	assert_int_equal(check_gemm(big, len, &lim, &h, &b), GM_OK);
 	assert_int_equal(h.count, GM_MAX_JOBS);
-	assert_int_equal(read_one(big, len, &lim, &r, msg, sizeof(msg)), GM_OK);
+	assert_int_equal(read_one(big, len, &lim, &r), GM_OK);
 	assert_int_equal(r.payload_bytes, GM_MAX_JOBS * 4);
 	request_free(&r);
 	lim.max_jobs = GM_MAX_JOBS - 1;
-	assert_int_equal(read_one(big, len, &lim, &r, msg, sizeof(msg)),
-			 GM_ETOOMANY);
+	assert_int_equal(read_one(big, len, &lim, &r), GM_ETOOMANY);
 	assert_int_equal(r.at, AT_REQUEST);
 	assert_string_equal(msg, "count=65536 jobs, more than "
 				 "max_jobs_per_request=65535");
 	/* One over the ceiling, whatever the configuration says. */
 	put_le(big + 16, 4, GM_MAX_JOBS + 1);
 	lim.max_jobs = UINT32_MAX;
-	assert_int_equal(read_one(big, len, &lim, &r, msg, sizeof(msg)),
-			 GM_ETOOMANY);
+	assert_int_equal(read_one(big, len, &lim, &r), GM_ETOOMANY);
 	assert_string_equal(msg, "count=65537 jobs, more than the "
 				 "protocol's 65536");
 }

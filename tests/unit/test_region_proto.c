@@ -138,7 +138,6 @@ static size_t put_mix(uint8_t *p, gm_job_desc d[5])
 static void test_jobs_iterate_mixed(void **state)
 {
 	uint8_t *p = buf + 1, *head = p + GM_HDR_SIZE, *desc, *payload;
-	char msg[MSG_LEN] = "";
 	gm_job_desc d[5], got;
 	gm_job_operands ops;
 	gm_job_iter it;
@@ -152,9 +151,7 @@ static void test_jobs_iterate_mixed(void **state)
 	desc = head + GM_BATCH_SIZE + 5 * GM_JOB_HDR_SIZE;
 	payload = desc + 3 * GM_REGION_DESC_SIZE;
 	assert_int_equal(len, (size_t)(payload - p) + 360);
-	assert_int_equal(
-	    gm_proto_check_gemm(p, len, &lim_open, &h, &b, msg, sizeof(msg)),
-	    GM_OK);
+	assert_int_equal(check_gemm(p, len, &lim_open, &h, &b), GM_OK);
 	assert_int_equal(gm_proto_check_head(&h, head, &lim_open, &b, &ndesc,
 					     msg, sizeof(msg)),
 			 GM_OK);
@@ -249,7 +246,6 @@ static void test_example_region(void **state)
 	gm_region_ref ref[GM_OPND_COUNT] = {{RID_EX, 0}, {RID_EX, 8}};
 	gm_job_desc d = {.dtype = GM_FP64, .m = 1, .n = 1, .k = 1};
 	const gm_batch b = {.priority = 1};
-	char msg[MSG_LEN] = "";
 	gm_reply_job r = {.dtype = GM_FP64, .m = 1, .n = 1}, got;
 	gm_job_operands ops;
 	gm_job_iter it;
@@ -275,9 +271,8 @@ static void test_example_region(void **state)
 	gm_proto_put_job_refs(buf + GM_HDR_SIZE + GM_BATCH_SIZE, &d, ref);
 	gm_proto_put_refs(buf + 0x60, ref);
 	assert_memory_equal(buf, example_request, sizeof(example_request));
-	assert_int_equal(gm_proto_check_gemm(example_request,
-					     sizeof(example_request), &lim_open,
-					     &h, &gb, msg, sizeof(msg)),
+	assert_int_equal(check_gemm(example_request, sizeof(example_request),
+				    &lim_open, &h, &gb),
 			 GM_OK);
 	gm_proto_jobs_begin(&it, &h, example_request + GM_HDR_SIZE,
 			    example_request + 0x60, NULL);
@@ -371,7 +366,6 @@ static const struct ref_case refs[] = {
 
 static void test_check_refs(void **state)
 {
-	char msg[MSG_LEN];
 	int failed = 0;
 
 	(void)state;
@@ -406,7 +400,6 @@ static void test_handoff_round_trip(void **state)
 			    .region = RID,
 			    .size = 1u << 20},
 		       gr;
-	char msg[MSG_LEN] = "";
 
 	(void)state;
 	gm_handoff_put_req(buf + 1, &q);
@@ -499,7 +492,6 @@ static void test_handoff_bad_records(void **state)
 			    .region = RID,
 			    .size = 1},
 		       got_r;
-	char msg[MSG_LEN];
 	int failed = 0, rv;
 
 	(void)state;
