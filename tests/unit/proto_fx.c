@@ -47,6 +47,12 @@ uint64_t get_le(const uint8_t *p, int width)
 	return v;
 }
 
+void apply_patches(uint8_t *frame, const struct patch *p, int max)
+{
+	for (int i = 0; i < max && p[i].width != 0; i++)
+		put_le(frame + p[i].off, p[i].width, p[i].val);
+}
+
 gm_job_desc job(int dtype, uint32_t m, uint32_t n, uint32_t k)
 {
 	gm_job_desc d = {.dtype = (uint8_t)dtype, .m = m, .n = n, .k = k};

@@ -92,6 +92,16 @@ uint64_t get_le(const uint8_t *p, int width);
 
 gm_job_desc job(int dtype, uint32_t m, uint32_t n, uint32_t k);
 
+/* A little-endian field written over a frame's byte off. */
+struct patch {
+	size_t off;
+	int width; /* bytes; 0 ends a list */
+	uint64_t val;
+};
+
+/* Writes the patches at p[0..max-1] into frame, up to one of width 0. */
+void apply_patches(uint8_t *frame, const struct patch *p, int max);
+
 /* Encodes a GEMM request for jobs d[0..n-1] at p (room bytes): header,
  * batch, job headers, the descriptors of the jobs with GM_JOB_REGIONS
  * (ref[i] for job i; ref may be NULL when no job has the flag), then

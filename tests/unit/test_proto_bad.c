@@ -8,12 +8,6 @@
 
 /* ---- tables of malformed frames ---- */
 
-struct patch {
-	size_t off;
-	int width; /* bytes, little-endian; 0 ends the list */
-	uint64_t val;
-};
-
 /* The frames the rows start from: id 77, each accepted as it is. */
 enum base {
 	/* GEMM, priority 2: job 0 fp32 2x2x3 with C (64 payload bytes),
@@ -93,8 +87,7 @@ static size_t make_frame(int base, long delta, const struct patch *p,
 	if (delta > 0)
 		memset(buf + len, 0, (size_t)delta);
 	put_le(buf + 24, 8, n - GM_HDR_SIZE);
-	for (int i = 0; i < 4 && p[i].width != 0; i++)
-		put_le(buf + p[i].off, p[i].width, p[i].val);
+	apply_patches(buf, p, 4);
 	*honest = get_le(buf + 24, 8) == n - GM_HDR_SIZE;
 	return n;
 }

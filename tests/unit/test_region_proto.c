@@ -428,28 +428,12 @@ static void test_handoff_round_trip(void **state)
 	assert_string_equal(gr.message, gm_strerror(GM_ENOTFOUND));
 }
 
-struct patch {
-	size_t at;
-	int size; /* 1 or 8 */
-	uint64_t value;
-};
-
 struct rec_case {
 	const char *name;
 	int code;
 	size_t len;
 	struct patch p[3];
 };
-
-static void apply(const struct patch *p)
-{
-	for (int k = 0; k < 3 && p[k].size != 0; k++) {
-		if (p[k].size == 8)
-			put_le(buf + p[k].at, 8, p[k].value);
-		else
-			buf[p[k].at] = (uint8_t)p[k].value;
-	}
-}
 
 /* Against a REGISTER of 4096 bytes; §14.1's checks 1-4. */
 static const struct rec_case bad_reqs[] = {
@@ -492,32 +476,30 @@ static void test_handoff_bad_records(void **state)
 			    .region = RID,
 			    .size = 1},
 		       got_r;
+	const size_t nreq = sizeof(bad_reqs) / sizeof(bad_reqs[0]);
+	const size_t nrep = sizeof(bad_reps) / sizeof(bad_reps[0]);
 	int failed = 0, rv;
 
 	(void)state;
-	for (size_t i = 0; i < sizeof(bad_reqs) / sizeof(bad_reqs[0]); i++) {
+	for (size_t i = 0; i < nreq + nrep; i++) {
+		int reply = i >= nreq;
+		const struct rec_case *c =
+		    reply ? &bad_reps[i - nreq] : &bad_reqs[i];
+
 		memset(buf, 0, 256);
-		gm_handoff_put_req(buf, &q);
-		apply(bad_reqs[i].p);
-		rv = gm_handoff_get_req(buf, bad_reqs[i].len, &got, msg,
-					sizeof(msg));
-		if (rv != bad_reqs[i].code) {
-			print_error("request \"%s\": got %s, want %s\n",
-				    bad_reqs[i].name, gm_errname(rv),
-				    gm_errname(bad_reqs[i].code));
-			failed++;
-		}
-	}
-	for (size_t i = 0; i < sizeof(bad_reps) / sizeof(bad_reps[0]); i++) {
-		memset(buf, 0, 256);
-		gm_handoff_put_rep(buf, &r);
-		apply(bad_reps[i].p);
-		rv = gm_handoff_get_rep(buf, bad_reps[i].len, &got_r, msg,
-					sizeof(msg));
-		if (rv != bad_reps[i].code) {
-			print_error("reply \"%s\": got %s, want %s\n",
-				    bad_reps[i].name, gm_errname(rv),
-				    gm_errname(bad_reps[i].code));
+		if (reply)
+			gm_handoff_put_rep(buf, &r);
+		else
+			gm_handoff_put_req(buf, &q);
+		apply_patches(buf, c->p, 3);
+		rv = reply ? gm_handoff_get_rep(buf, c->len, &got_r, msg,
+						sizeof(msg))
+			   : gm_handoff_get_req(buf, c->len, &got, msg,
+						sizeof(msg));
+		if (rv != c->code) {
+			print_error("%s \"%s\": got %s, want %s\n",
+				    reply ? "reply" : "request", c->name,
+				    gm_errname(rv), gm_errname(c->code));
 			failed++;
 		}
 	}
