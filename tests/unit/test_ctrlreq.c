@@ -19,24 +19,26 @@
 #include "gm_ctrlreq.h"
 #include "gm_error.h"
 
+/* The message of the last parse. */
+static char msg[160];
+
 /* Parses exactly len bytes from an exactly-sized heap copy, so that a
  * read past the body is caught by ASan. */
-static int parse_n(const char *body, size_t len, gm_ctrlreq *q, char *msg,
-		   size_t msglen)
+static int parse_n(const char *body, size_t len, gm_ctrlreq *q)
 {
 	uint8_t *copy = malloc(len ? len : 1);
 	int rv;
 
 	assert_non_null(copy);
 	memcpy(copy, body, len);
-	rv = gm_ctrlreq_parse(copy, len, q, msg, msglen);
+	rv = gm_ctrlreq_parse(copy, len, q, msg, sizeof(msg));
 	free(copy);
 	return rv;
 }
 
-static int parse(const char *body, gm_ctrlreq *q, char *msg, size_t msglen)
+static int parse(const char *body, gm_ctrlreq *q)
 {
-	return parse_n(body, strlen(body), q, msg, msglen);
+	return parse_n(body, strlen(body), q);
 }
 
 static void test_ops(void **state)
@@ -66,12 +68,11 @@ static void test_ops(void **state)
 	    /* Escapes that spell the same text are the same op. */
 	    {"{\"\\u006fp\":\"p\\u0069ng\"}", GM_CTRLREQ_PING, 0, 0, 0},
 	};
-	char msg[160];
 	gm_ctrlreq q;
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(rows) / sizeof(*rows); i++) {
-		int rv = parse(rows[i].body, &q, msg, sizeof(msg));
+		int rv = parse(rows[i].body, &q);
 
 		if (rv != GM_OK)
 			fail_msg("%s: %s", rows[i].body, msg);
@@ -115,7 +116,7 @@ static int valid_utf8(const char *s, size_t n)
  * message stays valid UTF-8, whatever the cut falls on. */
 static void test_long_name_cut(void **state)
 {
-	char body[160], msg[160];
+	char body[160];
 	gm_ctrlreq q;
 
 	(void)state;
@@ -128,7 +129,7 @@ static void test_long_name_cut(void **state)
 			n += snprintf(body + n, sizeof(body) - (size_t)n,
 				      "\xe6\x97\xa5");
 		snprintf(body + n, sizeof(body) - (size_t)n, "\":1}");
-		assert_int_equal(parse(body, &q, msg, sizeof(msg)), GM_EFIELD);
+		assert_int_equal(parse(body, &q), GM_EFIELD);
 		assert_non_null(strstr(msg, "..."));
 		if (!valid_utf8(msg, strlen(msg)))
 			fail_msg("pad %d: not UTF-8: %s", pad, msg);
@@ -159,7 +160,6 @@ static void test_time_at_cap(void **state)
 	const char *const units[] = {"\xe6\x97\xa5", "\\u00e9", "123456789,",
 				     object};
 	static const size_t caps[] = {64u << 10, 256u << 10};
-	char msg[160];
 	gm_ctrlreq q;
 
 	(void)state;
@@ -230,12 +230,10 @@ static void test_binary(void **state)
 	    {BODY(""), GM_EJSON},
 	};
 	gm_ctrlreq q;
-	char msg[160];
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(rows) / sizeof(*rows); i++) {
-		int rv =
-		    parse_n(rows[i].body, rows[i].len, &q, msg, sizeof(msg));
+		int rv = parse_n(rows[i].body, rows[i].len, &q);
 		if (rv != rows[i].code)
 			fail_msg("row %zu: got %s (%s), want %s", i,
 				 gm_errname(rv), msg, gm_errname(rows[i].code));
@@ -252,7 +250,6 @@ static void test_deep(void **state)
 	} kinds[] = {{"[", "]"}, {"{\"a\":", "}"}, {"[{\"a\":", "}]"}};
 	char body[512];
 	gm_ctrlreq q;
-	char msg[160];
 
 	(void)state;
 	for (size_t k = 0; k < sizeof(kinds) / sizeof(*kinds); k++)
@@ -275,7 +272,7 @@ static void test_deep(void **state)
 					     "%s", kinds[k].close);
 			snprintf(body + n, sizeof(body) - (size_t)n, "%s}",
 				 inside % each ? "]" : "");
-			rv = parse(body, &q, msg, sizeof(msg));
+			rv = parse(body, &q);
 			if (rv != (levels == 16 ? GM_EFIELD : GM_EJSON))
 				fail_msg("%d levels of %s: got %s (%s)", levels,
 					 kinds[k].open, gm_errname(rv), msg);
@@ -299,7 +296,6 @@ static void test_many_members(void **state)
 	};
 	char *body = malloc(16384);
 	gm_ctrlreq q;
-	char msg[160];
 
 	(void)state;
 	assert_non_null(body);
@@ -309,7 +305,7 @@ static void test_many_members(void **state)
 		n += put_members(body + n, rows[i].n);
 		sprintf(body + n, "%s", rows[i].after);
 		msg[0] = '\0';
-		rv = parse(body, &q, msg, sizeof(msg));
+		rv = parse(body, &q);
 		if (rv != rows[i].code ||
 		    (rv == GM_EJSON && strstr(msg, "256") == NULL))
 			fail_msg("row %zu: got %s (%s), want %s", i,
@@ -405,14 +401,13 @@ static void test_refused(void **state)
 	    {"{\"op\":\"nope\",\"x\":[}", GM_EJSON, "value"},
 	};
 	gm_ctrlreq q;
-	char msg[160];
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(rows) / sizeof(*rows); i++) {
 		int rv;
 
 		msg[0] = '\0';
-		rv = parse(rows[i].body, &q, msg, sizeof(msg));
+		rv = parse(rows[i].body, &q);
 		if (rv != rows[i].code || strstr(msg, rows[i].msg_has) == NULL)
 			fail_msg("%s: got %s \"%s\", want %s with \"%s\"",
 				 rows[i].body, gm_errname(rv), msg,
