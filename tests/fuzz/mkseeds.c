@@ -83,39 +83,35 @@ static uint8_t *job_field(uint8_t *p, uint32_t i, size_t off)
 
 static const gm_batch plain = {.priority = GM_BATCH_PRIO_DEFAULT};
 
+/* A job of dtype, m x n x k, alpha; every other field zero. */
+static gm_job_desc job(int dtype, uint32_t m, uint32_t n, uint32_t k,
+		       double alpha)
+{
+	gm_job_desc d = {.dtype = (uint8_t)dtype, .m = m, .n = n, .k = k};
+
+	d.alpha = alpha;
+	return d;
+}
+
 /* PROTOCOL.md §12's job, and near-misses of it that each stop at one
  * check of §8. */
 static void proto_requests(void)
 {
 	const gm_batch urgent = {.priority = 3, .deadline_ms = 250};
 	const gm_batch detach = {.priority = 1, .flags = GM_BATCH_DETACH};
-	gm_job_desc one = {
-	    .dtype = GM_FP64, .m = 1, .n = 1, .k = 1, .alpha = 1.0};
-	gm_job_desc mixed[3] = {
-	    {.dtype = GM_FP32,
-	     .trans_a = 1,
-	     .layout = GM_COL_MAJOR,
-	     .flags = GM_JOB_HAS_C,
-	     .m = 3,
-	     .n = 2,
-	     .k = 2,
-	     .alpha = 2.0,
-	     .beta = 0.5},
-	    {.dtype = GM_FP16,
-	     .trans_b = 1,
-	     .kernel = GM_KERNEL_CUBLAS,
-	     .m = 1,
-	     .n = 1,
-	     .k = 1,
-	     .alpha = -1.0},
-	    {.dtype = GM_BF16,
-	     .kernel = GM_KERNEL_TILED,
-	     .m = 2,
-	     .n = 2,
-	     .k = 1,
-	     .alpha = 1.0},
-	};
+	gm_job_desc one = job(GM_FP64, 1, 1, 1, 1.0);
+	gm_job_desc mixed[3] = {job(GM_FP32, 3, 2, 2, 2.0),
+				job(GM_FP16, 1, 1, 1, -1.0),
+				job(GM_BF16, 2, 2, 1, 1.0)};
 	size_t n;
+
+	mixed[0].trans_a = 1;
+	mixed[0].layout = GM_COL_MAJOR;
+	mixed[0].flags = GM_JOB_HAS_C;
+	mixed[0].beta = 0.5;
+	mixed[1].trans_b = 1;
+	mixed[1].kernel = GM_KERNEL_CUBLAS;
+	mixed[2].kernel = GM_KERNEL_TILED;
 
 	n = request(buf, 1, &plain, &one, NULL, 1);
 	put("proto", "gemm-fp64", buf, n);
@@ -155,25 +151,12 @@ static void proto_requests(void)
  * socket that register and release a region. */
 static void proto_regions(void)
 {
-	gm_job_desc d[2] = {
-	    {.dtype = GM_FP32,
-	     .flags = GM_JOB_REGIONS | GM_JOB_HAS_C,
-	     .m = 4,
-	     .n = 2,
-	     .k = 3,
-	     .alpha = 1.0,
-	     .beta = 1.0},
-	    {.dtype = GM_FP64, .m = 1, .n = 2, .k = 1, .alpha = 1.0},
-	};
+	gm_job_desc d[2] = {job(GM_FP32, 4, 2, 3, 1.0),
+			    job(GM_FP64, 1, 2, 1, 1.0)};
 	const gm_region_ref ref[2][GM_OPND_COUNT] = {
 	    [0] = {{1, 0}, {0, 0}, {1, 64}, {1, 64}}};
 	/* §14.6: A and B in the region, the result in the reply. */
-	gm_job_desc ex = {.dtype = GM_FP64,
-			  .flags = GM_JOB_REGIONS,
-			  .m = 1,
-			  .n = 1,
-			  .k = 1,
-			  .alpha = 1.0};
+	gm_job_desc ex = job(GM_FP64, 1, 1, 1, 1.0);
 	const gm_region_ref ex_ref[1][GM_OPND_COUNT] = {
 	    {{0x6c1f0e2a9d3b4c57u, 0}, {0x6c1f0e2a9d3b4c57u, 8}}};
 	const gm_handoff_req reg = {.op = GM_HANDOFF_REGISTER, .size = 1 << 20};
@@ -183,6 +166,9 @@ static void proto_regions(void)
 	uint8_t *desc = job_field(buf, 2, 0);
 	size_t n;
 
+	d[0].flags = GM_JOB_REGIONS | GM_JOB_HAS_C;
+	d[0].beta = 1.0;
+	ex.flags = GM_JOB_REGIONS;
 	n = request(buf, 8, &plain, d, ref, 2);
 	put("proto", "gemm-regions", buf, n);
 	put_u64le(desc + 56, 60); /* OUT 4 bytes before C */
@@ -238,8 +224,7 @@ static void proto_others(void)
 	gm_reply_job bad = {
 	    .status = GM_EDIM, .dtype = GM_FP64, .m = 0, .n = 5};
 	gm_reply_job region = {.dtype = GM_FP64, .m = 8, .n = 8};
-	gm_job_desc one = {
-	    .dtype = GM_FP64, .m = 1, .n = 1, .k = 1, .alpha = 1.0};
+	gm_job_desc one = job(GM_FP64, 1, 1, 1, 1.0);
 	size_t n, refused;
 
 	ok.t = (gm_timings){1.5, 2.0, 3.25, 2.0, 9.0, 7};
