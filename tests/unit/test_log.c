@@ -21,8 +21,8 @@
 static char path[] = "/tmp/gemmd-test-log.XXXXXX";
 static int saved_stderr = -1;
 
-/* Points stderr at a fresh empty file. */
-static void capture(void)
+/* Points stderr at a fresh empty file and sets the log up. */
+static void capture(int level, int format)
 {
 	int fd;
 
@@ -32,6 +32,7 @@ static void capture(void)
 	assert_true(fd >= 0);
 	assert_int_equal(dup2(fd, STDERR_FILENO), STDERR_FILENO);
 	close(fd);
+	gm_log_setup(level, format);
 }
 
 /* Gives stderr back and returns what was written (static). */
@@ -57,8 +58,7 @@ static void test_text(void **state)
 	char want[64];
 
 	(void)state;
-	capture();
-	gm_log_setup(GM_LOG_INFO, GM_LOG_FORMAT_TEXT);
+	capture(GM_LOG_INFO, GM_LOG_FORMAT_TEXT);
 	GM_LOG(GM_LOG_WARN, "pool %d%% full", 95);
 	GM_LOG(GM_LOG_DEBUG, "not written");
 	GM_LOGJ(GM_LOG_INFO, 12, 3, "failed: %s", "EDIM");
@@ -79,8 +79,7 @@ static void test_journal(void **state)
 	const char *out;
 
 	(void)state;
-	capture();
-	gm_log_setup(GM_LOG_DEBUG, GM_LOG_FORMAT_JOURNAL);
+	capture(GM_LOG_DEBUG, GM_LOG_FORMAT_JOURNAL);
 	GM_LOG(GM_LOG_ERROR, "GPU fault");
 	GM_LOG(GM_LOG_WARN, "plain TCP");
 	GM_LOGJ(GM_LOG_INFO, 7, 0, "failed: %s", "ETOOBIG");
@@ -97,8 +96,7 @@ static void test_json(void **state)
 	char want[64];
 
 	(void)state;
-	capture();
-	gm_log_setup(GM_LOG_INFO, GM_LOG_FORMAT_JSON);
+	capture(GM_LOG_INFO, GM_LOG_FORMAT_JSON);
 	GM_LOG(GM_LOG_INFO, "a \"quoted\" word\tand a \\ and %c", 1);
 	GM_LOGJ(GM_LOG_ERROR, 9, 2, "%s", "no memory");
 	out = captured();
@@ -121,9 +119,8 @@ static void test_auto(void **state)
 	char js[64];
 
 	(void)state;
-	capture();
 	unsetenv("JOURNAL_STREAM");
-	gm_log_setup(GM_LOG_INFO, GM_LOG_FORMAT_AUTO);
+	capture(GM_LOG_INFO, GM_LOG_FORMAT_AUTO);
 	assert_int_equal(gm_log_format(), GM_LOG_FORMAT_TEXT);
 	/* Another stream's device and inode: not the journal. */
 	setenv("JOURNAL_STREAM", "1:2", 1);
@@ -151,8 +148,7 @@ static void test_long_line(void **state)
 	memset(big, 'x', sizeof(big) - 1);
 	big[sizeof(big) - 1] = '\0';
 	for (int f = GM_LOG_FORMAT_TEXT; f <= GM_LOG_FORMAT_JSON; f++) {
-		capture();
-		gm_log_setup(GM_LOG_INFO, f);
+		capture(GM_LOG_INFO, f);
 		GM_LOG(GM_LOG_INFO, "%s", big);
 		out = captured();
 		/* Cut, but still one line. */
