@@ -127,7 +127,6 @@ void chain_next(struct chain *c)
 
 int setup(void **state)
 {
-	(void)state;
 	if (mkdtemp(dir) == NULL)
 		return -1;
 	have_pki = gm_testpki_make(&pki, dir) == 0;
@@ -140,7 +139,6 @@ int teardown(void **state)
 {
 	char cmd[256];
 
-	(void)state;
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	return system(cmd) == 0 ? 0 : -1;
 }

@@ -86,7 +86,6 @@ static void test_open_pool_over_memory(void **state)
 	gm_engine *e = (gm_engine *)1;
 	char msg[256] = "", want[64];
 
-	(void)state;
 	assert_int_equal(
 	    gm_engine_open(&cfg, on_done, &w, &e, msg, sizeof(msg)),
 	    GM_ECONFIG);

@@ -160,7 +160,6 @@ static const struct plan_case plans[] = {
 
 static void test_plan(void **state)
 {
-	(void)state;
 	for (size_t i = 0; i < sizeof(plans) / sizeof(plans[0]); i++) {
 		const struct plan_case *c = &plans[i];
 		gm_job_desc d = {
@@ -216,19 +215,16 @@ static void run_cut(uint32_t m, uint32_t n, uint32_t k, double flops)
 /* 5 panels of 52 rows; 2 x 6 blocks; rows of 3 in 11 blocks of 64. */
 static void test_cut_panels(void **state)
 {
-	(void)state;
 	run_cut(257, 129, 65, 2.0 * 65 * 129 * 64);
 }
 
 static void test_cut_blocks(void **state)
 {
-	(void)state;
 	run_cut(67, 1031, 17, 2.0 * 17 * 6400);
 }
 
 static void test_cut_thin(void **state)
 {
-	(void)state;
 	run_cut(3, 701, 33, 2.0 * 33 * 64);
 }
 
@@ -246,7 +242,6 @@ static void test_small_between(void **state)
 	gm_engine *e = open_pieces((uint64_t)BIG_PF, 0, 1);
 	struct tjob big, small;
 
-	(void)state;
 	make_job(&big, GM_FP64, GM_ROW_MAJOR, 0, 1, 1, 0, BIG, BIG, BIG);
 	make_job(&small, GM_FP32, GM_COL_MAJOR, 1, 0, 0, 0, 8, 8, 8);
 	submit(e, &big);
@@ -274,7 +269,6 @@ static void test_turns(void **state)
 	struct tjob t[2];
 	gm_job *wave[2] = {&t[0].job, &t[1].job};
 
-	(void)state;
 	for (int i = 0; i < 2; i++)
 		make_job(&t[i], GM_FP64, GM_COL_MAJOR, i, 0, 0, 0, BIG, BIG,
 			 BIG);
@@ -310,7 +304,6 @@ static void test_cancel_deadline(void **state)
 	struct tjob t[N];
 	gm_job *wave[N];
 
-	(void)state;
 	for (int i = 0; i < N; i++) {
 		uint32_t d = i == 2 ? 8 : BIG;
 
@@ -430,7 +423,6 @@ static void test_same_bytes(void **state)
 	struct tjob same;
 	void *first;
 
-	(void)state;
 	make_job(&same, GM_FP64, GM_ROW_MAJOR, 0, 1, 1, 0, SAME, SAME, SAME);
 	assert_non_null(first = malloc(bytes));
 	for (int i = 0; i < 2 * SAME_RUNS; i++) {

@@ -18,7 +18,6 @@ static void test_ids_and_status(void **state)
 	char *json, digits[40];
 	cJSON *doc;
 
-	(void)state;
 	assert_true(id1 >= 1 && id1 <= GM_DETACH_ID_MAX);
 	assert_true(id2 >= 1 && id2 <= GM_DETACH_ID_MAX);
 	assert_true(id2 != id1 && id2 != id1 + 1);
@@ -77,7 +76,6 @@ static void test_ids_random(void **state)
 	uint64_t *ids = calloc(N, sizeof(*ids));
 	int upper = 0, neighbours = 0;
 
-	(void)state;
 	assert_non_null(ids);
 	assert_int_equal(gm_detach_room(t, N, N * gm_detach_cost(0)), GM_OK);
 	for (int i = 0; i < N; i++)
@@ -112,7 +110,6 @@ static void test_owner(void **state)
 	char text[128], unknown[128], *json;
 	int w, st;
 
-	(void)state;
 	assert_int_equal(
 	    gm_detach_wait(t, me, 424242, 0, &w, 1, unknown, sizeof(unknown)),
 	    GM_ENOTFOUND);
@@ -161,7 +158,6 @@ static void test_wait(void **state)
 	int w1, w2;
 	char text[128];
 
-	(void)state;
 	finish(t, r1, id1, GM_OK);
 	assert_int_equal(
 	    gm_detach_wait(t, me, id1, -1, &w1, 5, text, sizeof(text)), GM_OK);

@@ -18,7 +18,6 @@ static void test_no_memory_for_result(void **state)
 	int w;
 	char text[128];
 
-	(void)state;
 	r1->jobs[0].state = GM_SCHED_JOB_DONE;
 	gm_detach_done(t, id1, NULL, 0);
 	assert_string_equal(state_of(t, id1), "failed");
@@ -46,7 +45,6 @@ static void test_wait_timeout(void **state)
 	int w;
 	char text[128];
 
-	(void)state;
 	assert_true(gm_detach_next_due(t) == 0.0);
 	assert_int_equal(
 	    gm_detach_wait(t, me, id, 5, &w, 1, text, sizeof(text)), GM_OK);
@@ -77,7 +75,6 @@ static void test_cancel(void **state)
 	int w, st;
 	char text[128];
 
-	(void)state;
 	r1->jobs[0].state = GM_SCHED_JOB_RUNNING;
 	assert_int_equal(gm_detach_cancel(t, me, id1, &st), GM_OK);
 	assert_int_equal(st, GM_JOBSTATE_RUNNING);
@@ -121,7 +118,6 @@ static void test_room(void **state)
 	int w;
 	char text[128];
 
-	(void)state;
 	for (int i = 0; i < 3; i++) {
 		id[i] = add(t, r[i] = req(64));
 		finish(t, r[i], id[i], GM_OK);
@@ -164,7 +160,6 @@ static void test_expiry(void **state)
 	double done;
 	char *json;
 
-	(void)state;
 	finish(t, r, id, GM_OK);
 	done = gm_clock_now_us();
 	assert_true(gm_detach_next_due(t) > done + 0.9e6 &&

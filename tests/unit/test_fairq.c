@@ -54,6 +54,13 @@ static gm_fairq *open_q(void)
 	return q;
 }
 
+/* Pushes the jobs of a NULL-ended list in its order. */
+static void push_all(gm_fairq *q, gm_sched_job *const *j)
+{
+	for (; *j != NULL; j++)
+		gm_fairq_push(q, *j);
+}
+
 /* Takes every job at priority p and checks they come as want[]. */
 static void expect_order(gm_fairq *q, unsigned p, gm_sched_job *const *want,
 			 size_t n)
@@ -74,13 +81,7 @@ static void test_round_robin(void **state)
 	gm_sched_job *a1 = job(1, 1), *a2 = job(1, 1), *a3 = job(1, 1);
 	gm_sched_job *b1 = job(2, 1), *b2 = job(2, 1), *c1 = job(3, 1);
 
-	(void)state;
-	gm_fairq_push(q, a1);
-	gm_fairq_push(q, a2);
-	gm_fairq_push(q, a3);
-	gm_fairq_push(q, b1);
-	gm_fairq_push(q, b2);
-	gm_fairq_push(q, c1);
+	push_all(q, (gm_sched_job *[]){a1, a2, a3, b1, b2, c1, NULL});
 	assert_int_equal(gm_fairq_count(q, 1), 6);
 	assert_int_equal(gm_fairq_total(q), 6);
 	expect_order(q, 1, (gm_sched_job *[]){a1, b1, c1, a2, b2, a3}, 6);
@@ -95,10 +96,7 @@ static void test_priorities_apart(void **state)
 	gm_fairq *q = open_q();
 	gm_sched_job *lo = job(1, 0), *hi = job(1, 3), *hi2 = job(2, 3);
 
-	(void)state;
-	gm_fairq_push(q, lo);
-	gm_fairq_push(q, hi);
-	gm_fairq_push(q, hi2);
+	push_all(q, (gm_sched_job *[]){lo, hi, hi2, NULL});
 	assert_int_equal(gm_fairq_count(q, 0), 1);
 	assert_int_equal(gm_fairq_count(q, 3), 2);
 	assert_int_equal(gm_fairq_count(q, 1), 0);
@@ -118,11 +116,7 @@ static void test_newcomer_last(void **state)
 	gm_sched_job *a1 = job(1, 2), *a2 = job(1, 2), *b1 = job(2, 2);
 	gm_sched_job *b2 = job(2, 2), *c1 = job(3, 2), *a3 = job(1, 2);
 
-	(void)state;
-	gm_fairq_push(q, a1);
-	gm_fairq_push(q, a2);
-	gm_fairq_push(q, b1);
-	gm_fairq_push(q, b2);
+	push_all(q, (gm_sched_job *[]){a1, a2, b1, b2, NULL});
 	assert_ptr_equal(gm_fairq_take(q, 2), a1);
 	/* a has had one job, b and c none: b (there first), c, then a. */
 	gm_fairq_push(q, c1);
@@ -141,12 +135,7 @@ static void test_remove(void **state)
 	gm_sched_job *a1 = job(1, 1), *a2 = job(1, 1), *a3 = job(1, 1);
 	gm_sched_job *b1 = job(2, 1), *c1 = job(3, 1);
 
-	(void)state;
-	gm_fairq_push(q, a1);
-	gm_fairq_push(q, a2);
-	gm_fairq_push(q, a3);
-	gm_fairq_push(q, b1);
-	gm_fairq_push(q, c1);
+	push_all(q, (gm_sched_job *[]){a1, a2, a3, b1, c1, NULL});
 	assert_ptr_equal(gm_fairq_peek(q, 1), a1);
 	assert_ptr_equal(gm_fairq_peek(q, 1), a1);
 	gm_fairq_remove(q, a2);
@@ -176,13 +165,7 @@ static void test_remove_if(void **state)
 	gm_sched_job *got;
 	int seen = 0, n = 0;
 
-	(void)state;
-	gm_fairq_push(q, a1);
-	gm_fairq_push(q, b1);
-	gm_fairq_push(q, a2);
-	gm_fairq_push(q, b2);
-	gm_fairq_push(q, c1);
-	gm_fairq_push(q, d1);
+	push_all(q, (gm_sched_job *[]){a1, b1, a2, b2, c1, d1, NULL});
 	got = gm_fairq_remove_if(q, odd_conn, &seen);
 	assert_int_equal(seen, 6);
 	for (; got != NULL; got = got->qnext, n++)
@@ -203,7 +186,6 @@ static void test_full(void **state)
 	gm_fairq *q = open_q();
 	gm_sched_job *all[CAP];
 
-	(void)state;
 	for (int round = 0; round < 2; round++) {
 		used = 0;
 		for (unsigned i = 0; i < CAP; i++) {
@@ -253,7 +235,6 @@ static const struct work_case works[] = {
  */
 static void test_work(void **state)
 {
-	(void)state;
 	for (size_t c = 0; c < sizeof(works) / sizeof(works[0]); c++) {
 		const struct work_case *w = &works[c];
 		gm_fairq *q = open_q();
@@ -295,11 +276,7 @@ static void test_no_credit(void **state)
 	gm_sched_job *b2 = job_of(2, 0, 0), *b3 = job_of(2, 0, 0);
 	gm_sched_job *a2 = job_of(1, 0, 0);
 
-	(void)state;
-	gm_fairq_push(q, huge);
-	gm_fairq_push(q, b1);
-	gm_fairq_push(q, b2);
-	gm_fairq_push(q, b3);
+	push_all(q, (gm_sched_job *[]){huge, b1, b2, b3, NULL});
 	assert_ptr_equal(gm_fairq_take(q, 1), huge); /* 1 leaves */
 	assert_ptr_equal(gm_fairq_take(q, 1), b1);
 	/* The clock is b1's start (0): a comes back at 0, b is at 1. */
@@ -316,12 +293,7 @@ static void test_hold(void **state)
 	gm_sched_job *a1 = job(1, 2), *b1 = job(2, 2), *c1 = job(3, 2);
 	gm_sched_job *c2 = job(3, 2), *d1 = job(4, 2);
 
-	(void)state;
-	gm_fairq_push(q, a1);
-	gm_fairq_push(q, b1);
-	gm_fairq_push(q, c1);
-	gm_fairq_push(q, c2);
-	gm_fairq_push(q, d1);
+	push_all(q, (gm_sched_job *[]){a1, b1, c1, c2, d1, NULL});
 	gm_fairq_hold(q, 2);
 	assert_ptr_equal(gm_fairq_peek(q, 2), b1);
 	gm_fairq_hold(q, 2);
@@ -364,7 +336,6 @@ static const struct principal_case principals[] = {
  * is its work (what B had) with a principal, nconn times B's without. */
 static void test_principals(void **state)
 {
-	(void)state;
 	for (size_t c = 0; c < sizeof(principals) / sizeof(principals[0]);
 	     c++) {
 		const struct principal_case *pc = &principals[c];

@@ -112,7 +112,6 @@ static void test_order(void **state)
 	pthread_t th[THREADS];
 	struct rig r;
 
-	(void)state;
 	open_rig(&r);
 	for (int t = 0; t < THREADS; t++) {
 		p[t] = (struct poster){&r, t};
@@ -142,7 +141,6 @@ static void test_cancel_close(void **state)
 	struct rig r;
 	int key = 1;
 
-	(void)state;
 	open_rig(&r);
 	assert_true(gm_inbox_post_all(r.b, three, 3));
 	assert_true(gm_inbox_post(r.b, &items[1][3]));
@@ -166,7 +164,6 @@ static void test_polled_wakes(void **state)
 {
 	struct rig r;
 
-	(void)state;
 	open_rig(&r);
 	gm_inbox_polled(r.b, true);
 	assert_true(gm_inbox_post(r.b, &items[0][0]));
@@ -196,7 +193,6 @@ static void test_polled_toggles(void **state)
 	struct rig r;
 	bool on = false;
 
-	(void)state;
 	open_rig(&r);
 	for (int t = 0; t < THREADS; t++) {
 		p[t] = (struct poster){&r, t};

@@ -13,7 +13,6 @@ static void test_urls(void **state)
 {
 	char out[64];
 
-	(void)state;
 	assert_int_equal(gm_url_kind("ipc:///run/x.sock"), GM_URL_IPC);
 	assert_int_equal(gm_url_kind("tcp://127.0.0.1:5555"), GM_URL_TCP);
 	assert_int_equal(gm_url_kind("tls+tcp://host:5555"), GM_URL_TLS);
@@ -55,7 +54,6 @@ static void test_error_map(void **state)
 	    {NNG_ENOFILES, GM_ETRANSPORT},
 	};
 
-	(void)state;
 	for (size_t i = 0; i < sizeof(rows) / sizeof(*rows); i++)
 		assert_int_equal(gm_net_err(rows[i].nng), rows[i].gm);
 }
@@ -130,7 +128,6 @@ static void test_ipc(void **state)
 	gm_peer peer;
 	char url[160];
 
-	(void)state;
 	snprintf(url, sizeof(url), "ipc://%s/s.sock", dir);
 	pair_open(&p, url, NULL, NULL);
 	/* Smaller than the socket buffers: no concurrency needed. */
@@ -148,7 +145,6 @@ static void test_tcp(void **state)
 	struct pair p;
 	gm_peer peer;
 
-	(void)state;
 	pair_open(&p, "tcp://127.0.0.1:0", NULL, NULL);
 	exchange(&p, 100000);
 	gm_stream_peer(p.srv, &peer);
@@ -163,7 +159,6 @@ static void test_tls(void **state)
 	struct pair p;
 	gm_peer peer;
 
-	(void)state;
 	if (!have_pki)
 		skip();
 	pair_open(&p, "tls+tcp://127.0.0.1:0", server_ctx(),
@@ -185,7 +180,6 @@ static void test_large_scattered(void **state)
 {
 	struct pair p;
 
-	(void)state;
 	pair_open(&p, "tcp://127.0.0.1:0", NULL, NULL);
 	round_trip(&p);
 	pair_close(&p);
@@ -220,7 +214,6 @@ static void test_try_send(void **state)
 	char url[160];
 	gm_io io = {.niov = 1};
 
-	(void)state;
 	assert_true(out != NULL && in != NULL);
 	fill(out, LEN, 7);
 	snprintf(url, sizeof(url), "ipc://%s/t.sock", dir);
@@ -260,7 +253,6 @@ static void test_tls_small_reads(void **state)
 	uint8_t *a = malloc(c.len);
 	struct pair p;
 
-	(void)state;
 	if (!have_pki)
 		skip();
 	pair_open(&p, "tls+tcp://127.0.0.1:0", server_ctx(),

@@ -36,7 +36,6 @@ static void tls_refused(gm_tls_ctx *cctx, const char *srv_has,
 
 static void test_tls_refusals(void **state)
 {
-	(void)state;
 	if (!have_pki)
 		skip();
 	/* A client certificate another CA signed. */
@@ -61,7 +60,6 @@ static void test_tls_handshake_waits(void **state)
 	struct timespec until;
 	uint8_t b[8];
 
-	(void)state;
 	if (!have_pki)
 		skip();
 	pair_listen(&p, "tls+tcp://127.0.0.1:0", server_ctx(),
@@ -95,7 +93,6 @@ static void test_tls_files(void **state)
 	char msg[256], empty[160];
 	FILE *fp;
 
-	(void)state;
 	if (!have_pki)
 		skip();
 	f.cert = "/nonexistent/server.crt";
@@ -145,7 +142,6 @@ static void test_close_and_peer_gone(void **state)
 	struct pair p;
 	size_t n;
 
-	(void)state;
 	sem_init(&w.sem, 0, 0);
 	for (int tls = 0; tls < 1 + have_pki; tls++) {
 		if (tls)
@@ -234,7 +230,6 @@ static void test_read_ahead(void **state)
 	struct pair p;
 	size_t n;
 
-	(void)state;
 	c.buf = malloc(c.len);
 	sem_init(&c.sem, 0, 0);
 	for (int u = 0; u < 2; u++) {
@@ -309,7 +304,6 @@ static void test_op_after_close(void **state)
 	struct pair p;
 	size_t n;
 
-	(void)state;
 	for (int u = 0; u < 2 + have_pki; u++) {
 		if (u == 2)
 			pair_open(&p, urls[u], server_ctx(),
@@ -333,7 +327,6 @@ static void test_dial_refused(void **state)
 	char msg[256], url[64];
 	int port;
 
-	(void)state;
 	/* A port that was just free. */
 	assert_int_equal(gm_listener_open("tcp://127.0.0.1:0", NULL, 0600, &l,
 					  msg, sizeof(msg)),

@@ -44,7 +44,6 @@ static void test_join_in_any_order(void **state)
 	nng_iov iov[8];
 	gm_outq q;
 
-	(void)state;
 	open_q(&q);
 	assert_int_equal(gm_outq_reserve(&q, 6), GM_OK);
 	/* Frames 2, 0, 1, 5, 3, 4 of one request: one piece of six. */
@@ -70,7 +69,6 @@ static void test_order_and_limit(void **state)
 	uint8_t *heap;
 	gm_outq q;
 
-	(void)state;
 	open_q(&q);
 	assert_int_equal(gm_outq_reserve(&q, 4), GM_OK);
 	/* b's request is newer (seq 2) than a's (seq 1): a goes first. A
@@ -102,7 +100,6 @@ static void test_drop(void **state)
 	nng_iov iov[8];
 	gm_outq q;
 
-	(void)state;
 	open_q(&q);
 	assert_int_equal(gm_outq_reserve(&q, 3), GM_OK);
 	gm_outq_push(&q, a, 10, &owners[0], 1);
@@ -133,7 +130,6 @@ static void test_many(void **state)
 	uint64_t sent = 0;
 	gm_outq q;
 
-	(void)state;
 	open_q(&q);
 	assert_int_equal(gm_outq_reserve(&q, N), GM_OK);
 	/* Every other frame first: two passes, each joined when the
@@ -157,7 +153,6 @@ static void test_count_in(void **state)
 	nng_iov iov[8];
 	gm_outq q, r;
 
-	(void)state;
 	open_q(&q);
 	gm_outq_init(&r, on_done, NULL);
 	assert_int_equal(gm_outq_reserve(&q, 4), GM_OK);

@@ -79,7 +79,6 @@ static const struct admit_case admit_cases[] = {
 
 static void test_admit(void **state)
 {
-	(void)state;
 	for (size_t i = 0; i < sizeof(admit_cases) / sizeof(admit_cases[0]);
 	     i++) {
 		const struct admit_case *c = &admit_cases[i];
@@ -112,7 +111,6 @@ static void test_cap(void **state)
 {
 	gm_pageable p;
 
-	(void)state;
 	/* As configured, within half the host. */
 	assert_int_equal(gm_pageable_init(&p, 16 * GIB, 64 * GIB, 100),
 			 16 * GIB);
@@ -141,7 +139,6 @@ static void test_take_give(void **state)
 	uint8_t *a, *b, *c;
 	bool pageable;
 
-	(void)state;
 	gm_pageable_init(&p, CAP, 0, 100);
 	assert_int_equal(gm_pageable_admit(&p, POOL, 10 * MIB, NULL, &pageable,
 					   text, sizeof(text)),
@@ -211,7 +208,6 @@ static void test_share(void **state)
 	void *a1, *a2, *b1, *big;
 	gm_pageable p;
 
-	(void)state;
 	assert_int_equal(gm_shares_create(&t), GM_OK);
 	a = gm_shares_hold(t, "uid 1");
 	b = gm_shares_hold(t, "uid 2");

@@ -141,7 +141,6 @@ static void test_poll_ends_on_this_thread(void **state)
 	struct rig r;
 	uint8_t out[100], *big;
 
-	(void)state;
 	for (size_t i = 0; i < sizeof(out); i++)
 		out[i] = (uint8_t)(i * 7 + 3);
 	rig_open(&r, 0);
@@ -179,7 +178,6 @@ static void test_stop_hands_to_nng(void **state)
 	struct rig r;
 	uint8_t out[16] = "sixteen bytes..";
 
-	(void)state;
 	rig_open(&r, 0);
 	gm_poller_start(r.p);
 	gm_poller_start(r.p); /* counted */
@@ -208,7 +206,6 @@ static void test_take_back(void **state)
 	struct rig r;
 	uint8_t out[8] = "taken..";
 
-	(void)state;
 	rig_open(&r, GM_POLLER_TAKE_BACK);
 	gm_stream_recv(r.pr.cli, &r.io); /* in nng's hands */
 	gm_poller_start(r.p);
@@ -227,7 +224,6 @@ static void test_close_ends_parked_once(void **state)
 {
 	struct rig r;
 
-	(void)state;
 	rig_open(&r, 0);
 	gm_poller_start(r.p);
 	gm_stream_recv(r.pr.cli, &r.io);
@@ -252,7 +248,6 @@ static void test_peer_gone(void **state)
 {
 	struct rig r;
 
-	(void)state;
 	rig_open(&r, 0);
 	gm_poller_start(r.p);
 	gm_stream_recv(r.pr.cli, &r.io);
@@ -274,7 +269,6 @@ static void test_cap(void **state)
 	uint8_t in[N][4], out[4] = "cap";
 	gm_poller *p;
 
-	(void)state;
 	assert_int_equal(gm_poller_new(0, &p), GM_OK);
 	gm_poller_start(p);
 	for (int i = 0; i < N; i++) {
@@ -402,7 +396,6 @@ static void test_every_byte_in_order(void **state)
 	struct reader *r = calloc(1, sizeof(*r));
 	pthread_t pollers[2], toggler, writer;
 
-	(void)state;
 	assert_non_null(r);
 	sem_init(&r->end, 0, 0);
 	pair_open(&pr);
@@ -437,14 +430,12 @@ static void test_every_byte_in_order(void **state)
 
 static int setup_ipc(void **state)
 {
-	(void)state;
 	use_tcp = 0;
 	return 0;
 }
 
 static int setup_tcp(void **state)
 {
-	(void)state;
 	use_tcp = 1;
 	return 0;
 }

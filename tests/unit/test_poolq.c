@@ -110,7 +110,6 @@ static void test_fifo(void **state)
 	gm_poolq_wait big = {.bytes = 12 * UNIT}, a = {.bytes = 8 * UNIT},
 		      b = {.bytes = 2 * UNIT}, c = {.bytes = 2 * UNIT};
 
-	(void)state;
 	open_q();
 	assert_int_equal(gm_poolq_get(t.q, &big), GM_OK);
 	assert_non_null(big.slab);
@@ -137,7 +136,6 @@ static void test_cancel_head(void **state)
 	gm_poolq_wait hold = {.bytes = 10 * UNIT}, a = {.bytes = 8 * UNIT},
 		      b = {.bytes = 4 * UNIT};
 
-	(void)state;
 	open_q();
 	assert_int_equal(gm_poolq_get(t.q, &hold), GM_OK);
 	assert_int_equal(gm_poolq_get(t.q, &a), GM_EBUSY);
@@ -154,7 +152,6 @@ static void test_grant_gives_back(void **state)
 {
 	gm_poolq_wait hold = {.bytes = 16 * UNIT}, w[3];
 
-	(void)state;
 	open_q();
 	assert_int_equal(gm_poolq_get(t.q, &hold), GM_OK);
 	for (int i = 0; i < 3; i++) {
@@ -173,7 +170,6 @@ static void test_too_big(void **state)
 {
 	gm_poolq_wait whole = {.bytes = ARENA}, over = {.bytes = ARENA + 1};
 
-	(void)state;
 	open_q();
 	assert_int_equal(gm_poolq_get(t.q, &over), GM_ETOOBIG);
 	assert_int_equal(gm_poolq_get(t.q, &whole), GM_OK);
@@ -221,7 +217,6 @@ static void granted_names(gm_poolq_wait *a, gm_poolq_wait *b, char *out)
 
 static void test_bypass(void **state)
 {
-	(void)state;
 	for (size_t i = 0; i < sizeof(bypass_cases) / sizeof(bypass_cases[0]);
 	     i++) {
 		const struct bypass_case *k = &bypass_cases[i];
@@ -294,7 +289,6 @@ static void names_pq(const gm_poolq_wait *p2, unsigned first, char *out)
 
 static void test_share(void **state)
 {
-	(void)state;
 	for (size_t i = 0; i < sizeof(share_cases) / sizeof(share_cases[0]);
 	     i++) {
 		const struct share_case *k = &share_cases[i];
@@ -350,7 +344,6 @@ static void test_share_alone(void **state)
 	gm_poolq_wait a, b, c, d;
 	gm_share *s;
 
-	(void)state;
 	open_lim(&lim);
 	a = waiter(8 * UNIT, "uid 1");
 	b = waiter(8 * UNIT, "uid 1");
@@ -397,7 +390,6 @@ static const struct alone_case alone_cases[] = {
 
 static void test_share_recent(void **state)
 {
-	(void)state;
 	for (size_t i = 0; i < sizeof(alone_cases) / sizeof(alone_cases[0]);
 	     i++) {
 		const struct alone_case *k = &alone_cases[i];
@@ -433,7 +425,6 @@ static void test_shares(void **state)
 	gm_shares *ts;
 	gm_share *a, *b, *a2;
 
-	(void)state;
 	assert_int_equal(gm_shares_create(&ts), GM_OK);
 	a = gm_shares_hold(ts, "uid 1000");
 	b = gm_shares_hold(ts, "subject CN=svc");
@@ -461,7 +452,6 @@ static void test_slab_layout(void **state)
 	gm_slab_cursor c;
 	uint64_t r0, r1, r2, r3;
 
-	(void)state;
 	/* 100 bytes of payload: reply 0 right after it, padded so that its
 	 * result is aligned. */
 	gm_slab_begin(&c, 100);

@@ -70,7 +70,6 @@ static void test_table(void **state)
 	gm_job j = job_c();
 	uint64_t count, bytes;
 
-	(void)state;
 	assert_int_equal(gm_regions_create(NULL, &rs), GM_OK);
 	gm_regions_set_retire(rs, hold_retire, NULL);
 	assert_int_equal(gm_regions_add(rs, 1000, &j, anon(4096), 4096, &r),
@@ -136,7 +135,6 @@ static void test_check_req_needs_ipc(void **state)
 	gm_regions *rs;
 	uint32_t nrefs;
 
-	(void)state;
 	d.alpha = 1;
 	d.flags = GM_JOB_REGIONS;
 	assert_int_equal(gm_regions_create(NULL, &rs), GM_OK);
@@ -182,7 +180,6 @@ static void test_fd_checks(void **state)
 	char msg[MSG_LEN], path[] = "/tmp/gemmd-test-regions.XXXXXX";
 	int fd;
 
-	(void)state;
 	fd = memfd(65536, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
 	assert_int_equal(gm_region_fd_check(fd, 65536, msg, sizeof(msg)),
 			 GM_OK);
@@ -237,7 +234,6 @@ static void test_fd_map(void **state)
 	int fd = memfd(8192, F_SEAL_SHRINK), ro;
 	char proc[64];
 
-	(void)state;
 	assert_int_equal(gm_region_fd_map(fd, 8192, &p, msg, sizeof(msg)),
 			 GM_OK);
 	memset(p, 1, 8192);
@@ -258,7 +254,6 @@ static void test_fd_path(void **state)
 	char path[GM_REGION_PATH_MAX], msg[MSG_LEN];
 	gm_config c;
 
-	(void)state;
 	gm_config_defaults(&c);
 	c.listen = urls;
 	c.nlisten = 2;
@@ -290,7 +285,6 @@ static void test_fd_listen(void **state)
 	struct stat st;
 	int fd, fd2, stale;
 
-	(void)state;
 	assert_non_null(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/r.sock", dir);
 	/* A socket file nobody serves on is replaced. */

@@ -75,7 +75,6 @@ static void test_order(void **state)
 	uint64_t t0 = gmc_timer_now();
 	static const int ms[5] = {40, 10, 30, 20, 50};
 
-	(void)state;
 	assert_int_equal(gmc_timer_new(&t), GM_OK);
 	for (int i = 0; i < 5; i++) {
 		setup_ev(&e[i], &r, t, i);
@@ -108,7 +107,6 @@ static void test_armed_while_asleep(void **state)
 	gmc_timer *t;
 	uint64_t t0 = gmc_timer_now();
 
-	(void)state;
 	assert_int_equal(gmc_timer_new(&t), GM_OK);
 	setup_ev(&first, &r, t, 1);
 	setup_ev(&later, &r, t, 2);
@@ -134,7 +132,6 @@ static void test_cancel_waits(void **state)
 	struct ev e;
 	gmc_timer *t;
 
-	(void)state;
 	assert_int_equal(gmc_timer_new(&t), GM_OK);
 	setup_ev(&e, &r, t, 1);
 	e.sleep_ms = 100;
@@ -154,7 +151,6 @@ static void test_rearm_and_free(void **state)
 	struct ev e, late;
 	gmc_timer *t;
 
-	(void)state;
 	assert_int_equal(gmc_timer_new(&t), GM_OK);
 	setup_ev(&e, &r, t, 1);
 	e.rearm = 3;
@@ -177,7 +173,6 @@ static void test_in(void **state)
 {
 	static const int ms[] = {0, 1, 999, 1000, 1500, 86400000};
 
-	(void)state;
 	for (size_t i = 0; i < sizeof(ms) / sizeof(ms[0]); i++) {
 		uint64_t before = gmc_timer_now();
 		struct timespec at = gmc_timer_in(ms[i]);
