@@ -295,6 +295,15 @@ void detach_start(struct fixture *fx, struct bg *b, gemmd_job *jobs, uint32_t n,
 	bg_start(b, do_detach);
 }
 
+void fx_submit_read(struct fixture *fx, gemmd_job *jobs, uint32_t n,
+		    int timeout_ms, gm_testframe *f)
+{
+	fx_client(fx, 0);
+	async_submit(fx, jobs, n, timeout_ms);
+	fx_accept(fx);
+	assert_int_equal(gm_testconn_read(fx->conn, f, 5000), GM_OK);
+}
+
 void serve_pending(struct fixture *fx)
 {
 	gm_testframe f;

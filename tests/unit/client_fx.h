@@ -136,6 +136,12 @@ void detach_start(struct fixture *fx, struct bg *b, gemmd_job *jobs, uint32_t n,
 		  uint64_t *ids);
 int bg_end(struct bg *b);
 
+/* A client of a new peer (fx_client(fx, 0)), jobs submitted on
+ * fx->call, its connection accepted and the request's frame read into
+ * f. */
+void fx_submit_read(struct fixture *fx, gemmd_job *jobs, uint32_t n,
+		    int timeout_ms, gm_testframe *f);
+
 /* Serves the call async_submit started: its frame read on fx->conn,
  * every job of it answered, the call's success awaited. */
 void serve_pending(struct fixture *fx);

@@ -29,10 +29,7 @@ static void test_roundtrip(void **state)
 	tjob_make(&j[2], GEMMD_FP64, GEMMD_ROW_MAJOR, 2, 3, 4, 0, 1, 1);
 	for (int i = 0; i < 3; i++)
 		jobs[i] = j[i].job;
-	fx_client(fx, 0);
-	async_submit(fx, jobs, 3, 5000);
-	fx_accept(fx);
-	assert_int_equal(gm_testconn_read(fx->conn, &f, 5000), GM_OK);
+	fx_submit_read(fx, jobs, 3, 5000, &f);
 	assert_int_equal(f.h.type, GM_MSG_GEMM);
 	assert_int_equal(f.h.count, 3);
 	assert_int_equal(gm_testframe_check(&f, &b), GM_OK);
@@ -100,10 +97,7 @@ static void test_many_small(void **state)
 	gm_testframe f;
 
 	tjobs_make(j, jobs, N, GEMMD_FP32, 8, 8, 8);
-	fx_client(fx, 0);
-	async_submit(fx, jobs, N, 10000);
-	fx_accept(fx);
-	assert_int_equal(gm_testconn_read(fx->conn, &f, 5000), GM_OK);
+	fx_submit_read(fx, jobs, N, 10000, &f);
 	assert_int_equal(gm_testframe_check(&f, NULL), GM_OK);
 	for (uint32_t i = N; i-- > 0;)
 		assert_int_equal(gm_testconn_reply(fx->conn, &f, i), GM_OK);
@@ -125,10 +119,7 @@ static void test_large_operands(void **state)
 	gm_testframe f;
 
 	tjobs_make(j, jobs, N, GEMMD_FP64, 96, 80, 64);
-	fx_client(fx, 0);
-	async_submit(fx, jobs, N, 10000);
-	fx_accept(fx);
-	assert_int_equal(gm_testconn_read(fx->conn, &f, 5000), GM_OK);
+	fx_submit_read(fx, jobs, N, 10000, &f);
 	assert_int_equal(gm_testframe_check(&f, NULL), GM_OK);
 	assert_int_equal(gm_testconn_reply_all(fx->conn, &f), GM_OK);
 	assert_int_equal(async_wait(fx), GM_OK);
@@ -147,10 +138,7 @@ static void test_error_refusal(void **state)
 	gm_testframe f;
 
 	tjobs_make(j, jobs, 2, GEMMD_FP64, 3, 3, 3);
-	fx_client(fx, 0);
-	async_submit(fx, jobs, 2, 5000);
-	fx_accept(fx);
-	assert_int_equal(gm_testconn_read(fx->conn, &f, 5000), GM_OK);
+	fx_submit_read(fx, jobs, 2, 5000, &f);
 	assert_int_equal(gm_testconn_error(fx->conn, f.h.id, GM_EBUSY,
 					   "queue full, try again later"),
 			 GM_OK);
@@ -179,10 +167,7 @@ static void test_drop_mid_reply(void **state)
 	void *res;
 
 	tjobs_make(j, jobs, 2, GEMMD_FP64, 64, 64, 8);
-	fx_client(fx, 0);
-	async_submit(fx, jobs, 2, 5000);
-	fx_accept(fx);
-	assert_int_equal(gm_testconn_read(fx->conn, &f, 5000), GM_OK);
+	fx_submit_read(fx, jobs, 2, 5000, &f);
 	assert_int_equal(gm_testconn_reply(fx->conn, &f, 0), GM_OK);
 	assert_int_equal(gm_testpeer_compute(fx->peer, &f, 1, &r, &res), GM_OK);
 	write_cut_reply(fx->conn, f.h.id, 1, &r, res, r.result_bytes / 2);
@@ -244,10 +229,7 @@ static void test_unknown_and_duplicate(void **state)
 	void *res;
 
 	tjobs_make(&j, &job, 1, GEMMD_FP64, 16, 16, 4);
-	fx_client(fx, 0);
-	async_submit(fx, &job, 1, 5000);
-	fx_accept(fx);
-	assert_int_equal(gm_testconn_read(fx->conn, &f, 5000), GM_OK);
+	fx_submit_read(fx, &job, 1, 5000, &f);
 	assert_int_equal(gm_testpeer_compute(fx->peer, &f, 0, &r, &res), GM_OK);
 	assert_int_equal(
 	    gm_testconn_job_reply(fx->conn, f.h.id + 1000, 0, &r, res), GM_OK);
@@ -281,10 +263,7 @@ static void test_bad_frame(void **state)
 	gm_testframe f;
 
 	tjobs_make(&j, &job, 1, GEMMD_FP64, 3, 3, 3);
-	fx_client(fx, 0);
-	async_submit(fx, &job, 1, 5000);
-	fx_accept(fx);
-	assert_int_equal(gm_testconn_read(fx->conn, &f, 5000), GM_OK);
+	fx_submit_read(fx, &job, 1, 5000, &f);
 	gm_testframe_free(&f);
 	assert_int_equal(gm_testconn_write(fx->conn, junk, sizeof(junk)),
 			 GM_OK);
@@ -350,10 +329,7 @@ static void test_at_most_once(void **state)
 	gm_testframe f;
 
 	tjobs_make(&j, &job, 1, GEMMD_FP64, 8, 8, 8);
-	fx_client(fx, 0);
-	async_submit(fx, &job, 1, 5000);
-	fx_accept(fx);
-	assert_int_equal(gm_testconn_read(fx->conn, &f, 5000), GM_OK);
+	fx_submit_read(fx, &job, 1, 5000, &f);
 	gm_testframe_free(&f);
 	gm_testconn_close(fx->conn);
 	assert_int_equal(async_wait(fx), GM_ETRANSPORT);
