@@ -99,10 +99,19 @@ static void test_slot(void **state)
 /* ---- plans ----------------------------------------------------------------
  */
 
+/* The copies planned for jobs of one descriptor, its sizes and slot. */
 struct plan {
 	gm_batch_copy c[COPIES_MAX];
 	int n;
+	gm_job_sizes sz;
+	gm_batch_slot s;
 };
+
+static void plan_of(struct plan *p, const gm_job_desc *d)
+{
+	gm_job_sizes_of(d, &p->sz);
+	gm_batch_slot_of(&p->sz, &p->s);
+}
 
 static void collect(void *arg, const gm_batch_copy *c)
 {
@@ -113,6 +122,14 @@ static void collect(void *arg, const gm_batch_copy *c)
 	assert_true(c->rows >= 1 && c->width > 0);
 	assert_true(c->hpitch >= c->width && c->dpitch >= c->width);
 	p->c[p->n++] = *c;
+}
+
+/* Plans the copies of n jobs into p, afresh. */
+static void plan(struct plan *p, gm_job *j, uint32_t n, uint64_t dev, int dir,
+		 int has_c)
+{
+	p->n = 0;
+	gm_batch_plan(j, n, &p->s, dev, dir, has_c, collect, p);
 }
 
 /* n jobs of d whose A, B, C and result lie at host offsets a, b, c, out
@@ -143,23 +160,19 @@ static void test_plan_back_to_back(void **state)
 	static char host[8 * 3 * 16384];
 	gm_job_desc d = desc(GM_FP32, 64, 64, 64, 0);
 	gm_job j[8];
-	gm_batch_slot s;
-	gm_job_sizes sz;
-	struct plan p = {.n = 0};
+	struct plan p;
 
-	gm_job_sizes_of(&d, &sz);
-	gm_batch_slot_of(&sz, &s);
+	plan_of(&p, &d);
 	lay_out(j, 8, &d, host, 3 * 16384, 0, 16384, 0, 32768);
-	gm_batch_plan(j, 8, &s, 4096, GM_BATCH_IN, 0, collect, &p);
+	plan(&p, j, 8, 4096, GM_BATCH_IN, 0);
 	assert_int_equal(p.n, 1);
 	assert_ptr_equal(p.c[0].host, host);
 	assert_int_equal(p.c[0].dev, 4096);
 	assert_int_equal(p.c[0].width, 32768);
 	assert_int_equal(p.c[0].hpitch, 3 * 16384);
-	assert_int_equal(p.c[0].dpitch, s.bytes);
+	assert_int_equal(p.c[0].dpitch, p.s.bytes);
 	assert_int_equal(p.c[0].rows, 8);
-	p.n = 0;
-	gm_batch_plan(j, 8, &s, 4096, GM_BATCH_OUT, 0, collect, &p);
+	plan(&p, j, 8, 4096, GM_BATCH_OUT, 0);
 	assert_int_equal(p.n, 1);
 	assert_ptr_equal(p.c[0].host, host + 32768);
 	assert_int_equal(p.c[0].dev, 4096 + 32768);
@@ -175,23 +188,20 @@ static void test_plan_unaligned(void **state)
 	static char host[4 * 4096];
 	gm_job_desc d = desc(GM_FP32, 7, 13, 5, 1);
 	gm_job j[4];
-	gm_batch_slot s;
-	gm_job_sizes sz;
-	struct plan p = {.n = 0};
+	struct plan p;
 	uint64_t at;
 
-	gm_job_sizes_of(&d, &sz);
-	gm_batch_slot_of(&sz, &s);
-	at = sz.a + sz.b;
-	lay_out(j, 4, &d, host, 4096, 0, sz.a, at, at + sz.c);
-	gm_batch_plan(j, 4, &s, 0, GM_BATCH_IN, 1, collect, &p);
+	plan_of(&p, &d);
+	at = p.sz.a + p.sz.b;
+	lay_out(j, 4, &d, host, 4096, 0, p.sz.a, at, at + p.sz.c);
+	plan(&p, j, 4, 0, GM_BATCH_IN, 1);
 	assert_int_equal(p.n, 3);
-	assert_int_equal(p.c[0].width, sz.a);
-	assert_int_equal(p.c[1].dev, s.b);
-	assert_int_equal(p.c[1].width, sz.b);
+	assert_int_equal(p.c[0].width, p.sz.a);
+	assert_int_equal(p.c[1].dev, p.s.b);
+	assert_int_equal(p.c[1].width, p.sz.b);
 	assert_ptr_equal(p.c[2].host, host + at);
-	assert_int_equal(p.c[2].dev, s.c);
-	assert_int_equal(p.c[2].width, sz.c);
+	assert_int_equal(p.c[2].dev, p.s.c);
+	assert_int_equal(p.c[2].width, p.sz.c);
 	for (int i = 0; i < 3; i++) {
 		assert_int_equal(p.c[i].rows, 4);
 		assert_int_equal(p.c[i].hpitch, 4096);
@@ -205,12 +215,9 @@ static void test_plan_pieces(void **state)
 	static char host[1 << 16];
 	gm_job_desc d = desc(GM_FP64, 16, 16, 32, 0);
 	gm_job j[3];
-	gm_batch_slot s;
-	gm_job_sizes sz;
-	struct plan p = {.n = 0};
+	struct plan p;
 
-	gm_job_sizes_of(&d, &sz); /* a = b = 4096, out = 2048 */
-	gm_batch_slot_of(&sz, &s);
+	plan_of(&p, &d); /* a = b = 4096, out = 2048 */
 	lay_out(j, 3, &d, host, 0, 0, 4096, 0, 8192);
 	j[1].a = host + 20000; /* A elsewhere: B no longer follows it */
 	j[1].b = host + 30000;
@@ -218,25 +225,24 @@ static void test_plan_pieces(void **state)
 	j[2].a = host + 50000;
 	j[2].b = host + 50000 + 4096;
 	j[2].out = host + 60000;
-	gm_batch_plan(j, 3, &s, 0, GM_BATCH_IN, 0, collect, &p);
+	plan(&p, j, 3, 0, GM_BATCH_IN, 0);
 	assert_int_equal(p.n, 4);
 	assert_ptr_equal(p.c[0].host, host);
 	assert_int_equal(p.c[0].width, 8192);
 	assert_ptr_equal(p.c[1].host, host + 20000);
 	assert_int_equal(p.c[1].width, 4096);
-	assert_int_equal(p.c[1].dev, s.bytes);
+	assert_int_equal(p.c[1].dev, p.s.bytes);
 	assert_ptr_equal(p.c[2].host, host + 30000);
-	assert_int_equal(p.c[2].dev, s.bytes + s.b);
+	assert_int_equal(p.c[2].dev, p.s.bytes + p.s.b);
 	assert_ptr_equal(p.c[3].host, host + 50000);
-	assert_int_equal(p.c[3].dev, 2 * s.bytes);
+	assert_int_equal(p.c[3].dev, 2 * p.s.bytes);
 	assert_int_equal(p.c[3].width, 8192);
 	for (int i = 0; i < 4; i++)
 		assert_int_equal(p.c[i].rows, 1);
-	p.n = 0;
-	gm_batch_plan(j, 1, &s, 0, GM_BATCH_OUT, 0, collect, &p);
+	plan(&p, j, 1, 0, GM_BATCH_OUT, 0);
 	assert_int_equal(p.n, 1);
 	assert_int_equal(p.c[0].rows, 1);
-	assert_int_equal(p.c[0].dev, s.c);
+	assert_int_equal(p.c[0].dev, p.s.c);
 }
 
 /* Rows that would overlap on the host (a stride shorter than the
@@ -246,14 +252,11 @@ static void test_plan_not_strided(void **state)
 	static char host[1 << 16];
 	gm_job_desc d = desc(GM_FP32, 8, 8, 8, 0); /* 256 bytes each */
 	gm_job j[4];
-	gm_batch_slot s;
-	gm_job_sizes sz;
-	struct plan p = {.n = 0};
+	struct plan p;
 
-	gm_job_sizes_of(&d, &sz);
-	gm_batch_slot_of(&sz, &s);
+	plan_of(&p, &d);
 	lay_out(j, 4, &d, host, 128, 0, 8192, 0, 16384);
-	gm_batch_plan(j, 4, &s, 0, GM_BATCH_IN, 0, collect, &p);
+	plan(&p, j, 4, 0, GM_BATCH_IN, 0);
 	assert_int_equal(p.n, 8);
 	for (int i = 0; i < 8; i++)
 		assert_int_equal(p.c[i].rows, 1);
@@ -262,23 +265,20 @@ static void test_plan_not_strided(void **state)
 		j[i].a = host + 4096 - i * 1024;
 		j[i].b = j[i].a + 256;
 	}
-	p.n = 0;
-	gm_batch_plan(j, 4, &s, 0, GM_BATCH_IN, 0, collect, &p);
+	plan(&p, j, 4, 0, GM_BATCH_IN, 0);
 	assert_int_equal(p.n, 4); /* A and B adjacent: one piece each */
-	p.n = 0;
-	gm_batch_plan(j, 4, &s, 0, GM_BATCH_OUT, 0, collect, &p);
+	plan(&p, j, 4, 0, GM_BATCH_OUT, 0);
 	assert_int_equal(p.n, 1); /* the results still go up */
 	assert_int_equal(p.c[0].rows, 4);
 	/* Jobs that share inputs: B of job i is A of job i + 1. Each is
 	 * strided, but A and B together would be rows wider than the
 	 * stride. */
 	lay_out(j, 4, &d, host, 256, 0, 256, 0, 8192);
-	p.n = 0;
-	gm_batch_plan(j, 4, &s, 0, GM_BATCH_IN, 0, collect, &p);
+	plan(&p, j, 4, 0, GM_BATCH_IN, 0);
 	assert_int_equal(p.n, 2);
 	assert_int_equal(p.c[0].rows, 4);
 	assert_int_equal(p.c[1].rows, 4);
-	assert_int_equal(p.c[1].dev, s.b);
+	assert_int_equal(p.c[1].dev, p.s.b);
 }
 
 /* Carries out the copies of p from host to slab (IN) or back. */
@@ -316,27 +316,24 @@ static void test_plan_random(void **state)
 				     1 + gm_testref_next(&rs) % 20,
 				     1 + gm_testref_next(&rs) % 20, has_c);
 		gm_job j[JOBS_MAX];
-		gm_job_sizes sz;
-		gm_batch_slot s;
-		struct plan p = {.n = 0};
+		struct plan p;
 		uint64_t off[4], row,
 		    dev = GM_BATCH_ALIGN * (gm_testref_next(&rs) % 4);
 		int mode = gm_testref_next(&rs) % 3;
 
-		gm_job_sizes_of(&d, &sz);
-		gm_batch_slot_of(&sz, &s);
+		plan_of(&p, &d);
 		/* One job's operands in order, with random gaps; the
 		 * result in place of C half of the time. */
 		off[0] = gm_testref_next(&rs) % 64;
-		off[1] = off[0] + sz.a +
+		off[1] = off[0] + p.sz.a +
 			 (gm_testref_next(&rs) % 3 == 0
 			      ? 0
 			      : gm_testref_next(&rs) % 300);
-		off[2] = off[1] + sz.b + gm_testref_next(&rs) % 40;
+		off[2] = off[1] + p.sz.b + gm_testref_next(&rs) % 40;
 		off[3] = has_c && round % 4 == 1
 			     ? off[2]
-			     : off[2] + sz.c + gm_testref_next(&rs) % 40;
-		row = off[3] + sz.out + gm_testref_next(&rs) % 64;
+			     : off[2] + p.sz.c + gm_testref_next(&rs) % 40;
+		row = off[3] + p.sz.out + gm_testref_next(&rs) % 64;
 		assert_true(row * n < HOST);
 		lay_out(j, n, &d, host, row, off[0], off[1], off[2], off[3]);
 		if (mode == 1) /* results scattered */
@@ -347,31 +344,30 @@ static void test_plan_random(void **state)
 		for (size_t i = 0; i < HOST; i++)
 			host[i] = (char)gm_testref_next(&rs);
 		memset(slab, 0x5a, sizeof(slab));
-		gm_batch_plan(j, n, &s, dev, GM_BATCH_IN, has_c, collect, &p);
+		plan(&p, j, n, dev, GM_BATCH_IN, has_c);
 		apply(&p, slab, GM_BATCH_IN);
 		for (uint32_t i = 0; i < n; i++) {
-			char *at = slab + dev + i * s.bytes;
+			char *at = slab + dev + i * p.s.bytes;
 
-			assert_memory_equal(at, j[i].a, sz.a);
-			assert_memory_equal(at + s.b, j[i].b, sz.b);
+			assert_memory_equal(at, j[i].a, p.sz.a);
+			assert_memory_equal(at + p.s.b, j[i].b, p.sz.b);
 			if (has_c)
-				assert_memory_equal(at + s.c, j[i].c, sz.c);
+				assert_memory_equal(at + p.s.c, j[i].c, p.sz.c);
 		}
 		/* Results: made on the device, copied back. */
 		for (uint32_t i = 0; i < n; i++)
-			for (uint64_t b = 0; b < sz.out; b++)
-				slab[dev + i * s.bytes + s.c + b] =
+			for (uint64_t b = 0; b < p.sz.out; b++)
+				slab[dev + i * p.s.bytes + p.s.c + b] =
 				    (char)gm_testref_next(&rs);
 		memcpy(copy, host, HOST);
-		p.n = 0;
-		gm_batch_plan(j, n, &s, dev, GM_BATCH_OUT, has_c, collect, &p);
+		plan(&p, j, n, dev, GM_BATCH_OUT, has_c);
 		apply(&p, slab, GM_BATCH_OUT);
 		for (uint32_t i = 0; i < n; i++) {
 			char *o = j[i].out;
 
-			assert_memory_equal(o, slab + dev + i * s.bytes + s.c,
-					    sz.out);
-			memcpy(copy + (o - host), o, sz.out);
+			assert_memory_equal(
+			    o, slab + dev + i * p.s.bytes + p.s.c, p.sz.out);
+			memcpy(copy + (o - host), o, p.sz.out);
 		}
 		assert_memory_equal(copy, host, HOST);
 	}

@@ -106,51 +106,29 @@ static void skip_without_cuda(void)
 		skip();
 }
 
-static void test_missing_plugin(void **state)
+/* Each plugin the loader must refuse: one not there, one that needs a
+ * library the loader cannot find (named, as the real one is when
+ * libcudart is hidden), one without the entry symbol, and stale ones of
+ * another interface, layout or version (plugin_stale.c). */
+static void test_refused(void **state)
 {
+	char why[MSG];
+
 	skip_without_cuda();
 	expect_refused("/nonexistent/gemmd-cuda.so",
 		       "/nonexistent/gemmd-cuda.so: cannot open shared object "
 		       "file: No such file or directory");
-}
-
-/* A plugin that needs a library the loader cannot find is refused with
- * the library named (as the real one when libcudart is hidden). */
-static void test_missing_library(void **state)
-{
-	skip_without_cuda();
 	expect_refused(stale("plugin_needs_missing.so"),
 		       "libgm_no_such_library.so: cannot open shared object "
 		       "file: No such file or directory");
-}
-
-static void test_no_entry(void **state)
-{
-	char why[MSG];
-
-	skip_without_cuda();
 	snprintf(why, sizeof(why), "%s: undefined symbol: %s",
 		 stale("plugin_no_entry.so"), GM_ENGINE_PLUGIN_SYMBOL);
 	expect_refused(stale("plugin_no_entry.so"), why);
-}
-
-static void test_stale_interface(void **state)
-{
-	char why[MSG];
-
-	skip_without_cuda();
 	snprintf(why, sizeof(why),
 		 "%s: a stale plugin (interface %u; this gemmd's is %u)",
 		 stale("plugin_stale_abi.so"), GM_ENGINE_PLUGIN_ABI + 1,
 		 GM_ENGINE_PLUGIN_ABI);
 	expect_refused(stale("plugin_stale_abi.so"), why);
-}
-
-static void test_stale_layout(void **state)
-{
-	char why[MSG];
-
-	skip_without_cuda();
 	snprintf(why, sizeof(why),
 		 "%s: a stale plugin (gemmd %s, layout %#llx; this gemmd is "
 		 "%s, layout %#llx)",
@@ -158,13 +136,6 @@ static void test_stale_layout(void **state)
 		 (unsigned long long)GM_ENGINE_PLUGIN_LAYOUT + 1, GEMMD_VERSION,
 		 (unsigned long long)GM_ENGINE_PLUGIN_LAYOUT);
 	expect_refused(stale("plugin_stale_layout.so"), why);
-}
-
-static void test_stale_version(void **state)
-{
-	char why[MSG];
-
-	skip_without_cuda();
 	snprintf(why, sizeof(why),
 		 "%s: a stale plugin (gemmd 0.0.1-old, layout %#llx; this "
 		 "gemmd is %s, layout %#llx)",
@@ -212,12 +183,7 @@ static void test_not_built(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_missing_plugin),
-	    cmocka_unit_test(test_missing_library),
-	    cmocka_unit_test(test_no_entry),
-	    cmocka_unit_test(test_stale_interface),
-	    cmocka_unit_test(test_stale_layout),
-	    cmocka_unit_test(test_stale_version),
+	    cmocka_unit_test(test_refused),
 	    cmocka_unit_test(test_build_tree),
 	    cmocka_unit_test(test_not_built),
 	};
