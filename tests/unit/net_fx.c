@@ -1,5 +1,6 @@
 /*
- * net_fx.c - what the tests in test_net.c, test_net_ends.c share; see net_fx.h.
+ * net_fx.c - what test_net.c, test_net_ends.c and test_poller.c share;
+ * see net_fx.h.
  */
 #include "net_fx.h"
 

@@ -7,69 +7,25 @@
  * once; the cap on parked receives; and every byte of a long stream in
  * order while two threads poll and a third starts and stops the poller.
  */
-#include <pthread.h>
-#include <semaphore.h>
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-
-#include <cmocka.h>
-
-#include "gm_error.h"
 #include "gm_poller.h"
-#include "gm_stream.h"
-#include "gm_teststream.h"
+#include "net_fx.h"
 
 static int use_tcp; /* else ipc:// */
 
 /* ---- helpers ---- */
 
-struct pair {
-	gm_listener *l;
-	gm_dialer *d;
-	gm_stream *srv, *cli;
-};
-
-/* A connected pair, on a listener of its own (index i). */
+/* A connected pair (net_fx.h), on a listener of its own (index i). */
 static void pair_open_at(struct pair *p, int i)
 {
-	char url[128], msg[256];
+	char url[128];
 
-	memset(p, 0, sizeof(*p));
 	if (use_tcp)
 		snprintf(url, sizeof(url), "tcp://127.0.0.1:0");
 	else
 		snprintf(url, sizeof(url),
 			 "ipc:///tmp/gemmd-test-poller-%d-%d.sock",
 			 (int)getpid(), i);
-	assert_int_equal(
-	    gm_listener_open(url, NULL, 0600, &p->l, msg, sizeof(msg)), GM_OK);
-	if (use_tcp)
-		snprintf(url, sizeof(url), "tcp://127.0.0.1:%d",
-			 gm_listener_port(p->l));
-	assert_int_equal(gm_dialer_open(url, NULL, &p->d, msg, sizeof(msg)),
-			 GM_OK);
-	assert_int_equal(gm_teststream_connect(p->l, p->d, &p->srv, &p->cli),
-			 GM_OK);
-}
-
-static void pair_open(struct pair *p)
-{
-	pair_open_at(p, 0);
-}
-
-static void pair_close(struct pair *p)
-{
-	gm_stream_free(p->srv);
-	gm_stream_free(p->cli);
-	gm_dialer_free(p->d);
-	gm_listener_free(p->l);
+	pair_open(p, url, NULL, NULL);
 }
 
 /* Writes all of buf to s. */
@@ -120,7 +76,7 @@ static void rig_open(struct rig *r, unsigned flags)
 {
 	memset(r, 0, sizeof(*r));
 	sem_init(&r->w.sem, 0, 0);
-	pair_open(&r->pr);
+	pair_open_at(&r->pr, 0);
 	assert_int_equal(gm_poller_new(flags, &r->p), GM_OK);
 	gm_stream_set_poller(r->pr.cli, r->p);
 	r->io = (gm_io){.niov = 1, .done = gm_teststream_on_io, .arg = &r->w};
@@ -398,7 +354,7 @@ static void test_every_byte_in_order(void **state)
 
 	assert_non_null(r);
 	sem_init(&r->end, 0, 0);
-	pair_open(&pr);
+	pair_open_at(&pr, 0);
 	assert_int_equal(gm_poller_new(GM_POLLER_TAKE_BACK, &r->p), GM_OK);
 	gm_stream_set_poller(pr.cli, r->p);
 	r->s = pr.cli;
