@@ -196,6 +196,12 @@ int submit(struct treq *tr)
 	return rv;
 }
 
+struct treq *submit_ok(struct treq *tr)
+{
+	assert_int_equal(submit(tr), GM_OK);
+	return tr;
+}
+
 size_t wait_count(const size_t *count, size_t n)
 {
 	struct timespec until;

@@ -135,7 +135,11 @@ struct treq *new_req(uint32_t njobs, uint8_t prio, uint32_t deadline_ms,
 /* A request of n jobs all of shape s. */
 struct treq *new_req_of(uint32_t n, const struct shape *s);
 
+/* Hands tr to the scheduler: its code, the books checked. */
 int submit(struct treq *tr);
+
+/* submit, which must take tr (GM_OK); returns tr. */
+struct treq *submit_ok(struct treq *tr);
 
 /* Waits up to WAIT_S until *count (under mu) reaches n; returns it. */
 size_t wait_count(const size_t *count, size_t n);

@@ -7,6 +7,14 @@
 
 /* ---- the plan ------------------------------------------------------ */
 
+/* A plan of d in budget, made and checked (check_plan). */
+static void plan_ok(const gm_job_desc *d, uint64_t budget, uint64_t line,
+		    gm_ooc_plan *p)
+{
+	assert_int_equal(gm_ooc_plan_make(d, budget, line, p), GM_OK);
+	check_plan(p, budget);
+}
+
 /* The benchmark's job: three 8 GiB fp64 operands, half of a 4 GiB
  * pool. By bytes alone, three by three tiles of 10944 (10880 the last)
  * with panels 640 deep copy the least, 6 K of A and B per element of C,
@@ -20,8 +28,7 @@ static void test_plan_large(void **state)
 	gm_ooc_plan p;
 
 	assert_int_equal(share, 2 * GIB);
-	assert_int_equal(gm_ooc_plan_make(&d, share, 1, &p), GM_OK);
-	check_plan(&p, share);
+	plan_ok(&d, share, 1, &p);
 	assert_int_equal(p.mt, 10944);
 	assert_int_equal(p.nt, 10944);
 	assert_int_equal(p.tm, 3);
@@ -32,9 +39,7 @@ static void test_plan_large(void **state)
 	assert_int_equal(p.slots[GM_OOC_C], 2);
 	assert_int_equal(p.h2d_bytes, 8ull * 32768 * 32768 * 6);
 	assert_int_equal(p.h2d_lines, 52ull * 3 * 32768 + 9ull * 32768);
-	assert_int_equal(gm_ooc_plan_make(&d, share, GM_OOC_LINE_BYTES, &p),
-			 GM_OK);
-	check_plan(&p, share);
+	plan_ok(&d, share, GM_OOC_LINE_BYTES, &p);
 	assert_int_equal(p.mt, 8192);
 	assert_int_equal(p.nt, 10944);
 	assert_int_equal(p.kb, 2240);
@@ -43,9 +48,7 @@ static void test_plan_large(void **state)
 	assert_int_equal(p.h2d_lines, 15ull * 3 * 32768 + 12ull * 32768);
 	/* fp32 of the same shape: twice the elements per byte. */
 	d.dtype = GM_FP32;
-	assert_int_equal(gm_ooc_plan_make(&d, share, GM_OOC_LINE_BYTES, &p),
-			 GM_OK);
-	check_plan(&p, share);
+	plan_ok(&d, share, GM_OOC_LINE_BYTES, &p);
 	assert_true(p.tm * p.tn <= 8);
 	assert_true(p.kb >= 1024);
 }
@@ -61,9 +64,7 @@ static void test_plan_large_default(void **state)
 
 	assert_int_equal(share, 3 * GIB);
 	assert_int_equal(gm_ooc_share(4 * GIB, GM_OOC_SHARE_PCT), share);
-	assert_int_equal(gm_ooc_plan_make(&d, share, GM_OOC_LINE_BYTES, &p),
-			 GM_OK);
-	check_plan(&p, share);
+	plan_ok(&d, share, GM_OOC_LINE_BYTES, &p);
 	assert_int_equal(p.mt, 8192);
 	assert_int_equal(p.nt, 16384);
 	assert_int_equal(p.kb, 2560);
@@ -80,9 +81,7 @@ static void test_plan_whole(void **state)
 
 	d.flags = GM_JOB_HAS_C;
 	d.beta = 0.5;
-	assert_int_equal(
-	    gm_ooc_plan_make(&d, 1ull << 30, GM_OOC_LINE_BYTES, &p), GM_OK);
-	check_plan(&p, 1ull << 30);
+	plan_ok(&d, 1ull << 30, GM_OOC_LINE_BYTES, &p);
 	assert_int_equal(gm_ooc_tiles(&p), 1);
 	assert_int_equal(p.nk, 1);
 	assert_int_equal(p.load_c, 1);
@@ -108,18 +107,14 @@ static void test_plan_panels(void **state)
 	gm_job_desc d = desc(GM_FP64, 20000, 64, 256);
 	gm_ooc_plan p;
 
-	assert_int_equal(
-	    gm_ooc_plan_make(&d, 8ull << 20, GM_OOC_LINE_BYTES, &p), GM_OK);
-	check_plan(&p, 8ull << 20);
+	plan_ok(&d, 8ull << 20, GM_OOC_LINE_BYTES, &p);
 	assert_int_equal(p.nk, 1);
 	assert_int_equal(p.tn, 1);
 	/* B (256 x 64) stays; A streams once. */
 	assert_int_equal(p.slots[GM_OOC_B], 1);
 	assert_int_equal(p.h2d_bytes, 8ull * 256 * (20000 + 64));
 	d = desc(GM_FP64, 8, 8, 9000);
-	assert_int_equal(
-	    gm_ooc_plan_make(&d, 1ull << 30, GM_OOC_LINE_BYTES, &p), GM_OK);
-	check_plan(&p, 1ull << 30);
+	plan_ok(&d, 1ull << 30, GM_OOC_LINE_BYTES, &p);
 	assert_int_equal(p.nk, 2);
 	assert_int_equal(p.kb, 4544); /* 4500 rounded up to 64 */
 }
@@ -131,9 +126,7 @@ static void test_plan_small_budget(void **state)
 	uint64_t share = gm_ooc_share(1ull << 20, 50);
 	gm_ooc_plan p;
 
-	assert_int_equal(gm_ooc_plan_make(&d, share, GM_OOC_LINE_BYTES, &p),
-			 GM_OK);
-	check_plan(&p, share);
+	plan_ok(&d, share, GM_OOC_LINE_BYTES, &p);
 	assert_true(gm_ooc_tiles(&p) > 16);
 	assert_true(p.nk > 1);
 	/* Budgets too small for 64 x 64 tiles. */
@@ -171,10 +164,7 @@ static void test_plan_random(void **state)
 		    GM_OK)
 			continue;
 		check_plan(&p, budget);
-		assert_int_equal(
-		    gm_ooc_plan_make(&d, 4 * budget, GM_OOC_LINE_BYTES, &q),
-		    GM_OK);
-		check_plan(&q, 4 * budget);
+		plan_ok(&d, 4 * budget, GM_OOC_LINE_BYTES, &q);
 		assert_true(cost(&q) <= cost(&p) * (1 + 1e-9));
 	}
 }

@@ -48,20 +48,17 @@ static void test_queue_full(void **state)
 
 	/* The blocker holds the budget: what follows stays queued. Once
 	 * started it is no longer queued. */
-	blocker = new_req_of(1, &SMALL);
-	assert_int_equal(submit(blocker), GM_OK);
+	blocker = submit_ok(new_req_of(1, &SMALL));
 	wait_started(1);
 	assert_int_equal(gm_sched_on_engine(h.sched), 1);
 	assert_int_equal(gm_sched_in_queue(h.sched), 0);
-	a = new_req_of(5, &SMALL);
-	assert_int_equal(submit(a), GM_OK);
+	a = submit_ok(new_req_of(5, &SMALL));
 	assert_int_equal(gm_sched_in_queue(h.sched), 5);
 	b = new_req_of(4, &SMALL);
 	assert_int_equal(submit(b), GM_EBUSY);
 	assert_int_equal(gm_sched_in_queue(h.sched), 5);
 	assert_int_equal(gm_sched_requests(h.sched), 2);
-	c = new_req_of(DEPTH - 5, &SMALL);
-	assert_int_equal(submit(c), GM_OK);
+	c = submit_ok(new_req_of(DEPTH - 5, &SMALL));
 	assert_int_equal(gm_sched_in_queue(h.sched), DEPTH);
 	d = new_req_of(1, &SMALL);
 	assert_int_equal(submit(d), GM_EBUSY);
@@ -86,8 +83,7 @@ static void test_back_pressure(void **state)
 	for (size_t f = 0; f < NELEMS(fits); f++) {
 		h_open(fits[f] * cost_of(&s), 16);
 		for (size_t i = 0; i < NELEMS(tr); i++) {
-			tr[i] = new_req_of(4, &s);
-			assert_int_equal(submit(tr[i]), GM_OK);
+			tr[i] = submit_ok(new_req_of(4, &s));
 		}
 		while (gm_sched_requests(h.sched) > 0) {
 			assert_true(gm_sched_on_engine(h.sched) <= fits[f]);
@@ -132,8 +128,7 @@ static void test_over_budget(void **state)
 			 cost_of(&huge) + 2 * cost_of(&SMALL));
 	/* The budget's bytes are full: another connection's job waits for
 	 * them, not for the huge job. */
-	other = conn_req(2, &SMALL);
-	assert_int_equal(submit(other), GM_OK);
+	other = submit_ok(conn_req(2, &SMALL));
 	assert_int_equal(gm_sched_in_queue(h.sched), 3);
 	drain();
 	assert_int_equal(h.peak_inflight, 3);
@@ -161,8 +156,7 @@ static void test_budget_edge(void **state)
 		struct treq *tr;
 
 		h_open(2 * cost_of(&s) + cases[i].delta, 4);
-		tr = new_req_of(2, &s);
-		assert_int_equal(submit(tr), GM_OK);
+		tr = submit_ok(new_req_of(2, &s));
 		drain();
 		assert_int_equal(h.peak_inflight, cases[i].peak);
 		check_all_ok(tr);
@@ -216,8 +210,7 @@ static void test_unsupported(void **state)
 		sh[1].dtype = cases[i].dtype;
 		sh[2].dtype = GM_FP32;
 		h_open(64 * 1024, 8);
-		tr = new_req(3, 1, 0, sh, NELEMS(sh));
-		assert_int_equal(submit(tr), GM_OK);
+		tr = submit_ok(new_req(3, 1, 0, sh, NELEMS(sh)));
 		assert_int_equal(tr->r->jobs[1].job.status, GM_EUNSUPPORTED);
 		assert_string_equal(tr->r->jobs[1].job.msg, cases[i].msg);
 		assert_int_equal(tr->done, 0);
@@ -288,8 +281,7 @@ static void test_head_of_line(void **state)
 
 	h_open(cost_of(&big), 8 + PASS + MORE);
 	assert_int_equal(PASS * cost_of(&SMALL), cost_of(&big) / 4);
-	blocker = conn_req(1, &SMALL);
-	assert_int_equal(submit(blocker), GM_OK);
+	blocker = submit_ok(conn_req(1, &SMALL));
 	large = new_req(1, 3, 0, &big, 1);
 	large->r->conn = 2;
 	assert_int_equal(submit(large), GM_OK);
@@ -328,14 +320,10 @@ static void test_deadline(void **state)
 	struct treq *blocker, *late, *none, *far;
 
 	h_open(cost_of(&slow), 8);
-	blocker = new_req_of(1, &slow);
-	assert_int_equal(submit(blocker), GM_OK);
-	late = new_req(1, 1, 1, &SMALL, 1);
-	assert_int_equal(submit(late), GM_OK);
-	none = new_req(1, 1, 0, &SMALL, 1);
-	assert_int_equal(submit(none), GM_OK);
-	far = new_req(1, 1, 600000, &SMALL, 1);
-	assert_int_equal(submit(far), GM_OK);
+	blocker = submit_ok(new_req_of(1, &slow));
+	late = submit_ok(new_req(1, 1, 1, &SMALL, 1));
+	none = submit_ok(new_req(1, 1, 0, &SMALL, 1));
+	far = submit_ok(new_req(1, 1, 600000, &SMALL, 1));
 	/* Past the deadline before the blocker's completion pumps. */
 	wait_past(late->r->recv_us + 2000.0);
 	take_one();
@@ -364,8 +352,7 @@ static void test_deadline_partial(void **state)
 	struct treq *tr;
 
 	h_open(cost_of(&SMALL), 8);
-	tr = new_req(2, 1, DEADLINE_MS, &SMALL, 1);
-	assert_int_equal(submit(tr), GM_OK);
+	tr = submit_ok(new_req(2, 1, DEADLINE_MS, &SMALL, 1));
 	assert_int_equal(gm_sched_on_engine(h.sched), 1);
 	assert_int_equal(gm_sched_in_queue(h.sched), 1);
 	wait_past(tr->r->recv_us + DEADLINE_MS * 1000.0 + 1000.0);
@@ -382,10 +369,8 @@ static void test_stop(void **state)
 	struct treq *blocker, *queued, *late, *later;
 
 	h_open(cost_of(&SMALL), 8);
-	blocker = new_req_of(1, &SMALL);
-	assert_int_equal(submit(blocker), GM_OK);
-	queued = new_req_of(3, &SMALL);
-	assert_int_equal(submit(queued), GM_OK);
+	blocker = submit_ok(new_req_of(1, &SMALL));
+	queued = submit_ok(new_req_of(3, &SMALL));
 	gm_sched_stop(h.sched);
 	late = new_req_of(1, &SMALL);
 	assert_int_equal(submit(late), GM_ESHUTDOWN);

@@ -18,8 +18,7 @@ static void test_fairness(void **state)
 	size_t next = 1;
 
 	h_open(cost_of(&SMALL), 32);
-	blk = conn_req(9, &SMALL);
-	assert_int_equal(submit(blk), GM_OK);
+	blk = submit_ok(conn_req(9, &SMALL));
 	for (int i = 0; i < 4; i++)
 		assert_int_equal(submit(a[i] = conn_req(1, &SMALL)), GM_OK);
 	for (int i = 0; i < 4; i++)
@@ -82,8 +81,7 @@ static void test_fair_principals(void **state)
 		struct treq *blk, *a[8], *b[4];
 
 		h_open(cost_of(&SMALL), 32);
-		blk = conn_req(9, &SMALL);
-		assert_int_equal(submit(blk), GM_OK);
+		blk = submit_ok(conn_req(9, &SMALL));
 		for (uint32_t i = 0; i < 8; i++) {
 			a[i] = conn_req(10 + i % cases[c].nconn, &SMALL);
 			a[i]->r->principal = cases[c].keyed ? &who_a : NULL;
@@ -117,15 +115,12 @@ static void test_fair_principals(void **state)
 static void test_fair_head_of_line(void **state)
 {
 	const struct shape big = {GM_FP64, 0, 0, 0, 0, 64, 64, 64};
-	struct treq *blk, *large, *small;
+	struct treq *large, *small;
 
 	h_open(cost_of(&big), 8);
-	blk = conn_req(1, &SMALL);
-	assert_int_equal(submit(blk), GM_OK);
-	large = conn_req(2, &big);
-	assert_int_equal(submit(large), GM_OK);
-	small = conn_req(3, &SMALL);
-	assert_int_equal(submit(small), GM_OK);
+	submit_ok(conn_req(1, &SMALL));
+	large = submit_ok(conn_req(2, &big));
+	small = submit_ok(conn_req(3, &SMALL));
 	assert_int_equal(gm_sched_on_engine(h.sched), 2);
 	assert_int_equal(gm_sched_in_queue(h.sched), 1);
 	drain();
@@ -144,12 +139,9 @@ static void test_cancel(void **state)
 	struct treq *blk, *two, *one;
 
 	h_open(cost_of(&SMALL), 8);
-	blk = new_req_of(1, &SMALL);
-	assert_int_equal(submit(blk), GM_OK);
-	two = new_req_of(2, &SMALL);
-	assert_int_equal(submit(two), GM_OK);
-	one = new_req_of(1, &SMALL);
-	assert_int_equal(submit(one), GM_OK);
+	blk = submit_ok(new_req_of(1, &SMALL));
+	two = submit_ok(new_req_of(2, &SMALL));
+	one = submit_ok(new_req_of(1, &SMALL));
 	wait_back(1);
 	assert_int_equal(gm_sched_job_state(&blk->r->jobs[0]),
 			 GM_SCHED_JOB_RUNNING);
@@ -180,20 +172,16 @@ static void test_cancel(void **state)
 static void test_expire(void **state)
 {
 	const struct shape slow = {GM_FP64, 0, 0, 0, 0, 600, 600, 600};
-	struct treq *blk, *late, *none, *far;
+	struct treq *late, *none, *far;
 	double far_due;
 
 	h_open(cost_of(&slow), 8);
-	blk = new_req_of(1, &slow);
-	assert_int_equal(submit(blk), GM_OK);
+	submit_ok(new_req_of(1, &slow));
 	assert_true(gm_sched_next_deadline(h.sched) == 0.0);
 	assert_int_equal(gm_sched_expire(h.sched), 0);
-	far = new_req(1, 1, 600000, &SMALL, 1);
-	assert_int_equal(submit(far), GM_OK);
-	late = new_req(1, 1, 1, &SMALL, 1);
-	assert_int_equal(submit(late), GM_OK);
-	none = new_req(1, 1, 0, &SMALL, 1);
-	assert_int_equal(submit(none), GM_OK);
+	far = submit_ok(new_req(1, 1, 600000, &SMALL, 1));
+	late = submit_ok(new_req(1, 1, 1, &SMALL, 1));
+	none = submit_ok(new_req(1, 1, 0, &SMALL, 1));
 	far_due = far->r->recv_us + 600000 * 1000.0;
 	assert_true(gm_sched_next_deadline(h.sched) ==
 		    late->r->recv_us + 1000.0);
@@ -215,28 +203,24 @@ static void test_expire(void **state)
 static void test_priority_limits(void **state)
 {
 	static const unsigned lim[GM_BATCH_PRIO_MAX + 1] = {2, 0, 0, 1};
-	struct treq *blk, *p0, *over0, *p1, *p3, *over3;
+	struct treq *p0, *over0, *p1, *p3, *over3;
 
 	h_open(cost_of(&SMALL), 6);
 	gm_sched_set_limits(h.sched, lim);
-	blk = new_req_of(1, &SMALL);
-	assert_int_equal(submit(blk), GM_OK);
+	submit_ok(new_req_of(1, &SMALL));
 	wait_started(1);
-	p0 = new_req(2, 0, 0, &SMALL, 1);
-	assert_int_equal(submit(p0), GM_OK);
+	p0 = submit_ok(new_req(2, 0, 0, &SMALL, 1));
 	over0 = new_req(1, 0, 0, &SMALL, 1);
 	assert_int_equal(submit(over0), GM_EBUSY);
 	assert_int_equal(gm_sched_room(h.sched, 0, 1), GM_EBUSY);
-	p3 = new_req(1, 3, 0, &SMALL, 1);
-	assert_int_equal(submit(p3), GM_OK);
+	p3 = submit_ok(new_req(1, 3, 0, &SMALL, 1));
 	over3 = new_req(1, 3, 0, &SMALL, 1);
 	assert_int_equal(submit(over3), GM_EBUSY);
 	/* Priority 1 has no limit of its own: only the depth, 6. */
 	assert_int_equal(gm_sched_room(h.sched, 1, 4), GM_EBUSY);
 	assert_int_equal(gm_sched_room(h.sched, 1, 3), GM_OK);
 	assert_int_equal(gm_sched_room(h.sched, 4, 1), GM_EINVAL);
-	p1 = new_req(3, 1, 0, &SMALL, 1);
-	assert_int_equal(submit(p1), GM_OK);
+	p1 = submit_ok(new_req(3, 1, 0, &SMALL, 1));
 	assert_int_equal(gm_sched_in_queue_prio(h.sched, 0), 2);
 	assert_int_equal(gm_sched_in_queue_prio(h.sched, 1), 3);
 	assert_int_equal(gm_sched_in_queue_prio(h.sched, 3), 1);
@@ -264,17 +248,13 @@ static void test_engine_queue(void **state)
 
 	h_open(64 * cost_of(&SMALL), 8);
 	set_gate(1);
-	blk = new_req_of(1, &SMALL);
-	assert_int_equal(submit(blk), GM_OK);
+	blk = submit_ok(new_req_of(1, &SMALL));
 	wait_back(1); /* the engine is held from now on */
 	assert_int_equal(gm_sched_job_state(&blk->r->jobs[0]),
 			 GM_SCHED_JOB_RUNNING);
-	wait = new_req_of(1, &SMALL);
-	assert_int_equal(submit(wait), GM_OK);
-	cancel = new_req_of(1, &SMALL);
-	assert_int_equal(submit(cancel), GM_OK);
-	late = new_req(1, 1, 1, &SMALL, 1);
-	assert_int_equal(submit(late), GM_OK);
+	wait = submit_ok(new_req_of(1, &SMALL));
+	cancel = submit_ok(new_req_of(1, &SMALL));
+	late = submit_ok(new_req(1, 1, 1, &SMALL, 1));
 	assert_int_equal(gm_sched_job_state(&wait->r->jobs[0]),
 			 GM_SCHED_JOB_HANDED);
 	assert_int_equal(gm_sched_in_queue(h.sched), 0);
@@ -297,8 +277,7 @@ static void test_engine_queue(void **state)
 	assert_int_equal(gm_sched_on_engine(h.sched), 2);
 	assert_true(gm_sched_next_deadline(h.sched) == 0.0);
 
-	gone = new_req(1, 1, 1, &SMALL, 1);
-	assert_int_equal(submit(gone), GM_OK);
+	gone = submit_ok(new_req(1, 1, 1, &SMALL, 1));
 	wait_past(gone->r->recv_us + 1500.0);
 	released = gm_clock_now_us();
 	set_gate(0);
@@ -330,8 +309,7 @@ static void test_stats(void **state)
 	mix[2].dtype = GM_FP16;
 	h_open(cost_of(&blk), 16);
 	assert_int_equal(submit(new_req_of(1, &blk)), GM_OK);
-	late = new_req(1, 1, 1, &tiny, 1);
-	assert_int_equal(submit(late), GM_OK);
+	late = submit_ok(new_req(1, 1, 1, &tiny, 1));
 	assert_int_equal(submit(new_req(4, 1, 0, mix, NELEMS(mix))), GM_OK);
 	wait_past(late->r->recv_us + 2000.0);
 	drain();
