@@ -212,19 +212,12 @@ static void run_cut(uint32_t m, uint32_t n, uint32_t k, double flops)
 	gm_engine_close(e);
 }
 
-/* 5 panels of 52 rows; 2 x 6 blocks; rows of 3 in 11 blocks of 64. */
-static void test_cut_panels(void **state)
+/* Pieces of 5 panels of 52 rows; 2 x 6 blocks; rows of 3 in 11 blocks
+ * of 64. */
+static void test_cut(void **state)
 {
 	run_cut(257, 129, 65, 2.0 * 65 * 129 * 64);
-}
-
-static void test_cut_blocks(void **state)
-{
 	run_cut(67, 1031, 17, 2.0 * 17 * 6400);
-}
-
-static void test_cut_thin(void **state)
-{
 	run_cut(3, 701, 33, 2.0 * 33 * 64);
 }
 
@@ -445,9 +438,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_plan),
-	    cmocka_unit_test(test_cut_panels),
-	    cmocka_unit_test(test_cut_blocks),
-	    cmocka_unit_test(test_cut_thin),
+	    cmocka_unit_test(test_cut),
 	    cmocka_unit_test(test_small_between),
 	    cmocka_unit_test(test_turns),
 	    cmocka_unit_test(test_cancel_deadline),
