@@ -29,8 +29,7 @@
 #include "gm_testref.h"
 
 #define ALPHA 1.5
-
-#define BETA -0.75
+#define BETA  -0.75
 
 /* Collects jobs coming back through the done callback. */
 struct waiter {
@@ -40,15 +39,11 @@ struct waiter {
 };
 
 extern struct waiter w;
-
 extern uint64_t rs;
 
 void on_done(gm_job *job, void *arg);
-
 void wait_done(size_t n);
-
 size_t done_count(void);
-
 gm_engine *open_engine(int kind, unsigned threads);
 
 /* A job and the buffers it owns, with the description it was built from:

@@ -57,7 +57,6 @@ static void on_accept(void *arg, int rv, int nng_rv, gm_stream *s)
 {
 	gm_testpeer *p = arg;
 
-	(void)nng_rv;
 	if (rv != GM_OK)
 		return; /* the listener is being freed */
 	pthread_mutex_lock(&p->mu);

@@ -23,7 +23,6 @@ void gm_teststream_on_accept(void *arg, int rv, int nng_rv, gm_stream *s)
 {
 	gm_teststream_wait *w = arg;
 
-	(void)nng_rv;
 	w->rv = rv;
 	w->s = s;
 	sem_post(&w->sem);

@@ -5,9 +5,7 @@
 #include "detach_fx.h"
 
 struct answer ans;
-
 gm_sched_request *reqs[MAXREQ];
-
 int nreqs;
 
 gm_principal *me, *other, *anon;
@@ -24,7 +22,6 @@ gm_principal *principal(int kind, uint64_t uid)
 void on_answer(void *w, uint64_t id, uint8_t *result, uint64_t len, int code,
 	       const char *text, void *arg)
 {
-	(void)arg;
 	free(ans.result);
 	ans.n++;
 	ans.w = w;

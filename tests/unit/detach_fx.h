@@ -25,8 +25,7 @@
 #include "gm_detach.h"
 
 #define MAXREQ 16
-
-#define BIG (UINT64_C(1) << 30)
+#define BIG    (UINT64_C(1) << 30)
 
 /* What the answer callback was last given. */
 struct answer {
@@ -40,9 +39,7 @@ struct answer {
 };
 
 extern struct answer ans;
-
 extern gm_sched_request *reqs[MAXREQ];
-
 extern int nreqs;
 
 /* The principal the jobs are added for, and two others: another uid,
@@ -55,7 +52,6 @@ void on_answer(void *w, uint64_t id, uint8_t *result, uint64_t len, int code,
 	       const char *text, void *arg);
 
 gm_detach *open_t(unsigned keep_s, uint64_t max_bytes);
-
 void close_t(gm_detach *t);
 
 /* A one-job fp64 m x m x m request, its job queued. */
@@ -74,9 +70,7 @@ uint8_t *reply(const gm_sched_request *r, int status, uint64_t *len);
 void finish(gm_detach *t, gm_sched_request *r, uint64_t id, int status);
 
 cJSON *status_doc(gm_detach *t, uint64_t id);
-
 const char *state_of(gm_detach *t, uint64_t id);
-
 gm_stats_detach counts(gm_detach *t);
 
 /* The GEMM_REPLY a wait was answered with: its header carries the

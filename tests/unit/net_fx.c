@@ -5,9 +5,7 @@
 #include "net_fx.h"
 
 gm_testpki pki;
-
 int have_pki;
-
 char dir[] = "/tmp/gemmd-test-net.XXXXXX";
 
 void pair_listen(struct pair *p, const char *url, gm_tls_ctx *sctx,

@@ -30,9 +30,7 @@
 #include "gm_tls.h"
 
 extern gm_testpki pki;
-
 extern int have_pki;
-
 extern char dir[];
 
 struct pair {
@@ -52,13 +50,9 @@ void pair_open(struct pair *p, const char *url, gm_tls_ctx *sctx,
 	       gm_tls_ctx *cctx);
 
 void pair_close(struct pair *p);
-
 gm_tls_ctx *server_ctx(void);
-
 gm_tls_ctx *client_ctx(const char *cert, const char *key, const char *name);
-
 void fill(uint8_t *p, size_t n, uint32_t seed);
-
 void exchange(struct pair *p, size_t len);
 
 /* A run of tiny reads from one buffer of records: each read's callback
@@ -78,11 +72,8 @@ struct chain {
 extern __thread int chain_depth;
 
 void chain_done(gm_io *io, int rv, size_t n);
-
 void chain_next(struct chain *c);
-
 int setup(void **state);
-
 int teardown(void **state);
 
 #endif

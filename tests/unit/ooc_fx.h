@@ -21,17 +21,13 @@
 #include "gm_testref.h"
 
 #define OPS_MAX 200000
-
-#define KIB 1024ull
-
-#define GIB (1024ull * 1024 * 1024)
-
-#define ROUNDS 4 /* random interleavings of each schedule */
+#define KIB	1024ull
+#define GIB	(1024ull * 1024 * 1024)
+#define ROUNDS	4 /* random interleavings of each schedule */
 
 extern uint64_t rs;
 
 uint32_t rnd(uint32_t lo, uint32_t hi);
-
 gm_job_desc desc(int dtype, uint32_t m, uint32_t n, uint32_t k);
 
 /* ---- the plan ------------------------------------------------------ */

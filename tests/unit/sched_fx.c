@@ -51,7 +51,6 @@ void on_job_done(gm_sched_job *j, void *arg)
 {
 	struct treq *tr = j->req->user;
 
-	(void)arg;
 	assert_int_equal(tr->done, 0);
 	assert_true(j->t.total_us >= j->t.queue_us);
 	tr->finished[j->idx]++;

@@ -34,20 +34,13 @@
 #include "gm_stats.h"
 #include "gm_testref.h"
 
-#define ALPHA 1.5
-
-#define BETA -0.75
-
-#define MAXJOBS 32 /* per request */
-
-#define MAXREQS 16 /* per test */
-
-#define MAXBACK 256 /* jobs back from the engine per test */
-
-#define WAIT_S 60 /* a job not back by then is lost */
-
-#define POISON 0xFF /* every byte: NaN in fp64 and fp32 */
-
+#define ALPHA	  1.5
+#define BETA	  -0.75
+#define MAXJOBS	  32   /* per request */
+#define MAXREQS	  16   /* per test */
+#define MAXBACK	  256  /* jobs back from the engine per test */
+#define WAIT_S	  60   /* a job not back by then is lost */
+#define POISON	  0xFF /* every byte: NaN in fp64 and fp32 */
 #define NELEMS(a) (sizeof(a) / sizeof((a)[0]))
 
 /* One job's description, the short way. */
@@ -93,9 +86,7 @@ struct harness {
 };
 
 extern struct harness h;
-
 extern uint64_t rs;
-
 extern uint64_t next_id;
 
 /* Engine thread: notes job at the end of list (*n of them so far) and
@@ -158,11 +149,8 @@ void take_one(void);
 void drain(void);
 
 void wait_past(double t_us);
-
 int never_ran(int status);
-
 int all_poison(const uint8_t *p, uint64_t bytes);
-
 uint64_t out_bytes(const gm_job_desc *d);
 
 /* The checks every test ends with. */

@@ -48,7 +48,6 @@ static void on_back(gm_job *job, void *arg)
 {
 	struct tjob *t = (struct tjob *)job;
 
-	(void)arg;
 	pthread_mutex_lock(&ev.mu);
 	t->back = ++ev.back;
 	pthread_cond_broadcast(&ev.cv);
@@ -59,7 +58,6 @@ static void on_back(gm_job *job, void *arg)
  * test can submit and cancel with the worker at a known point. */
 static void on_start(gm_job *job, uint32_t n, void *arg)
 {
-	(void)arg;
 	pthread_mutex_lock(&ev.mu);
 	ev.started += (int)n;
 	if (ev.hold) {
@@ -339,7 +337,6 @@ static void *hog(void *arg)
 {
 	volatile double x = 1.0;
 
-	(void)arg;
 	while (__atomic_load_n(&hog_on, __ATOMIC_RELAXED))
 		x = x * 1.0000001 + 1e-9;
 	return NULL;

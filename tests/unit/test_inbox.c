@@ -54,7 +54,6 @@ static void on_drained(void *arg)
 
 static void on_left(void *p, void *arg)
 {
-	(void)p;
 	((struct rig *)arg)->left++;
 }
 

@@ -27,7 +27,6 @@ static int owners[4];
 
 static void on_done(void *owner, uint32_t n, void *arg)
 {
-	(void)arg;
 	back[(int *)owner - owners] += n;
 }
 

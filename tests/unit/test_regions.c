@@ -55,8 +55,6 @@ static int nretiring;
 
 static void hold_retire(gm_regions *rs, gm_region *r, void *arg)
 {
-	(void)rs;
-	(void)arg;
 	retiring[nretiring++] = r;
 }
 
