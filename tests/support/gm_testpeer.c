@@ -17,16 +17,15 @@
 #include "gm_error.h"
 #include "gm_stream.h"
 #include "gm_testpeer_impl.h"
+#include "gm_teststream.h"
 
 #define CONNS_MAX 64
 
 struct gm_testconn {
 	gm_testpeer *peer;
 	gm_stream *s;
-	gm_io rio, wio;
-	sem_t rsem, wsem;
-	int rrv, wrv;
-	size_t rn, wn;
+	gm_io rio;
+	gm_teststream_wait rw;
 	bool rpending;
 	uint8_t *buf; /* received, not yet taken */
 	size_t cap, len;
@@ -119,24 +118,6 @@ unsigned gm_testpeer_accepted(gm_testpeer *p)
 	return n;
 }
 
-static void on_read(gm_io *io, int rv, size_t n)
-{
-	gm_testconn *c = io->arg;
-
-	c->rrv = rv;
-	c->rn = n;
-	sem_post(&c->rsem);
-}
-
-static void on_write(gm_io *io, int rv, size_t n)
-{
-	gm_testconn *c = io->arg;
-
-	c->wrv = rv;
-	c->wn = n;
-	sem_post(&c->wsem);
-}
-
 gm_testconn *gm_testpeer_accept(gm_testpeer *p, int ms)
 {
 	gm_testconn *c;
@@ -150,10 +131,8 @@ gm_testconn *gm_testpeer_accept(gm_testpeer *p, int ms)
 	p->tconns[p->ntconns++] = c;
 	pthread_mutex_unlock(&p->mu);
 	c->peer = p;
-	sem_init(&c->rsem, 0, 0);
-	sem_init(&c->wsem, 0, 0);
-	c->rio = (gm_io){.done = on_read, .arg = c};
-	c->wio = (gm_io){.done = on_write, .arg = c};
+	sem_init(&c->rw.sem, 0, 0);
+	c->rio = (gm_io){.done = gm_teststream_on_io, .arg = &c->rw};
 	return c;
 }
 
@@ -205,13 +184,13 @@ static int fill(gm_testconn *c, size_t n, int ms)
 			c->rpending = true;
 			gm_stream_recv(c->s, &c->rio);
 		}
-		sem_wait_ms(&c->rsem, ms, &timed_out);
+		sem_wait_ms(&c->rw.sem, ms, &timed_out);
 		if (timed_out)
 			return GM_ETIMEDOUT;
 		c->rpending = false;
-		if (c->rrv != GM_OK)
+		if (c->rw.rv != GM_OK)
 			return GM_ETRANSPORT;
-		c->len += c->rn;
+		c->len += c->rw.n;
 	}
 	return GM_OK;
 }
@@ -259,20 +238,9 @@ void gm_testframe_free(gm_testframe *f)
 
 int gm_testconn_write(gm_testconn *c, const void *p, size_t n)
 {
-	const uint8_t *b = p;
-	int timed_out;
-
-	while (n > 0) {
-		c->wio.iov[0] = (nng_iov){(void *)b, n};
-		c->wio.niov = 1;
-		gm_stream_send(c->s, &c->wio);
-		sem_wait_ms(&c->wsem, 3600 * 1000, &timed_out);
-		if (c->wrv != GM_OK)
-			return GM_ETRANSPORT;
-		b += c->wn;
-		n -= c->wn;
-	}
-	return GM_OK;
+	return gm_teststream_move_all(c->s, 1, (uint8_t *)p, n) == GM_OK
+		   ? GM_OK
+		   : GM_ETRANSPORT;
 }
 
 void gm_testconn_close(gm_testconn *c)
