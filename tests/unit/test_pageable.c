@@ -131,6 +131,20 @@ static void test_cap(void **state)
 	assert_int_equal(p.requests, 0);
 }
 
+/* Admits and takes bytes for who: the admission's result. */
+static int take(gm_pageable *p, gm_share *who, uint64_t bytes, void **mem,
+		char *text)
+{
+	bool pageable;
+	int rv = gm_pageable_admit(p, POOL, bytes, who, &pageable, text, 97);
+
+	if (rv == GM_OK) {
+		assert_true(pageable);
+		assert_int_equal(gm_pageable_take(p, who, bytes, mem), GM_OK);
+	}
+	return rv;
+}
+
 /* Two slabs taken, a third refused until one is given back. */
 static void test_take_give(void **state)
 {
@@ -140,19 +154,10 @@ static void test_take_give(void **state)
 	bool pageable;
 
 	gm_pageable_init(&p, CAP, 0, 100);
-	assert_int_equal(gm_pageable_admit(&p, POOL, 10 * MIB, NULL, &pageable,
-					   text, sizeof(text)),
-			 GM_OK);
-	assert_true(pageable);
-	assert_int_equal(gm_pageable_take(&p, NULL, 10 * MIB, (void **)&a),
-			 GM_OK);
+	assert_int_equal(take(&p, NULL, 10 * MIB, (void **)&a, text), GM_OK);
 	a[0] = 1;
 	a[10 * MIB - 1] = 2;
-	assert_int_equal(gm_pageable_admit(&p, POOL, 6 * MIB, NULL, &pageable,
-					   text, sizeof(text)),
-			 GM_OK);
-	assert_int_equal(gm_pageable_take(&p, NULL, 6 * MIB, (void **)&b),
-			 GM_OK);
+	assert_int_equal(take(&p, NULL, 6 * MIB, (void **)&b, text), GM_OK);
 	memset(b, 0x5a, 6 * MIB);
 	assert_int_equal(a[10 * MIB - 1], 2);
 	assert_int_equal(p.bytes, CAP);
@@ -169,12 +174,7 @@ static void test_take_give(void **state)
 	gm_pageable_give(&p, NULL, a, 10 * MIB);
 	assert_int_equal(p.bytes, 6 * MIB);
 	assert_int_equal(p.held, 1);
-	assert_int_equal(gm_pageable_admit(&p, POOL, POOL + 1, NULL, &pageable,
-					   text, sizeof(text)),
-			 GM_OK);
-	assert_true(pageable);
-	assert_int_equal(gm_pageable_take(&p, NULL, POOL + 1, (void **)&c),
-			 GM_OK);
+	assert_int_equal(take(&p, NULL, POOL + 1, (void **)&c, text), GM_OK);
 	c[POOL] = 3;
 	gm_pageable_give(&p, NULL, c, POOL + 1);
 	gm_pageable_give(&p, NULL, b, 6 * MIB);
@@ -184,20 +184,6 @@ static void test_take_give(void **state)
 	assert_int_equal(p.peak_bytes, CAP);
 	assert_int_equal(p.busy, 1);
 	assert_int_equal(p.too_big, 0);
-}
-
-/* Admits and takes bytes for who: the admission's result. */
-static int take(gm_pageable *p, gm_share *who, uint64_t bytes, void **mem,
-		char *text)
-{
-	bool pageable;
-	int rv = gm_pageable_admit(p, POOL, bytes, who, &pageable, text, 97);
-
-	if (rv == GM_OK) {
-		assert_true(pageable);
-		assert_int_equal(gm_pageable_take(p, who, bytes, mem), GM_OK);
-	}
-	return rv;
 }
 
 static void test_share(void **state)
