@@ -263,16 +263,12 @@ static void run_many(unsigned spin_us, int ncons)
 	free(items);
 }
 
-static void test_many_producers_one_consumer(void **state)
+/* To one consumer and to four, each sleeping and polling. */
+static void test_many_producers(void **state)
 {
-	run_many(0, 1);
-	run_many(50, 1);
-}
-
-static void test_many_producers_many_consumers(void **state)
-{
-	run_many(0, 4);
-	run_many(50, 4);
+	for (int ncons = 1; ncons <= 4; ncons += 3)
+		for (unsigned spin_us = 0; spin_us <= 50; spin_us += 50)
+			run_many(spin_us, ncons);
 }
 
 static void *wait_closed(void *arg)
@@ -530,8 +526,7 @@ int main(void)
 	    cmocka_unit_test(test_fifo_and_take_back),
 	    cmocka_unit_test(test_insert),
 	    cmocka_unit_test(test_remove_if_takes_oldest_match),
-	    cmocka_unit_test(test_many_producers_one_consumer),
-	    cmocka_unit_test(test_many_producers_many_consumers),
+	    cmocka_unit_test(test_many_producers),
 	    cmocka_unit_test(test_close_wakes_sleepers),
 	    cmocka_unit_test(test_kick_and_timeout),
 	    cmocka_unit_test(test_no_lost_wakeup),
