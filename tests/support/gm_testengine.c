@@ -26,6 +26,14 @@ void wait_done(size_t n)
 	pthread_mutex_unlock(&w.mu);
 }
 
+double now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
 size_t done_count(void)
 {
 	size_t n;

@@ -44,6 +44,9 @@ extern uint64_t rs;
 void on_done(gm_job *job, void *arg);
 void wait_done(size_t n);
 size_t done_count(void);
+
+/* CLOCK_MONOTONIC in us, the clock the engine stamps jobs with. */
+double now_us(void);
 gm_engine *open_engine(int kind, unsigned threads);
 
 /* A job and the buffers it owns, with the description it was built from:

@@ -316,15 +316,6 @@ static void test_bursts(void **state)
 	assert_int_equal(done_count(), N);
 }
 
-/* The engine's clock: monotonic, in microseconds. */
-static double now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
 /* Starts as the engine reports them: which job, and the host clock. */
 static struct {
 	pthread_mutex_t mu;

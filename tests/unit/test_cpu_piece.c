@@ -11,24 +11,8 @@
  * events is fixed by holding the worker in the start callback, never by
  * sleeping. GM_TEST_SEED replays a run's operands.
  */
-#include <math.h>
-#include <pthread.h>
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-
-#include <cmocka.h>
-
 #include "gm_cpu_piece.h"
-#include "gm_engine.h"
-#include "gm_error.h"
 #include "gm_testengine.h"
-#include "gm_testref.h"
 
 /* Jobs, their checks and rs are the engine fixture's (gm_testengine.h). */
 
@@ -71,18 +55,11 @@ static void on_start(gm_job *job, uint32_t n, void *arg)
 	pthread_mutex_unlock(&ev.mu);
 }
 
-static void wait_back(int n)
+/* Waits until *v (under ev.mu) reaches n. */
+static void wait_for(const int *v, int n)
 {
 	pthread_mutex_lock(&ev.mu);
-	while (ev.back < n)
-		pthread_cond_wait(&ev.cv, &ev.mu);
-	pthread_mutex_unlock(&ev.mu);
-}
-
-static void wait_holding(void)
-{
-	pthread_mutex_lock(&ev.mu);
-	while (!ev.holding)
+	while (*v < n)
 		pthread_cond_wait(&ev.cv, &ev.mu);
 	pthread_mutex_unlock(&ev.mu);
 }
@@ -202,7 +179,7 @@ static void run_cut(uint32_t m, uint32_t n, uint32_t k, double flops)
 		assert_non_null(c_before);
 		memcpy(c_before, t.c, cbytes);
 		submit(e, &t);
-		wait_back(++back);
+		wait_for(&ev.back, ++back);
 		check_job(&t, c_before);
 		free(c_before);
 		free(t.a);
@@ -236,10 +213,10 @@ static void test_small_between(void **state)
 	make_job(&big, GM_FP64, GM_ROW_MAJOR, 0, 1, 1, 0, BIG, BIG, BIG);
 	make_job(&small, GM_FP32, GM_COL_MAJOR, 1, 0, 0, 0, 8, 8, 8);
 	submit(e, &big);
-	wait_holding(); /* big is taken, its first piece not run */
+	wait_for(&ev.holding, 1); /* big is taken, its first piece not run */
 	submit(e, &small);
 	release();
-	wait_back(2);
+	wait_for(&ev.back, 2);
 	assert_int_equal(small.back, 1);
 	assert_int_equal(big.back, 2);
 	assert_true(small.job.start_us > big.job.start_us);
@@ -264,22 +241,13 @@ static void test_turns(void **state)
 		make_job(&t[i], GM_FP64, GM_COL_MAJOR, i, 0, 0, 0, BIG, BIG,
 			 BIG);
 	assert_int_equal(gm_engine_submit(e, wave, 2), GM_OK);
-	wait_back(2);
+	wait_for(&ev.back, 2);
 	assert_true(t[1].job.start_us < t[0].job.start_us + t[0].job.kernel_us);
 	for (int i = 0; i < 2; i++) {
 		check_job(&t[i], NULL);
 		free(t[i].a);
 	}
 	gm_engine_close(e);
-}
-
-/* The engine's clock (gm_engine_now_us's): monotonic, in us. */
-static double now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
 }
 
 /*
@@ -303,7 +271,7 @@ static void test_cancel_deadline(void **state)
 	}
 	t[3].job.deadline_us = now_us() + 2000.0;
 	assert_int_equal(gm_engine_submit(e, &wave[0], 1), GM_OK);
-	wait_holding();
+	wait_for(&ev.holding, 1);
 	assert_int_equal(gm_engine_submit(e, &wave[1], N - 1), GM_OK);
 	assert_int_equal(gm_engine_cancel(e, &t[1].job), GM_OK);
 	assert_int_equal(gm_engine_cancel(e, &t[2].job), GM_OK);
@@ -311,7 +279,7 @@ static void test_cancel_deadline(void **state)
 	while (now_us() <= t[3].job.deadline_us)
 		usleep(500);
 	release();
-	wait_back(2);
+	wait_for(&ev.back, 2);
 	assert_int_equal(t[3].job.status, GM_ETIMEDOUT);
 	assert_true(t[3].job.start_us == 0.0);
 	assert_true(isnan(gm_testref_get(GM_FP64, t[3].out, 0)));
@@ -371,7 +339,8 @@ static void run_same(gm_engine *e, struct tjob *same, int loaded)
 	}
 	submit(e, same);
 	if (loaded) {
-		wait_holding(); /* same is taken, its first piece not run */
+		wait_for(&ev.holding,
+			 1); /* same is taken, its first piece not run */
 		make_job(&other, GM_FP64, GM_COL_MAJOR, 1, 1, 1, 0, 300, 300,
 			 300);
 		submit(e, &other);
@@ -384,7 +353,7 @@ static void run_same(gm_engine *e, struct tjob *same, int loaded)
 		}
 		back += 1 + SMALL;
 	}
-	wait_back(back);
+	wait_for(&ev.back, back);
 	assert_int_equal(same->job.status, GM_OK);
 	if (!loaded)
 		return;
