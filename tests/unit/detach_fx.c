@@ -119,6 +119,14 @@ void finish(gm_detach *t, gm_sched_request *r, uint64_t id, int status)
 	gm_detach_done(t, id, m, len);
 }
 
+char said[128];
+
+int wait_job(gm_detach *t, const gm_principal *who, uint64_t id, int64_t ms,
+	     void *w, uint64_t req_id)
+{
+	return gm_detach_wait(t, who, id, ms, w, req_id, said, sizeof(said));
+}
+
 cJSON *status_doc(gm_detach *t, uint64_t id)
 {
 	char *json = NULL;

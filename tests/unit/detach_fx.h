@@ -69,6 +69,13 @@ uint8_t *reply(const gm_sched_request *r, int status, uint64_t *len);
 /* Finishes r's job (id) with status. */
 void finish(gm_detach *t, gm_sched_request *r, uint64_t id, int status);
 
+/* What the last wait_job was told. */
+extern char said[128];
+
+/* gm_detach_wait of job id for who, as wait w of request req_id. */
+int wait_job(gm_detach *t, const gm_principal *who, uint64_t id, int64_t ms,
+	     void *w, uint64_t req_id);
+
 cJSON *status_doc(gm_detach *t, uint64_t id);
 const char *state_of(gm_detach *t, uint64_t id);
 gm_stats_detach counts(gm_detach *t);

@@ -107,7 +107,7 @@ static void test_owner(void **state)
 	uint64_t id1 = add(t, r1), id2 = add(t, r2);
 	gm_principal *me_again = principal(GM_URL_IPC, 1000);
 	gm_principal *others[] = {other, anon};
-	char text[128], unknown[128], *json;
+	char unknown[128], *json;
 	int w, st;
 
 	assert_int_equal(
@@ -121,11 +121,9 @@ static void test_owner(void **state)
 		assert_int_equal(gm_detach_status(t, p, id1, &json),
 				 GM_ENOTFOUND);
 		assert_null(json);
-		assert_int_equal(
-		    gm_detach_wait(t, p, id1, -1, &w, 2, text, sizeof(text)),
-		    GM_ENOTFOUND);
+		assert_int_equal(wait_job(t, p, id1, -1, &w, 2), GM_ENOTFOUND);
 		/* The same words as for an id never given, but its own. */
-		assert_non_null(strstr(text, "no detached job"));
+		assert_non_null(strstr(said, "no detached job"));
 		assert_non_null(strstr(unknown, "no detached job"));
 		assert_int_equal(gm_detach_cancel(t, p, id1, &st),
 				 GM_ENOTFOUND);
@@ -136,9 +134,7 @@ static void test_owner(void **state)
 	assert_int_equal(counts(t).results, 1);
 	assert_int_equal(counts(t).waits, 0);
 	assert_string_equal(state_of(t, id2), "running");
-	assert_int_equal(
-	    gm_detach_wait(t, me_again, id1, -1, &w, 3, text, sizeof(text)),
-	    GM_OK);
+	assert_int_equal(wait_job(t, me_again, id1, -1, &w, 3), GM_OK);
 	check_result(3, GM_OK);
 	assert_int_equal(gm_detach_cancel(t, me_again, id2, &st), GM_OK);
 	assert_int_equal(st, GM_JOBSTATE_RUNNING);
@@ -156,11 +152,9 @@ static void test_wait(void **state)
 	gm_sched_request *r1 = req(4), *r2 = req(4), *r3 = req(4);
 	uint64_t id1 = add(t, r1), id2 = add(t, r2), id3 = add(t, r3);
 	int w1, w2;
-	char text[128];
 
 	finish(t, r1, id1, GM_OK);
-	assert_int_equal(
-	    gm_detach_wait(t, me, id1, -1, &w1, 5, text, sizeof(text)), GM_OK);
+	assert_int_equal(wait_job(t, me, id1, -1, &w1, 5), GM_OK);
 	assert_int_equal(ans.n, 1);
 	assert_ptr_equal(ans.w, &w1);
 	check_result(5, GM_OK);
@@ -174,21 +168,14 @@ static void test_wait(void **state)
 		    cJSON_GetObjectItemCaseSensitive(doc, "result")));
 		cJSON_Delete(doc);
 	}
-	assert_int_equal(
-	    gm_detach_wait(t, me, id1, -1, &w1, 6, text, sizeof(text)),
-	    GM_ENOTFOUND);
-	assert_non_null(strstr(text, "taken by an earlier wait"));
+	assert_int_equal(wait_job(t, me, id1, -1, &w1, 6), GM_ENOTFOUND);
+	assert_non_null(strstr(said, "taken by an earlier wait"));
 
-	assert_int_equal(
-	    gm_detach_wait(t, me, id2, 0, &w1, 7, text, sizeof(text)),
-	    GM_ETIMEDOUT);
-	assert_int_equal(
-	    gm_detach_wait(t, me, id2, -1, &w1, 8, text, sizeof(text)), GM_OK);
+	assert_int_equal(wait_job(t, me, id2, 0, &w1, 7), GM_ETIMEDOUT);
+	assert_int_equal(wait_job(t, me, id2, -1, &w1, 8), GM_OK);
 	assert_int_equal(ans.n, 1);
 	assert_int_equal(counts(t).waits, 1);
-	assert_int_equal(
-	    gm_detach_wait(t, me, id2, -1, &w2, 9, text, sizeof(text)),
-	    GM_EBUSY);
+	assert_int_equal(wait_job(t, me, id2, -1, &w2, 9), GM_EBUSY);
 	finish(t, r2, id2, GM_OK);
 	assert_int_equal(ans.n, 2);
 	assert_ptr_equal(ans.w, &w1);
@@ -199,12 +186,9 @@ static void test_wait(void **state)
 	/* A failed job's outcome is a result too. */
 	finish(t, r3, id3, GM_EUNSUPPORTED);
 	assert_string_equal(state_of(t, id3), "failed");
-	assert_int_equal(
-	    gm_detach_wait(t, me, id3, 0, &w2, 10, text, sizeof(text)), GM_OK);
+	assert_int_equal(wait_job(t, me, id3, 0, &w2, 10), GM_OK);
 	check_result(10, GM_EUNSUPPORTED);
-	assert_int_equal(
-	    gm_detach_wait(t, me, 12345, 0, &w2, 11, text, sizeof(text)),
-	    GM_ENOTFOUND);
+	assert_int_equal(wait_job(t, me, 12345, 0, &w2, 11), GM_ENOTFOUND);
 	close_t(t);
 }
 

@@ -16,14 +16,12 @@ static void test_no_memory_for_result(void **state)
 	gm_sched_request *r1 = req(4), *r2 = req(4);
 	uint64_t id1 = add(t, r1), id2 = add(t, r2);
 	int w;
-	char text[128];
 
 	r1->jobs[0].state = GM_SCHED_JOB_DONE;
 	gm_detach_done(t, id1, NULL, 0);
 	assert_string_equal(state_of(t, id1), "failed");
 	assert_int_equal(counts(t).results, 0);
-	assert_int_equal(
-	    gm_detach_wait(t, me, id2, -1, &w, 3, text, sizeof(text)), GM_OK);
+	assert_int_equal(wait_job(t, me, id2, -1, &w, 3), GM_OK);
 	r2->jobs[0].state = GM_SCHED_JOB_DONE;
 	gm_detach_done(t, id2, NULL, 0);
 	assert_int_equal(ans.n, 1);
@@ -43,11 +41,9 @@ static void test_wait_timeout(void **state)
 	uint64_t id = add(t, r);
 	double before = gm_clock_now_us();
 	int w;
-	char text[128];
 
 	assert_true(gm_detach_next_due(t) == 0.0);
-	assert_int_equal(
-	    gm_detach_wait(t, me, id, 5, &w, 1, text, sizeof(text)), GM_OK);
+	assert_int_equal(wait_job(t, me, id, 5, &w, 1), GM_OK);
 	assert_true(gm_detach_next_due(t) >= before + 5000.0);
 	gm_detach_sweep(t);
 	assert_int_equal(ans.n, 0);
@@ -73,13 +69,11 @@ static void test_cancel(void **state)
 	gm_sched_request *r1 = req(4), *r2 = req(4);
 	uint64_t id1 = add(t, r1), id2 = add(t, r2);
 	int w, st;
-	char text[128];
 
 	r1->jobs[0].state = GM_SCHED_JOB_RUNNING;
 	assert_int_equal(gm_detach_cancel(t, me, id1, &st), GM_OK);
 	assert_int_equal(st, GM_JOBSTATE_RUNNING);
-	assert_int_equal(
-	    gm_detach_wait(t, me, id1, -1, &w, 3, text, sizeof(text)), GM_OK);
+	assert_int_equal(wait_job(t, me, id1, -1, &w, 3), GM_OK);
 	finish(t, r1, id1, GM_OK);
 	assert_int_equal(ans.n, 1);
 	assert_int_equal(ans.code, GM_ECANCELED);
@@ -87,9 +81,7 @@ static void test_cancel(void **state)
 	/* It ran to a status 0, but reads canceled, ECANCELED. */
 	assert_string_equal(state_of(t, id1), "canceled");
 	assert_true(status_num(t, id1, "status") == GM_ECANCELED);
-	assert_int_equal(
-	    gm_detach_wait(t, me, id1, -1, &w, 4, text, sizeof(text)),
-	    GM_ECANCELED);
+	assert_int_equal(wait_job(t, me, id1, -1, &w, 4), GM_ECANCELED);
 
 	finish(t, r2, id2, GM_OK);
 	assert_int_equal(counts(t).results, 1);
@@ -116,15 +108,13 @@ static void test_room(void **state)
 	gm_stats_detach c;
 	char *json;
 	int w;
-	char text[128];
 
 	for (int i = 0; i < 3; i++) {
 		id[i] = add(t, r[i] = req(64));
 		finish(t, r[i], id[i], GM_OK);
 	}
 	/* A wait takes the first: a record now. */
-	assert_int_equal(
-	    gm_detach_wait(t, me, id[0], 0, &w, 1, text, sizeof(text)), GM_OK);
+	assert_int_equal(wait_job(t, me, id[0], 0, &w, 1), GM_OK);
 	c = counts(t);
 	assert_int_equal(c.results, 2);
 	assert_int_equal(c.records, 1);
