@@ -2,7 +2,8 @@
  * gemmd_net_bench - the raw rates the socket path is bounded by, on this
  * host: one connection of each kind carrying IN MiB one way and OUT MiB
  * back (nng's byte stream for ipc:// and tcp://, gemmd's TLS stream for
- * tls+tcp://), and one-thread memcpy of the same bytes.
+ * tls+tcp://), and memcpy of the same bytes on 1, 2, 4, ... threads, up
+ * to the cores online.
  *
  *   gemmd_net_bench [IN_MIB [OUT_MIB [REPS]]]      (default 1024 512 5)
  *
@@ -73,6 +74,7 @@ int main(int argc, char **argv)
 			      "tls+tcp://127.0.0.1:0"};
 	gm_rawrate_tls tls;
 	double ms, cp;
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 
 	if (argc > 1 && strcmp(argv[1], "--echo") == 0)
 		return echo(argc, argv);
@@ -96,8 +98,14 @@ int main(int argc, char **argv)
 		printf("%-24.24s %10.1f %8.2f\n", urls[i], ms,
 		       (double)(in + out) / ms / 1e6);
 	}
-	cp = gm_memcpy_ms(in + out, reps);
-	printf("%-24s %10.1f %8.2f\n", "memcpy, one thread", cp,
-	       (double)(in + out) / cp / 1e6);
+	for (unsigned threads = 1; threads <= (unsigned)cores; threads *= 2) {
+		char what[32];
+
+		cp = gm_memcpy_ms(in + out, threads, reps);
+		snprintf(what, sizeof(what), "memcpy, %u thread%s", threads,
+			 threads > 1 ? "s" : "");
+		printf("%-24s %10.1f %8.2f\n", what, cp,
+		       (double)(in + out) / cp / 1e6);
+	}
 	return 0;
 }

@@ -22,11 +22,15 @@ turns (--rounds) so that both see the same load on the host. Cases:
   big      one N^2 job (fp32 and fp64) through the socket (staged over
            ipc://): Python against C, and both against the bound, one
            thread's memcpy of the same bytes (A and B in, the result out)
-           measured here; "x" is bound time / time (1.0: the bound's rate).
+           measured here, and the same on as many threads as libgemmd
+           copies on ("copies": a staged job's bytes cross the host's
+           memory once more, at best at that rate); "x" is bound time /
+           time (1.0: the bound's rate).
            On the CUDA engine, where PyTorch sees the GPU, also "pcie":
            the slowest of A and B in, the kernel and C out, each alone
            from pinned memory, and "torch": in-process PyTorch doing the
-           three one after another (the peer a user would otherwise run)
+           three one after another (the peer a user would otherwise run),
+           and "py/bd": Python's time over the larger of copies and pcie
 
 Every Python result is checked against NumPy in float64 with a tolerance
 scaled to the dtype and K.
@@ -178,16 +182,28 @@ def batch(o, c, url, rng):
           f"{layer_us(lambda: c.batch(jobs), o.batch_reps, c) / n:.2f}")
 
 
-def memcpy_us(nbytes, reps):
-    """One thread's memcpy of nbytes (NumPy's copyto), best of reps."""
+def memcpy_us(nbytes, reps, threads=1):
+    """memcpy of nbytes (NumPy's copyto, which lets go of the GIL) on
+    threads at once, each a slice, best of reps."""
+    from concurrent.futures import ThreadPoolExecutor
+
     src = np.ones(nbytes, dtype=np.uint8)
     dst = np.empty_like(src)
+    cuts = np.linspace(0, nbytes, threads + 1, dtype=np.int64)
+    parts = [(dst[x:y], src[x:y]) for x, y in zip(cuts, cuts[1:])]
     best = float("inf")
-    for _ in range(reps + 1):
-        t0 = time.perf_counter_ns()
-        np.copyto(dst, src)
-        best = min(best, (time.perf_counter_ns() - t0) / 1e3)
+    with ThreadPoolExecutor(threads) as pool:
+        for _ in range(reps + 1):
+            t0 = time.perf_counter_ns()
+            list(pool.map(lambda p: np.copyto(*p), parts))
+            best = min(best, (time.perf_counter_ns() - t0) / 1e3)
     return best
+
+
+def copy_threads():
+    """How many threads libgemmd copies staged operands on
+    (client/gmc_stage.c, gmc_stage_threads: the cores online, 2 to 16)."""
+    return min(max(os.cpu_count() or 1, 2), 16)
 
 
 def cuda_torch():
@@ -235,12 +251,16 @@ def gpu_peer(torch, a, b, reps):
 
 def big(o, c, url, rng):
     torch = cuda_torch() if c.ping().get("engine") == "cuda" else None
+    threads = copy_threads()
     print(f"big jobs through the socket, p50 of {o.big_reps} (ms; "
           "x = bound / time)")
-    print(f"  {'case':14}{'python':>9}{'C':>9}{'bound':>9}"
-          f"{'x py':>7}{'x C':>7}{'py/C':>7}"
-          + (f"{'pcie':>9}{'x py':>7}{'torch':>9}{'py/t':>7}" if torch
-             else ""))
+    print(f"  memcpy: one thread; copies: {threads} threads, as the library"
+          " copies" + ("; bound: the larger of copies and pcie" if torch
+                       else ""))
+    print(f"  {'case':14}{'python':>9}{'C':>9}{'memcpy':>9}{'x py':>7}"
+          f"{'copies':>9}{'x py':>7}{'x C':>7}{'py/C':>7}"
+          + (f"{'pcie':>9}{'x py':>7}{'torch':>9}{'py/t':>7}{'py/bd':>7}"
+             if torch else ""))
     for size in (int(s) for s in o.sizes.split(",")):
         for dt, name in ((np.float32, "fp32"), (np.float64, "fp64")):
             if name not in o.dtypes.split(","):
@@ -251,14 +271,15 @@ def big(o, c, url, rng):
             py, cc = side_by_side(o, lambda: c.gemm(a, b), o.big_reps,
                                   url, size=size, dtype=name)
             py, cc = py[0] / 1e3, cc[0] / 1e3
-            bound = memcpy_us(3 * a.nbytes, o.big_reps) / 1e3
+            one = memcpy_us(3 * a.nbytes, o.big_reps) / 1e3
+            copies = memcpy_us(3 * a.nbytes, o.big_reps, threads) / 1e3
             line = (f"  {f'{size}^2 {name}':14}{py:9.2f}{cc:9.2f}"
-                    f"{bound:9.2f}{bound / py:7.3f}{bound / cc:7.3f}"
-                    f"{py / cc:7.3f}")
+                    f"{one:9.2f}{one / py:7.3f}{copies:9.2f}"
+                    f"{copies / py:7.3f}{copies / cc:7.3f}{py / cc:7.3f}")
             if torch is not None:
                 pcie, peer = gpu_peer(torch, a, b, o.big_reps)
                 line += (f"{pcie:9.2f}{pcie / py:7.3f}{peer:9.2f}"
-                         f"{py / peer:7.3f}")
+                         f"{py / peer:7.3f}{py / max(pcie, copies):7.3f}")
             print(line)
 
 

@@ -14,9 +14,11 @@
  *
  * Beside each, measured in the same run: the raw rate of one stream of
  * that kind carrying the same bytes in and out (bench/gm_rawrate.h),
- * one-thread memcpy of the same bytes, and with the CUDA engine built
- * the PCIe bound (the inputs alone to the GPU from pinned memory). The
- * "x" columns are bound time / gemmd time: 1.0 is the bound's rate.
+ * memcpy of the same bytes on one thread and on as many as the library
+ * copies staged operands on ("copies": a staged job's bytes cross the
+ * host's memory once more), and with the CUDA engine built the PCIe
+ * bound (the inputs alone to the GPU from pinned memory). The "x"
+ * columns are bound time / gemmd time: 1.0 is the bound's rate.
  *
  *   gemmd_socket_bench [--url URL] [--gemmd PATH] [--engine NAME]
  *                      [--reps N] [--case NAME]... [--connections N]
@@ -34,6 +36,7 @@
 #include <unistd.h>
 
 #include "gm_net.h"
+#include "gmc_stage.h"
 #include "gm_pcie.h"
 #include "gm_rawrate.h"
 #include "gm_sockbench.h"
@@ -140,6 +143,7 @@ static void row(gm_sb *b, gm_sb_case *c, int path)
 	       (double)(c->in + c->out) / ms / 1e6);
 	put_ratio(raw_ms(b, kind, c), ms);
 	put_ratio(c->memcpy_ms, ms);
+	put_ratio(c->copies_ms, ms);
 	put_ratio(c->pcie_ms, ms);
 	printf("\n");
 }
@@ -161,9 +165,9 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	gm_sb_describe(&b);
-	printf("%-8s %-12s %9s %7s %9s %6s %9s %6s %9s %6s\n", "case", "path",
-	       "gemmd ms", "GB/s", "raw ms", "x raw", "memcpy", "x cp",
-	       "pcie ms", "x pcie");
+	printf("%-8s %-12s %9s %7s %9s %6s %9s %6s %9s %6s %9s %6s\n", "case",
+	       "path", "gemmd ms", "GB/s", "raw ms", "x raw", "memcpy", "x cp",
+	       "copies", "x cpN", "pcie ms", "x pcie");
 	for (int i = 0; i < GM_SB_CASES; i++) {
 		gm_sb_case *c = &b.cases[i];
 
@@ -174,7 +178,9 @@ int main(int argc, char **argv)
 			rc = 1;
 			continue;
 		}
-		c->memcpy_ms = gm_memcpy_ms(c->in + c->out, b.reps);
+		c->memcpy_ms = gm_memcpy_ms(c->in + c->out, 1, b.reps);
+		c->copies_ms =
+		    gm_memcpy_ms(c->in + c->out, gmc_stage_threads(), b.reps);
 		c->pcie_ms = gm_pcie_h2d_ms(c->in, b.reps, msg, sizeof(msg));
 		for (int p = 0; p < GM_SB_PATHS; p++)
 			if (gm_sb_has_path(&b, p))

@@ -9,6 +9,7 @@
  */
 #include "gm_rawrate.h"
 
+#include <pthread.h>
 #include <semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -393,25 +394,67 @@ out:
 	return rv;
 }
 
-double gm_memcpy_ms(uint64_t bytes, int reps)
+/* One thread's share of a copy: its slice of dst and src. */
+typedef struct slice {
+	pthread_t t;
+	uint8_t *dst;
+	const uint8_t *src;
+	uint64_t bytes;
+} slice;
+
+static void *copy_slice(void *arg)
+{
+	slice *sl = arg;
+
+	memcpy(sl->dst, sl->src, sl->bytes);
+	return NULL;
+}
+
+/* Copies src to dst on threads, each a slice aligned to 4 KiB; returns
+ * the milliseconds from the first start to the last end. */
+static double copy_on(uint8_t *dst, const uint8_t *src, uint64_t bytes,
+		      slice *sl, unsigned threads)
+{
+	uint64_t each = (bytes / threads + 4095) & ~(uint64_t)4095, at = 0;
+	unsigned started = 0;
+	double t0 = now_ms();
+
+	for (unsigned i = 0; i < threads && at < bytes; i++, started++) {
+		uint64_t n = bytes - at < each ? bytes - at : each;
+
+		sl[i] = (slice){.dst = dst + at, .src = src + at, .bytes = n};
+		at += n;
+		if (threads == 1 ||
+		    pthread_create(&sl[i].t, NULL, copy_slice, &sl[i]) != 0) {
+			copy_slice(
+			    &sl[i]); /* here, when no thread can be had */
+			sl[i].t = pthread_self();
+		}
+	}
+	for (unsigned i = 0; i < started; i++)
+		if (!pthread_equal(sl[i].t, pthread_self()))
+			pthread_join(sl[i].t, NULL);
+	return now_ms() - t0;
+}
+
+double gm_memcpy_ms(uint64_t bytes, unsigned threads, int reps)
 {
 	uint8_t *src = malloc(bytes), *dst = malloc(bytes);
 	double *t = calloc((size_t)reps, sizeof(*t)), ms = -1;
+	slice *sl = calloc(threads ? threads : 1, sizeof(*sl));
 
-	if (src != NULL && dst != NULL && t != NULL) {
+	if (src != NULL && dst != NULL && t != NULL && sl != NULL) {
 		fill_random(src, bytes, 3);
 		memset(dst, 1, bytes);
-		for (int i = 0; i < reps; i++) {
-			double t0 = now_ms();
-
-			memcpy(dst, src, bytes);
-			t[i] = now_ms() - t0;
-		}
+		for (int i = 0; i < reps; i++)
+			t[i] =
+			    copy_on(dst, src, bytes, sl, threads ? threads : 1);
 		ms = median(t, reps);
 	}
 	free(src);
 	free(dst);
 	free(t);
+	free(sl);
 	return ms;
 }
 

@@ -43,9 +43,10 @@ int gm_rawecho_serve(const char *url, uint64_t in_bytes, uint64_t out_bytes,
 int gm_rawecho(const char *url, uint64_t in_bytes, uint64_t out_bytes, int reps,
 	       double *ms, char *msg, size_t msglen);
 
-/* Milliseconds one thread takes to memcpy bytes (median of reps, fresh
- * source and destination larger than the caches). */
-double gm_memcpy_ms(uint64_t bytes, int reps);
+/* Milliseconds threads (1: this one) take to memcpy bytes, each a slice
+ * of it at once (median of reps, fresh source and destination larger
+ * than the caches). */
+double gm_memcpy_ms(uint64_t bytes, unsigned threads, int reps);
 
 /* Makes a CA, a server certificate for 127.0.0.1/localhost and a client
  * certificate in dir with the openssl command, and fills t with their

@@ -26,7 +26,7 @@ typedef struct gm_sb_case {
 	uint64_t in, out; /* bytes of the request's operands, of its results */
 	double *a, *b, *res; /* every job's, back to back */
 	double raw[4];	     /* the raw rate's time by URL kind; 0: not yet */
-	double memcpy_ms, pcie_ms; /* < 0: not measured */
+	double memcpy_ms, copies_ms, pcie_ms; /* < 0: not measured */
 } gm_sb_case;
 
 typedef struct gm_sb {

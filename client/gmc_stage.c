@@ -57,16 +57,18 @@ void gmc_stage_free(gmc_stage *st)
 	free(st);
 }
 
-/* The client's workers, made on first use; NULL when none could be. */
-static gmc_workers *workers(gemmd_client *cl)
+unsigned gmc_stage_threads(void)
 {
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 
+	return n < 2 ? 2 : n > THREADS_MAX ? THREADS_MAX : (unsigned)n;
+}
+
+/* The client's workers, made on first use; NULL when none could be. */
+static gmc_workers *workers(gemmd_client *cl)
+{
 	if (cl->workers == NULL)
-		gmc_workers_new(n < 2		  ? 2
-				: n > THREADS_MAX ? THREADS_MAX
-						  : (unsigned)n,
-				&cl->workers);
+		gmc_workers_new(gmc_stage_threads(), &cl->workers);
 	return cl->workers;
 }
 

@@ -52,6 +52,10 @@
 
 typedef struct gmc_stage gmc_stage;
 
+/* How many threads copy staged operands in and out: the cores online,
+ * 2 to 16 (the client's workers). Any thread. */
+unsigned gmc_stage_threads(void);
+
 /* A stage for dm with a region of at least bytes (0: the default), more
  * for a larger job; from then on
  * the layers below tell it of the calls it takes through the client's
