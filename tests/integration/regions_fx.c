@@ -247,17 +247,9 @@ int child_other_user(const char *url, uint64_t id)
 	return 0;
 }
 
-void on_done(void *arg, int rv)
-{
-	struct done *d = arg;
-
-	d->rv = rv;
-	__atomic_store_n(&d->fired, 1, __ATOMIC_RELEASE);
-}
-
 int child_dies(const char *url)
 {
-	static struct done dn;
+	static it_waiter dn;
 	gemmd_client *k;
 	gemmd_region *r[3];
 	placed p;
@@ -271,7 +263,7 @@ int child_dies(const char *url)
 		return 1;
 	make(&t, GEMMD_FP64, 0, 0, 0, 1024, 1024, 1024, 0);
 	j = in_region(&t, r[2], 15, 0, &p);
-	if (gemmd_submit_async(k, &j, 1, NULL, TIMEOUT_MS, on_done, &dn) !=
+	if (gemmd_submit_async(k, &j, 1, NULL, TIMEOUT_MS, it_done, &dn) !=
 	    GM_OK)
 		return 2;
 	usleep(2000);

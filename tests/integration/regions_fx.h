@@ -97,12 +97,6 @@ int wait_child(pid_t pid);
 /* As another user: the region of id, root's, is refused; its own work. */
 int child_other_user(const char *url, uint64_t id);
 
-struct done {
-	volatile int fired, rv;
-};
-
-void on_done(void *arg, int rv);
-
 /* Makes regions, starts a job on one, and exits without a word. */
 int child_dies(const char *url);
 

@@ -37,32 +37,6 @@
 	2000 /* ... and 3 of these keep one BLAS thread busy \
 		for a few hundred ms at least */
 
-typedef struct waiter {
-	int rv, done;
-	double at; /* it_now_us() when it was done */
-} waiter;
-
-static void on_done(void *arg, int rv)
-{
-	waiter *w = arg;
-
-	w->rv = rv;
-	w->at = it_now_us();
-	__atomic_store_n(&w->done, 1, __ATOMIC_RELEASE);
-}
-
-static int wait_done(waiter *w, double max_us)
-{
-	double end = it_now_us() + max_us;
-
-	while (!__atomic_load_n(&w->done, __ATOMIC_ACQUIRE))
-		if (it_now_us() > end)
-			return 0;
-		else
-			usleep(1000);
-	return 1;
-}
-
 /* A client that runs jobs one after another until told to stop. */
 typedef struct load {
 	pthread_t thread;
@@ -257,7 +231,7 @@ static void test_daemon_killed_mid_batch(void **state)
 {
 	gemmd_job jobs[BATCH_JOBS], j;
 	gemmd_client *c, *mon;
-	waiter w = {0};
+	it_waiter w = {0};
 	it_daemon d;
 	double killed;
 	const char *one_thread[] = {"--set", "cpu_threads=1", NULL};
@@ -275,7 +249,7 @@ static void test_daemon_killed_mid_batch(void **state)
 	for (int i = 1; i < BATCH_JOBS; i++)
 		it_job(&jobs[i], BATCH_DIM, BATCH_DIM, BATCH_DIM, 20 + i);
 	assert_int_equal(gemmd_submit_async(c, jobs, BATCH_JOBS, NULL,
-					    CALL_TIMEOUT, on_done, &w),
+					    CALL_TIMEOUT, it_done, &w),
 			 GM_OK);
 	/* Mid-batch: the first job done, the last of the others hundreds
 	 * of milliseconds of work away. The counters move when a whole
@@ -286,7 +260,7 @@ static void test_daemon_killed_mid_batch(void **state)
 	killed = it_now_us();
 	it_kill(&d);
 	gemmd_close(mon);
-	if (__atomic_load_n(&w.done, __ATOMIC_ACQUIRE) && w.at < killed)
+	if (it_wait_done(&w, 0) && w.at_us < killed)
 		fail_msg("the call ended %s before the kill: %s",
 			 gemmd_strerror(w.rv), jobs[0].message);
 	/* With no daemon a call fails as soon as its dial does, long
@@ -298,11 +272,11 @@ static void test_daemon_killed_mid_batch(void **state)
 	it_job_free(&j);
 	/* The same socket path, as systemd would restart it. */
 	assert_int_equal(it_start(&d, one_thread), 0);
-	assert_true(wait_done(&w, 2.0 * CALL_TIMEOUT * 1000));
+	assert_true(it_wait_done(&w, 2 * CALL_TIMEOUT));
 	fprintf(stderr,
 		"daemon killed mid-batch: the call ended %s %.1f ms after "
 		"the kill\n",
-		gemmd_strerror(w.rv), (w.at - killed) / 1e3);
+		gemmd_strerror(w.rv), (w.at_us - killed) / 1e3);
 	assert_true(w.rv == GM_ETRANSPORT || w.rv == GM_ETIMEDOUT);
 	/* Each job's reply is its own frame: a job answered before the
 	 * kill keeps its result; every other carries the call's failure,
@@ -346,7 +320,7 @@ static void test_no_failover(void **state)
 	it_daemon d[2];
 	gemmd_client *c, *mon[2];
 	gemmd_job jobs[2], j;
-	waiter w = {0};
+	it_waiter w = {0};
 	int x = -1;
 
 	for (int i = 0; i < 2; i++) {
@@ -358,7 +332,7 @@ static void test_no_failover(void **state)
 	for (int i = 0; i < 2; i++)
 		it_job(&jobs[i], BATCH_DIM, BATCH_DIM, BATCH_DIM, 40 + i);
 	assert_int_equal(
-	    gemmd_submit_async(c, jobs, 2, NULL, CALL_TIMEOUT, on_done, &w),
+	    gemmd_submit_async(c, jobs, 2, NULL, CALL_TIMEOUT, it_done, &w),
 	    GM_OK);
 	while (x < 0)
 		for (int i = 0; i < 2 && x < 0; i++)
@@ -366,7 +340,7 @@ static void test_no_failover(void **state)
 				x = i;
 	/* Kill the daemon running it; the other one stays idle. */
 	it_kill(&d[x]);
-	assert_true(wait_done(&w, 2.0 * CALL_TIMEOUT * 1000));
+	assert_true(it_wait_done(&w, 2 * CALL_TIMEOUT));
 	assert_int_equal(w.rv, GM_ETRANSPORT);
 	assert_true(it_job_untouched(&jobs[0]));
 	usleep(300000);

@@ -140,23 +140,10 @@ static void test_ipc_and_tcp(void **state)
 	assert_int_equal(stop_daemon(&d), 0);
 }
 
-typedef struct waiter {
-	int rv, done;
-} waiter;
-
-static void on_done(void *arg, int rv)
-{
-	waiter *w = arg;
-
-	w->rv = rv;
-	__atomic_store_n(&w->done, 1, __ATOMIC_RELEASE);
-}
-
-static void wait_all(waiter *w, int n)
+static void wait_all(it_waiter *w, int n)
 {
 	for (int i = 0; i < n; i++)
-		while (!__atomic_load_n(&w[i].done, __ATOMIC_ACQUIRE))
-			usleep(1000);
+		it_wait_done(&w[i], -1);
 }
 
 static void test_many_in_flight(void **state)
@@ -165,7 +152,7 @@ static void test_many_in_flight(void **state)
 	it_daemon d;
 	gemmd_client *c;
 	gemmd_job jobs[N];
-	waiter w[N] = {{0}};
+	it_waiter w[N] = {{0}};
 
 	start_daemon(&d, NULL);
 	assert_int_equal(gemmd_open(d.ipc, NULL, &c), GM_OK);
@@ -174,7 +161,7 @@ static void test_many_in_flight(void **state)
 			 i & 1, (i >> 1) & 1, 1 + i, 2 + 2 * i, 3 + i % 5,
 			 i % 4 == 0);
 		assert_int_equal(gemmd_submit_async(c, &jobs[i], 1, NULL, 20000,
-						    on_done, &w[i]),
+						    it_done, &w[i]),
 				 GM_OK);
 	}
 	wait_all(w, N);
@@ -278,7 +265,7 @@ static void test_queue_full_is_busy(void **state)
 	it_daemon d;
 	gemmd_client *c, *c2, *mon;
 	gemmd_job jobs[N];
-	waiter w[N] = {{0}};
+	it_waiter w[N] = {{0}};
 
 	/* Every job through the socket, so through the pool: staged
 	 * through a region, the first would leave the pool to the rest. */
@@ -294,7 +281,7 @@ static void test_queue_full_is_busy(void **state)
 	make_job(&jobs[0], GEMMD_FP64, GEMMD_ROW_MAJOR, 0, 0, 2600, 2600, 2600,
 		 0);
 	assert_int_equal(
-	    gemmd_submit_async(c, &jobs[0], 1, NULL, 60000, on_done, &w[0]),
+	    gemmd_submit_async(c, &jobs[0], 1, NULL, 60000, it_done, &w[0]),
 	    GM_OK);
 	while (it_stat(mon, "jobs.inflight") < 1)
 		usleep(1000);
@@ -305,7 +292,7 @@ static void test_queue_full_is_busy(void **state)
 	 * frame of one that waits. */
 	for (int i = 1; i < 3; i++)
 		assert_int_equal(gemmd_submit_async(i == 1 ? c : c2, &jobs[i],
-						    1, NULL, 60000, on_done,
+						    1, NULL, 60000, it_done,
 						    &w[i]),
 				 GM_OK);
 	while (it_stat(mon, "jobs.queued") + it_stat(mon, "pool.waiting") < 2)
@@ -342,14 +329,14 @@ static void test_sigterm_drains(void **state)
 	it_daemon d;
 	gemmd_client *c;
 	gemmd_job jobs[N];
-	waiter w[N] = {{0}};
+	it_waiter w[N] = {{0}};
 
 	start_daemon(&d, NULL);
 	assert_int_equal(gemmd_open(d.ipc, NULL, &c), GM_OK);
 	for (int i = 0; i < N; i++) {
 		make_slow_job(&jobs[i]);
 		assert_int_equal(gemmd_submit_async(c, &jobs[i], 1, NULL, 60000,
-						    on_done, &w[i]),
+						    it_done, &w[i]),
 				 GM_OK);
 	}
 	/* Wait until gemmd has accepted them all: one it has not read yet

@@ -20,6 +20,7 @@
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -238,6 +239,7 @@ typedef struct entry {
 	unsigned region;	     /* STOPPED | KILLED | DEAD */
 	call_fn call;
 	void (*served_again)(void); /* NULL: nothing more */
+	bool cold; /* stopped before its first call: no warm-up call */
 } entry;
 
 /* The row in *state, its client opened and its region made for fault. */
@@ -259,7 +261,8 @@ static void test_stopped(void **state)
 	const entry *e = open_entry(state, STOPPED);
 	timed tc;
 
-	assert_int_equal(e->call(FOREVER_MS), GM_OK); /* connected, warm */
+	if (!e->cold) /* connected, warm */
+		assert_int_equal(e->call(FOREVER_MS), GM_OK);
 	assert_int_equal(kill(fx.d.pid, SIGSTOP), 0);
 	timed_start(&tc, e->call, TIMEOUT_MS);
 	timed_join(&tc, FOREVER_MS);
@@ -284,45 +287,34 @@ static void regions_kept(void)
 	assert_int_equal(it_stat(fx.c, "regions.count"), 1);
 }
 
-/* A first region, its hand-off connection dialed while gemmd is
- * stopped. */
-static void test_stopped_first_region(void **state)
+/* Kills gemmd under tc, a call waiting FOREVER_MS: it returns
+ * GM_ETRANSPORT within DEAD_MS of the kill. */
+static void kill_under(timed *tc, const char *name)
 {
-	timed tc;
+	double t0 = it_now_us();
 
-	(void)state;
-	open_client(NULL);
-	assert_int_equal(kill(fx.d.pid, SIGSTOP), 0);
-	timed_start(&tc, call_region_create, TIMEOUT_MS);
-	timed_join(&tc, FOREVER_MS);
-	assert_int_equal(kill(fx.d.pid, SIGCONT), 0);
-	assert_int_equal(tc.rv, GM_ETIMEDOUT);
-	assert_true(tc.ms <= TIMEOUT_MS + SLACK_MS);
-	assert_int_equal(call_region_create(FOREVER_MS), GM_OK);
+	it_kill(&fx.d);
+	timed_join(tc, FOREVER_MS);
+	fprintf(stderr, "killed %s: %s %.1f ms after the kill, timeout %d ms\n",
+		name, gemmd_errname(tc->rv), (tc->end_us - t0) / 1e3,
+		FOREVER_MS);
+	assert_int_equal(tc->rv, GM_ETRANSPORT);
+	if ((tc->end_us - t0) / 1e3 > DEAD_MS)
+		fail_msg("%s returned %.0f ms after the kill", name,
+			 (tc->end_us - t0) / 1e3);
 }
 
-/* gemmd stopped, then killed under the call waiting FOREVER_MS:
- * GM_ETRANSPORT within DEAD_MS of the kill. */
+/* gemmd stopped, then killed under the call. */
 static void test_killed(void **state)
 {
 	const entry *e = open_entry(state, KILLED);
 	timed tc;
-	double t0;
 
 	assert_int_equal(e->call(FOREVER_MS), GM_OK);
 	assert_int_equal(kill(fx.d.pid, SIGSTOP), 0);
 	timed_start(&tc, e->call, FOREVER_MS);
 	usleep(200 * 1000); /* the call is waiting */
-	t0 = it_now_us();
-	it_kill(&fx.d);
-	timed_join(&tc, FOREVER_MS);
-	fprintf(stderr, "killed %s: %s %.1f ms after the kill, timeout %d ms\n",
-		e->name, gemmd_errname(tc.rv), (tc.end_us - t0) / 1e3,
-		FOREVER_MS);
-	assert_int_equal(tc.rv, GM_ETRANSPORT);
-	if ((tc.end_us - t0) / 1e3 > DEAD_MS)
-		fail_msg("%s returned %.0f ms after the kill", e->name,
-			 (tc.end_us - t0) / 1e3);
+	kill_under(&tc, e->name);
 }
 
 /* gemmd killed before the call, twice over (the second finds the
@@ -374,35 +366,27 @@ static int call_blocker(int timeout_ms)
 	return submit_cube(blocker_n, 4, timeout_ms);
 }
 
+/* Waits (5 s at most) for the blocker to run. */
+static void blocker_running(void)
+{
+	for (int i = 0; i < 5000 && it_stat(fx.c, "jobs.inflight") < 1; i++)
+		usleep(1000);
+	assert_int_equal(it_stat(fx.c, "jobs.inflight"), 1);
+}
+
 /* A job running when gemmd dies: its call fails at once. */
 static void test_killed_running(void **state)
 {
 	timed tc;
-	double t0;
 
 	(void)state;
 	open_client(&socket_only);
 	timed_start(&tc, call_blocker, FOREVER_MS);
-	for (int i = 0; i < 5000 && it_stat(fx.c, "jobs.inflight") < 1; i++)
-		usleep(1000);
-	assert_int_equal(it_stat(fx.c, "jobs.inflight"), 1);
-	t0 = it_now_us();
-	it_kill(&fx.d);
-	timed_join(&tc, FOREVER_MS);
-	fprintf(stderr, "killed: %s %.1f ms after the kill, timeout %d ms\n",
-		gemmd_errname(tc.rv), (tc.end_us - t0) / 1e3, FOREVER_MS);
-	assert_int_equal(tc.rv, GM_ETRANSPORT);
-	if ((tc.end_us - t0) / 1e3 > DEAD_MS)
-		fail_msg("returned %.0f ms after the kill",
-			 (tc.end_us - t0) / 1e3);
+	blocker_running();
+	kill_under(&tc, "running");
 }
 
 /* ---- closing ---- */
-
-static void on_done(void *arg, int rv)
-{
-	__atomic_store_n((int *)arg, rv + 1, __ATOMIC_RELEASE);
-}
 
 /* gemmd_close with gemmd stopped under a call, a region and the
  * staging region made: it returns within DEAD_MS, the call told
@@ -410,7 +394,7 @@ static void on_done(void *arg, int rv)
 static void test_close_stopped(void **state)
 {
 	gemmd_job j;
-	int done = 0;
+	it_waiter w = {0};
 	double t0;
 
 	(void)state;
@@ -420,7 +404,7 @@ static void test_close_stopped(void **state)
 	assert_int_equal(kill(fx.d.pid, SIGSTOP), 0);
 	it_job(&j, STAGED, STAGED, STAGED, 7);
 	assert_int_equal(
-	    gemmd_submit_async(fx.c, &j, 1, NULL, FOREVER_MS, on_done, &done),
+	    gemmd_submit_async(fx.c, &j, 1, NULL, FOREVER_MS, it_done, &w),
 	    GM_OK);
 	usleep(100 * 1000);
 	t0 = it_now_us();
@@ -429,8 +413,8 @@ static void test_close_stopped(void **state)
 	fx.r = NULL; /* released with its client */
 	if ((it_now_us() - t0) / 1e3 > DEAD_MS)
 		fail_msg("gemmd_close took %.0f ms", (it_now_us() - t0) / 1e3);
-	assert_int_equal(__atomic_load_n(&done, __ATOMIC_ACQUIRE),
-			 GM_ECANCELED + 1);
+	assert_true(it_wait_done(&w, 0));
+	assert_int_equal(w.rv, GM_ECANCELED);
 	it_job_free(&j);
 }
 
@@ -508,7 +492,8 @@ static void test_open_not_accepting(void **state)
 static void test_timeout_cancels_job(void **state)
 {
 	gemmd_job blocker, j;
-	int blocker_rv = 0, rv;
+	it_waiter w = {0};
+	int rv;
 	double ok;
 
 	(void)state;
@@ -516,11 +501,9 @@ static void test_timeout_cancels_job(void **state)
 	ok = it_stat(fx.c, "jobs.ok");
 	it_job(&blocker, blocker_n, blocker_n, blocker_n, 5);
 	assert_int_equal(gemmd_submit_async(fx.c, &blocker, 1, NULL, FOREVER_MS,
-					    on_done, &blocker_rv),
+					    it_done, &w),
 			 GM_OK);
-	for (int i = 0; i < 5000 && it_stat(fx.c, "jobs.inflight") < 1; i++)
-		usleep(1000);
-	assert_int_equal(it_stat(fx.c, "jobs.inflight"), 1);
+	blocker_running();
 	it_job(&j, QUEUED, QUEUED, QUEUED, 6);
 	rv = gemmd_submit(fx.c, &j, 1, NULL, TIMEOUT_MS);
 	/* The call's timeout and the job's deadline in gemmd end together:
@@ -530,11 +513,8 @@ static void test_timeout_cancels_job(void **state)
 	assert_int_equal(j.status, GM_ETIMEDOUT);
 	/* It gave up while the blocker still ran. */
 	assert_int_equal(it_stat(fx.c, "jobs.inflight"), 1);
-	for (int i = 0;
-	     i < FOREVER_MS && !__atomic_load_n(&blocker_rv, __ATOMIC_ACQUIRE);
-	     i++)
-		usleep(1000);
-	assert_int_equal(blocker_rv, GM_OK + 1);
+	assert_true(it_wait_done(&w, FOREVER_MS));
+	assert_int_equal(w.rv, GM_OK);
 	assert_int_equal(it_stat(fx.c, "jobs.ok"), ok + 1);
 	assert_int_equal(it_stat(fx.c, "jobs.by_status.ETIMEDOUT"), 1);
 	assert_true(it_job_untouched(&j));
@@ -557,12 +537,17 @@ static entry at_region_create = {.name = "region_create",
 				 .region = STOPPED,
 				 .call = call_region_create,
 				 .served_again = regions_kept};
+/* A first region, its hand-off connection dialed while gemmd is
+ * stopped. */
+static entry at_first_region = {
+    .name = "first_region", .call = call_region_create, .cold = true};
 
 /* Fault f at entry point e: test_<f>_<e>, the row as its state. */
 #define CASE(f, e)                                                    \
 	{                                                             \
 		"test_" #f "_" #e, test_##f, setup, teardown, &at_##e \
 	}
+#define TEST(f, s) cmocka_unit_test_setup_teardown(f, s, teardown)
 
 /* Sizes the blocker to take BLOCK_S on one BLAS thread of this host,
  * as the daemons here run it. */
@@ -589,26 +574,21 @@ int main(void)
 	    CASE(stopped, staged),
 	    CASE(stopped, ping),
 	    CASE(stopped, region_create),
-	    cmocka_unit_test_setup_teardown(test_stopped_first_region, setup,
-					    teardown),
+	    CASE(stopped, first_region),
 	    CASE(killed, socket),
 	    CASE(killed, region),
 	    CASE(killed, staged),
 	    CASE(killed, ping),
 	    CASE(killed, region_create),
-	    cmocka_unit_test_setup_teardown(test_killed_running, setup,
-					    teardown),
+	    TEST(test_killed_running, setup),
 	    CASE(dead, socket),
 	    CASE(dead, region),
 	    CASE(dead, staged),
 	    CASE(dead, ping),
 	    CASE(dead, region_create),
-	    cmocka_unit_test_setup_teardown(test_dead_lazy_waits, setup,
-					    teardown),
-	    cmocka_unit_test_setup_teardown(test_timeout_cancels_job,
-					    setup_whole, teardown),
-	    cmocka_unit_test_setup_teardown(test_close_stopped, setup,
-					    teardown),
+	    TEST(test_dead_lazy_waits, setup),
+	    TEST(test_timeout_cancels_job, setup_whole),
+	    TEST(test_close_stopped, setup),
 	    cmocka_unit_test(test_open_not_accepting),
 	};
 

@@ -28,18 +28,6 @@ static void test_health_and_ready(void **state)
 	finish();
 }
 
-struct done_flag {
-	int done, rv;
-};
-
-static void on_done(void *arg, int rv)
-{
-	struct done_flag *d = arg;
-
-	d->rv = rv;
-	__atomic_store_n(&d->done, 1, __ATOMIC_RELEASE);
-}
-
 /* Waits up to WAIT_S for path to answer status; returns the body. */
 static char *wait_status(const char *path, int status)
 {
@@ -61,7 +49,7 @@ static void test_readyz_while_draining(void **state)
 {
 	static const char *const one_thread[] = {"--set", "cpu_threads=1",
 						 NULL};
-	struct done_flag df = {0, 0};
+	it_waiter df = {0};
 	gemmd_job j;
 	http_reply r;
 	char *body;
@@ -73,7 +61,7 @@ static void test_readyz_while_draining(void **state)
 	 * small result (2 MiB) to send back. */
 	it_job(&j, 512, 512, 12288, 3);
 	assert_int_equal(
-	    gemmd_submit_async(fx.c, &j, 1, NULL, WAIT_S * 1000, on_done, &df),
+	    gemmd_submit_async(fx.c, &j, 1, NULL, WAIT_S * 1000, it_done, &df),
 	    GM_OK);
 	for (i = 0; i < WAIT_S * 100 && it_stat(fx.c, "jobs.inflight") < 1; i++)
 		usleep(10 * 1000);
@@ -88,11 +76,7 @@ static void test_readyz_while_draining(void **state)
 	r = get(fx.port, "/metrics");
 	assert_has(r.body, "\ngemmd_draining 1\n");
 	free(r.body);
-	for (i = 0;
-	     i < WAIT_S * 100 && !__atomic_load_n(&df.done, __ATOMIC_ACQUIRE);
-	     i++)
-		usleep(10 * 1000);
-	assert_true(__atomic_load_n(&df.done, __ATOMIC_ACQUIRE));
+	assert_true(it_wait_done(&df, WAIT_S * 1000));
 	assert_int_equal(df.rv, GM_OK);
 	assert_int_equal(j.status, GM_OK);
 	it_job_free(&j);

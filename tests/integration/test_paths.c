@@ -293,18 +293,13 @@ static void test_tcp_stripes_by_default(void **state)
 
 /* ---- several daemons, and one that dies ---- */
 
-static void on_done(void *arg, int rv)
-{
-	__atomic_store_n((int *)arg, rv + 1, __ATOMIC_RELEASE);
-}
-
 static void test_two_daemons(void **state)
 {
 	enum { CALLS = 8 };
 	it_daemon d[2];
 	gemmd_client *cl;
 	gemmd_job j[CALLS];
-	int done[CALLS] = {0};
+	it_waiter done[CALLS] = {{0}};
 
 	(void)state;
 	for (int i = 0; i < 2; i++) {
@@ -315,13 +310,12 @@ static void test_two_daemons(void **state)
 	for (int i = 0; i < CALLS; i++) {
 		it_job(&j[i], 256, 256, 256, (unsigned)i + 1);
 		assert_int_equal(gemmd_submit_async(cl, &j[i], 1, NULL, 30000,
-						    on_done, &done[i]),
+						    it_done, &done[i]),
 				 GM_OK);
 	}
 	for (int i = 0; i < CALLS; i++) {
-		while (__atomic_load_n(&done[i], __ATOMIC_ACQUIRE) == 0)
-			usleep(1000);
-		assert_int_equal(done[i] - 1, GM_OK);
+		it_wait_done(&done[i], -1);
+		assert_int_equal(done[i].rv, GM_OK);
 		assert_true(it_job_ok(&j[i]));
 		it_job_free(&j[i]);
 	}
@@ -344,7 +338,7 @@ static void test_daemon_dies(void **state)
 	it_daemon d;
 	gemmd_client *cl;
 	gemmd_job big[BIG], small;
-	int done = 0;
+	it_waiter done = {0};
 	double t0;
 
 	(void)state;
@@ -353,14 +347,13 @@ static void test_daemon_dies(void **state)
 	for (int i = 0; i < BIG; i++)
 		it_job(&big[i], 2048, 2048, 2048, (unsigned)i + 1);
 	assert_int_equal(
-	    gemmd_submit_async(cl, big, BIG, NULL, 60000, on_done, &done),
+	    gemmd_submit_async(cl, big, BIG, NULL, 60000, it_done, &done),
 	    GM_OK);
 	usleep(300 * 1000);
 	it_kill(&d);
 	t0 = it_now_us();
-	while (__atomic_load_n(&done, __ATOMIC_ACQUIRE) == 0)
-		usleep(1000);
-	assert_int_equal(done - 1, GM_ETRANSPORT);
+	it_wait_done(&done, -1);
+	assert_int_equal(done.rv, GM_ETRANSPORT);
 	assert_true(it_now_us() - t0 < 5e6);
 	assert_int_equal(big[BIG - 1].status, GM_ETRANSPORT);
 	/* A daemon again on the same address: the next call waits for the

@@ -179,7 +179,7 @@ static void test_quota(void **state)
  * before, the job would rightly fail ENOTFOUND. */
 static void test_release_in_use(void **state)
 {
-	struct done dn = {0};
+	it_waiter dn = {0};
 	gemmd_client *c;
 	gemmd_region *r;
 	it_daemon d;
@@ -196,14 +196,13 @@ static void test_release_in_use(void **state)
 	j = in_region(&t, r, 15, 0, &p);
 	before = it_rstat(&d, "requests.total");
 	assert_int_equal(
-	    gemmd_submit_async(c, &j, 1, NULL, TIMEOUT_MS, on_done, &dn),
+	    gemmd_submit_async(c, &j, 1, NULL, TIMEOUT_MS, it_done, &dn),
 	    GM_OK);
 	assert_int_equal(
 	    it_wait_stat(&d, "requests.total", before + 1, TIMEOUT_MS),
 	    before + 1);
 	assert_int_equal(gemmd_region_release(r), GM_OK);
-	while (!__atomic_load_n(&dn.fired, __ATOMIC_ACQUIRE))
-		usleep(1000);
+	it_wait_done(&dn, -1);
 	assert_int_equal(dn.rv, GM_OK);
 	assert_int_equal(j.status, GM_OK);
 	drop(&t);

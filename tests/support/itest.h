@@ -176,6 +176,21 @@ double it_timed_job(gemmd_client *c, uint32_t m, uint32_t n, uint32_t k,
 /* Whether out still holds the 0xA5 fill: no byte of a result landed. */
 int it_job_untouched(const gemmd_job *j);
 
+/* Where a gemmd_submit_async callback lands: it_done, called with one
+ * as its arg, sets rv and at_us (when it came), then done. */
+typedef struct it_waiter {
+	int rv;
+	int done; /* read with it_wait_done: another thread sets it */
+	double at_us;
+} it_waiter;
+
+/* The callback for an it_waiter arg; runs on the client's thread. */
+void it_done(void *arg, int rv);
+
+/* Waits up to ms (0: not at all; < 0: as long as it takes) for w's
+ * callback; whether it came. */
+int it_wait_done(it_waiter *w, int ms);
+
 /* The engine's speed on this host: starts a gemmd with args, runs one
  * it_job of n x n x n twice over ipc:// within timeout_ms each (the
  * first warms OpenBLAS up), stops it. Returns the second's flops per

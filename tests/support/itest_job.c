@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 cJSON *it_stats(gemmd_client *c)
 {
@@ -54,6 +55,25 @@ void it_job(gemmd_job *j, uint32_t m, uint32_t n, uint32_t k, unsigned seed)
 			 .a = a,
 			 .b = b,
 			 .out = out};
+}
+
+void it_done(void *arg, int rv)
+{
+	it_waiter *w = arg;
+
+	w->rv = rv;
+	w->at_us = it_now_us();
+	__atomic_store_n(&w->done, 1, __ATOMIC_RELEASE);
+}
+
+int it_wait_done(it_waiter *w, int ms)
+{
+	double end = it_now_us() + ms * 1e3;
+
+	while (!__atomic_load_n(&w->done, __ATOMIC_ACQUIRE) &&
+	       (ms < 0 || it_now_us() < end))
+		usleep(1000);
+	return __atomic_load_n(&w->done, __ATOMIC_ACQUIRE);
 }
 
 void it_job_free(gemmd_job *j)
