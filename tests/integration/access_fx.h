@@ -6,21 +6,12 @@
 #ifndef ACCESS_FX_H
 #define ACCESS_FX_H
 
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <grp.h>
 #include <inttypes.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
-#include <cmocka.h>
-
-#include "itest.h"
+#include "it_case.h"
 
 #define NOBODY 65534
 

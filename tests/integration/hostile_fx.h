@@ -9,18 +9,8 @@
 #define HOSTILE_FX_H
 
 #include <pthread.h>
-#include <setjmp.h>
-#include <signal.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
 
-#include <cmocka.h>
-
-#include "itest.h"
+#include "it_case.h"
 
 #define WAIT_MS 10000
 
@@ -53,5 +43,10 @@ rc_job region_job(const double *b);
  * GEMM_REPLY, whose job must have succeeded; returns the round trip in
  * microseconds. */
 double job_ok_us(int fd, const uint8_t *req, size_t len);
+
+/* Runs 64x64x64 fp64 jobs one after another on fd, at least min of them
+ * and on until ms have passed (200,000 at most); returns the p99 round
+ * trip in microseconds and sets *p50, and *max and *n unless NULL. */
+double timed_jobs(int fd, int min, int ms, double *p50, double *max, int *n);
 
 #endif

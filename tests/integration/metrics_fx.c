@@ -87,8 +87,7 @@ void finish(void)
 {
 	gemmd_close(fx.c);
 	fx.c = NULL;
-	assert_int_equal(it_stop(&fx.d), 0);
-	it_cleanup(&fx.d);
+	assert_int_equal(it_finish(&fx.d), 0);
 }
 
 void stop_prometheus(void)

@@ -13,22 +13,12 @@
 #include <netinet/in.h>
 #include <nng/nng.h>
 #include <nng/supplemental/http/http.h>
-#include <setjmp.h>
-#include <signal.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
-#include <unistd.h>
 
-#include <cmocka.h>
-
-#include "itest.h"
+#include "it_case.h"
 
 #define WAIT_S 30 /* the longest any wait below may take */
 

@@ -112,8 +112,7 @@ gemmd_client *start(it_daemon *d, const char *const *extra)
 void stop(it_daemon *d, gemmd_client *c)
 {
 	gemmd_close(c);
-	assert_int_equal(it_stop(d), 0);
-	it_cleanup(d);
+	assert_int_equal(it_finish(d), 0);
 }
 
 gemmd_job_info status_of(gemmd_client *c, uint64_t id)

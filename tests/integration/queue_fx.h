@@ -10,19 +10,9 @@
 #define QUEUE_FX_H
 
 #include <math.h>
-#include <setjmp.h>
-#include <signal.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
 
-#include <cmocka.h>
-
+#include "it_case.h"
 #include "gm_proto.h"
-#include "itest.h"
 
 #define BLOCK_S 1.5 /* how long a blocker keeps the engine busy */
 

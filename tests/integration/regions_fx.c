@@ -52,8 +52,7 @@ void stop(it_daemon *d)
 
 	assert_regions_gone(c);
 	gemmd_close(c);
-	assert_int_equal(it_stop(d), 0);
-	it_cleanup(d);
+	assert_int_equal(it_finish(d), 0);
 }
 
 void make(tjob *t, int dtype, int layout, int ta, int tb, uint32_t m,

@@ -11,27 +11,17 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <math.h>
-#include <setjmp.h>
-#include <signal.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
-#include <cmocka.h>
-
+#include "it_case.h"
 #include "gemmd.h"
 #include "gm_proto.h"
 #include "gm_proto_region.h"
 #include "gm_testref.h"
-#include "itest.h"
 
 #if GM_TEST_CUDA
 #include "gm_engine.h"

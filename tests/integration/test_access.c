@@ -31,8 +31,7 @@ static void test_socket_modes(void **state)
 	assert_int_equal(stat(d.path, &st), 0);
 	assert_true(S_ISSOCK(st.st_mode));
 	assert_int_equal(st.st_mode & 07777, 0660);
-	assert_int_equal(it_stop(&d), 0);
-	it_cleanup(&d);
+	assert_int_equal(it_finish(&d), 0);
 }
 
 /* A uid (or gid) that is not id. */
@@ -409,8 +408,7 @@ static void test_jobs_are_owned(void **state)
 	assert_true(it_file_has(d.log, "draining (drain request from uid 0)"));
 	gemmd_close(anon);
 	gemmd_close(c);
-	assert_int_equal(it_stop(&d), 0);
-	it_cleanup(&d);
+	assert_int_equal(it_finish(&d), 0);
 }
 
 /* admin_uids names who is admin: with nobody alone in it root is
@@ -451,8 +449,7 @@ static void test_admin_uids(void **state)
 	assert_int_equal(gemmd_open(d.ipc, NULL, &c), GM_OK);
 	assert_int_equal(gemmd_drain(c, WAIT_MS), GM_EACCES);
 	gemmd_close(c);
-	assert_int_equal(it_stop(&d), 0);
-	it_cleanup(&d);
+	assert_int_equal(it_finish(&d), 0);
 }
 
 int main(void)
@@ -467,9 +464,5 @@ int main(void)
 	    cmocka_unit_test(test_admin_uids),
 	};
 
-	if (getenv("GEMMD") == NULL) {
-		fprintf(stderr, "GEMMD is not set\n");
-		return 77;
-	}
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return IT_RUN(tests);
 }

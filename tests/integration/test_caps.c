@@ -15,21 +15,11 @@
  * peer that trickles its bytes.
  */
 #include <errno.h>
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
-#include <cmocka.h>
-
+#include "it_case.h"
 #include "gm_testpki.h"
-#include "itest.h"
 
 #define NELEMS(a) (sizeof(a) / sizeof((a)[0]))
 #define WAIT_MS	  10000
@@ -102,8 +92,7 @@ static void fx_start(fixture *fx, const char *const *sets, long nofile)
 static void fx_stop(fixture *fx)
 {
 	gemmd_close(fx->mon);
-	assert_int_equal(it_stop(&fx->d), 0);
-	it_cleanup(&fx->d);
+	assert_int_equal(it_finish(&fx->d), 0);
 }
 
 /* Polls the stats over the monitor until path reads want (within

@@ -13,19 +13,9 @@
  * reply discarded.
  */
 #include <pthread.h>
-#include <setjmp.h>
-#include <signal.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
-#include <cmocka.h>
-
-#include "itest.h"
+#include "it_case.h"
 
 #define KILLS	     200
 #define LOAD_TIMEOUT 30000
@@ -223,8 +213,7 @@ static void test_clients_killed(void **state)
 	free(small_msg);
 	it_job_free(&big);
 	it_job_free(&small);
-	assert_int_equal(it_stop(&d), 0);
-	it_cleanup(&d);
+	assert_int_equal(it_finish(&d), 0);
 }
 
 static void test_daemon_killed_mid_batch(void **state)
@@ -311,8 +300,7 @@ static void test_daemon_killed_mid_batch(void **state)
 	it_job_free(&j);
 	gemmd_close(mon);
 	gemmd_close(c);
-	assert_int_equal(it_stop(&d), 0);
-	it_cleanup(&d);
+	assert_int_equal(it_finish(&d), 0);
 }
 
 static void test_no_failover(void **state)
@@ -356,8 +344,7 @@ static void test_no_failover(void **state)
 		it_job_free(&jobs[i]);
 		gemmd_close(mon[i]);
 		if (i != x)
-			assert_int_equal(it_stop(&d[i]), 0);
-		it_cleanup(&d[i]);
+			assert_int_equal(it_finish(&d[i]), 0);
 	}
 }
 
@@ -394,8 +381,7 @@ static void test_daemon_stopped_times_out(void **state)
 	it_job_free(&k);
 	gemmd_close(mon);
 	gemmd_close(c);
-	assert_int_equal(it_stop(&d), 0);
-	it_cleanup(&d);
+	assert_int_equal(it_finish(&d), 0);
 }
 
 int main(void)

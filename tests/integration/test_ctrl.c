@@ -12,16 +12,7 @@
  * the loop: pings timed beside a flood of bodies at the ceiling.
  */
 #include <poll.h>
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/wait.h>
-#include <unistd.h>
-
-#include <cmocka.h>
 
 #include "hostile_fx.h"
 
@@ -37,17 +28,6 @@ enum {
 	EACCES_ = 31,
 	EUNSUPPORTED_ = 6,
 };
-
-static void start(it_daemon *d, const char *const *args)
-{
-	assert_int_equal(it_launch(d, args), 0);
-}
-
-static void finish(it_daemon *d)
-{
-	assert_int_equal(it_stop(d), 0);
-	it_cleanup(d);
-}
 
 /* Sends the len bytes of body as CTRL id on fd and reads its CTRL_REPLY:
  * 0 for {"ok":true,...}, else its "code". The reply must be JSON; its
@@ -173,7 +153,7 @@ static void test_strict_bodies(void **state)
 	it_daemon d;
 	int fd;
 
-	start(&d, NULL);
+	assert_int_equal(it_launch(&d, NULL), 0);
 	assert_true((fd = rc_connect(d.ipc, NULL)) >= 0);
 	for (size_t i = 0; i < sizeof(body_cases) / sizeof(body_cases[0]);
 	     i++) {
@@ -188,7 +168,7 @@ static void test_strict_bodies(void **state)
 	}
 	assert_false(draining(fd));
 	close(fd);
-	finish(&d);
+	assert_int_equal(it_finish(&d), 0);
 }
 
 /* A refusal quotes what the client sent, escaped: a member name with a
@@ -200,7 +180,7 @@ static void test_refusal_is_json(void **state)
 	it_daemon d;
 	int fd;
 
-	start(&d, NULL);
+	assert_int_equal(it_launch(&d, NULL), 0);
 	assert_true((fd = rc_connect(d.ipc, NULL)) >= 0);
 	assert_int_equal(
 	    ctrl(fd, 1, "{\"op\":\"ping\",\"a\\\"b\\\\c\\u0001\":1}", msg),
@@ -210,7 +190,7 @@ static void test_refusal_is_json(void **state)
 	    ctrl(fd, 2, "{\"op\":\"ping\",\"\xe6\x97\xa5\":1}", msg), EFIELD_);
 	assert_non_null(strstr(msg, "\xe6\x97\xa5"));
 	close(fd);
-	finish(&d);
+	assert_int_equal(it_finish(&d), 0);
 }
 
 /* ---- check order ---- */
@@ -228,8 +208,7 @@ static void test_check_order(void **state)
 {
 	static double a[4], b[4];
 	rc_job reg = region_job(b);
-	rc_job j = {
-	    .dtype = 1, .m = 1, .n = 1, .k = 1, .alpha = 1, .a = a, .b = b};
+	rc_job j = rc_job_on(1, 1, 1, a, b);
 	rc_job bad = j;
 	char msg[256];
 	uint8_t *req;
@@ -238,7 +217,7 @@ static void test_check_order(void **state)
 	rc_frame f;
 	int fd, adm;
 
-	start(&d, NULL);
+	assert_int_equal(it_launch(&d, NULL), 0);
 	assert_true((fd = rc_connect(d.tcp, NULL)) >= 0);
 	assert_true((adm = rc_connect(d.ipc, NULL)) >= 0);
 	assert_int_equal(ctrl(fd, 1, "{\"op\":\"drain\",\"x\":1}", msg),
@@ -281,7 +260,7 @@ static void test_check_order(void **state)
 	assert_int_equal(ctrl(adm, 11, "{\"op\":\"resume\"}", msg), 0);
 	close(fd);
 	close(adm);
-	finish(&d);
+	assert_int_equal(it_finish(&d), 0);
 }
 
 /* ---- the body cap ---- */
@@ -304,7 +283,7 @@ static void test_cap_from_header(void **state)
 	rc_frame f;
 	int fd, good;
 
-	start(&d, args);
+	assert_int_equal(it_launch(&d, args), 0);
 	assert_true((good = rc_connect(d.ipc, NULL)) >= 0);
 	assert_int_equal(ctrl(good, 1, "{\"op\":\"ping\"}", NULL), 0);
 	rss0 = it_rss_kb(d.pid);
@@ -341,7 +320,7 @@ static void test_cap_from_header(void **state)
 	assert_int_equal(ctrl(good, 51, "{\"op\":\"ping\"}", NULL), 0);
 	close(good);
 	assert_int_equal(it_rstat(&d, "connections.dropped_by.protocol"), 20);
-	finish(&d);
+	assert_int_equal(it_finish(&d), 0);
 }
 
 /* ---- how long a parse holds the loop ---- */
@@ -402,7 +381,7 @@ static void test_parse_holds_loop_briefly(void **state)
 	int fd, p[2], st = 0;
 	pid_t pid;
 
-	start(&d, args);
+	assert_int_equal(it_launch(&d, args), 0);
 	assert_true((fd = rc_connect(d.ipc, NULL)) >= 0);
 	time_pings(fd, PINGS, q0);
 	before = it_rstat(&d, "requests.ctrl");
@@ -443,7 +422,7 @@ static void test_parse_holds_loop_briefly(void **state)
 	assert_true(after - before > PINGS + 50);
 	assert_true(q1[1] < q0[1] + 50.0);
 	close(fd);
-	finish(&d);
+	assert_int_equal(it_finish(&d), 0);
 }
 
 int main(void)
@@ -456,9 +435,5 @@ int main(void)
 	    cmocka_unit_test(test_parse_holds_loop_briefly),
 	};
 
-	if (getenv("GEMMD") == NULL) {
-		fprintf(stderr, "GEMMD is not set\n");
-		return 77;
-	}
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return IT_RUN(tests);
 }

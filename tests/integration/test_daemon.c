@@ -6,23 +6,12 @@
  * request whose frame it had begun to read, before exit 0.
  */
 #include <math.h>
-#include <setjmp.h>
-#include <signal.h>
-#include <stdarg.h>
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
-#include <cmocka.h>
-
+#include "it_case.h"
 #include "gemmd.h"
 #include "gm_proto.h"
 #include "gm_testref.h"
-#include "itest.h"
 
 static uint64_t rs; /* random state, from gm_testref_seed */
 
@@ -38,15 +27,6 @@ static void start_daemon(it_daemon *d, const char *const *sets)
 	}
 	args[n] = NULL;
 	assert_int_equal(it_launch(d, args), 0);
-}
-
-/* Sends SIGTERM, removes the directory and returns the exit status. */
-static int stop_daemon(it_daemon *d)
-{
-	int st = it_stop(d);
-
-	it_cleanup(d);
-	return st;
 }
 
 /* A job with fresh random fp64 or fp32 operands and its own out buffer. */
@@ -137,7 +117,7 @@ static void test_ipc_and_tcp(void **state)
 	start_daemon(&d, NULL);
 	run_mixed_batch(d.ipc);
 	run_mixed_batch(d.tcp);
-	assert_int_equal(stop_daemon(&d), 0);
+	assert_int_equal(it_finish(&d), 0);
 }
 
 static void wait_all(it_waiter *w, int n)
@@ -171,7 +151,7 @@ static void test_many_in_flight(void **state)
 		free_job(&jobs[i]);
 	}
 	gemmd_close(c);
-	assert_int_equal(stop_daemon(&d), 0);
+	assert_int_equal(it_finish(&d), 0);
 }
 
 /* Sends bytes as one frame on a fresh connection, its header's length
@@ -243,7 +223,7 @@ static void test_bad_input(void **state)
 	assert_int_equal(gemmd_ping(c, NULL, 1000), GM_OK);
 	gemmd_close(c);
 	run_mixed_batch(d.tcp);
-	assert_int_equal(stop_daemon(&d), 0);
+	assert_int_equal(it_finish(&d), 0);
 }
 
 /* Big enough that the CPU engine is busy while the rest arrive. */
@@ -320,7 +300,7 @@ static void test_queue_full_is_busy(void **state)
 	gemmd_close(mon);
 	gemmd_close(c2);
 	gemmd_close(c);
-	assert_int_equal(stop_daemon(&d), 0);
+	assert_int_equal(it_finish(&d), 0);
 }
 
 static void test_sigterm_drains(void **state)
@@ -509,10 +489,6 @@ int main(void)
 	    cmocka_unit_test(test_sigterm_drains),
 	    cmocka_unit_test(test_sigterm_reads_frame_begun),
 	};
-	if (getenv("GEMMD") == NULL) {
-		fprintf(stderr, "GEMMD is not set\n");
-		return 77;
-	}
 	rs = gm_testref_seed();
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return IT_RUN(tests);
 }

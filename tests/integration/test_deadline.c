@@ -17,23 +17,12 @@
  * accepts nothing returns GM_ETIMEDOUT within its timeout.
  */
 #include <pthread.h>
-#include <setjmp.h>
-#include <signal.h>
-#include <stdarg.h>
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 
-#include <cmocka.h>
-
-#include "itest.h"
+#include "it_case.h"
 
 #define TIMEOUT_MS 400	 /* the timeout of the calls a stop outlasts */
 #define SLACK_MS   400	 /* what a call may take past it: a loaded host */
@@ -592,5 +581,5 @@ int main(void)
 	    cmocka_unit_test(test_open_not_accepting),
 	};
 
-	return cmocka_run_group_tests(tests, calibrate, NULL);
+	return IT_RUN_SETUP(tests, calibrate);
 }

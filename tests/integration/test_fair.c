@@ -20,17 +20,8 @@
  */
 #include <math.h>
 #include <pthread.h>
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
 
-#include <cmocka.h>
-
-#include "itest.h"
+#include "it_case.h"
 
 #define WAIT_MS	    120000
 #define QUIET_JOBS  1000 /* alone: enough for a steady p99 */
@@ -303,8 +294,7 @@ static void test_small_beside_large(void **state)
 	print_message("quiet p99 after: %.0f us\n", after);
 	assert_true(after <= 2 * quiet + SCHED_SLACK_US);
 	gemmd_close(c);
-	assert_int_equal(it_stop(&d), 0);
-	it_cleanup(&d);
+	assert_int_equal(it_finish(&d), 0);
 }
 
 /*
@@ -332,9 +322,5 @@ int main(void)
 	    cmocka_unit_test(test_small_beside_large),
 	};
 
-	if (getenv("GEMMD") == NULL) {
-		fprintf(stderr, "GEMMD is not set\n");
-		return 77;
-	}
-	return cmocka_run_group_tests(tests, calibrate, NULL);
+	return IT_RUN_SETUP(tests, calibrate);
 }

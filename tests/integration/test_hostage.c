@@ -30,8 +30,10 @@
  */
 #include "hostile_fx.h"
 
+/* The client's jobs are timed by the clock (QUIET_MS, ATTACK_MS), at
+ * least MIN_JOBS, rather than counted: an attack's cycles (each a grace
+ * or two) fall inside the window. */
 #define MIN_JOBS   400
-#define MAX_JOBS   200000
 #define QUIET_MS   1500
 #define ATTACK_MS  5000 /* some two cycles of attack */
 #define TRICKLE_MS 50	/* one byte this often: far under the rate */
@@ -159,30 +161,6 @@ static void *attacker_run(void *arg)
 	return NULL;
 }
 
-/* Runs 64x64x64 fp64 jobs one after another on fd for ms (at least
- * MIN_JOBS of them); returns the p99 round trip in microseconds and sets
- * *p50, *max and *n. Timed by the clock rather than counted, so that an
- * attack's cycles (each a grace or two) fall inside the window. */
-static double timed_jobs(int fd, int ms, double *p50, double *max, int *n)
-{
-	static double lat[MAX_JOBS], a[64 * 64], b[64 * 64];
-	rc_job j = {
-	    .dtype = 1, .m = 64, .n = 64, .k = 64, .alpha = 1, .a = a, .b = b};
-	double end = it_now_us() + ms * 1e3;
-	uint8_t *req;
-	size_t len;
-	int i;
-
-	assert_non_null(req = rc_gemm(1, 1, 0, 0, &j, 1, &len));
-	for (i = 0; i < MAX_JOBS && (i < MIN_JOBS || it_now_us() < end); i++)
-		lat[i] = job_ok_us(fd, req, len);
-	free(req);
-	*n = i;
-	*p50 = it_quantile(lat, (size_t)i, 0.50);
-	*max = it_quantile(lat, (size_t)i, 1.0);
-	return it_quantile(lat, (size_t)i, 0.99);
-}
-
 /* Polls the stat at path on mon (10 s at most) until it is at least
  * want (least) or exactly want; returns the last value read. */
 static double wait_stat(int mon, const char *path, double want, int least)
@@ -225,13 +203,7 @@ static void test_payload_rate(void **state)
 	    "--set", "pool_bytes=4M",	     "--set", "payload_min_rate=256K",
 	    "--set", "payload_grace_ms=300", NULL};
 	static double zeros[256 * 256];
-	rc_job j = {.dtype = 1,
-		    .m = 256,
-		    .n = 256,
-		    .k = 256,
-		    .alpha = 1,
-		    .a = zeros,
-		    .b = zeros};
+	rc_job j = rc_job_on(256, 256, 256, zeros, zeros);
 	double t0, took;
 	uint8_t *req;
 	char msg[97];
@@ -280,8 +252,7 @@ static void test_payload_rate(void **state)
 	assert_int_equal(wait_stat(mon, "pool.used", 0, 0), 0);
 	free(req);
 	close(mon);
-	assert_int_equal(it_stop(&d), 0);
-	it_cleanup(&d);
+	assert_int_equal(it_finish(&d), 0);
 }
 
 /* ---- attacks beside a well-behaved client ---- */
@@ -341,7 +312,8 @@ static void run_case(const struct hostage_case *k)
 	assert_int_equal(it_launch(&d, args), 0);
 	assert_true((c = rc_connect(d.ipc, NULL)) >= 0);
 	assert_true((mon = rc_connect(d.ipc, NULL)) >= 0);
-	p99_quiet = timed_jobs(c, QUIET_MS, &p50_quiet, &max_quiet, &n_quiet);
+	p99_quiet =
+	    timed_jobs(c, MIN_JOBS, QUIET_MS, &p50_quiet, &max_quiet, &n_quiet);
 	for (int i = 0; i < MAX_ATTACKS && k->d[i] != 0; i++) {
 		at[i].url = d.tcp;
 		at[i].d = k->d[i];
@@ -351,7 +323,8 @@ static void run_case(const struct hostage_case *k)
 		    0);
 	}
 	assert_true(wait_stat(mon, k->holding, 1, 1) >= 1);
-	p99_hit = timed_jobs(c, ATTACK_MS, &p50_hit, &max_hit, &n_hit);
+	p99_hit =
+	    timed_jobs(c, MIN_JOBS, ATTACK_MS, &p50_hit, &max_hit, &n_hit);
 	for (int i = 0; i < MAX_ATTACKS && k->d[i] != 0; i++) {
 		__atomic_store_n(&at[i].stop, 1, __ATOMIC_RELEASE);
 		pthread_join(at[i].thread, NULL);
@@ -402,8 +375,7 @@ static void run_case(const struct hostage_case *k)
 	assert_int_equal(rc_stat_fd(mon, "connections.unsent_bytes"), 0);
 	close(mon);
 	close(c);
-	assert_int_equal(it_stop(&d), 0);
-	it_cleanup(&d);
+	assert_int_equal(it_finish(&d), 0);
 }
 
 static void test_tricklers(void **state)

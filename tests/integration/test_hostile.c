@@ -270,8 +270,7 @@ static void test_malformed(void **state)
 	assert_int_equal(it_rstat(&d, "requests.refused"), 2 * (NCASES - 2));
 	assert_int_equal(it_rstat(&d, "connections.dropped_by.protocol"),
 			 2 * fatal);
-	assert_int_equal(it_stop(&d), 0);
-	it_cleanup(&d);
+	assert_int_equal(it_finish(&d), 0);
 }
 
 int main(void)

@@ -44,13 +44,7 @@ static void test_state_refusals(void **state)
 			      "--set", "queue_depth_per_priority=0,0,0,2",
 			      NULL};
 	static double a[1024], b[1024];
-	rc_job j = {.dtype = 1,
-		    .m = 1024,
-		    .n = 1024,
-		    .k = 1,
-		    .alpha = 1,
-		    .a = a,
-		    .b = b};
+	rc_job j = rc_job_on(1024, 1024, 1, a, b);
 	rc_job small[3] = {
 	    {.dtype = 1, .m = 1, .n = 1, .k = 1, .alpha = 1, .a = a, .b = b}};
 	rc_job reg = region_job(b);
@@ -108,8 +102,7 @@ static void test_state_refusals(void **state)
 	/* Every job of a refused request: 1 + 1 + 3 + 1 on each socket. */
 	assert_int_equal(it_rstat(&d, "jobs.rejected"), 12);
 	assert_int_equal(it_rstat(&d, "pool.used"), 0);
-	assert_int_equal(it_stop(&d), 0);
-	it_cleanup(&d);
+	assert_int_equal(it_finish(&d), 0);
 }
 
 /* ---- frames that lie about their length ---- */
@@ -122,8 +115,7 @@ static void test_lying_lengths(void **state)
 {
 	const char *args[] = {"--set", "stall_timeout_ms=500", NULL};
 	static double a[64], b[64];
-	rc_job j = {
-	    .dtype = 1, .m = 8, .n = 8, .k = 8, .alpha = 1, .a = a, .b = b};
+	rc_job j = rc_job_on(8, 8, 8, a, b);
 	uint8_t *req, extra[32];
 	double t0, t1;
 	char msg[97];
@@ -170,8 +162,7 @@ static void test_lying_lengths(void **state)
 	close(fd);
 	assert_int_equal(it_wait_stat(&d, "jobs.ok", 1, WAIT_MS), 1);
 	free(req);
-	assert_int_equal(it_stop(&d), 0);
-	it_cleanup(&d);
+	assert_int_equal(it_finish(&d), 0);
 }
 
 /* ---- clients that go away at every point of a frame ---- */
@@ -193,20 +184,8 @@ static void go_away(const char *url, const uint8_t *p, size_t n, size_t take)
 static void test_go_away(void **state)
 {
 	static double a[512 * 512], b[512 * 512];
-	rc_job big = {.dtype = 1,
-		      .m = 512,
-		      .n = 512,
-		      .k = 512,
-		      .alpha = 1,
-		      .a = a,
-		      .b = b};
-	rc_job wide = {.dtype = 1,
-		       .m = 1024,
-		       .n = 1024,
-		       .k = 1,
-		       .alpha = 1,
-		       .a = a,
-		       .b = b};
+	rc_job big = rc_job_on(512, 512, 512, a, b);
+	rc_job wide = rc_job_on(1024, 1024, 1, a, b);
 	rc_job reg = region_job(b);
 	const char *ctrl = "{\"op\":\"stats\"}";
 	uint8_t *g, *w, *r, c[64];
@@ -242,8 +221,7 @@ static void test_go_away(void **state)
 	free(g);
 	free(w);
 	free(r);
-	assert_int_equal(it_stop(&d), 0);
-	it_cleanup(&d);
+	assert_int_equal(it_finish(&d), 0);
 }
 
 /* ---- connections stalled mid-frame ---- */
@@ -278,32 +256,13 @@ static void *monitor_run(void *arg)
 	return NULL;
 }
 
-/* Runs TIMED_JOBS small jobs one after another on fd; returns the p99
- * round trip in microseconds and sets *p50. */
-static double timed_jobs(int fd, double *p50)
-{
-	static double lat[TIMED_JOBS], a[64 * 64], b[64 * 64];
-	rc_job j = {
-	    .dtype = 1, .m = 64, .n = 64, .k = 64, .alpha = 1, .a = a, .b = b};
-	uint8_t *req;
-	size_t len;
-
-	assert_non_null(req = rc_gemm(1, 1, 0, 0, &j, 1, &len));
-	for (int i = 0; i < TIMED_JOBS; i++)
-		lat[i] = job_ok_us(fd, req, len);
-	free(req);
-	*p50 = it_quantile(lat, TIMED_JOBS, 0.50);
-	return it_quantile(lat, TIMED_JOBS, 0.99);
-}
-
 /* n connections, alternately ipc:// and tcp://, each stopped in the
  * middle of a request of 64 KiB of operands: one in four in its head
  * (nothing is reserved yet), the others in its payload (its slab is). */
 static void open_stalled(const it_daemon *d, int mon, int *fds, int n)
 {
 	static double a[64 * 64];
-	rc_job j = {
-	    .dtype = 1, .m = 64, .n = 64, .k = 64, .alpha = 1, .a = a, .b = a};
+	rc_job j = rc_job_on(64, 64, 64, a, a);
 	double base = rc_stat_fd(mon, "connections.open");
 	uint8_t *req;
 	size_t len;
@@ -345,9 +304,9 @@ static void test_stalled_frames(void **state)
 	/* The monitor polls all along, so both timed runs share its load
 	 * and differ only by the stalled connections. */
 	assert_int_equal(pthread_create(&m.thread, NULL, monitor_run, &m), 0);
-	p99_idle = timed_jobs(c, &p50_idle);
+	p99_idle = timed_jobs(c, TIMED_JOBS, 0, &p50_idle, NULL, NULL);
 	open_stalled(&d, mon, fds, n);
-	p99_loaded = timed_jobs(c, &p50_loaded);
+	p99_loaded = timed_jobs(c, TIMED_JOBS, 0, &p50_loaded, NULL, NULL);
 	__atomic_store_n(&m.stop, 1, __ATOMIC_RELEASE);
 	pthread_join(m.thread, NULL);
 	fprintf(stderr,
@@ -373,8 +332,7 @@ static void test_stalled_frames(void **state)
 	close(m.fd);
 	close(mon);
 	close(c);
-	assert_int_equal(it_stop(&d), 0);
-	it_cleanup(&d);
+	assert_int_equal(it_finish(&d), 0);
 }
 
 int main(void)

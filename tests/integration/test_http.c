@@ -14,21 +14,11 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
-#include <setjmp.h>
-#include <signal.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
-#include <unistd.h>
 
-#include <cmocka.h>
-
-#include "itest.h"
+#include "it_case.h"
 
 #define STORM	    1000 /* concurrent scrapes in a round */
 #define ROUNDS	    6	 /* of them, each after a quiet spell */
@@ -55,12 +45,6 @@ static int cleanup(void **state)
 	(void)state;
 	it_cleanup(&fx.d);
 	return 0;
-}
-
-static void finish(void)
-{
-	assert_int_equal(it_stop(&fx.d), 0);
-	it_cleanup(&fx.d);
 }
 
 /* A connection to the endpoints, blocking or not; -1 on failure. */
@@ -336,7 +320,7 @@ static void test_scrape_storm(void **state)
 	assert_true(it_rstat(&fx.d, "http.requests") >= ROUNDS * STORM);
 	assert_true(it_rstat(&fx.d, "http.refused") == 0);
 	gemmd_close(p.c);
-	finish();
+	assert_int_equal(it_finish(&fx.d), 0);
 }
 
 /* ---- deadlines and the cap ---- */
@@ -413,7 +397,7 @@ static void test_half_open(void **state)
 	for (int i = 0; i < WAIT_MS / 10 && it_fds(fx.d.pid) > base; i++)
 		usleep(10000);
 	assert_true(it_fds(fx.d.pid) <= base);
-	finish();
+	assert_int_equal(it_finish(&fx.d), 0);
 }
 
 /* With http_max_connections=8 held open, a ninth connection is closed
@@ -452,7 +436,7 @@ static void test_cap(void **state)
 	assert_true(it_file_has(fx.d.log, "http_max_connections=8 are open"));
 	for (int i = 2; i < 8; i++)
 		close(held[i]);
-	finish();
+	assert_int_equal(it_finish(&fx.d), 0);
 }
 
 /* ---- one request's limits ---- */
@@ -510,7 +494,7 @@ static void test_request_limits(void **state)
 	assert_non_null(strstr(out, "\r\n\r\nok\nHTTP/1.1 200 OK\r\n"));
 	assert_non_null(strstr(out, "\r\n\r\nready\n"));
 	expect_stat("http.closed_by.idle_timeout", 1);
-	finish();
+	assert_int_equal(it_finish(&fx.d), 0);
 }
 
 /* Scrapes within metrics_cache_ms share a render; with 0 each renders. */
@@ -526,12 +510,12 @@ static void test_render_cache(void **state)
 	for (int i = 0; i < 5; i++)
 		assert_int_equal(get_status("/metrics"), 200);
 	assert_true(it_rstat(&fx.d, "http.renders") == 1);
-	finish();
+	assert_int_equal(it_finish(&fx.d), 0);
 	start(no_cache);
 	for (int i = 0; i < 5; i++)
 		assert_int_equal(get_status("/metrics"), 200);
 	assert_true(it_rstat(&fx.d, "http.renders") == 5);
-	finish();
+	assert_int_equal(it_finish(&fx.d), 0);
 }
 
 /* On an address that is not loopback, gemmd warns; on loopback, not. */
@@ -544,14 +528,14 @@ static void test_non_loopback_warning(void **state)
 	(void)state;
 	start(NULL);
 	assert_false(it_file_has(fx.d.log, "not a loopback address"));
-	finish();
+	assert_int_equal(it_finish(&fx.d), 0);
 	assert_int_equal(it_setup(&fx.d), 0);
 	snprintf(set, sizeof(set), "metrics_listen=0.0.0.0:%d", port);
 	if (it_start(&fx.d, args) != 0)
 		fail_msg("gemmd did not start; see %s", fx.d.log);
 	assert_true(it_file_has(fx.d.log, "metrics_listen 0.0.0.0:"));
 	assert_true(it_file_has(fx.d.log, "is not a loopback address"));
-	finish();
+	assert_int_equal(it_finish(&fx.d), 0);
 }
 
 int main(void)
@@ -565,6 +549,5 @@ int main(void)
 	    cmocka_unit_test_teardown(test_non_loopback_warning, cleanup),
 	};
 
-	signal(SIGPIPE, SIG_IGN);
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return IT_RUN(tests);
 }

@@ -339,6 +339,5 @@ int main(void)
 	    cmocka_unit_test_teardown(test_port_in_use, cleanup),
 	};
 
-	signal(SIGPIPE, SIG_IGN);
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return IT_RUN(tests);
 }

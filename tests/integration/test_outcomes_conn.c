@@ -80,8 +80,7 @@ static void test_pipelined_then_closed(void **state)
 	assert_int_equal((long)it_rstat(&d, "jobs.by_status.ECANCELED"), CONNS);
 	snprintf(key, sizeof(key), "jobs.by_uid.%u.failed", (unsigned)getuid());
 	assert_int_equal((long)it_rstat(&d, key), CONNS);
-	assert_int_equal(it_stop(&d), 0);
-	it_cleanup(&d);
+	assert_int_equal(it_finish(&d), 0);
 }
 
 /*

@@ -14,17 +14,7 @@
  * Every client sends through the socket (GEMMD_OPEN_NO_SHM): staged
  * through a region, a job would not need the pool.
  */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
-
-#include <cmocka.h>
-
-#include "itest.h"
+#include "it_case.h"
 
 #define TIMEOUT_MS 30000
 #define WAIT_MS	   10000
@@ -42,12 +32,6 @@ static void start(it_daemon *d, const char *cap)
 	assert_int_equal(it_setup(d), 0);
 	if (it_start(d, args) != 0)
 		fail_msg("gemmd did not start; see %s", d->log);
-}
-
-static void finish(it_daemon *d)
-{
-	assert_int_equal(it_stop(d), 0);
-	it_cleanup(d);
 }
 
 /* Waits until the daemon holds no pageable memory (a request's memory
@@ -101,7 +85,7 @@ static void test_served(void **state)
 	it_job_free(&j);
 	free(cin);
 	gemmd_close(c);
-	finish(&d);
+	assert_int_equal(it_finish(&d), 0);
 }
 
 /* A request of n^3 fp64 that must be refused whole with want, its
@@ -172,7 +156,7 @@ static void test_cap(void **state)
 	free(req);
 	free(a);
 	free(b);
-	finish(&d);
+	assert_int_equal(it_finish(&d), 0);
 }
 
 /* pageable_max_bytes=0: over the pool is refused, naming both keys. */
@@ -194,7 +178,7 @@ static void test_off(void **state)
 	assert_int_equal(it_stat(c, "pageable.limit"), 0);
 	assert_int_equal(it_stat(c, "pageable.too_big"), 1);
 	gemmd_close(c);
-	finish(&d);
+	assert_int_equal(it_finish(&d), 0);
 }
 
 int main(void)

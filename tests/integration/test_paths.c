@@ -10,20 +10,9 @@
  * daemon killed under a request fails it at once with GM_ETRANSPORT and
  * a restarted one serves the next call after the redial.
  */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
-
-#include <cmocka.h>
-
+#include "it_case.h"
 #include "gm_testpki.h"
 #include "gm_testref.h"
-#include "itest.h"
 
 enum { NJOBS = 5 };
 
@@ -223,8 +212,7 @@ static void test_same_results(void **state)
 		outs_free(out[path]);
 	ops_free(&o);
 	gemmd_close(mon);
-	assert_int_equal(it_stop(&d), 0);
-	it_cleanup(&d);
+	assert_int_equal(it_finish(&d), 0);
 }
 
 /* A daemon that takes no regions: staging gives way to the socket. */
@@ -244,8 +232,7 @@ static void test_staging_falls_back(void **state)
 		outs_free(out);
 	}
 	ops_free(&o);
-	assert_int_equal(it_stop(&d), 0);
-	it_cleanup(&d);
+	assert_int_equal(it_finish(&d), 0);
 }
 
 /* ---- striping over TCP by default ---- */
@@ -287,8 +274,7 @@ static void test_tcp_stripes_by_default(void **state)
 	it_job_free(&small);
 	gemmd_close(cl);
 	gemmd_close(mon);
-	assert_int_equal(it_stop(&d), 0);
-	it_cleanup(&d);
+	assert_int_equal(it_finish(&d), 0);
 }
 
 /* ---- several daemons, and one that dies ---- */
@@ -327,8 +313,7 @@ static void test_two_daemons(void **state)
 		gemmd_close(cl);
 	}
 	for (int i = 0; i < 2; i++) {
-		assert_int_equal(it_stop(&d[i]), 0);
-		it_cleanup(&d[i]);
+		assert_int_equal(it_finish(&d[i]), 0);
 	}
 }
 
@@ -367,8 +352,7 @@ static void test_daemon_dies(void **state)
 	for (int i = 0; i < BIG; i++)
 		it_job_free(&big[i]);
 	gemmd_close(cl);
-	assert_int_equal(it_stop(&d), 0);
-	it_cleanup(&d);
+	assert_int_equal(it_finish(&d), 0);
 }
 
 int main(void)

@@ -278,9 +278,5 @@ int main(void)
 	    cmocka_unit_test(test_priority_limit),
 	};
 
-	if (getenv("GEMMD") == NULL) {
-		fprintf(stderr, "GEMMD is not set\n");
-		return 77;
-	}
-	return cmocka_run_group_tests(tests, calibrate, NULL);
+	return IT_RUN_SETUP(tests, calibrate);
 }

@@ -8,19 +8,9 @@
  * the configuration asks for: a pool larger than the host's memory, a
  * configuration file that is a FIFO.
  */
-#include <setjmp.h>
-#include <signal.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
-#include <cmocka.h>
-
-#include "itest.h"
+#include "it_case.h"
 
 #define JOBS	40
 #define WAIT_MS 30000 /* the longest any wait below may take */
@@ -53,8 +43,7 @@ static void finish(void)
 {
 	gemmd_close(fx.c);
 	fx.c = NULL;
-	assert_int_equal(it_stop(&fx.d), 0);
-	it_cleanup(&fx.d);
+	assert_int_equal(it_finish(&fx.d), 0);
 }
 
 /* Waits until gemmd's log has text; fails the test if it never does. */

@@ -194,8 +194,7 @@ static void test_soak(void **state)
 	gemmd_close(c);
 	assert_int_equal(it_wait_stat(&d, "regions.count", 0, WAIT_MS), 0);
 	assert_int_equal(it_wait_stat(&d, "connections.open", 1, WAIT_MS), 1);
-	assert_int_equal(it_stop(&d), 0);
-	it_cleanup(&d);
+	assert_int_equal(it_finish(&d), 0);
 }
 
 int main(void)

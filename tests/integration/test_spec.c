@@ -10,21 +10,11 @@
  * exchange (2.4); and listen URLs refused at start and on reload.
  */
 #include <fcntl.h>
-#include <setjmp.h>
-#include <signal.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
-#include <unistd.h>
 
-#include <cmocka.h>
-
-#include "itest.h"
+#include "it_case.h"
 
 #define WAIT_MS 10000
 
@@ -41,32 +31,6 @@ enum {
 	ENOTFOUND = 27,
 	EACCES = 31,
 };
-
-static void put_le(uint8_t *p, uint64_t v, int n)
-{
-	for (int i = 0; i < n; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t get_le(const uint8_t *p, int n)
-{
-	uint64_t v = 0;
-
-	for (int i = n - 1; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
-}
-
-static void start(it_daemon *d, const char *const *args)
-{
-	assert_int_equal(it_launch(d, args), 0);
-}
-
-static void stop(it_daemon *d)
-{
-	assert_int_equal(it_stop(d), 0);
-	it_cleanup(d);
-}
 
 /* ---- 7.3: every object of a CTRL body, however deep ---- */
 
@@ -87,7 +51,7 @@ static void test_nested_members(void **state)
 	int fd, n;
 
 	(void)state;
-	start(&d, NULL);
+	assert_int_equal(it_launch(&d, NULL), 0);
 	assert_true((fd = rc_connect(d.tcp, NULL)) >= 0);
 	for (size_t i = 0; i < sizeof(rows) / sizeof(*rows); i++) {
 		char want[64];
@@ -114,7 +78,7 @@ static void test_nested_members(void **state)
 		free(doc);
 	}
 	close(fd);
-	stop(&d);
+	assert_int_equal(it_finish(&d), 0);
 }
 
 /* ---- 2.1: a bad header is answered from the bytes that show it ---- */
@@ -138,7 +102,7 @@ static void test_header_at_once(void **state)
 	it_daemon d;
 
 	(void)state;
-	start(&d, NULL);
+	assert_int_equal(it_launch(&d, NULL), 0);
 	for (size_t i = 0; i < sizeof(rows) / sizeof(*rows); i++) {
 		char msg[97];
 		rc_frame f;
@@ -161,7 +125,7 @@ static void test_header_at_once(void **state)
 		rc_frame_free(&f);
 		close(fd);
 	}
-	stop(&d);
+	assert_int_equal(it_finish(&d), 0);
 }
 
 /* ---- 5.1, 7.1, 11: a job whose deadline passed in the queue ---- */
@@ -225,7 +189,7 @@ static void test_late_job(void **state)
 	int fd, seen = 0;
 
 	(void)state;
-	start(&d, late_args);
+	assert_int_equal(it_launch(&d, late_args), 0);
 	assert_true((fd = rc_connect(d.ipc, NULL)) >= 0);
 	send_late(fd, 0, &blk, &late, ops);
 	while (seen != 3) {
@@ -241,7 +205,7 @@ static void test_late_job(void **state)
 	close(fd);
 	for (int i = 0; i < 4; i++)
 		free(ops[i]);
-	stop(&d);
+	assert_int_equal(it_finish(&d), 0);
 }
 
 /* Detached, the same job's record is kept and a wait takes it: the
@@ -257,7 +221,7 @@ static void test_late_detached(void **state)
 	int fd;
 
 	(void)state;
-	start(&d, late_args);
+	assert_int_equal(it_launch(&d, late_args), 0);
 	assert_true((fd = rc_connect(d.ipc, NULL)) >= 0);
 	send_late(fd, 1 /* DETACH */, &blk, &late, ops);
 	/* Its ids come at once, before the blocker's reply. */
@@ -282,7 +246,7 @@ static void test_late_detached(void **state)
 	close(fd);
 	for (int i = 0; i < 4; i++)
 		free(ops[i]);
-	stop(&d);
+	assert_int_equal(it_finish(&d), 0);
 }
 
 /* ---- 14.1: the region socket's RELEASE ---- */
@@ -319,11 +283,11 @@ static struct rec_rep record(int s, uint16_t op, uint64_t size, uint64_t region,
 	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
 	struct rec_rep r;
 
-	put_le(out, 0x47524D47u, 4);
-	put_le(out + 4, 1, 2);
-	put_le(out + 6, op, 2);
-	put_le(out + 8, size, 8);
-	put_le(out + 16, region, 8);
+	rc_put_le(out, 0x47524D47u, 4);
+	rc_put_le(out + 4, 1, 2);
+	rc_put_le(out + 6, op, 2);
+	rc_put_le(out + 8, size, 8);
+	rc_put_le(out + 16, region, 8);
 	if (fd >= 0) {
 		struct cmsghdr *cm;
 
@@ -337,12 +301,12 @@ static struct rec_rep record(int s, uint16_t op, uint64_t size, uint64_t region,
 	}
 	assert_int_equal(sendmsg(s, &mh, 0), REC_REQ);
 	assert_int_equal(recv(s, in, sizeof(in), 0), REC_REP);
-	assert_int_equal(get_le(in, 4), 0x47524D47u);
-	assert_int_equal(get_le(in + 12, 4), 0);
-	r.op = (uint16_t)get_le(in + 6, 2);
-	r.status = (uint32_t)get_le(in + 8, 4);
-	r.region = get_le(in + 16, 8);
-	r.size = get_le(in + 24, 8);
+	assert_int_equal(rc_get_le(in, 4), 0x47524D47u);
+	assert_int_equal(rc_get_le(in + 12, 4), 0);
+	r.op = (uint16_t)rc_get_le(in + 6, 2);
+	r.status = (uint32_t)rc_get_le(in + 8, 4);
+	r.region = rc_get_le(in + 16, 8);
+	r.size = rc_get_le(in + 24, 8);
 	memcpy(r.message, in + 32, 96);
 	r.message[96] = '\0';
 	return r;
@@ -402,7 +366,7 @@ static void test_release(void **state)
 	close(fd);
 	close(a);
 	close(b);
-	stop(&d);
+	assert_int_equal(it_finish(&d), 0);
 }
 
 /* ---- 2.4: a version-1 client ---- */
@@ -428,10 +392,10 @@ static void v1_exchange(const char *url, int ipc, size_t have, uint64_t want_id)
 	for (int i = 7; i >= 0; i--)
 		msg[n++] = (uint8_t)((uint64_t)have >> (8 * i));
 	memcpy(msg + n, "\x80\x00\x00\x07", 4); /* the REQ id */
-	put_le(msg + n + 4, 0x4D4D4547u, 4);
-	put_le(msg + n + 8, 1, 2);
-	put_le(msg + n + 10, 1, 2);
-	put_le(msg + n + 12, 77, 8);
+	rc_put_le(msg + n + 4, 0x4D4D4547u, 4);
+	rc_put_le(msg + n + 8, 1, 2);
+	rc_put_le(msg + n + 10, 1, 2);
+	rc_put_le(msg + n + 12, 77, 8);
 	assert_int_equal(rc_write(fd, msg, n + have), 0);
 	assert_int_equal(rc_read(fd, in, fs + 4 + 24 + 104, 3000), 0);
 	if (ipc)
@@ -440,13 +404,13 @@ static void v1_exchange(const char *url, int ipc, size_t have, uint64_t want_id)
 		assert_int_equal(in[fs - 8 + i], 0);
 	assert_int_equal(in[fs - 1], 132);
 	assert_memory_equal(in + fs, "\x80\x00\x00\x07", 4);
-	assert_int_equal(get_le(in + fs + 4, 4), 0x4D4D4547u);
-	assert_int_equal(get_le(in + fs + 8, 2), 1);
-	assert_int_equal(get_le(in + fs + 10, 2), 5);
-	assert_int_equal(get_le(in + fs + 12, 8), want_id);
-	assert_int_equal(get_le(in + fs + 20, 4), 104);
-	assert_int_equal(get_le(in + fs + 24, 4), 0);
-	assert_int_equal(get_le(in + fs + 28, 4), EVERSION);
+	assert_int_equal(rc_get_le(in + fs + 4, 4), 0x4D4D4547u);
+	assert_int_equal(rc_get_le(in + fs + 8, 2), 1);
+	assert_int_equal(rc_get_le(in + fs + 10, 2), 5);
+	assert_int_equal(rc_get_le(in + fs + 12, 8), want_id);
+	assert_int_equal(rc_get_le(in + fs + 20, 4), 104);
+	assert_int_equal(rc_get_le(in + fs + 24, 4), 0);
+	assert_int_equal(rc_get_le(in + fs + 28, 4), EVERSION);
 	memcpy(text, in + fs + 36, 96);
 	text[96] = '\0';
 	assert_non_null(strstr(text, "protocol v2"));
@@ -459,12 +423,12 @@ static void test_v1_client(void **state)
 	it_daemon d;
 
 	(void)state;
-	start(&d, NULL);
+	assert_int_equal(it_launch(&d, NULL), 0);
 	v1_exchange(d.tcp, 0, 40, 77);
 	v1_exchange(d.ipc, 1, 40, 77);
 	/* A body that stops inside the v1 header: id 0. */
 	v1_exchange(d.tcp, 0, 10, 0);
-	stop(&d);
+	assert_int_equal(it_finish(&d), 0);
 }
 
 /* ---- listen URLs, at start and on reload ---- */
@@ -513,7 +477,7 @@ static void test_listen_urls(void **state)
 	assert_non_null(strstr(text, "\"ok\":true"));
 	free(text);
 	close(fd);
-	stop(&d);
+	assert_int_equal(it_finish(&d), 0);
 }
 
 int main(void)
@@ -528,6 +492,5 @@ int main(void)
 	    cmocka_unit_test(test_listen_urls),
 	};
 
-	signal(SIGPIPE, SIG_IGN);
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return IT_RUN(tests);
 }

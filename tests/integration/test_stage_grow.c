@@ -8,18 +8,8 @@
  * the job takes the socket and is still right, and a small job after it
  * is staged still.
  */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include <cmocka.h>
-
+#include "it_case.h"
 #include "gm_testref.h"
-#include "itest.h"
 
 #define MIB    (1u << 20)
 #define STAGE  (4u * MIB) /* the client's staging_bytes */
@@ -179,8 +169,7 @@ static void test_grows(void **state)
 	free(sock);
 	op_free(&o);
 	gemmd_close(mon);
-	assert_int_equal(it_stop(&d), 0);
-	it_cleanup(&d);
+	assert_int_equal(it_finish(&d), 0);
 }
 
 /* region_max_bytes below what growth wants: the large job takes the
@@ -227,8 +216,7 @@ static void test_capped(void **state)
 	op_free(&small);
 	op_free(&o);
 	gemmd_close(mon);
-	assert_int_equal(it_stop(&d), 0);
-	it_cleanup(&d);
+	assert_int_equal(it_finish(&d), 0);
 }
 
 int main(void)

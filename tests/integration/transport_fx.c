@@ -137,6 +137,5 @@ void start(it_daemon *d, const char *const *args)
 
 void finish(it_daemon *d)
 {
-	assert_int_equal(it_stop(d), 0);
-	it_cleanup(d);
+	assert_int_equal(it_finish(d), 0);
 }

@@ -12,20 +12,10 @@
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/req.h>
 #include <poll.h>
-#include <setjmp.h>
-#include <signal.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
-#include <cmocka.h>
-
-#include "itest.h"
+#include "it_case.h"
 
 #define NELEMS(a) (sizeof(a) / sizeof((a)[0]))
 

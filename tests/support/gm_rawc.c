@@ -25,13 +25,13 @@
 /* The longest a connect may take before it fails. */
 #define RC_CONNECT_MS 20000
 
-static void put(uint8_t *p, uint64_t v, int n)
+void rc_put_le(uint8_t *p, uint64_t v, int n)
 {
 	for (int i = 0; i < n; i++)
 		p[i] = (uint8_t)(v >> (8 * i));
 }
 
-static uint64_t get(const uint8_t *p, int n)
+uint64_t rc_get_le(const uint8_t *p, int n)
 {
 	uint64_t v = 0;
 
@@ -45,12 +45,12 @@ static void put_f64(uint8_t *p, double d)
 	uint64_t u;
 
 	memcpy(&u, &d, 8);
-	put(p, u, 8);
+	rc_put_le(p, u, 8);
 }
 
 static double get_f64(const uint8_t *p)
 {
-	uint64_t u = get(p, 8);
+	uint64_t u = rc_get_le(p, 8);
 	double d;
 
 	memcpy(&d, &u, 8);
@@ -219,13 +219,13 @@ int rc_closed(int fd, int ms)
 void rc_put_hdr(uint8_t *p, uint16_t type, uint64_t id, uint32_t count,
 		uint64_t length)
 {
-	put(p, MAGIC, 4);
-	put(p + 4, 2, 2);
-	put(p + 6, type, 2);
-	put(p + 8, id, 8);
-	put(p + 16, count, 4);
-	put(p + 20, 0, 4);
-	put(p + 24, length, 8);
+	rc_put_le(p, MAGIC, 4);
+	rc_put_le(p + 4, 2, 2);
+	rc_put_le(p + 6, type, 2);
+	rc_put_le(p + 8, id, 8);
+	rc_put_le(p + 16, count, 4);
+	rc_put_le(p + 20, 0, 4);
+	rc_put_le(p + 24, length, 8);
 }
 
 int rc_read_frame(int fd, rc_frame *f, int ms)
@@ -236,13 +236,13 @@ int rc_read_frame(int fd, rc_frame *f, int ms)
 	memset(f, 0, sizeof(*f));
 	if ((rv = rc_read(fd, h, RC_HDR, ms)) != 0)
 		return rv;
-	f->magic = (uint32_t)get(h, 4);
-	f->version = (uint16_t)get(h + 4, 2);
-	f->type = (uint16_t)get(h + 6, 2);
-	f->id = get(h + 8, 8);
-	f->count = (uint32_t)get(h + 16, 4);
-	f->flags = (uint32_t)get(h + 20, 4);
-	f->length = get(h + 24, 8);
+	f->magic = (uint32_t)rc_get_le(h, 4);
+	f->version = (uint16_t)rc_get_le(h + 4, 2);
+	f->type = (uint16_t)rc_get_le(h + 6, 2);
+	f->id = rc_get_le(h + 8, 8);
+	f->count = (uint32_t)rc_get_le(h + 16, 4);
+	f->flags = (uint32_t)rc_get_le(h + 20, 4);
+	f->length = rc_get_le(h + 24, 8);
 	if (f->length > MAX_BODY)
 		return -3;
 	if ((f->body = malloc(f->length + 1)) == NULL)
@@ -268,7 +268,7 @@ uint32_t rc_error(const rc_frame *f, char msg[97])
 		return 0;
 	memcpy(msg, f->body + 8, 96);
 	msg[96] = '\0';
-	return (uint32_t)get(f->body, 4);
+	return (uint32_t)rc_get_le(f->body, 4);
 }
 
 int rc_reply_of(const rc_frame *f, rc_reply *r)
@@ -277,18 +277,18 @@ int rc_reply_of(const rc_frame *f, rc_reply *r)
 
 	if (f->type != RC_GEMM_REPLY || f->length < RC_REPLY)
 		return -1;
-	r->status = (uint32_t)get(b, 4);
+	r->status = (uint32_t)rc_get_le(b, 4);
 	r->dtype = b[4];
 	r->layout = b[5];
-	r->m = (uint32_t)get(b + 8, 4);
-	r->n = (uint32_t)get(b + 12, 4);
+	r->m = (uint32_t)rc_get_le(b + 8, 4);
+	r->n = (uint32_t)rc_get_le(b + 12, 4);
 	r->queue_us = get_f64(b + 16);
 	r->h2d_us = get_f64(b + 24);
 	r->kernel_us = get_f64(b + 32);
 	r->d2h_us = get_f64(b + 40);
 	r->total_us = get_f64(b + 48);
-	r->result_bytes = get(b + 56, 8);
-	r->start_seq = get(b + 64, 8);
+	r->result_bytes = rc_get_le(b + 56, 8);
+	r->start_seq = rc_get_le(b + 64, 8);
 	memcpy(r->message, b + 80, 96);
 	r->message[96] = '\0';
 	r->result = b + RC_REPLY;
@@ -341,8 +341,8 @@ uint8_t *rc_gemm(uint64_t id, uint8_t prio, uint32_t deadline_ms,
 	rc_put_hdr(p, RC_GEMM, id, n, body);
 	q = p + RC_HDR;
 	q[0] = prio;
-	put(q + 4, deadline_ms, 4);
-	put(q + 8, bflags, 4);
+	rc_put_le(q + 4, deadline_ms, 4);
+	rc_put_le(q + 8, bflags, 4);
 	q += RC_BATCH;
 	for (uint32_t i = 0; i < n; i++, q += RC_JOB) {
 		q[0] = j[i].dtype;
@@ -351,19 +351,20 @@ uint8_t *rc_gemm(uint64_t id, uint8_t prio, uint32_t deadline_ms,
 		q[3] = j[i].layout;
 		q[4] = j[i].kernel;
 		q[5] = j[i].flags;
-		put(q + 8, j[i].m, 4);
-		put(q + 12, j[i].n, 4);
-		put(q + 16, j[i].k, 4);
+		rc_put_le(q + 8, j[i].m, 4);
+		rc_put_le(q + 12, j[i].n, 4);
+		rc_put_le(q + 16, j[i].k, 4);
 		put_f64(q + 24, j[i].alpha);
 		put_f64(q + 32, j[i].beta);
-		put(q + 40, inline_bytes(&j[i]) + (uint64_t)j[i].payload_delta,
-		    8);
+		rc_put_le(q + 40,
+			  inline_bytes(&j[i]) + (uint64_t)j[i].payload_delta,
+			  8);
 	}
 	for (uint32_t i = 0; i < n; i++) {
 		if (!(j[i].flags & 2))
 			continue;
 		for (int k = 0; k < 8; k++)
-			put(q + 8 * k, j[i].refs[k], 8);
+			rc_put_le(q + 8 * k, j[i].refs[k], 8);
 		q += RC_DESC;
 	}
 	for (uint32_t i = 0; i < n; i++) {
@@ -384,6 +385,13 @@ uint8_t *rc_gemm(uint64_t id, uint8_t prio, uint32_t deadline_ms,
 	return p;
 }
 
+rc_job rc_job_on(uint32_t m, uint32_t n, uint32_t k, const void *a,
+		 const void *b)
+{
+	return (rc_job){
+	    .dtype = 1, .m = m, .n = n, .k = k, .alpha = 1.0, .a = a, .b = b};
+}
+
 void rc_job_fp64(rc_job *j, uint32_t m, uint32_t n, uint32_t k, unsigned seed,
 		 double **a, double **b)
 {
@@ -395,8 +403,7 @@ void rc_job_fp64(rc_job *j, uint32_t m, uint32_t n, uint32_t k, unsigned seed,
 		(*a)[i] = (double)rand_r(&seed) / RAND_MAX * 2 - 1;
 	for (size_t i = 0; *b != NULL && i < nb; i++)
 		(*b)[i] = (double)rand_r(&seed) / RAND_MAX * 2 - 1;
-	*j = (rc_job){
-	    .dtype = 1, .m = m, .n = n, .k = k, .alpha = 1.0, .a = *a, .b = *b};
+	*j = rc_job_on(m, n, k, *a, *b);
 }
 
 int rc_check_fp64(const rc_job *j, const uint8_t *result)

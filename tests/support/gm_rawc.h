@@ -66,6 +66,10 @@ typedef struct rc_frame {
 int rc_read_frame(int fd, rc_frame *f, int ms);
 void rc_frame_free(rc_frame *f);
 
+/* The n low bytes of v at p, little-endian; and back. */
+void rc_put_le(uint8_t *p, uint64_t v, int n);
+uint64_t rc_get_le(const uint8_t *p, int n);
+
 /* Writes a frame header at p. */
 void rc_put_hdr(uint8_t *p, uint16_t type, uint64_t id, uint32_t count,
 		uint64_t length);
@@ -117,6 +121,11 @@ uint8_t *rc_gemm(uint64_t id, uint8_t prio, uint32_t deadline_ms,
  * (malloc'd into *a and *b, to be freed). */
 void rc_job_fp64(rc_job *j, uint32_t m, uint32_t n, uint32_t k, unsigned seed,
 		 double **a, double **b);
+
+/* A fp64 row-major m x n x k job, alpha 1, on operands a and b (not
+ * copied). */
+rc_job rc_job_on(uint32_t m, uint32_t n, uint32_t k, const void *a,
+		 const void *b);
 
 /* Whether result (m x n, fp64 row-major) is A*B of job j to fp64
  * rounding. */

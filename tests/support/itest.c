@@ -297,6 +297,14 @@ void it_cleanup(it_daemon *d)
 	d->dir[0] = '\0';
 }
 
+int it_finish(it_daemon *d)
+{
+	int st = it_stop(d);
+
+	it_cleanup(d);
+	return st;
+}
+
 /* Reads at most len - 1 bytes of the file at path into buf. */
 static void read_text(const char *path, char *buf, size_t len)
 {
@@ -350,12 +358,18 @@ int it_file_has(const char *path, const char *text)
 	return strstr(buf, text) != NULL;
 }
 
-int it_run(const struct CMUnitTest *tests, size_t n)
+int it_run_setup(const struct CMUnitTest *tests, size_t n,
+		 int (*setup)(void **state))
 {
 	if (getenv("GEMMD") == NULL) {
 		fprintf(stderr, "GEMMD is not set\n");
 		return 77;
 	}
 	signal(SIGPIPE, SIG_IGN);
-	return _cmocka_run_group_tests("tests", tests, n, NULL, NULL);
+	return _cmocka_run_group_tests("tests", tests, n, setup, NULL);
+}
+
+int it_run(const struct CMUnitTest *tests, size_t n)
+{
+	return it_run_setup(tests, n, NULL);
 }

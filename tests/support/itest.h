@@ -90,6 +90,9 @@ void it_tail_log(const it_daemon *d, const char *why);
 /* Kills gemmd if it still runs and removes d->dir. */
 void it_cleanup(it_daemon *d);
 
+/* it_stop, then it_cleanup: it_stop's status. */
+int it_finish(it_daemon *d);
+
 /* Runs gemmd with args to its exit (at most 10 s), stderr into err (cut
  * to errlen). Returns the exit status, or -1 when it did not exit. */
 int it_run_gemmd(const char *const *args, char *err, size_t errlen);
@@ -140,6 +143,12 @@ long it_raise_nofile(void);
  * exit 77 (skipped) when $GEMMD is not set. */
 int it_run(const struct CMUnitTest *tests, size_t n);
 #define IT_RUN(tests) it_run(tests, sizeof(tests) / sizeof((tests)[0]))
+
+/* it_run with setup (may be NULL) run once before the group. */
+int it_run_setup(const struct CMUnitTest *tests, size_t n,
+		 int (*setup)(void **state));
+#define IT_RUN_SETUP(tests, setup) \
+	it_run_setup(tests, sizeof(tests) / sizeof((tests)[0]), setup)
 
 /* Monotonic clock in microseconds. */
 double it_now_us(void);
