@@ -15,23 +15,15 @@
 
 #include "it_case.h"
 
-#define WAIT_MS 20000 /* for answers that should never take it */
-
-#define QUIET_MS 200 /* nothing more comes on a connection within */
-
-#define BLOCK_S 0.5 /* how long a blocker keeps the engine busy */
-
-#define DEADLINE_MS 50 /* passes while a job waits behind a blocker */
-
-#define QUEUE_DEPTH 3 /* a request of 4 jobs never fits */
-
-#define DETACH_MAX (1u << 20)
-
-#define SMALL 72 /* m = n = k of a small job (see above) */
-
-#define WIDE 400 /* m = n of a job whose result passes DETACH_MAX */
-
-#define HUGE 4096 /* m = n = k of a job larger than the pool */
+#define WAIT_MS	    20000 /* for answers that should never take it */
+#define QUIET_MS    200	  /* nothing more comes on a connection within */
+#define BLOCK_S	    0.5	  /* how long a blocker keeps the engine busy */
+#define DEADLINE_MS 50	  /* passes while a job waits behind a blocker */
+#define QUEUE_DEPTH 3	  /* a request of 4 jobs never fits */
+#define DETACH_MAX  (1u << 20)
+#define SMALL	    72	 /* m = n = k of a small job (see above) */
+#define WIDE	    400	 /* m = n of a job whose result passes DETACH_MAX */
+#define HUGE	    4096 /* m = n = k of a job larger than the pool */
 
 /* Error codes (PROTOCOL.md 9). */
 enum {
