@@ -109,7 +109,6 @@ void stop_prometheus(void)
 
 int cleanup(void **state)
 {
-	(void)state;
 	stop_prometheus();
 	if (fx.c != NULL)
 		gemmd_close(fx.c);

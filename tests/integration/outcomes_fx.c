@@ -428,7 +428,6 @@ int setup(void **state)
 			      NULL};
 	uint64_t pool;
 
-	(void)state;
 	if ((zeros = calloc((size_t)WIDE * WIDE, sizeof(double))) == NULL)
 		return -1;
 	snprintf(depth, sizeof(depth), "queue_depth=%d", QUEUE_DEPTH);
@@ -459,7 +458,6 @@ int teardown(void **state)
 {
 	int rv;
 
-	(void)state;
 	rv = fx.d.pid > 0 ? it_stop(&fx.d) : 0; /* test_stopping stopped it */
 	if (rv != 0)
 		fprintf(stderr, "gemmd exited %d\n", rv);

@@ -423,7 +423,6 @@ static void test_admin_connections(void **state)
 	double open;
 	fixture fx;
 
-	(void)state;
 	for (size_t c = 0; c < NELEMS(admin_cases); c++) {
 		const struct admin_case *ac = &admin_cases[c];
 
@@ -494,7 +493,6 @@ static void test_trickled_handshake(void **state)
 	double t0, dropped0;
 	fixture fx;
 
-	(void)state;
 	fx_start(&fx, sets, 0);
 	dropped0 = it_stat(fx.mon, "connections.dropped_by.handshake_timeout");
 	t0 = it_now_us();

@@ -62,7 +62,6 @@ static int setup(void **state)
 {
 	const char *args[] = {"--set", "cpu_threads=1", NULL};
 
-	(void)state;
 	start(args);
 	return 0;
 }
@@ -75,14 +74,12 @@ static int setup_whole(void **state)
 	const char *args[] = {"--set", "cpu_threads=1", "--set",
 			      "cpu_piece_flops=1000000000000000", NULL};
 
-	(void)state;
 	start(args);
 	return 0;
 }
 
 static int teardown(void **state)
 {
-	(void)state;
 	if (fx.d.pid > 0)
 		kill(fx.d.pid, SIGCONT);
 	if (fx.r != NULL)
@@ -337,7 +334,6 @@ static void test_dead_lazy_waits(void **state)
 					  GEMMD_OPEN_LAZY | GEMMD_OPEN_NO_SHM};
 	timed tc;
 
-	(void)state;
 	open_client(&lazy);
 	assert_int_equal(call_ping(FOREVER_MS), GM_OK);
 	it_kill(&fx.d);
@@ -368,7 +364,6 @@ static void test_killed_running(void **state)
 {
 	timed tc;
 
-	(void)state;
 	open_client(&socket_only);
 	timed_start(&tc, call_blocker, FOREVER_MS);
 	blocker_running();
@@ -386,7 +381,6 @@ static void test_close_stopped(void **state)
 	it_waiter w = {0};
 	double t0;
 
-	(void)state;
 	open_client(NULL);
 	assert_int_equal(call_staged(FOREVER_MS), GM_OK);
 	assert_int_equal(gemmd_region_create(fx.c, 1 << 20, &fx.r), GM_OK);
@@ -467,7 +461,6 @@ static void test_open_not_accepting(void **state)
 {
 	int timed_out = 0;
 
-	(void)state;
 	for (int i = 0; i < 4; i++)
 		timed_out += open_deaf() == GM_ETIMEDOUT;
 	assert_true(timed_out >= 1);
@@ -485,7 +478,6 @@ static void test_timeout_cancels_job(void **state)
 	int rv;
 	double ok;
 
-	(void)state;
 	open_client(&socket_only);
 	ok = it_stat(fx.c, "jobs.ok");
 	it_job(&blocker, blocker_n, blocker_n, blocker_n, 5);
@@ -545,7 +537,6 @@ static int calibrate(void **state)
 	const char *args[] = {"--set", "cpu_threads=1", NULL};
 	double rate;
 
-	(void)state;
 	blocker_n =
 	    it_cube_for(args, 400, FOREVER_MS, BLOCK_S, 1000, 4500, &rate);
 	if (blocker_n == 0)

@@ -256,7 +256,6 @@ static void test_small_beside_large(void **state)
 	held base, now;
 	it_daemon d;
 
-	(void)state;
 	assert_int_equal(it_launch(&d, args), 0);
 	assert_int_equal(gemmd_open(d.ipc, NULL, &c), GM_OK);
 	quiet = quiet_p99(c, 8, 1);
@@ -306,7 +305,6 @@ static int calibrate(void **state)
 {
 	double flops_per_us;
 
-	(void)state;
 	big_n =
 	    it_cube_for(NULL, 600, WAIT_MS, BIG_S, 1500, 5000, &flops_per_us);
 	if (big_n == 0)

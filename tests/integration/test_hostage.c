@@ -213,7 +213,6 @@ static void test_payload_rate(void **state)
 	rc_reply r;
 	int fd, mon;
 
-	(void)state;
 	assert_int_equal(it_launch(&d, args), 0);
 	assert_true((mon = rc_connect(d.ipc, NULL)) >= 0);
 	assert_non_null(req = rc_gemm(5, 1, 0, 0, &j, 1, &len));
@@ -380,25 +379,21 @@ static void run_case(const struct hostage_case *k)
 
 static void test_tricklers(void **state)
 {
-	(void)state;
 	run_case(&cases[0]);
 }
 
 static void test_not_fitting(void **state)
 {
-	(void)state;
 	run_case(&cases[1]);
 }
 
 static void test_pageable_tricklers(void **state)
 {
-	(void)state;
 	run_case(&cases[2]);
 }
 
 static void test_nonreaders(void **state)
 {
-	(void)state;
 	run_case(&cases[3]);
 }
 

@@ -42,7 +42,6 @@ static void start(const char *const *extra)
 
 static int cleanup(void **state)
 {
-	(void)state;
 	it_cleanup(&fx.d);
 	return 0;
 }
@@ -281,7 +280,6 @@ static void test_scrape_storm(void **state)
 	size_t nq, ns;
 	pthread_t th;
 
-	(void)state;
 	assert_true(it_raise_nofile() > STORM + 64);
 	start(sets);
 	memset(&p, 0, sizeof(p));
@@ -362,7 +360,6 @@ static void test_half_open(void **state)
 	char buf[64];
 	double t0, first = 0;
 
-	(void)state;
 	assert_true(it_raise_nofile() > HALF_OPEN + 64);
 	start(sets);
 	assert_int_equal(get_status("/healthz"), 200);
@@ -411,7 +408,6 @@ static void test_cap(void **state)
 	char out[512];
 	double t0;
 
-	(void)state;
 	start(sets);
 	for (int i = 0; i < 8; i++)
 		assert_true((held[i] = dial(0)) >= 0);
@@ -452,7 +448,6 @@ static void test_request_limits(void **state)
 	double t0;
 	int fd;
 
-	(void)state;
 	start(sets);
 	/* A head over the cap: 431, closed. */
 	snprintf(big, sizeof(big),
@@ -505,7 +500,6 @@ static void test_render_cache(void **state)
 	static const char *const long_cache[] = {
 	    "--set", "metrics_cache_ms=60000", NULL};
 
-	(void)state;
 	start(long_cache);
 	for (int i = 0; i < 5; i++)
 		assert_int_equal(get_status("/metrics"), 200);
@@ -525,7 +519,6 @@ static void test_non_loopback_warning(void **state)
 	const char *args[] = {"--set", set, NULL};
 	int port = it_free_port();
 
-	(void)state;
 	start(NULL);
 	assert_false(it_file_has(fx.d.log, "not a loopback address"));
 	assert_int_equal(it_finish(&fx.d), 0);

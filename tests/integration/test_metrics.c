@@ -12,7 +12,6 @@ static void test_health_and_ready(void **state)
 {
 	http_reply r;
 
-	(void)state;
 	start(NULL);
 	r = get(fx.port, "/healthz");
 	assert_int_equal(r.status, 200);
@@ -55,7 +54,6 @@ static void test_readyz_while_draining(void **state)
 	char *body;
 	int i;
 
-	(void)state;
 	start(one_thread);
 	/* 6 GFLOP on one core: hundreds of milliseconds at least, with a
 	 * small result (2 MiB) to send back. */
@@ -91,7 +89,6 @@ static void test_readyz_drain_op(void **state)
 	char *reply = NULL, *body;
 	http_reply r;
 
-	(void)state;
 	start(NULL);
 	assert_int_equal(gemmd_ctrl(fx.c, "{\"op\":\"drain\"}", &reply, 5000),
 			 GM_OK);
@@ -114,7 +111,6 @@ static void test_metrics_count_jobs(void **state)
 	char line[128];
 	http_reply r;
 
-	(void)state;
 	start_small_pool(3);
 	r = get(fx.port, "/metrics");
 	assert_int_equal(r.status, 200);
@@ -206,7 +202,6 @@ static void test_process_metrics(void **state)
 	double cpu, cpu_before, cpu_after;
 	http_reply r;
 
-	(void)state;
 	start(NULL);
 	run_ok_jobs(fx.c, 2);
 	/* CPU time is counted in ticks: a young daemon may have used none
@@ -241,7 +236,6 @@ static void test_stats_document(void **state)
 	char key[64];
 	cJSON *s;
 
-	(void)state;
 	start_small_pool(3);
 	usleep(1100 * 1000);
 	s = it_stats(fx.c);
@@ -286,7 +280,6 @@ static void test_bad_address(void **state)
 	static const char *const bad[] = {"--set", "metrics_listen=9464", NULL};
 	char err[2048];
 
-	(void)state;
 	assert_int_not_equal(it_run_gemmd(bad, err, sizeof(err)), 0);
 	assert_has(err, "config key \"metrics_listen\": \"9464\" is not "
 			"HOST:PORT");
@@ -301,7 +294,6 @@ static void test_port_in_use(void **state)
 	char set[64], err[2048], ipc[128];
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
 
-	(void)state;
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	assert_true(fd >= 0);
 	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);

@@ -24,7 +24,6 @@ static void test_promtool_check(void **state)
 	FILE *f;
 	int rc;
 
-	(void)state;
 	start_small_pool(2);
 	r = get(fx.port, "/metrics");
 	snprintf(path, sizeof(path), "%s/metrics.txt", fx.d.dir);
@@ -111,7 +110,6 @@ static void test_prometheus_scrape(void **state)
 	http_reply r;
 	double n = -1;
 
-	(void)state;
 	start(NULL);
 	assert_true(port > 0);
 	start_prometheus(port);

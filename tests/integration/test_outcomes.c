@@ -88,7 +88,6 @@ static const outcome outcomes[] = {
 
 static void test_every_outcome(void **state)
 {
-	(void)state;
 	for (size_t i = 0; i < sizeof(outcomes) / sizeof(outcomes[0]); i++)
 		for (int kind = 0; kind < KINDS; kind++)
 			run_case(&outcomes[i], kind);

@@ -52,7 +52,6 @@ static void test_pipelined_then_closed(void **state)
 	it_daemon d;
 	size_t len;
 
-	(void)state;
 	j.a = j.b = zeros;
 	assert_int_equal(it_launch(&d, args), 0);
 	before = counts_now(&d);
@@ -102,7 +101,6 @@ static void test_detach_room_taken(void **state)
 	rc_frame f;
 	char msg[97];
 
-	(void)state;
 	j.a = j.b = zeros;
 	blocker = send_blocker();
 	assert_true((a = rc_connect(fx.d.ipc, NULL)) >= 0);
@@ -168,7 +166,6 @@ static void test_stopping(void **state)
 	rc_reply r;
 	rc_frame f;
 
-	(void)state;
 	blocker = send_blocker();
 	assert_true((a = rc_connect(fx.d.ipc, NULL)) >= 0);
 	assert_true((c = rc_connect(fx.d.ipc, NULL)) >= 0);

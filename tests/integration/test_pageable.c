@@ -54,7 +54,6 @@ static void test_served(void **state)
 	double *cin;
 	it_daemon d;
 
-	(void)state;
 	start(&d, "8M");
 	assert_int_equal(gemmd_open(d.ipc, &socket_only, &c), GM_OK);
 	it_job(&j, 256, 256, 256, 1);
@@ -128,7 +127,6 @@ static void test_cap(void **state)
 	size_t len;
 	int fd;
 
-	(void)state;
 	start(&d, "8M");
 	rc_job_fp64(&hold, 512, 512, 512, 5, &a, &b);
 	assert_non_null(req = rc_gemm(1, 1, 0, 0, &hold, 1, &len));
@@ -166,7 +164,6 @@ static void test_off(void **state)
 	gemmd_job j;
 	it_daemon d;
 
-	(void)state;
 	start(&d, "0");
 	assert_int_equal(gemmd_open(d.ipc, &socket_only, &c), GM_OK);
 	it_job(&j, 256, 256, 256, 6);

@@ -178,7 +178,6 @@ static void test_same_results(void **state)
 	gemmd_client *mon;
 	double in0;
 
-	(void)state;
 	assert_int_equal(it_setup(&d), 0);
 	if (gm_testpki_make(&p, d.dir) != 0) {
 		it_cleanup(&d);
@@ -223,7 +222,6 @@ static void test_staging_falls_back(void **state)
 	struct ops o;
 	void *out[NJOBS];
 
-	(void)state;
 	assert_int_equal(it_launch(&d, args), 0);
 	ops_make(&o, &seed);
 	/* Twice: the second finds staging off for a while. */
@@ -250,7 +248,6 @@ static void test_tcp_stripes_by_default(void **state)
 	gemmd_job big[BIG], small;
 	double req0;
 
-	(void)state;
 	assert_int_equal(it_launch(&d, NULL), 0);
 	assert_int_equal(gemmd_open(d.ipc, NULL, &mon), GM_OK);
 	assert_int_equal(gemmd_open(d.tcp, NULL, &cl), GM_OK);
@@ -287,7 +284,6 @@ static void test_two_daemons(void **state)
 	gemmd_job j[CALLS];
 	it_waiter done[CALLS] = {{0}};
 
-	(void)state;
 	for (int i = 0; i < 2; i++) {
 		assert_int_equal(it_launch(&d[i], NULL), 0);
 	}
@@ -326,7 +322,6 @@ static void test_daemon_dies(void **state)
 	it_waiter done = {0};
 	double t0;
 
-	(void)state;
 	assert_int_equal(it_launch(&d, NULL), 0);
 	assert_int_equal(gemmd_open(d.tcp, NULL, &cl), GM_OK);
 	for (int i = 0; i < BIG; i++)

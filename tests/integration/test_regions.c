@@ -111,7 +111,6 @@ static void results_equal(const char *const *extra)
 
 static void test_results_equal(void **state)
 {
-	(void)state;
 	results_equal(NULL);
 }
 
@@ -121,7 +120,6 @@ static void test_results_equal_mapped(void **state)
 {
 	const char *const extra[] = {"--set", "mapped_output=true", NULL};
 
-	(void)state;
 	results_equal(extra);
 }
 #endif
@@ -136,7 +134,6 @@ static void test_bad_refs(void **state)
 	it_daemon dm;
 	tjob t;
 
-	(void)state;
 	start(&dm, NULL);
 	c = open_ipc(&dm);
 	assert_int_equal(gemmd_region_create(c, big, &r), GM_OK);
@@ -195,7 +192,6 @@ static void test_other_user(void **state)
 	it_daemon d;
 	int rv;
 
-	(void)state;
 	if (geteuid() != 0) {
 		fprintf(stderr, "other_user: not root, cannot become another "
 				"user; skipped\n");

@@ -91,7 +91,6 @@ static void test_handoff(void **state)
 	it_daemon d;
 	int s, fd, fds[2];
 
-	(void)state;
 	start(&d, NULL);
 	c = open_ipc(&d);
 	s = handoff_dial(&d);
@@ -156,7 +155,6 @@ static void test_quota(void **state)
 	gemmd_client *c;
 	it_daemon d;
 
-	(void)state;
 	start(&d, extra);
 	c = open_ipc(&d);
 	assert_int_equal(gemmd_region_create(c, 2 << 20, &r1), GM_ETOOBIG);
@@ -188,7 +186,6 @@ static void test_release_in_use(void **state)
 	gemmd_job j;
 	double before;
 
-	(void)state;
 	start(&d, NULL);
 	c = open_ipc(&d);
 	make(&t, GEMMD_FP64, 0, 0, 0, 512, 512, 512, 1);
@@ -218,7 +215,6 @@ static void test_client_dies(void **state)
 	gemmd_client *c;
 	it_daemon d;
 
-	(void)state;
 	start(&d, NULL);
 	c = open_ipc(&d);
 	assert_int_equal(wait_child(spawn_self("dies", d.ipc, 0, 0)), 0);
@@ -240,7 +236,6 @@ static void test_gemmctl(void **state)
 	gemmd_client *c;
 	it_daemon d;
 
-	(void)state;
 	if (ctl == NULL) {
 		fprintf(stderr, "GEMMCTL not set; skipped\n");
 		return;
@@ -272,7 +267,6 @@ static void test_regions_off(void **state)
 	gemmd_region *r;
 	it_daemon d;
 
-	(void)state;
 	start(&d, extra);
 	c = open_ipc(&d);
 	assert_int_equal(gemmd_region_create(c, 4096, &r), GM_ETRANSPORT);

@@ -24,7 +24,6 @@ static struct {
 
 static int cleanup(void **state)
 {
-	(void)state;
 	if (fx.c != NULL)
 		gemmd_close(fx.c);
 	fx.c = NULL;
@@ -78,7 +77,6 @@ static void test_signals_with_jobs_in_flight(void **state)
 	static int rv[JOBS];
 	int sent = 0;
 
-	(void)state;
 	assert_int_equal(it_setup(&fx.d), 0);
 	start(args);
 	done_count = 0;
@@ -167,7 +165,6 @@ static void test_sighup_reload(void **state)
 	char path[160];
 	const char *args[] = {"-c", path, NULL};
 
-	(void)state;
 	assert_int_equal(it_setup(&fx.d), 0);
 	snprintf(path, sizeof(path), "%s/gemmd.json", fx.d.dir);
 	write_file(path,
@@ -212,7 +209,6 @@ static void test_pool_over_memory(void **state)
 	    (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
 	char err[2048];
 
-	(void)state;
 	if (host >= (UINT64_C(1) << 40))
 		skip();
 	assert_int_equal(it_run_gemmd(args, err, sizeof(err)), 1);
@@ -228,7 +224,6 @@ static void test_config_fifo(void **state)
 	char fifo[160], err[2048];
 	const char *args[] = {"-c", fifo, NULL};
 
-	(void)state;
 	assert_int_equal(it_setup(&fx.d), 0);
 	snprintf(fifo, sizeof(fifo), "%s/gemmd.json", fx.d.dir);
 	assert_int_equal(mkfifo(fifo, 0600), 0);

@@ -50,7 +50,6 @@ static void test_nested_members(void **state)
 	it_daemon d;
 	int fd, n;
 
-	(void)state;
 	assert_int_equal(it_launch(&d, NULL), 0);
 	assert_true((fd = rc_connect(d.tcp, NULL)) >= 0);
 	for (size_t i = 0; i < sizeof(rows) / sizeof(*rows); i++) {
@@ -101,7 +100,6 @@ static void test_header_at_once(void **state)
 	};
 	it_daemon d;
 
-	(void)state;
 	assert_int_equal(it_launch(&d, NULL), 0);
 	for (size_t i = 0; i < sizeof(rows) / sizeof(*rows); i++) {
 		char msg[97];
@@ -188,7 +186,6 @@ static void test_late_job(void **state)
 	it_daemon d;
 	int fd, seen = 0;
 
-	(void)state;
 	assert_int_equal(it_launch(&d, late_args), 0);
 	assert_true((fd = rc_connect(d.ipc, NULL)) >= 0);
 	send_late(fd, 0, &blk, &late, ops);
@@ -220,7 +217,6 @@ static void test_late_detached(void **state)
 	it_daemon d;
 	int fd;
 
-	(void)state;
 	assert_int_equal(it_launch(&d, late_args), 0);
 	assert_true((fd = rc_connect(d.ipc, NULL)) >= 0);
 	send_late(fd, 1 /* DETACH */, &blk, &late, ops);
@@ -326,7 +322,6 @@ static void test_release(void **state)
 	it_daemon d;
 	int a, b, fd;
 
-	(void)state;
 	assert_int_equal(it_setup(&d), 0);
 	snprintf(path, sizeof(path), "%s/regions.sock", d.dir);
 	snprintf(set, sizeof(set), "region_socket=%s", path);
@@ -422,7 +417,6 @@ static void test_v1_client(void **state)
 {
 	it_daemon d;
 
-	(void)state;
 	assert_int_equal(it_launch(&d, NULL), 0);
 	v1_exchange(d.tcp, 0, 40, 77);
 	v1_exchange(d.ipc, 1, 40, 77);
@@ -444,7 +438,6 @@ static void test_listen_urls(void **state)
 	FILE *f;
 	int fd;
 
-	(void)state;
 	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
 		const char *argv[] = {"--listen", bad[i], NULL};
 

@@ -139,7 +139,6 @@ static void test_grows(void **state)
 	gemmd_client *mon, *cl;
 	double *staged, *staged2, *region, *sock, in0;
 
-	(void)state;
 	assert_int_equal(it_launch(&d, NULL), 0);
 	op_make(&o, N);
 	assert_int_equal(gemmd_open(d.tcp, NULL, &mon), GM_OK);
@@ -183,7 +182,6 @@ static void test_capped(void **state)
 	gemmd_client *mon, *cl;
 	double *capped, *sock, *out, in0;
 
-	(void)state;
 	assert_int_equal(it_launch(&d, args), 0);
 	op_make(&o, N);
 	op_make(&small, SMALLN);
