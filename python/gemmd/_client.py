@@ -98,10 +98,10 @@ class Result:
         read from the table when first asked for: most callers never ask,
         and a batch's thousands of Timings would cost more than the rest
         of its results."""
-        r = cls.__new__(cls)
-        r.__dict__.update(out=out, code=code,
-                          message=said.decode("utf-8", "replace"),
-                          _row=(table, row))
+        r = _new(cls)
+        r.__dict__ = {"out": out, "code": code,
+                      "message": said.decode("utf-8", "replace") if said
+                      else "", "_row": (table, row)}
         return r
 
     def __getattr__(self, name: str):
@@ -111,6 +111,9 @@ class Result:
         self.timings = Timings(*row[0]["t"][row[1]].tolist())
         self.__dict__.pop("_row", None)
         return self.timings
+
+
+_new = object.__new__
 
 
 @dataclass(frozen=True)
