@@ -11,6 +11,7 @@
 
 #include <pthread.h>
 #include <semaphore.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -397,6 +398,7 @@ out:
 /* One thread's share of a copy: its slice of dst and src. */
 typedef struct slice {
 	pthread_t t;
+	bool here; /* copied by the calling thread */
 	uint8_t *dst;
 	const uint8_t *src;
 	uint64_t bytes;
@@ -410,45 +412,45 @@ static void *copy_slice(void *arg)
 	return NULL;
 }
 
-/* Copies src to dst on threads, each a slice aligned to 4 KiB; returns
- * the milliseconds from the first start to the last end. */
+/* Copies src to dst on threads (>= 1), each a slice aligned to 4 KiB,
+ * the first on this one; returns the milliseconds it took. */
 static double copy_on(uint8_t *dst, const uint8_t *src, uint64_t bytes,
 		      slice *sl, unsigned threads)
 {
 	uint64_t each = (bytes / threads + 4095) & ~(uint64_t)4095, at = 0;
-	unsigned started = 0;
+	unsigned n = 0;
 	double t0 = now_ms();
 
-	for (unsigned i = 0; i < threads && at < bytes; i++, started++) {
-		uint64_t n = bytes - at < each ? bytes - at : each;
+	for (; n < threads && at < bytes; n++) {
+		uint64_t len = bytes - at < each ? bytes - at : each;
 
-		sl[i] = (slice){.dst = dst + at, .src = src + at, .bytes = n};
-		at += n;
-		if (threads == 1 ||
-		    pthread_create(&sl[i].t, NULL, copy_slice, &sl[i]) != 0) {
-			copy_slice(
-			    &sl[i]); /* here, when no thread can be had */
-			sl[i].t = pthread_self();
-		}
+		sl[n] = (slice){.dst = dst + at, .src = src + at, .bytes = len};
+		at += len;
+		/* A slice that gets no thread is copied here too. */
+		sl[n].here = n == 0 || pthread_create(&sl[n].t, NULL,
+						      copy_slice, &sl[n]) != 0;
 	}
-	for (unsigned i = 0; i < started; i++)
-		if (!pthread_equal(sl[i].t, pthread_self()))
+	for (unsigned i = 0; i < n; i++)
+		if (sl[i].here)
+			copy_slice(&sl[i]);
+	for (unsigned i = 0; i < n; i++)
+		if (!sl[i].here)
 			pthread_join(sl[i].t, NULL);
 	return now_ms() - t0;
 }
 
 double gm_memcpy_ms(uint64_t bytes, unsigned threads, int reps)
 {
+	unsigned k = threads ? threads : 1;
 	uint8_t *src = malloc(bytes), *dst = malloc(bytes);
 	double *t = calloc((size_t)reps, sizeof(*t)), ms = -1;
-	slice *sl = calloc(threads ? threads : 1, sizeof(*sl));
+	slice *sl = calloc(k, sizeof(*sl));
 
 	if (src != NULL && dst != NULL && t != NULL && sl != NULL) {
 		fill_random(src, bytes, 3);
 		memset(dst, 1, bytes);
 		for (int i = 0; i < reps; i++)
-			t[i] =
-			    copy_on(dst, src, bytes, sl, threads ? threads : 1);
+			t[i] = copy_on(dst, src, bytes, sl, k);
 		ms = median(t, reps);
 	}
 	free(src);

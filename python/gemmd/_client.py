@@ -588,6 +588,7 @@ class _Call:
         self.runs = runs
         self.future: Optional[Future] = None
         self.sent = sent = [r for r in runs if r.plan.refused is None]
+        self.total = sum(len(r.at) for r in runs)  # refused ones too
         self.count = sum(len(r.at) for r in sent)
         self.table, self.jobs = table(self.count)
         self.opts = _options(ffi.new("gemmd_submit_opts *"), priority,
@@ -595,9 +596,9 @@ class _Call:
         # Regions are looked for only where this client has any.
         self.memories = client._memory_list()
         self.rows = self._rows()
-        self.out_at: list = [None] * len(sent)  # where _results() knows them
-        self.outs = self._results(sent) if result else \
-            [[None] * len(r.at) for r in sent]
+        # Each run's results, and their addresses where a block gives them.
+        self.outs, self.out_at = self._results(sent) if result else \
+            ([[None] * len(r.at) for r in sent], [None] * len(sent))
         if sent:
             self._fill(sent)
 
@@ -606,20 +607,22 @@ class _Call:
         in the request, less those refused before sending."""
         if len(self.sent) == len(self.runs):
             return [r.at for r in self.sent]
-        kept = np.zeros(sum(len(r.at) for r in self.runs), bool)
+        kept = np.zeros(self.total, bool)
         for r in self.sent:
             kept[r.at] = True
         row = np.cumsum(kept) - 1
         return [row[r.at] for r in self.sent]
 
-    def _results(self, sent: list[Run]) -> list:
-        """Each sent run's result arrays: the caller's ``out``; else in
+    def _results(self, sent: list[Run]) -> tuple[list, list]:
+        """Each sent run's result arrays, and their addresses when they
+        are views of a block (else None): the caller's ``out``; else in
         the region of an input when there is room, so that the result
         does not cross the socket either; else on the heap, one block for
         all the results of a shape, dtype and order (each result a view
         of it, which keeps it alive): a batch's results are allocated
         once, not job by job."""
         outs: list = [None] * len(sent)
+        out_at: list = [None] * len(sent)
         groups: dict = {}
         for i, r in enumerate(sent):
             p = r.plan
@@ -641,12 +644,12 @@ class _Call:
             start = 0
             for i in like:
                 end = start + len(sent[i].at)
-                outs[i], self.out_at[i] = views[start:end], at[start:end]
+                outs[i], out_at[i] = views[start:end], at[start:end]
                 start = end
         for r, o in zip(sent, outs):
             if len(o) == 1:  # the plan's result, as finish() reads it
                 r.plan.out = o[0]
-        return outs
+        return outs, out_at
 
     def _in_region(self, p: Plan, inputs) -> np.ndarray:
         """A result of p's shape in the region of one of its inputs, when
@@ -749,7 +752,7 @@ class _Call:
         """Each job's Result, in the request's order."""
         t = self.table[:self.count]
         status, messages = t["status"].tolist(), t["message"].tolist()
-        out: list = [None] * sum(len(r.at) for r in self.runs)
+        out: list = [None] * self.total
         for r in self.runs:
             if r.plan.refused is not None:
                 for i in r.at:
